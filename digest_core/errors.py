@@ -1,0 +1,105 @@
+"""The one exception tree of digest-bot.
+
+::
+
+    DigestError
+    ├── ConfigError            file, key, what is wrong
+    ├── IssueError
+    │   ├── IssueNotFound      no issue for that date / in the archive
+    │   └── IssueFormatError   path, line, detail
+    └── DeliveryError          platform, target
+        ├── TransientError     network, 5xx, timeouts: retry with backoff and jitter
+        │   └── RateLimited    retry_after seconds
+        ├── TargetGone         blocked, kicked, deleted, no permission: stop sending there
+        ├── TargetMoved        new id (Telegram group -> supergroup)
+        └── Rejected           the platform refused our payload: a bug, never retried
+
+Adapters translate SDK errors at the boundary with ``raise X(...) from exc``.
+Only the CLI turns errors into exit codes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+
+class DigestError(Exception):
+    """Base of every error digest-bot raises on purpose."""
+
+
+class ConfigError(DigestError):
+    """A configuration value is missing or wrong."""
+
+    def __init__(self, detail: str, *, file: str | Path | None = None, key: str | None = None):
+        self.file = str(file) if file is not None else None
+        self.key = key
+        self.detail = detail
+        where = ":".join(p for p in (self.file, key) if p)
+        super().__init__(f"{where}: {detail}" if where else detail)
+
+
+class IssueError(DigestError):
+    """Something is wrong with an issue or it cannot be found."""
+
+
+class IssueNotFound(IssueError):
+    """No issue exists for the requested date (or the archive is empty)."""
+
+    def __init__(self, detail: str, *, date: dt.date | None = None):
+        self.date = date
+        super().__init__(detail)
+
+
+class IssueFormatError(IssueError):
+    """An issue file (or structured data) failed to load.
+
+    ``str(err)`` is ``path:line: detail`` (``path: detail`` when no line applies), the form
+    compilers use, so editors can jump to the place.
+    """
+
+    def __init__(self, path: str | Path, line: int | None, detail: str):
+        self.path = str(path)
+        self.line = line
+        self.detail = detail
+        where = f"{self.path}:{line}" if line is not None else self.path
+        super().__init__(f"{where}: {detail}")
+
+
+class DeliveryError(DigestError):
+    """Sending to one target failed."""
+
+    def __init__(self, detail: str, *, platform: str = "", target: str = ""):
+        self.platform = platform
+        self.target = target
+        self.detail = detail
+        where = f"{platform}:{target}" if platform or target else ""
+        super().__init__(f"{where}: {detail}" if where else detail)
+
+
+class TransientError(DeliveryError):
+    """A failure worth retrying later (network, 5xx, timeout)."""
+
+
+class RateLimited(TransientError):
+    """The platform asked us to wait ``retry_after`` seconds before sending to this target."""
+
+    def __init__(self, detail: str, *, retry_after: float, platform: str = "", target: str = ""):
+        self.retry_after = float(retry_after)
+        super().__init__(detail, platform=platform, target=target)
+
+
+class TargetGone(DeliveryError):
+    """The target cannot receive messages any more (blocked, kicked, deleted, forbidden)."""
+
+
+class TargetMoved(DeliveryError):
+    """The target has a new id (a Telegram group upgraded to a supergroup)."""
+
+    def __init__(self, detail: str, *, new_target: str, platform: str = "", target: str = ""):
+        self.new_target = new_target
+        super().__init__(detail, platform=platform, target=target)
+
+
+class Rejected(DeliveryError):
+    """The platform refused the payload itself; retrying the same payload cannot help."""

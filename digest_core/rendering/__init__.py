@@ -1,0 +1,109 @@
+"""Rendering: pure functions from an Issue (or a part of it) to platform payloads that already fit.
+
+Every renderer module (``telegram``, ``discord``, ``plain``) exposes::
+
+    render(issue, part=Part.ALL, *, brief=None, options=RenderOptions()) -> list[Message]
+    preview(message) -> str          # a human-readable view of one payload
+
+A ``Message.payload`` is the exact JSON body the platform API receives, minus the destination
+(the adapter adds ``chat_id`` for Telegram's ``sendMessage``; Discord's channel is in the URL).
+Messages are returned in send order; each one is within every platform limit.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from digest_core.models import Issue, Section
+
+
+class Flavor(StrEnum):
+    """Which renderer a platform uses."""
+
+    TELEGRAM = "telegram"
+    DISCORD = "discord"
+    PLAIN = "plain"
+
+
+class Part(StrEnum):
+    """What part of an issue to render."""
+
+    ALL = "all"
+    HEADLINE = "headline"
+    BRIEFS = "briefs"
+    BRIEF = "brief"  # one brief: pass brief=N (from 1)
+    CLASSIC = "classic"
+    TOC = "toc"
+
+
+@dataclass(frozen=True)
+class RenderOptions:
+    """Presentation switches; the defaults are what a channel post looks like."""
+
+    #: Telegram inline keyboard / Discord buttons (重点 / 简讯 / 经典回顾) on the last message.
+    buttons: bool = False
+    #: Discord: embeds (True) or the plain-markdown fallback (False).
+    embeds: bool = True
+    #: Telegram: show a link preview for the headline's source (other messages never preview).
+    link_preview: bool = True
+
+
+@dataclass(frozen=True)
+class Message:
+    """One message ready to send."""
+
+    payload: dict[str, Any] = field(hash=False)
+
+
+#: Prefix of button callback data / custom ids; the rest names the issue and section, so
+#: buttons on old posts keep working after restarts.
+BUTTON_PREFIX = "dg"
+BUTTON_SECTIONS: tuple[Section, ...] = (Section.HEADLINE, Section.BRIEFS, Section.CLASSIC)
+
+
+def button_data(date: dt.date, section: Section) -> str:
+    """``dg:2026-10-27:headline`` — at most 64 bytes, as Telegram's callback_data must be."""
+    return f"{BUTTON_PREFIX}:{date.isoformat()}:{section.value}"
+
+
+def parse_button_data(data: str) -> tuple[dt.date, Section] | None:
+    """The inverse of :func:`button_data`; ``None`` for anything that is not ours or malformed."""
+    parts = data.split(":")
+    if len(parts) != 3 or parts[0] != BUTTON_PREFIX:
+        return None
+    try:
+        return dt.date.fromisoformat(parts[1]), Section(parts[2])
+    except ValueError:
+        return None
+
+
+def render(
+    issue: Issue,
+    flavor: Flavor | str,
+    part: Part | str = Part.ALL,
+    *,
+    brief: int | None = None,
+    options: RenderOptions | None = None,
+) -> list[Message]:
+    """Render ``part`` of ``issue`` for ``flavor``.
+
+    Raises:
+        IndexError: ``part`` is BRIEF and the issue has no brief number ``brief``.
+        ValueError: ``part`` is BRIEF without ``brief``, or an unknown flavor/part.
+    """
+    from digest_core.rendering import discord, plain, telegram
+
+    modules = {Flavor.TELEGRAM: telegram, Flavor.DISCORD: discord, Flavor.PLAIN: plain}
+    module = modules[Flavor(flavor)]
+    return module.render(issue, Part(part), brief=brief, options=options or RenderOptions())
+
+
+def preview(message: Message, flavor: Flavor | str) -> str:
+    """A readable text view of one payload, for `digest-bot preview` and the console."""
+    from digest_core.rendering import discord, plain, telegram
+
+    modules = {Flavor.TELEGRAM: telegram, Flavor.DISCORD: discord, Flavor.PLAIN: plain}
+    return modules[Flavor(flavor)].preview(message)
