@@ -1,0 +1,90 @@
+"""The Platform boundary: what an adapter (Telegram, Discord, console) implements for the core."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Protocol, runtime_checkable
+
+from digest_core.rendering import Flavor, Message, RenderOptions
+
+
+class TargetKind(StrEnum):
+    """What sort of place a target is; pacing differs per kind."""
+
+    CHANNEL = "channel"  # a broadcast channel (or a Discord text channel / thread)
+    GROUP = "group"  # a group chat
+    PRIVATE = "private"  # a one-to-one chat with a subscriber
+
+
+@dataclass(frozen=True, order=True)
+class Target:
+    """Where a message goes: ``platform`` plus the platform's id (``-100123``, ``@name``, …)."""
+
+    platform: str
+    id: str
+    kind: TargetKind = TargetKind.CHANNEL
+
+    def __str__(self) -> str:
+        return f"{self.platform}:{self.id}"
+
+
+@dataclass(frozen=True)
+class Rate:
+    """A token bucket: ``per_second`` sustained, up to ``burst`` at once."""
+
+    per_second: float
+    burst: int = 1
+
+
+@dataclass(frozen=True)
+class PlatformLimits:
+    """A platform's sending limits, which the core paces under (never hits on purpose)."""
+
+    #: all messages of one bot together
+    overall: Rate
+    #: one target of each kind
+    per_target: dict[TargetKind, Rate]
+
+    def for_kind(self, kind: TargetKind) -> Rate:
+        return self.per_target.get(kind, self.overall)
+
+    def scaled(self, factor: float) -> PlatformLimits:
+        """The same shape ``factor`` times faster (for benchmarks against scaled doubles)."""
+        return PlatformLimits(
+            overall=Rate(self.overall.per_second * factor, self.overall.burst),
+            per_target={
+                k: Rate(r.per_second * factor, r.burst) for k, r in self.per_target.items()
+            },
+        )
+
+
+@runtime_checkable
+class Platform(Protocol):
+    """A chat platform as the core sees it.
+
+    Implementations MUST translate every SDK error into :mod:`digest_core.errors`'s
+    ``DeliveryError`` tree and MUST NOT retry or sleep: retries, pacing and bookkeeping are the
+    core's, so every platform behaves the same.
+    """
+
+    #: a short stable name, used in the ledger and config ("telegram", "discord", "console")
+    name: str
+    #: which renderer produces this platform's payloads
+    flavor: Flavor
+    #: the pacing model for this platform
+    limits: PlatformLimits
+    #: how channel posts are rendered (buttons, embeds, previews)
+    post_options: RenderOptions
+
+    async def send(self, target: Target, message: Message) -> str:
+        """Send one message to one target and return the platform's message id.
+
+        Raises:
+            RateLimited: the platform asked to wait (``retry_after``).
+            TransientError: network trouble, 5xx, timeout.
+            TargetGone: the target cannot receive messages any more.
+            TargetMoved: the target has a new id (``new_target``).
+            Rejected: the payload was refused.
+        """
+        ...
