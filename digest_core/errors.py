@@ -35,7 +35,7 @@ class ConfigError(DigestError):
         self.file = str(file) if file is not None else None
         self.key = key
         self.detail = detail
-        where = ":".join(p for p in (self.file, key) if p)
+        where = ": ".join(p for p in (self.file, key) if p)
         super().__init__(f"{where}: {detail}" if where else detail)
 
 

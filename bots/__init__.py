@@ -1,0 +1,1 @@
+"""bots: the platform adapters (Telegram, Discord, console) and the `digest-bot` command."""

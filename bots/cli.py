@@ -1,0 +1,216 @@
+"""The `digest-bot` command: validate, preview, archive, run, post, status."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from digest_core.archive import Archive
+from digest_core.errors import ConfigError, DigestError, IssueFormatError
+from digest_core.loading import load_issue
+from digest_core.models import Issue
+from digest_core.rendering import Flavor, Part, RenderOptions, preview, render
+from digest_core.settings import Settings, load_settings
+
+log = logging.getLogger(__name__)
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "handler", None):
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        settings = load_settings(args.config, overrides=_overrides(args))
+        logging.basicConfig(
+            level=settings.log_level,
+            format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+            stream=sys.stderr,
+        )
+        return int(args.handler(args, settings))
+    except ConfigError as exc:
+        print(f"digest-bot: configuration error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except DigestError as exc:
+        print(f"digest-bot: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        return 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--config",
+        type=Path,
+        default=None,
+        help="TOML config file (default: config/digest-bot.toml when it exists)",
+    )
+    common.add_argument(
+        "--archive", type=Path, default=None, help="folder of issue files (overrides archive_dir)"
+    )
+
+    parser = argparse.ArgumentParser(
+        prog="digest-bot",
+        description="Posts the daily AI 技术日报 digest to Telegram and Discord.",
+        parents=[common],
+    )
+    sub = parser.add_subparsers(title="commands", metavar="COMMAND")
+
+    p = sub.add_parser(
+        "validate", parents=[common], help="check issue files; print path:line: problem"
+    )
+    p.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="issue files or folders")
+    p.set_defaults(handler=cmd_validate)
+
+    p = sub.add_parser("preview", parents=[common], help="show an issue as a platform gets it")
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--date", type=_date, help="issue date YYYY-MM-DD (default: latest)")
+    src.add_argument("--file", type=Path, help="an issue file outside the archive")
+    p.add_argument(
+        "--platform", choices=[f.value for f in Flavor], default="telegram", help="renderer"
+    )
+    p.add_argument(
+        "--section",
+        choices=["all", "headline", "briefs", "classic", "toc"],
+        default="all",
+        help="which part of the issue",
+    )
+    p.add_argument("--brief", type=int, metavar="N", help="only brief N (from 1)")
+    p.add_argument("--buttons", action="store_true", help="include the section buttons")
+    p.add_argument("--no-embeds", action="store_true", help="Discord: plain-markdown fallback")
+    p.add_argument(
+        "--json", action="store_true", help="print the exact API payloads, one per message"
+    )
+    p.set_defaults(handler=cmd_preview)
+
+    p = sub.add_parser("archive", parents=[common], help="list or search the issue archive")
+    asub = p.add_subparsers(title="archive commands", metavar="ACTION", required=True)
+    a = asub.add_parser("list", parents=[common], help="every issue with its date and headline")
+    a.set_defaults(handler=cmd_archive_list)
+    a = asub.add_parser("search", parents=[common], help="find a word in titles and bodies")
+    a.add_argument("word", help="word to look for (substring match)")
+    a.add_argument("--limit", type=int, default=20, help="at most this many hits (default 20)")
+    a.set_defaults(handler=cmd_archive_search)
+    return parser
+
+
+def _date(text: str) -> dt.date:
+    try:
+        return dt.date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a date (YYYY-MM-DD)") from None
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if getattr(args, "archive", None) is not None:
+        out["archive_dir"] = args.archive
+    return out
+
+
+# ---------------------------------------------------------------- validate
+
+
+def cmd_validate(args: argparse.Namespace, settings: Settings) -> int:
+    files: list[Path] = []
+    for path in args.paths:
+        if path.is_dir():
+            files.extend(sorted(p for p in path.iterdir() if p.suffix in _ISSUE_SUFFIXES))
+        else:
+            files.append(path)
+    failed = 0
+    for path in files:
+        try:
+            issue = load_issue(path)
+        except IssueFormatError as exc:
+            failed += 1
+            print(exc)
+            continue
+        print(
+            f"{path}: ok — {issue.date}, 1 headline, {len(issue.briefs)} briefs, "
+            f"{'1 classic review' if issue.classic else 'no classic review'} "
+            f"(revision {issue.revision})"
+        )
+    if not files:
+        print("no issue files given", file=sys.stderr)
+        return EXIT_FAILED
+    if failed:
+        print(f"{failed} of {len(files)} files failed", file=sys.stderr)
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+_ISSUE_SUFFIXES = {".txt", ".json", ".yaml", ".yml"}
+
+
+# ---------------------------------------------------------------- preview
+
+
+def cmd_preview(args: argparse.Namespace, settings: Settings) -> int:
+    issue = _pick_issue(args, settings)
+    part = Part(args.section)
+    if args.brief is not None:
+        part = Part.BRIEF
+    options = RenderOptions(buttons=args.buttons, embeds=not args.no_embeds)
+    try:
+        messages = render(issue, args.platform, part, brief=args.brief, options=options)
+    except IndexError as exc:
+        print(f"digest-bot: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    if args.json:
+        json.dump([m.payload for m in messages], sys.stdout, ensure_ascii=False, indent=2)
+        print()
+        return EXIT_OK
+    for n, message in enumerate(messages, 1):
+        print(f"──── {args.platform} message {n}/{len(messages)} ────")
+        print(preview(message, args.platform))
+    return EXIT_OK
+
+
+def _pick_issue(args: argparse.Namespace, settings: Settings) -> Issue:
+    if args.file is not None:
+        return load_issue(args.file)
+    archive = Archive(settings.archive_dir)
+    return archive.on(args.date) if args.date else archive.latest()
+
+
+# ---------------------------------------------------------------- archive
+
+
+def cmd_archive_list(args: argparse.Namespace, settings: Settings) -> int:
+    archive = Archive(settings.archive_dir)
+    entries = archive.list()
+    for entry in entries:
+        print(entry.describe())
+    for problem in archive.problems:
+        print(f"skipped: {problem}", file=sys.stderr)
+    if not entries:
+        print(f"no issues in {settings.archive_dir}", file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_archive_search(args: argparse.Namespace, settings: Settings) -> int:
+    archive = Archive(settings.archive_dir)
+    hits = archive.search(args.word, limit=args.limit)
+    for hit in hits:
+        print(hit.describe())
+    for problem in archive.problems:
+        print(f"skipped: {problem}", file=sys.stderr)
+    if not hits:
+        print(f"no issue mentions {args.word!r}", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

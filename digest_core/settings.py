@@ -1,0 +1,298 @@
+"""Settings: TOML file + ``DIGEST_BOT_*`` environment, validated once at start.
+
+Precedence, highest first: explicit overrides (CLI flags), environment variables
+(``DIGEST_BOT_TELEGRAM__TOKEN`` sets ``telegram.token``), the TOML file, defaults.
+Tokens MUST come from the environment or a secrets file (``token_file``), never the TOML file,
+and are held as ``SecretStr`` so they never show in reprs, logs or dumps.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+import re
+import tomllib
+from pathlib import Path
+from typing import Any, ClassVar
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from digest_core.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CONFIG = Path("config/digest-bot.toml")
+ENV_PREFIX = "DIGEST_BOT_"
+_TIME_RE = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)$")
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ScheduleSettings(_Section):
+    """When the daily issue goes out."""
+
+    #: local time in ``timezone``, HH:MM
+    post_time: str = "08:00"
+    #: on start, a post missed less than this many hours ago is still sent
+    catch_up_hours: float = Field(default=6, ge=0, le=48)
+    #: when today's file is missing at post time, look again this often
+    retry_minutes: float = Field(default=5, gt=0, le=120)
+    #: give up on today's issue (and alert admins) this many hours after post time
+    deadline_hours: float = Field(default=4, ge=0, le=23)
+    #: set false to run commands only, without the daily post
+    enabled: bool = True
+
+    @field_validator("post_time")
+    @classmethod
+    def _check_time(cls, v: str) -> str:
+        if not _TIME_RE.match(v):
+            raise ValueError(f"expected HH:MM (24-hour), got {v!r}")
+        return v
+
+    @property
+    def time(self) -> dt.time:
+        hour, minute = (int(p) for p in self.post_time.split(":"))
+        return dt.time(hour, minute)
+
+
+class DeliverySettings(_Section):
+    """Retries and pacing of sends."""
+
+    max_attempts: int = Field(default=5, ge=1, le=50)
+    backoff_base_seconds: float = Field(default=1.0, gt=0)
+    backoff_max_seconds: float = Field(default=60.0, gt=0)
+
+
+class _PlatformSettings(_Section):
+    token: SecretStr | None = None
+    #: a file holding the token (Docker/Kubernetes secrets); read at start
+    token_file: Path | None = None
+    channels: list[str] = []
+
+    @field_validator("channels", mode="before")
+    @classmethod
+    def _stringify(cls, v: Any) -> Any:
+        if isinstance(v, list):
+            return [str(x) for x in v]
+        return v
+
+    def resolved_token(self) -> SecretStr | None:
+        """The token from ``token`` (env) or ``token_file``; None when neither is set.
+
+        Raises:
+            ConfigError: ``token_file`` cannot be read or is empty.
+        """
+        if self.token is not None and self.token.get_secret_value().strip():
+            return SecretStr(self.token.get_secret_value().strip())
+        if self.token_file is None:
+            return None
+        try:
+            text = self.token_file.read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise ConfigError(f"cannot read token file {self.token_file}: {exc.strerror}") from exc
+        if not text:
+            raise ConfigError(f"token file {self.token_file} is empty")
+        return SecretStr(text)
+
+
+class TelegramSettings(_PlatformSettings):
+    """The Telegram bot."""
+
+    #: user ids allowed to run admin commands
+    admins: list[int] = []
+    api_base_url: str = "https://api.telegram.org/bot"
+    #: link preview for the headline's source on channel posts
+    link_preview: bool = True
+    #: "polling" (default) or "webhook"
+    mode: str = "polling"
+    webhook_url: str | None = None
+    webhook_listen: str = "127.0.0.1"
+    webhook_port: int = Field(default=8443, ge=1, le=65535)
+    webhook_secret: SecretStr | None = None
+
+    @field_validator("mode")
+    @classmethod
+    def _check_mode(cls, v: str) -> str:
+        if v not in ("polling", "webhook"):
+            raise ValueError(f"expected 'polling' or 'webhook', got {v!r}")
+        return v
+
+    @field_validator("channels")
+    @classmethod
+    def _check_channels(cls, v: list[str]) -> list[str]:
+        for c in v:
+            if not re.fullmatch(r"-?\d+|@[A-Za-z][A-Za-z0-9_]{3,}", c):
+                raise ValueError(f"{c!r} is neither a numeric chat id nor an @username")
+        return v
+
+
+class DiscordSettings(_PlatformSettings):
+    """The Discord bot."""
+
+    #: role ids whose members may run admin commands (besides Manage Server)
+    admin_roles: list[int] = []
+    api_base_url: str = "https://discord.com/api/v10"
+    #: embeds (true) or the plain-markdown fallback
+    embeds: bool = True
+    #: None = one shard unless Discord asks for more; a number forces AutoShardedClient
+    shard_count: int | None = Field(default=None, ge=1)
+
+    @field_validator("channels")
+    @classmethod
+    def _check_channels(cls, v: list[str]) -> list[str]:
+        for c in v:
+            if not re.fullmatch(r"\d{1,20}", c):
+                raise ValueError(f"{c!r} is not a Discord channel id (digits)")
+        return v
+
+
+class Settings(BaseSettings):
+    """Every setting of digest-bot; see config/digest-bot.example.toml for each key."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        env_nested_delimiter="__",
+        extra="forbid",
+        frozen=True,
+    )
+
+    timezone: str = "Asia/Shanghai"
+    archive_dir: Path = Path("archive")
+    database_url: str = "sqlite+aiosqlite:///var/digest-bot.db"
+    log_level: str = "INFO"
+    schedule: ScheduleSettings = ScheduleSettings()
+    delivery: DeliverySettings = DeliverySettings()
+    telegram: TelegramSettings = TelegramSettings()
+    discord: DiscordSettings = DiscordSettings()
+
+    @field_validator("timezone")
+    @classmethod
+    def _check_zone(cls, v: str) -> str:
+        try:
+            ZoneInfo(v)
+        except (ZoneInfoNotFoundError, ValueError) as exc:
+            raise ValueError(f"unknown time zone {v!r} (use an IANA name like Asia/Shanghai)") from exc
+        return v
+
+    @field_validator("log_level")
+    @classmethod
+    def _check_level(cls, v: str) -> str:
+        if v.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
+            raise ValueError(f"expected DEBUG, INFO, WARNING or ERROR, got {v!r}")
+        return v.upper()
+
+    @field_validator("database_url")
+    @classmethod
+    def _check_db(cls, v: str) -> str:
+        if "://" not in v:
+            raise ValueError(f"not an SQLAlchemy URL: {v!r} (e.g. sqlite+aiosqlite:///var/x.db)")
+        return v
+
+    @property
+    def zone(self) -> ZoneInfo:
+        return ZoneInfo(self.timezone)
+
+    #: the parsed TOML file, lowest-priority source (set on the subclass load_settings makes)
+    _toml: ClassVar[dict[str, Any]] = {}
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings, _TomlData(settings_cls, cls._toml))
+
+
+class _TomlData(PydanticBaseSettingsSource):
+    """An already-parsed TOML file as a settings source."""
+
+    def __init__(self, settings_cls: type[BaseSettings], data: dict[str, Any]):
+        super().__init__(settings_cls)
+        self._data = data
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return self._data.get(field_name), field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        return dict(self._data)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            data = tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"not valid TOML: {exc}", file=path) from exc
+    except OSError as exc:
+        raise ConfigError(f"cannot read config: {exc.strerror}", file=path) from exc
+    for platform in ("telegram", "discord"):
+        section = data.get(platform)
+        if isinstance(section, dict) and "token" in section:
+            raise ConfigError(
+                "tokens must not be written in the config file; set "
+                f"{ENV_PREFIX}{platform.upper()}__TOKEN or {platform}.token_file instead",
+                file=path,
+                key=f"{platform}.token",
+            )
+    return data
+
+
+def _key(loc: tuple[int | str, ...]) -> str:
+    return ".".join(str(p) for p in loc)
+
+
+def _message(err: Any) -> str:
+    if err["type"] == "extra_forbidden":
+        return "unknown key (config/digest-bot.example.toml lists every key)"
+    return str(err["msg"]).removeprefix("Value error, ")
+
+
+def load_settings(
+    path: Path | str | None = None, *, overrides: dict[str, Any] | None = None
+) -> Settings:
+    """Load settings from ``path`` (default ``config/digest-bot.toml`` if it exists), the
+    environment and ``overrides``.
+
+    Raises:
+        ConfigError: the file is unreadable or not TOML, holds a token, or a value is invalid;
+            the message names the file, the key and the reason.
+    """
+    explicit = path is not None
+    cfg = Path(path) if path is not None else DEFAULT_CONFIG
+    if cfg.exists():
+        data = _read_toml(cfg)
+    elif explicit:
+        raise ConfigError("config file not found", file=cfg)
+    else:
+        data = {}
+    loaded = type("Settings", (Settings,), {"_toml": data, "__module__": __name__})
+    try:
+        settings: Settings = loaded(**(overrides or {}))
+    except ValidationError as exc:
+        errors = exc.errors()
+        key = _key(errors[0]["loc"])
+        msg = _message(errors[0])
+        others = [f"{_key(e['loc'])}: {_message(e)}" for e in errors[1:]]
+        if others:
+            msg += "; also " + "; ".join(others)
+        env_name = ENV_PREFIX + key.replace(".", "__").upper()
+        source: str | Path | None = cfg if data else None
+        if env_name in os.environ:
+            source = f"environment {env_name}"
+        raise ConfigError(msg, file=source, key=key) from exc
+    for name in ("telegram", "discord"):
+        try:
+            getattr(settings, name).resolved_token()
+        except ConfigError as exc:
+            raise ConfigError(exc.detail, file=cfg if data else None, key=f"{name}.token_file") from exc
+    return settings
