@@ -1,0 +1,627 @@
+"""A real discord.py client against the loopback Discord double."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import logging
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import discord
+import pytest
+from discord import app_commands
+
+from tests.fakes import discord_payloads as p
+from tests.fakes.discord_api import EPHEMERAL, FakeDiscord, RateLimit, point_discord_py_at
+
+log = logging.getLogger(__name__)
+
+GUILD = 900_000_000_000_000_001
+CHANNEL = 900_000_000_000_000_002
+OTHER_CHANNEL = 900_000_000_000_000_003
+ADMINS = 900_000_000_000_000_004
+READER = 900_000_000_000_000_010
+
+BUTTON: dict[str, Any] = {"type": 2, "style": 1, "label": "More", "custom_id": "digest:more"}
+BUTTON_ROW: dict[str, Any] = {"type": 1, "components": [BUTTON]}
+
+
+@pytest.fixture
+async def dc() -> AsyncIterator[FakeDiscord]:
+    # rate_scale shrinks every window: message create is 5 per 0.1 s here.
+    async with FakeDiscord(rate_scale=0.02) as fake:
+        await fake.add_guild(
+            GUILD,
+            "Digest Guild",
+            channels=[(CHANNEL, "digest"), (OTHER_CHANNEL, "other")],
+            roles=[(ADMINS, "admins", p.ADMINISTRATOR)],
+        )
+        yield fake
+
+
+def make_client() -> discord.Client:
+    # guild_ready_timeout is how long on_ready waits after the last GUILD_CREATE (default 2 s).
+    return discord.Client(
+        intents=discord.Intents.default(),
+        allowed_mentions=discord.AllowedMentions.none(),
+        guild_ready_timeout=0.05,
+    )
+
+
+@contextlib.asynccontextmanager
+async def logged_in(
+    dc: FakeDiscord, client: discord.Client | None = None
+) -> AsyncIterator[discord.Client]:
+    """REST only: login, no gateway."""
+    client = client or make_client()
+    async with point_discord_py_at(dc.api_base), client:
+        await client.login(dc.token)
+        yield client
+
+
+@contextlib.asynccontextmanager
+async def connected(
+    dc: FakeDiscord, client: discord.Client | None = None
+) -> AsyncIterator[discord.Client]:
+    """Login, connect the gateway and wait for on_ready."""
+    async with logged_in(dc, client) as c:
+        task = asyncio.create_task(c.connect())
+        try:
+            await asyncio.wait_for(c.wait_until_ready(), timeout=5)
+            yield c
+        finally:
+            await c.close()
+            await asyncio.wait_for(task, timeout=5)
+
+
+async def raw(
+    dc: FakeDiscord, method: str, path: str, *, auth: bool = True, **kwargs: Any
+) -> tuple[int, Any, dict[str, str]]:
+    headers = {"Authorization": f"Bot {dc.token}"} if auth else {}
+    async with (
+        aiohttp.ClientSession() as session,
+        session.request(method, dc.api_base + path, headers=headers, **kwargs) as resp,
+    ):
+        body = await resp.json() if resp.content_type == "application/json" else await resp.text()
+        return resp.status, body, dict(resp.headers)
+
+
+# -- REST basics ---------------------------------------------------------------------------
+
+
+async def test_rest_needs_bot_token_except_gateway(dc: FakeDiscord) -> None:
+    status, body, headers = await raw(dc, "GET", "/users/@me", auth=False)
+    assert (status, body) == (401, {"message": "401: Unauthorized", "code": 0})
+    assert headers["Content-Type"] == "application/json"
+    status, body, _ = await raw(dc, "GET", "/gateway", auth=False)
+    assert (status, body) == (200, {"url": dc.gateway_url})
+    status, body, _ = await raw(dc, "GET", "/gateway/bot")
+    assert body["shards"] == 1 and body["session_start_limit"]["max_concurrency"] == 1
+
+
+async def test_point_discord_py_at_sets_and_restores_class_attributes(dc: FakeDiscord) -> None:
+    before = discord.http.Route.BASE, discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY
+    async with point_discord_py_at(dc.api_base + "/") as gateway:
+        assert dc.api_base == discord.http.Route.BASE
+        assert (
+            str(discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY) == dc.gateway_url == str(gateway)
+        )
+    assert before == (discord.http.Route.BASE, discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY)
+
+
+async def test_wrong_token_is_a_login_failure(dc: FakeDiscord) -> None:
+    async with point_discord_py_at(dc.api_base), make_client() as client:
+        with pytest.raises(discord.LoginFailure):
+            await client.login("not-the-token")
+    assert dc.counters.statuses[401] == 1
+
+
+# -- gateway ---------------------------------------------------------------------------------
+
+
+async def test_client_connects_and_is_ready_quickly(dc: FakeDiscord) -> None:
+    started = time.perf_counter()
+    async with connected(dc) as client:
+        elapsed = time.perf_counter() - started
+        assert client.user is not None and client.user.id == dc.application_id
+        assert client.application_id == dc.application_id
+        guild = client.get_guild(GUILD)
+        assert guild is not None and guild.name == "Digest Guild"
+        assert {c.id for c in guild.text_channels} == {CHANNEL, OTHER_CHANNEL}
+        assert guild.get_role(ADMINS) is not None and guild.me is not None
+    assert elapsed < 2.0
+    assert dc.counters.gateway["identify"] == 1
+    assert dc.identify_payloads[0]["intents"] == discord.Intents.default().value
+    # discord.py asks for zlib-stream yet reads our plain text frames.
+    assert dc.gateway_queries[0] == {"v": "10", "encoding": "json", "compress": "zlib-stream"}
+
+
+async def test_heartbeats_are_acknowledged(dc: FakeDiscord) -> None:
+    dc.heartbeat_interval = 0.05
+    async with connected(dc) as client:
+        await dc.wait_until(lambda: dc.counters.gateway["heartbeat"] >= 3, within=3)
+        assert client.latency < 1.0  # finite: an ACK came back
+
+
+async def test_gateway_drop_resumes_and_replays_missed_dispatches(dc: FakeDiscord) -> None:
+    client = make_client()
+    resumed = asyncio.Event()
+    client.event(_setter("on_resumed", resumed))
+    async with connected(dc, client):
+        for code in (4000, None):  # a resumable close, then a plain network drop
+            resumed.clear()
+            await dc.disconnect_gateway(code, hold=True)
+            await dc.add_channel(GUILD, 900_000_000_000_000_100 + (code or 0), f"new-{code}")
+            dc.release_gateway()
+            await asyncio.wait_for(resumed.wait(), timeout=5)
+            guild = client.get_guild(GUILD)
+            assert guild is not None and guild.get_channel(900_000_000_000_000_100 + (code or 0))
+    assert dc.counters.gateway["identify"] == 1
+    assert dc.counters.gateway["resume"] == 2
+    assert dc.counters.gateway["replayed"] >= 2
+
+
+class QuickReidentifyClient(discord.Client):
+    async def before_identify_hook(self, shard_id: int | None, *, initial: bool = False) -> None:
+        """discord.py sleeps 5 s here before every IDENTIFY but the first."""
+
+
+async def test_invalid_session_makes_the_client_identify_again(dc: FakeDiscord) -> None:
+    client = QuickReidentifyClient(intents=discord.Intents.default(), guild_ready_timeout=0.05)
+    async with connected(dc, client):
+        client._ready.clear()  # wait for the second READY
+        await dc.invalidate_sessions()
+        await asyncio.wait_for(client.wait_until_ready(), timeout=5)
+    assert dc.counters.gateway["identify"] == 2
+    assert dc.counters.gateway["resume"] == 0
+
+
+def _setter(name: str, event: asyncio.Event) -> Any:
+    async def handler(*args: object) -> None:
+        event.set()
+
+    handler.__name__ = name
+    return handler
+
+
+# -- messages --------------------------------------------------------------------------------
+
+
+async def test_embed_lands_with_allowed_mentions(dc: FakeDiscord) -> None:
+    embed = discord.Embed(title="AI 技术日报", description="Today's items")
+    embed.add_field(name="Models", value="A new model").set_footer(text="digest-bot")
+    async with logged_in(dc) as client:
+        sent = await client.get_partial_messageable(CHANNEL).send("Digest for today", embed=embed)
+        edited = await sent.edit(content="Digest for today (v2)")
+    [stored] = dc.messages(CHANNEL)
+    assert stored.id == sent.id == edited.id
+    assert stored.content == "Digest for today (v2)"
+    assert stored.embeds[0]["title"] == "AI 技术日报"
+    assert stored.embeds[0]["fields"] == [
+        {"name": "Models", "value": "A new model", "inline": True}
+    ]
+    assert stored.allowed_mentions == {"parse": []}  # AllowedMentions.none() on the client
+    assert len(stored.edits) == 1
+
+
+async def test_get_channel_over_gateway_then_send(dc: FakeDiscord) -> None:
+    async with connected(dc) as client:
+        channel = client.get_channel(CHANNEL)
+        assert isinstance(channel, discord.TextChannel)
+        message = await channel.send(embeds=[discord.Embed(title=f"part {i}") for i in range(3)])
+        assert message.guild is not None and message.guild.id == GUILD
+    assert [e["title"] for e in dc.messages(CHANNEL)[0].embeds] == ["part 0", "part 1", "part 2"]
+
+
+def _embed(**kwargs: Any) -> discord.Embed:
+    fields = kwargs.pop("fields", 0)
+    embed = discord.Embed(**kwargs)
+    for i in range(fields):
+        embed.add_field(name=f"f{i}", value="v")
+    return embed
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error_path"),
+    [
+        ({"content": "x" * 2001}, "content"),
+        ({"embed": _embed(title="t" * 257)}, "embeds.0.title"),
+        ({"embed": _embed(description="d" * 4097)}, "embeds.0.description"),
+        ({"embed": _embed(fields=26)}, "embeds.0.fields"),
+        (
+            {"embed": _embed(title="t").add_field(name="n", value="v" * 1025)},
+            "embeds.0.fields.0.value",
+        ),
+        ({"embed": _embed(title="t").set_footer(text="f" * 2049)}, "embeds.0.footer.text"),
+        ({"embed": _embed(title="t").set_author(name="a" * 257)}, "embeds.0.author.name"),
+        ({"embeds": [_embed(description="d" * 4000), _embed(description="d" * 2001)]}, "embeds"),
+    ],
+)
+async def test_over_limit_payload_is_rejected_with_50035(
+    dc: FakeDiscord, kwargs: dict[str, Any], error_path: str
+) -> None:
+    async with logged_in(dc) as client:
+        with pytest.raises(discord.HTTPException) as info:
+            await client.get_partial_messageable(CHANNEL).send(**kwargs)
+    assert (info.value.status, info.value.code) == (400, 50035)
+    assert f"In {error_path}:" in info.value.text
+    assert dc.messages(CHANNEL) == []
+
+
+async def test_empty_message_is_50006(dc: FakeDiscord) -> None:
+    async with logged_in(dc) as client:
+        with pytest.raises(discord.HTTPException) as info:
+            await client.get_partial_messageable(CHANNEL).send("   ")
+    assert (info.value.status, info.value.code) == (400, 50006)
+
+
+async def test_components_are_validated(dc: FakeDiscord) -> None:
+    six_buttons = {
+        "type": 1,
+        "components": [{**BUTTON, "custom_id": f"b{i}"} for i in range(6)],
+    }
+    long_id = {"type": 1, "components": [{**BUTTON, "custom_id": "x" * 101}]}
+    for components, path in (
+        ([BUTTON_ROW] * 6, "components"),
+        ([six_buttons], "components.0.components"),
+        ([long_id], "components.0.components.0.custom_id"),
+    ):
+        status, body, _ = await raw(
+            dc,
+            "POST",
+            f"/channels/{CHANNEL}/messages",
+            json={"content": "x", "components": components},
+        )
+        assert (status, body["code"]) == (400, 50035)
+        node = body["errors"]
+        for key in path.split("."):
+            node = node[key]
+        assert node["_errors"]
+
+
+async def test_view_components_are_stored(dc: FakeDiscord) -> None:
+    view = discord.ui.View(timeout=None)
+    view.add_item(discord.ui.Button(label="More", custom_id="digest:more"))
+    async with logged_in(dc) as client:
+        await client.get_partial_messageable(CHANNEL).send("digest", view=view)
+    [stored] = dc.messages(CHANNEL)
+    assert stored.components[0]["components"][0]["custom_id"] == "digest:more"
+
+
+@pytest.mark.parametrize(
+    ("kind", "exc_type", "code"),
+    [
+        ("missing_access", discord.Forbidden, 50001),
+        ("missing_permissions", discord.Forbidden, 50013),
+        ("unknown_channel", discord.NotFound, 10003),
+    ],
+)
+async def test_injected_errors_map_to_discord_py_exceptions(
+    dc: FakeDiscord, kind: Any, exc_type: type[discord.HTTPException], code: int
+) -> None:
+    dc.fail_next(CHANNEL, kind)
+    async with logged_in(dc) as client:
+        channel = client.get_partial_messageable(CHANNEL)
+        with pytest.raises(exc_type) as info:
+            await channel.send("hello")
+        assert info.value.code == code
+        await channel.send("hello again")  # the fault was one-shot
+    assert [m.content for m in dc.messages(CHANNEL)] == ["hello again"]
+
+
+async def test_deleted_channel_is_not_found(dc: FakeDiscord) -> None:
+    await dc.delete_channel(OTHER_CHANNEL)
+    async with logged_in(dc) as client:
+        with pytest.raises(discord.NotFound) as info:
+            await client.get_partial_messageable(OTHER_CHANNEL).send("hello")
+    assert info.value.code == 10003
+
+
+async def test_injected_429_is_slept_off_and_retried(dc: FakeDiscord) -> None:
+    dc.fail_next(CHANNEL, "rate_limited", retry_after=0.05)
+    async with logged_in(dc) as client:
+        started = time.perf_counter()
+        await client.get_partial_messageable(CHANNEL).send("after a 429")
+        elapsed = time.perf_counter() - started
+    assert elapsed >= 0.05
+    assert dc.counters.rate_limited["injected"] == 1 and dc.counters.too_many_requests == 1
+    assert [m.content for m in dc.messages(CHANNEL)] == ["after a 429"]
+
+
+async def test_bucket_429_has_discord_headers_and_body(dc: FakeDiscord) -> None:
+    dc.rate_scale = 1.0  # a 5 s window, so the sixth request surely lands in it
+    url = f"/channels/{CHANNEL}/messages"
+    for i in range(5):
+        status, _, headers = await raw(dc, "POST", url, json={"content": str(i)})
+        assert status == 200 and headers["X-RateLimit-Remaining"] == str(4 - i)
+    status, body, headers = await raw(dc, "POST", url, json={"content": "six"})
+    assert status == 429
+    assert body["message"] == "You are being rate limited." and body["global"] is False
+    assert 0 < body["retry_after"] <= 5
+    assert headers["Via"] == "1.1 google" and headers["X-RateLimit-Scope"] == "user"
+    assert int(headers["Retry-After"]) >= 1 and headers["X-RateLimit-Limit"] == "5"
+    assert dc.counters.rate_limited["bucket"] == 1
+    status, *_ = await raw(dc, "POST", f"/channels/{OTHER_CHANNEL}/messages", json={"content": "x"})
+    assert status == 200  # buckets are per channel
+
+
+async def test_global_limit(dc: FakeDiscord) -> None:
+    dc.global_rate = RateLimit(3, 5.0)
+    dc.rate_scale = 1.0
+    statuses = [(await raw(dc, "GET", "/users/@me"))[0] for _ in range(4)]
+    assert statuses == [200, 200, 200, 429]
+    _, body, headers = await raw(dc, "GET", "/users/@me")
+    assert body["global"] is True and headers["X-RateLimit-Global"] == "true"
+    assert headers["X-RateLimit-Scope"] == "global"
+    assert dc.counters.rate_limited["global"] == 2
+
+
+async def test_discord_py_paces_by_headers_without_429s(dc: FakeDiscord) -> None:
+    async with logged_in(dc) as client:
+        channel = client.get_partial_messageable(CHANNEL)
+        started = time.perf_counter()
+        for i in range(12):
+            await channel.send(f"m{i}")
+        elapsed = time.perf_counter() - started
+    assert [m.content for m in dc.messages(CHANNEL)] == [f"m{i}" for i in range(12)]
+    assert dc.counters.too_many_requests == 0
+    assert elapsed >= 0.2  # two full 0.1 s windows were waited out
+
+
+async def test_500_is_retried(dc: FakeDiscord) -> None:
+    dc.fail_next(CHANNEL, "server_error")
+    async with logged_in(dc) as client:
+        # discord.py sleeps 1 s (then 3, 5, 7) between 5xx retries: accepted here, once.
+        await client.get_partial_messageable(CHANNEL).send("eventually")
+    assert dc.counters.statuses[500] == 1
+    assert [m.content for m in dc.messages(CHANNEL)] == ["eventually"]
+
+
+async def test_502_is_an_html_page_like_cloudflare(dc: FakeDiscord) -> None:
+    dc.fail_next(CHANNEL, "bad_gateway")
+    status, body, headers = await raw(dc, "GET", f"/channels/{CHANNEL}")
+    assert status == 502 and headers["Content-Type"].startswith("text/html")
+    assert "502 Bad Gateway" in body
+    status, body, _ = await raw(dc, "GET", f"/channels/{CHANNEL}")
+    assert (status, body["name"]) == (200, "digest")
+
+
+async def test_eleven_embeds(dc: FakeDiscord) -> None:
+    embeds = [{"title": str(i)} for i in range(11)]
+    status, body, _ = await raw(
+        dc, "POST", f"/channels/{CHANNEL}/messages", json={"embeds": embeds}
+    )
+    assert (status, body["code"]) == (400, 50035) and "embeds" in body["errors"]
+    async with logged_in(dc) as client:
+        with pytest.raises(ValueError, match="maximum of 10"):  # discord.py checks this one itself
+            await client.get_partial_messageable(CHANNEL).send(embeds=[_embed(title="t")] * 11)
+
+
+async def test_503_is_not_retried(dc: FakeDiscord) -> None:
+    dc.fail_next(CHANNEL, "unavailable")
+    async with logged_in(dc) as client:
+        with pytest.raises(discord.DiscordServerError) as info:
+            await client.get_partial_messageable(CHANNEL).send("x")
+    assert info.value.status == 503
+    assert dc.counters.requests["POST /channels/{channel_id}/messages"] == 1
+
+
+async def test_slow_response(dc: FakeDiscord) -> None:
+    async with logged_in(dc) as client:
+        dc.fail_next(None, "slow", delay=0.2)
+        started = time.perf_counter()
+        await client.get_partial_messageable(CHANNEL).send("slowly")
+        assert time.perf_counter() - started >= 0.2
+    assert len(dc.messages(CHANNEL)) == 1
+
+
+async def test_direct_message(dc: FakeDiscord) -> None:
+    async with logged_in(dc) as client:
+        dm = await client.create_dm(discord.Object(READER))
+        await dm.send("hi")
+        dc.fail_next(dm.id, "cannot_dm")
+        with pytest.raises(discord.Forbidden) as info:
+            await dm.send("again")
+    assert info.value.code == 50007
+    assert [m.content for m in dc.messages(dm.id)] == ["hi"]
+
+
+# -- application commands and components ------------------------------------------------------
+
+
+def make_tree(client: discord.Client, calls: list[Any]) -> app_commands.CommandTree:
+    tree = app_commands.CommandTree(client)
+    guild = discord.Object(GUILD)
+
+    @tree.command(name="today", description="Today's digest", guild=guild)
+    @app_commands.describe(section="A section name")
+    async def today(interaction: discord.Interaction, section: str, count: int = 1) -> None:
+        calls.append(("today", section, count, interaction.permissions.administrator))
+        await interaction.response.send_message(f"{section} x{count}", ephemeral=True)
+
+    @tree.command(name="search", description="Search the archive", guild=guild)
+    async def search(interaction: discord.Interaction, query: str) -> None:
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        await interaction.followup.send(f"found {query}")
+        await interaction.followup.send("second", ephemeral=False)
+        calls.append(("search", query))
+
+    @tree.command(name="post", description="Post publicly", guild=guild)
+    async def post(interaction: discord.Interaction) -> None:
+        await interaction.response.send_message("public reply")
+        await interaction.edit_original_response(content="public reply (edited)")
+        calls.append(("post",))
+
+    return tree
+
+
+async def test_tree_sync_bulk_overwrites_guild_commands(dc: FakeDiscord) -> None:
+    client = make_client()
+    tree = make_tree(client, [])
+    async with logged_in(dc, client):
+        synced = await tree.sync(guild=discord.Object(GUILD))
+        again = await tree.sync(guild=discord.Object(GUILD))
+        fetched = await tree.fetch_commands(guild=discord.Object(GUILD))
+    assert sorted(c.name for c in synced) == ["post", "search", "today"]
+    assert {c.id for c in again} == {c.id for c in synced} == {c.id for c in fetched}
+    today = next(c for c in dc.commands(GUILD) if c["name"] == "today")
+    assert [(o["name"], o["type"], o.get("required", False)) for o in today["options"]] == [
+        ("section", 3, True),
+        ("count", 4, False),
+    ]
+    assert dc.commands() == []
+    assert (
+        dc.counters.requests["PUT /applications/{application_id}/guilds/{guild_id}/commands"] == 2
+    )
+
+
+async def test_sync_to_a_guild_without_the_bot_is_forbidden(dc: FakeDiscord) -> None:
+    client = make_client()
+    tree = make_tree(client, [])
+    async with logged_in(dc, client):
+        with pytest.raises(discord.Forbidden):
+            await tree.sync(guild=discord.Object(123))
+
+
+async def test_slash_command_ephemeral_reply(dc: FakeDiscord) -> None:
+    client = make_client()
+    calls: list[Any] = []
+    tree = make_tree(client, calls)
+    async with connected(dc, client):
+        await tree.sync(guild=discord.Object(GUILD))
+        record = await dc.run_slash_command(
+            GUILD,
+            CHANNEL,
+            READER,
+            "today",
+            {"section": "models", "count": 2},
+            member_roles=[ADMINS],
+            permissions=p.ADMINISTRATOR,
+        )
+    assert calls == [("today", "models", 2, True)]
+    assert record.callback_type == 4 and record.ephemeral
+    assert record.callback_data["content"] == "models x2"
+    assert record.original is not None and record.original.flags & EPHEMERAL
+    assert dc.messages(CHANNEL) == []  # ephemeral replies are not in the channel
+
+
+async def test_unsynced_command_cannot_be_run(dc: FakeDiscord) -> None:
+    with pytest.raises(LookupError):
+        await dc.run_slash_command(GUILD, CHANNEL, READER, "today", {"section": "x"})
+
+
+async def test_defer_then_followups(dc: FakeDiscord) -> None:
+    client = make_client()
+    calls: list[Any] = []
+    tree = make_tree(client, calls)
+    async with connected(dc, client):
+        await tree.sync(guild=discord.Object(GUILD))
+        record = await dc.run_slash_command(GUILD, CHANNEL, READER, "search", {"query": "llm"})
+        await record.wait_for_followups(2)
+    assert calls == [("search", "llm")]
+    assert record.callback_type == 5 and record.ephemeral
+    first, second = record.followups
+    # The first follow-up replaces the "thinking" message and stays ephemeral like the defer.
+    assert first is record.original and first.content == "found llm" and first.ephemeral
+    assert second.content == "second" and not second.ephemeral
+    assert [m.content for m in dc.messages(CHANNEL)] == ["second"]
+
+
+async def test_public_reply_and_edit_original(dc: FakeDiscord) -> None:
+    client = make_client()
+    calls: list[Any] = []
+    tree = make_tree(client, calls)
+    async with connected(dc, client):
+        await tree.sync(guild=discord.Object(GUILD))
+        record = await dc.run_slash_command(GUILD, CHANNEL, READER, "post")
+        await record.wait_for(lambda r: bool(r.original_edits))
+    assert record.callback_type == 4 and not record.ephemeral
+    [message] = dc.messages(CHANNEL)
+    assert message.content == "public reply (edited)"
+    assert message.extra["interaction"]["name"] == "post"
+
+
+async def test_late_answer_is_unknown_interaction() -> None:
+    now = [1000.0]  # the double's injected clock
+    client = make_client()
+    tree = app_commands.CommandTree(client)
+    outcome: asyncio.Future[BaseException] = asyncio.get_running_loop().create_future()
+
+    @tree.command(name="slow", description="Too slow", guild=discord.Object(GUILD))
+    async def slow(interaction: discord.Interaction) -> None:
+        now[0] += 3.5  # past Discord's 3 s deadline for the initial response
+        try:
+            await interaction.response.send_message("too late")
+        except discord.NotFound as exc:
+            outcome.set_result(exc)
+
+    async with FakeDiscord(clock=lambda: now[0]) as dc:
+        await dc.add_guild(GUILD, "Digest Guild", channels=[(CHANNEL, "digest")])
+        async with connected(dc, client):
+            await tree.sync(guild=discord.Object(GUILD))
+            record = await dc.run_slash_command(GUILD, CHANNEL, READER, "slow", wait=False)
+            error = await asyncio.wait_for(outcome, timeout=3)
+    assert isinstance(error, discord.NotFound) and error.code == 10062
+    assert record.callback is None
+
+
+class DigestButtons(discord.ui.View):
+    def __init__(self, pressed: list[tuple[int, str]]) -> None:
+        super().__init__(timeout=None)
+        self.pressed = pressed
+
+    @discord.ui.button(label="More", custom_id="digest:more", style=discord.ButtonStyle.primary)
+    async def more(self, interaction: discord.Interaction, button: discord.ui.Button[Any]) -> None:
+        self.pressed.append((interaction.user.id, str(button.custom_id)))
+        await interaction.response.edit_message(content="expanded")
+
+
+async def test_persistent_view_receives_button_press(dc: FakeDiscord) -> None:
+    # A message posted by an earlier run: only the persistent view can answer it.
+    stored = dc.add_message(CHANNEL, "digest", components=[BUTTON_ROW])
+    client = make_client()
+    pressed: list[tuple[int, str]] = []
+    async with connected(dc, client):
+        client.add_view(DigestButtons(pressed))
+        record = await dc.press_button(CHANNEL, stored.id, "digest:more", READER)
+    assert pressed == [(READER, "digest:more")]
+    assert record.callback_type == 7
+    assert dc.message(stored.id).content == "expanded"
+    with pytest.raises(LookupError):
+        await dc.press_button(CHANNEL, stored.id, "digest:nope", READER)
+
+
+async def test_interaction_sent_while_disconnected_arrives_after_resume(dc: FakeDiscord) -> None:
+    stored = dc.add_message(CHANNEL, "digest", components=[BUTTON_ROW])
+    client = make_client()
+    pressed: list[tuple[int, str]] = []
+    async with connected(dc, client):
+        client.add_view(DigestButtons(pressed))
+        await dc.disconnect_gateway(None, hold=True)
+        record = await dc.press_button(CHANNEL, stored.id, "digest:more", READER, wait=False)
+        dc.release_gateway()
+        await record.wait_for_callback()
+    assert pressed == [(READER, "digest:more")]
+    assert dc.counters.gateway["resume"] == 1 and dc.counters.gateway["replayed"] >= 1
+
+
+async def test_file_upload_is_recorded(dc: FakeDiscord) -> None:
+    file = discord.File(io.BytesIO(b"a,b\n1,2\n"), filename="digest.csv")
+    async with logged_in(dc) as client:
+        await client.get_partial_messageable(CHANNEL).send("attached", file=file)
+    [stored] = dc.messages(CHANNEL)
+    assert stored.content == "attached"
+    assert [(a["filename"], a["size"]) for a in stored.attachments] == [("digest.csv", 8)]
+
+
+async def test_own_messages_come_back_over_the_gateway(dc: FakeDiscord) -> None:
+    client = make_client()
+    async with connected(dc, client):
+        waiter = asyncio.create_task(client.wait_for("message", timeout=3))
+        sent = await client.get_partial_messageable(CHANNEL).send("echo")
+        echoed = await waiter
+    assert echoed.id == sent.id and echoed.guild is not None and echoed.guild.id == GUILD
