@@ -1,0 +1,96 @@
+"""Loading issues from files: the published text format, JSON and YAML, with file:line errors."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import re
+from pathlib import Path
+
+from digest_core.errors import IssueFormatError
+from digest_core.loading.structured import (
+    StructuredSuffix,
+    decode_utf8,
+    dump_json,
+    dump_yaml,
+    load_structured,
+)
+from digest_core.loading.text import dump_text, parse_text, question_marker
+from digest_core.models import Issue
+
+log = logging.getLogger(__name__)
+
+#: The file types an issue can be stored in, the published text first.
+ISSUE_SUFFIXES: tuple[str, ...] = (".txt", ".json", ".yaml", ".yml")
+
+_NAME_DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})(?!\d)")
+
+
+def date_from_name(path: str | Path) -> dt.date | None:
+    """The date a file name starts with (``2026-10-27.txt``, ``2026-10-27-fix.json``), if any.
+
+    Raises:
+        IssueFormatError: when the name starts with ``YYYY-MM-DD`` that is not a calendar day.
+    """
+    m = _NAME_DATE.match(Path(path).name)
+    if m is None:
+        return None
+    try:
+        return dt.date(int(m[1]), int(m[2]), int(m[3]))
+    except ValueError as exc:
+        detail = f"the file name's date {m[0]} is not a calendar day: {exc}"
+        raise IssueFormatError(path, None, detail) from exc
+
+
+def load_issue(path: Path, *, date: dt.date | None = None) -> Issue:
+    """Load the issue stored at ``path``; the suffix picks the format (.txt, .json, .yaml, .yml).
+
+    The issue's date comes from the file name (which SHOULD start with ``YYYY-MM-DD``), from
+    ``date``, or, for JSON and YAML only, from the data's own ``date`` field. When two of these
+    are present they MUST agree.
+
+    Raises:
+        IssueFormatError: the file cannot be read, is not UTF-8 (with the line of the bad byte),
+            has an unknown suffix, has no date or contradicting dates, or breaks the format.
+    """
+    suffix = path.suffix.lower()
+    if suffix not in ISSUE_SUFFIXES:
+        known = ", ".join(ISSUE_SUFFIXES)
+        raise IssueFormatError(path, None, f"unknown issue file type {suffix!r}; expected {known}")
+    name_date = date_from_name(path)
+    if name_date is not None and date is not None and name_date != date:
+        raise IssueFormatError(
+            path, None, f"the file name says {name_date} but the issue was given the date {date}"
+        )
+    date = date or name_date
+    if suffix == ".txt" and date is None:
+        raise IssueFormatError(
+            path,
+            None,
+            "the issue's date is unknown: name the file YYYY-MM-DD.txt (e.g. 2026-10-27.txt) "
+            "or give the date when importing it",
+        )
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise IssueFormatError(path, None, f"cannot read the file: {exc.strerror or exc}") from exc
+    log.debug("loading %s (%d bytes)", path, len(data))
+    if suffix == ".txt":
+        assert date is not None
+        return parse_text(decode_utf8(data, path=path), path=path, date=date)
+    structured: StructuredSuffix = ".json" if suffix == ".json" else ".yaml"
+    return load_structured(data, path=path, date=date, suffix=structured)
+
+
+__all__ = [
+    "ISSUE_SUFFIXES",
+    "date_from_name",
+    "decode_utf8",
+    "dump_json",
+    "dump_text",
+    "dump_yaml",
+    "load_issue",
+    "load_structured",
+    "parse_text",
+    "question_marker",
+]

@@ -1,0 +1,250 @@
+"""The structured forms of an issue (.json, .yaml): load with file:line errors, dump canonically."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import TypeAdapter, ValidationError
+
+from digest_core.errors import IssueFormatError
+from digest_core.models import Issue
+
+log = logging.getLogger(__name__)
+
+#: A location inside the data, as pydantic reports it: ``("briefs", 2, "links", 0)``.
+Loc = tuple[str | int, ...]
+StructuredSuffix = Literal[".json", ".yaml", ".yml"]
+
+_DATE = TypeAdapter(dt.date)
+
+
+def format_loc(loc: Loc) -> str:
+    """``("briefs", 2, "links", 0)`` -> ``briefs.2.links.0`` (the field path used in messages)."""
+    return ".".join(str(part) for part in loc) or "(top level)"
+
+
+def validation_problems(exc: ValidationError) -> list[tuple[Loc, str]]:
+    """Each problem pydantic found, as (field path, plain message), in pydantic's order."""
+    out: list[tuple[Loc, str]] = []
+    for err in exc.errors(include_url=False):
+        loc: Loc = tuple(err["loc"])
+        kind = err["type"]
+        if kind == "missing":
+            msg = "required but missing"
+        elif kind == "extra_forbidden":
+            msg = "unknown field (not part of the issue schema)"
+        else:
+            msg = str(err["msg"]).removeprefix("Value error, ")
+        out.append((loc, msg))
+    return out
+
+
+def decode_utf8(data: bytes, *, path: str | Path) -> str:
+    """Decode issue file bytes as UTF-8, dropping a leading BOM.
+
+    Raises:
+        IssueFormatError: at the line of the first byte that is not UTF-8.
+    """
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise IssueFormatError(
+            path,
+            line,
+            f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at column {column}); "
+            "save the file as UTF-8",
+        ) from exc
+    return text.removeprefix("\ufeff")
+
+
+def load_structured(
+    data: bytes | str,
+    *,
+    path: str | Path = "<data>",
+    date: dt.date | None = None,
+    suffix: StructuredSuffix,
+) -> Issue:
+    """Load an issue from its JSON or YAML form, validated by the :class:`Issue` model.
+
+    ``date`` (from the file name or the caller) fills in a missing ``date`` field; when the data
+    has its own ``date`` it MUST be the same day. Duplicate keys are errors, not "last one wins".
+
+    Raises:
+        IssueFormatError: ``path:line: field.path: what is wrong``; the line is known for YAML
+            (every node) and for JSON syntax errors, and left out when it cannot be found cheaply.
+    """
+    text = decode_utf8(data, path=path) if isinstance(data, bytes) else data.removeprefix("\ufeff")
+    if suffix == ".json":
+        raw, find_line = _parse_json(text, path=path)
+    else:
+        raw, find_line = _parse_yaml(text, path=path)
+    if not isinstance(raw, dict):
+        found = "nothing (an empty document)" if raw is None else type(raw).__name__
+        detail = f"expected a mapping of issue fields, found {found}"
+        raise IssueFormatError(path, find_line(()), detail)
+    fields: dict[str, Any] = dict(raw)
+    if date is not None:
+        if "date" in fields:
+            try:
+                own = _DATE.validate_python(fields["date"])
+            except ValidationError:
+                own = None  # the model reports the bad value below
+            if own is not None and own != date:
+                raise IssueFormatError(
+                    path,
+                    find_line(("date",)),
+                    f"date: the data says {own} but the file name or caller says {date}",
+                )
+        else:
+            fields["date"] = date
+    try:
+        return Issue.model_validate(fields)
+    except ValidationError as exc:
+        problems = validation_problems(exc)
+        detail = "; ".join(f"{format_loc(loc)}: {msg}" for loc, msg in problems)
+        raise IssueFormatError(path, find_line(problems[0][0]), detail) from exc
+
+
+def dump_json(issue: Issue) -> str:
+    """The issue's canonical JSON form: 2-space indent, UTF-8 text unescaped, no null fields."""
+    return issue.model_dump_json(indent=2, exclude_none=True) + "\n"
+
+
+def dump_yaml(issue: Issue) -> str:
+    """The issue's canonical YAML form: fields in model order, the date unquoted, no null fields."""
+    data = issue.model_dump(mode="json", exclude_none=True)
+    data["date"] = issue.date  # written as a YAML date, not a quoted string
+    return yaml.dump(
+        data,
+        Dumper=_Dumper,
+        allow_unicode=True,
+        sort_keys=False,
+        default_flow_style=False,
+        width=1_000_000,
+    )
+
+
+# YAML 1.1 reads NEL, LS and PS as line breaks, yet PyYAML's emitter may write them raw inside
+# a plain or single-quoted scalar, which then reads back as "\n"; double quotes escape them.
+_YAML_BREAKS = frozenset("\x85\u2028\u2029")
+
+
+class _Dumper(yaml.SafeDumper):
+    """SafeDumper that double-quotes strings holding characters YAML reads as line breaks."""
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = '"' if _YAML_BREAKS.intersection(value) else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _represent_str)
+
+
+class _LineFinder:
+    """Maps a field path to a 1-based line; ``None`` where the form cannot tell."""
+
+    def __init__(self, root: yaml.Node | None = None) -> None:
+        self._root = root
+
+    def __call__(self, loc: Loc) -> int | None:
+        node = self._root
+        if node is None:
+            return None
+        line = node.start_mark.line + 1
+        for part in loc:
+            child: yaml.Node | None = None
+            if isinstance(node, yaml.MappingNode):
+                for key, value in node.value:
+                    if isinstance(key, yaml.ScalarNode) and key.value == str(part):
+                        line, child = key.start_mark.line + 1, value
+                        break
+            elif (
+                isinstance(node, yaml.SequenceNode)
+                and isinstance(part, int)
+                and 0 <= part < len(node.value)
+            ):
+                child = node.value[part]
+                line = child.start_mark.line + 1
+            if child is None:
+                break  # the deepest node there is, e.g. the item a required field is missing from
+            node = child
+        return line
+
+
+def _parse_json(text: str, *, path: str | Path) -> tuple[object, _LineFinder]:
+    def no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in out:
+                raise ValueError(f"duplicate key {key!r}")
+            out[key] = value
+        return out
+
+    try:
+        return json.loads(text, object_pairs_hook=no_duplicates), _LineFinder()
+    except json.JSONDecodeError as exc:
+        raise IssueFormatError(
+            path, exc.lineno, f"not valid JSON: {exc.msg} (column {exc.colno})"
+        ) from exc
+    except ValueError as exc:
+        raise IssueFormatError(path, None, f"not valid JSON: {exc}") from exc
+
+
+def _parse_yaml(text: str, *, path: str | Path) -> tuple[object, _LineFinder]:
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None, _LineFinder()
+        _check_duplicate_keys(node, path=path)
+        return loader.construct_document(node), _LineFinder(node)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        problem = exc.problem or exc.context or "cannot be read"
+        raise IssueFormatError(
+            path, mark.line + 1 if mark else None, f"not valid YAML: {problem}"
+        ) from exc
+    except yaml.YAMLError as exc:
+        raise IssueFormatError(path, None, f"not valid YAML: {exc}") from exc
+    finally:
+        loader.dispose()
+
+
+def _check_duplicate_keys(node: yaml.Node, *, path: str | Path) -> None:
+    """Reject a mapping that repeats a key (PyYAML would silently keep the last one)."""
+    if isinstance(node, yaml.MappingNode):
+        seen: dict[object, int] = {}
+        for key, value in node.value:
+            line = key.start_mark.line + 1
+            if isinstance(key, yaml.ScalarNode):
+                if key.value in seen:
+                    raise IssueFormatError(
+                        path, line, f"duplicate key {key.value!r} (first at line {seen[key.value]})"
+                    )
+                seen[key.value] = line
+            _check_duplicate_keys(value, path=path)
+    elif isinstance(node, yaml.SequenceNode):
+        children: Sequence[yaml.Node] = node.value
+        for child in children:
+            _check_duplicate_keys(child, path=path)
+
+
+__all__ = [
+    "Loc",
+    "StructuredSuffix",
+    "decode_utf8",
+    "dump_json",
+    "dump_yaml",
+    "format_loc",
+    "load_structured",
+    "validation_problems",
+]

@@ -1,0 +1,360 @@
+"""The published text format (.txt) of FORMAT.md: a strict parser and the canonical writer."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from digest_core.errors import IssueFormatError
+from digest_core.loading.structured import Loc, format_loc, validation_problems
+from digest_core.models import QUESTION_MARKER, QUESTION_MARKERS, URL_RE, Issue, Item, Section
+
+log = logging.getLogger(__name__)
+
+#: Lines that open a section (compared after stripping surrounding whitespace, case-sensitive).
+SECTION_LABELS: dict[str, Section] = {
+    "重点": Section.HEADLINE,
+    "简讯": Section.BRIEFS,
+    "经典回顾": Section.CLASSIC,
+    "Headline": Section.HEADLINE,
+    "Briefs": Section.BRIEFS,
+    "Classic": Section.CLASSIC,
+}
+#: What starts the lede line; the first is written.
+LEDE_PREFIXES: tuple[str, ...] = ("本期重点：", "本期重点:")
+#: The question marker written for an English item (one without any CJK character).
+ENGLISH_QUESTION_MARKER = "A question to read with: "
+
+_CJK = re.compile(r"[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]")
+_ITEM_NOUN = {
+    Section.HEADLINE: "headline",
+    Section.BRIEFS: "brief",
+    Section.CLASSIC: "classic review",
+}
+_LABEL_LIST = "重点, 简讯 or 经典回顾"
+
+
+def parse_text(text: str, *, path: str | Path = "<text>", date: dt.date) -> Issue:
+    """Parse an issue from the published text format.
+
+    The rules are FORMAT.md's: line 1 is the masthead; before the first section only the lede
+    (``本期重点：…``) and blank lines may appear; a section label line opens a section; an item is a
+    title line, body lines (one paragraph each) and link lines. A new item starts at the first
+    non-link line after links, or after a blank line; a linkless item therefore runs on until a
+    blank line or a section label (the parser cannot tell a following title from a paragraph, so
+    writers MUST put a blank line after a linkless item). A body line starting with one of
+    ``QUESTION_MARKERS`` is the item's reading question and MUST be its last body line; without
+    one, a marker inside the last paragraph splits it into paragraph and question.
+
+    Raises:
+        IssueFormatError: ``path:line: detail`` for the first problem found, naming the item and
+            what was expected instead.
+    """
+    return _Parser(str(path), date).parse(text)
+
+
+def dump_text(issue: Issue) -> str:
+    """Write ``issue`` in the canonical text format; ``parse_text(dump_text(i)) == i``.
+
+    Canonical means: LF line endings and a final newline, Chinese section labels, the lede as
+    ``本期重点：…``, no blank lines except after a linkless item that another item follows, and the
+    question as the item's last body line. The question marker is ``带着一个问题读：`` unless the
+    item has no CJK character at all (an English item), which gets ``A question to read with: ``.
+
+    Raises:
+        IssueFormatError: (with no line) when the issue cannot be written so that it reads back
+            the same, e.g. a paragraph that is a section label or a bare URL.
+    """
+    _check_representable(issue)
+    lines = [issue.masthead]
+    if issue.lede is not None:
+        lines.append(LEDE_PREFIXES[0] + issue.lede)
+    sections: list[tuple[Section, tuple[Item, ...]]] = [
+        (Section.HEADLINE, (issue.headline,)),
+        (Section.BRIEFS, issue.briefs),
+        (Section.CLASSIC, (issue.classic,) if issue.classic is not None else ()),
+    ]
+    for section, items in sections:
+        if not items:
+            continue
+        lines.append(section.label)
+        for n, item in enumerate(items):
+            if n and not items[n - 1].links:
+                lines.append("")
+            lines.append(item.title)
+            lines.extend(item.paragraphs)
+            if item.question is not None:
+                lines.append(question_marker(item) + item.question)
+            lines.extend(item.links)
+    return "\n".join(lines) + "\n"
+
+
+def question_marker(item: Item) -> str:
+    """The marker :func:`dump_text` writes before ``item``'s question."""
+    if any(_CJK.search(piece) for piece in item.text_pieces()):
+        return QUESTION_MARKER
+    return ENGLISH_QUESTION_MARKER
+
+
+def _quote(text: str, limit: int = 40) -> str:
+    return f'"{text if len(text) <= limit else text[: limit - 1] + "…"}"'
+
+
+def _marker_at_start(line: str) -> str | None:
+    return next((m for m in QUESTION_MARKERS if line.startswith(m)), None)
+
+
+def _marker_inside(line: str) -> tuple[int, str] | None:
+    """The first question marker after the start of ``line``: (position, marker)."""
+    found = [(pos, m) for m in QUESTION_MARKERS if (pos := line.find(m, 1)) > 0]
+    return min(found) if found else None
+
+
+@dataclass
+class _Draft:
+    """An item being read, with the line of each piece for error messages."""
+
+    section: Section
+    title: str
+    line: int
+    paragraphs: list[tuple[str, int]] = field(default_factory=list)
+    links: list[tuple[str, int]] = field(default_factory=list)
+    question: tuple[str, int] | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{_ITEM_NOUN[self.section]} {_quote(self.title)}"
+
+
+class _Parser:
+    """One pass over the lines; raises at the first problem."""
+
+    def __init__(self, path: str, date: dt.date) -> None:
+        self.path = path
+        self.date = date
+        self.masthead = ""
+        self.lede: tuple[str, int] | None = None
+        self.section: Section | None = None
+        self.section_line: dict[Section, int] = {}
+        self.items: dict[Section, list[_Draft]] = {s: [] for s in Section}
+        self.draft: _Draft | None = None
+
+    def fail(self, line: int | None, detail: str) -> IssueFormatError:
+        return IssueFormatError(self.path, line, detail)
+
+    def parse(self, text: str) -> Issue:
+        text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+        if not text.strip():
+            raise self.fail(1, "the file is empty; expected the masthead (e.g. AI 技术日报)")
+        lines = text.split("\n")
+        self.read_masthead(lines[0].strip())
+        for number, raw in enumerate(lines[1:], start=2):
+            self.read_line(raw.strip(), number)
+        self.close_section()
+        return self.build()
+
+    def read_masthead(self, line: str) -> None:
+        if not line:
+            found = "a blank line"
+        elif line in SECTION_LABELS:
+            found = f"the section label {_quote(line)}"
+        elif line.startswith(LEDE_PREFIXES):
+            found = "the lede"
+        else:
+            self.masthead = line
+            return
+        raise self.fail(1, f"line 1 must be the masthead (e.g. AI 技术日报) but it is {found}")
+
+    def read_line(self, line: str, number: int) -> None:
+        if not line:
+            self.close_item()
+        elif line in SECTION_LABELS:
+            self.open_section(SECTION_LABELS[line], number)
+        elif self.section is None:
+            self.read_preamble(line, number)
+        elif URL_RE.match(line):
+            self.read_link(line, number)
+        elif self.draft is None or self.draft.links:
+            self.start_item(line, number)
+        else:
+            self.read_body(self.draft, line, number)
+
+    def read_preamble(self, line: str, number: int) -> None:
+        prefix = next((p for p in LEDE_PREFIXES if line.startswith(p)), None)
+        if prefix is None:
+            or_lede = "" if self.lede else "the lede (本期重点：…) or "
+            expected = f"{or_lede}a section label"
+            raise self.fail(number, f"expected {expected} ({_LABEL_LIST}) but found {_quote(line)}")
+        if self.lede is not None:
+            raise self.fail(number, f"a second lede line; the first is on line {self.lede[1]}")
+        lede = line[len(prefix) :].strip()
+        if not lede:
+            raise self.fail(number, f"the lede line has no text after {prefix}")
+        self.lede = (lede, number)
+
+    def open_section(self, section: Section, number: int) -> None:
+        self.close_section()
+        if section in self.section_line:
+            first = self.section_line[section]
+            raise self.fail(
+                number, f"a second {section.label} section; it was opened on line {first}"
+            )
+        self.section = section
+        self.section_line[section] = number
+
+    def close_section(self) -> None:
+        self.close_item()
+        if self.section is not None and not self.items[self.section]:
+            label = self.section.label
+            raise self.fail(
+                self.section_line[self.section],
+                f"the {label} section has no item; add one or remove the label",
+            )
+
+    def start_item(self, line: str, number: int) -> None:
+        assert self.section is not None
+        marker = _marker_at_start(line)
+        if marker is not None:
+            after = f" of {self.draft.name}" if self.draft is not None else ""
+            raise self.fail(
+                number,
+                f"expected the title of a {_ITEM_NOUN[self.section]} but found a reading question"
+                f"{after}; the question goes after the body, before the links",
+            )
+        if self.section is not Section.BRIEFS and self.items[self.section]:
+            raise self.fail(
+                number,
+                f"the {self.section.value} section holds exactly one item, "
+                f"found a second: {_quote(line)}",
+            )
+        self.close_item()
+        self.draft = _Draft(self.section, line, number)
+        self.items[self.section].append(self.draft)
+
+    def read_link(self, line: str, number: int) -> None:
+        draft = self.draft
+        if draft is None:
+            assert self.section is not None
+            raise self.fail(
+                number,
+                f"expected the title of a {_ITEM_NOUN[self.section]} but found the link "
+                f"{_quote(line)}; links go after an item's body",
+            )
+        if not draft.paragraphs:
+            raise self.no_body(draft)
+        draft.links.append((line, number))
+
+    def read_body(self, draft: _Draft, line: str, number: int) -> None:
+        if draft.question is not None:
+            raise self.fail(
+                number,
+                f"{draft.name}: only links may follow the reading question (line "
+                f"{draft.question[1]}), found {_quote(line)}; end the item with a blank line",
+            )
+        marker = _marker_at_start(line)
+        if marker is None:
+            draft.paragraphs.append((line, number))
+            return
+        question = line[len(marker) :].strip()
+        if not question:
+            raise self.fail(number, f"{draft.name} has an empty reading question after {marker}")
+        draft.question = (question, number)
+
+    def close_item(self) -> None:
+        draft, self.draft = self.draft, None
+        if draft is None:
+            return
+        if not draft.paragraphs:
+            raise self.no_body(draft)
+        if draft.question is None:
+            last, number = draft.paragraphs[-1]
+            inside = _marker_inside(last)
+            if inside is not None:
+                pos, marker = inside
+                question = last[pos + len(marker) :].strip()
+                if not question:
+                    raise self.fail(
+                        number, f"{draft.name} has an empty reading question after {marker}"
+                    )
+                draft.paragraphs[-1] = (last[:pos].rstrip(), number)
+                draft.question = (question, number)
+
+    def no_body(self, draft: _Draft) -> IssueFormatError:
+        if draft.question is not None:
+            return self.fail(draft.line, f"{draft.name} has a reading question but no body")
+        return self.fail(draft.line, f"{draft.name} has a title but no body")
+
+    def build(self) -> Issue:
+        if not self.items[Section.HEADLINE]:
+            raise self.fail(
+                None, f"no headline: the issue needs a {Section.HEADLINE.label} section"
+            )
+        lines: dict[Loc, int] = {("masthead",): 1}
+        fields: dict[str, Any] = {"date": self.date, "masthead": self.masthead}
+        if self.lede is not None:
+            fields["lede"] = self.lede[0]
+            lines[("lede",)] = self.lede[1]
+        items = {s: [self.item_fields(d, lines) for d in self.items[s]] for s in Section}
+        fields["headline"] = items[Section.HEADLINE][0]
+        fields["briefs"] = items[Section.BRIEFS]
+        if items[Section.CLASSIC]:
+            fields["classic"] = items[Section.CLASSIC][0]
+        try:
+            return Issue.model_validate(fields)
+        except ValidationError as exc:  # the parser checks the model's rules, so this is a guard
+            loc, msg = validation_problems(exc)[0]
+            line = next((lines[loc[:n]] for n in range(len(loc), 0, -1) if loc[:n] in lines), None)
+            raise self.fail(line, f"{format_loc(loc)}: {msg}") from exc
+
+    def item_fields(self, draft: _Draft, lines: dict[Loc, int]) -> dict[str, Any]:
+        base: Loc = (draft.section.value,)
+        if draft.section is Section.BRIEFS:
+            base += (self.items[Section.BRIEFS].index(draft),)
+        lines[base] = lines[(*base, "title")] = draft.line
+        for n, (_, line) in enumerate(draft.paragraphs):
+            lines[(*base, "paragraphs", n)] = line
+        for n, (_, line) in enumerate(draft.links):
+            lines[(*base, "links", n)] = line
+        out: dict[str, Any] = {
+            "title": draft.title,
+            "paragraphs": [p for p, _ in draft.paragraphs],
+            "links": [u for u, _ in draft.links],
+        }
+        if draft.question is not None:
+            out["question"] = draft.question[0]
+            lines[(*base, "question")] = draft.question[1]
+        return out
+
+
+def _check_representable(issue: Issue) -> None:
+    """Raise when some text of ``issue`` would read back as something else."""
+
+    def fail(where: str, detail: str) -> IssueFormatError:
+        return IssueFormatError(
+            f"<issue {issue.date}>", None, f"{where}: {detail}; the text format cannot hold it"
+        )
+
+    masthead = issue.masthead
+    if masthead in SECTION_LABELS or masthead.startswith((*LEDE_PREFIXES, "\ufeff")):
+        raise fail("masthead", f"{_quote(masthead)} would not read back as the masthead")
+    named = [(f"headline {_quote(issue.headline.title)}", issue.headline)]
+    named += [(f"brief {n} {_quote(b.title)}", b) for n, b in enumerate(issue.briefs, start=1)]
+    if issue.classic is not None:
+        named.append((f"classic review {_quote(issue.classic.title)}", issue.classic))
+    for name, item in named:
+        for n, line in enumerate((item.title, *item.paragraphs)):
+            what = f"paragraph {n}" if n else "the title"
+            if line in SECTION_LABELS:
+                raise fail(name, f"{what} is the section label {_quote(line)}")
+            if URL_RE.match(line):
+                raise fail(name, f"{what} is a bare link, which reads back as a source link")
+            if _marker_at_start(line):
+                raise fail(name, f"{what} starts with a question marker")
+        if item.question is None and _marker_inside(item.paragraphs[-1]):
+            raise fail(name, "its last paragraph holds a question marker but it has no question")

@@ -1,0 +1,250 @@
+"""The archive folder: finding, listing and searching issues; broken files skipped and reported."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from digest_core.archive import Archive, SearchHit
+from digest_core.errors import IssueFormatError, IssueNotFound
+from digest_core.loading import dump_json, load_issue
+from digest_core.models import Section
+
+DATA = Path(__file__).parent / "data"
+D2, D3, D4, D5, D6 = (dt.date(2026, 3, d) for d in range(2, 7))
+BROKEN = "AI 技术日报\n重点\n只有标题\n"  # line 3: a headline without a body
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """An archive folder holding copies of every fixture issue."""
+    for path in DATA.iterdir():
+        if path.name.startswith("2026-"):
+            shutil.copy(path, tmp_path / path.name)
+    return tmp_path
+
+
+def touch_later(path: Path, text: str) -> None:
+    """Rewrite ``path`` and move its mtime forward, so a change is seen even on coarse clocks."""
+    before = path.stat().st_mtime_ns
+    path.write_text(text, encoding="utf-8")
+    os.utime(path, ns=(before + 1_000_000_000, before + 1_000_000_000))
+
+
+def test_entries_are_dated_files_in_date_order(root: Path) -> None:
+    (root / "README.md").write_text("not an issue", encoding="utf-8")
+    (root / ".2026-03-09.txt.swp").write_text("editor junk", encoding="utf-8")
+    entries = Archive(root).entries()
+    assert [d for d, _ in entries] == [D2, D3, D4, D5, D6]
+    assert [p.name for _, p in entries][-2:] == ["2026-03-05.json", "2026-03-06.yaml"]
+
+
+def test_on_and_latest(root: Path) -> None:
+    archive = Archive(root)
+    assert archive.on(D3).masthead == "AI Tech Daily"
+    assert archive.latest().date == D6
+    assert archive.latest(on_or_before=D4).date == D4
+    assert archive.dates() == [D2, D3, D4, D5, D6]
+    assert archive.problems == []
+
+
+def test_on_a_missing_date_names_the_nearest_issues(root: Path) -> None:
+    (root / "2026-03-04.txt").unlink()
+    archive = Archive(root)
+    with pytest.raises(IssueNotFound) as exc:
+        archive.on(D4)
+    assert (
+        str(exc.value)
+        == "no issue for 2026-03-04; the nearest issues are 2026-03-03 and 2026-03-05"
+    )
+    assert exc.value.date == D4
+    with pytest.raises(IssueNotFound) as exc:
+        archive.on(dt.date(2026, 4, 1))
+    assert str(exc.value) == "no issue for 2026-04-01; the nearest issue is 2026-03-06"
+
+
+def test_empty_archive(tmp_path: Path) -> None:
+    archive = Archive(tmp_path)
+    with pytest.raises(IssueNotFound) as exc:
+        archive.on(D2)
+    assert str(exc.value) == "no issue for 2026-03-02; the archive has no issue that loads"
+    with pytest.raises(IssueNotFound):
+        archive.latest()
+    assert archive.search("anything") == []
+
+
+def test_latest_before_the_first_issue(root: Path) -> None:
+    with pytest.raises(IssueNotFound) as exc:
+        Archive(root).latest(on_or_before=dt.date(2026, 3, 1))
+    assert str(exc.value) == f"the archive {root} has no issue on or before 2026-03-01"
+
+
+def test_broken_file_is_skipped_and_reported(root: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = root / "2026-03-07.txt"
+    path.write_text(BROKEN, encoding="utf-8")
+    archive = Archive(root)
+    with caplog.at_level(logging.WARNING, logger="digest_core.archive"):
+        assert archive.latest().date == D6  # the broken newest issue is skipped
+        archive.list()
+        archive.search("模型")
+    assert [r.levelno for r in caplog.records] == [logging.WARNING]  # reported once, not per call
+    [problem] = archive.problems
+    assert (problem.path, problem.line) == (str(path), 3)
+    assert problem.detail == 'headline "只有标题" has a title but no body'
+    entry = archive.list()[-1]
+    assert (entry.date, entry.loaded, entry.stale, entry.issue) == (
+        dt.date(2026, 3, 7),
+        False,
+        False,
+        None,
+    )
+    with pytest.raises(IssueNotFound) as exc:
+        archive.on(dt.date(2026, 3, 7))
+    assert str(exc.value).startswith(f"the issue of 2026-03-07 failed to load ({path}:3: headline")
+    assert str(exc.value).endswith("; the nearest issue is 2026-03-06")
+    assert isinstance(exc.value.__cause__, IssueFormatError)
+
+
+def test_a_file_that_breaks_keeps_serving_its_last_good_version(root: Path) -> None:
+    archive = Archive(root)
+    path = root / "2026-03-02.txt"
+    good = archive.on(D2)
+    touch_later(path, BROKEN)
+    assert archive.on(D2) is good
+    assert archive.latest(on_or_before=D2) is good
+    [problem] = archive.problems
+    assert (problem.path, problem.line) == (str(path), 3)
+    entry = next(e for e in archive.list() if e.date == D2)
+    assert entry.stale and not entry.loaded and entry.issue is good
+    # fixed again: the new text is served and the problem is gone
+    touch_later(
+        path, (DATA / "2026-03-02.txt").read_text(encoding="utf-8").replace("块稀疏", "分块稀疏")
+    )
+    fixed = archive.on(D2)
+    assert fixed.headline.title.startswith("分块稀疏")
+    assert fixed.revision != good.revision
+    assert archive.problems == []
+
+
+def test_loaded_issues_are_cached_until_the_file_changes(root: Path) -> None:
+    archive = Archive(root)
+    first = archive.on(D3)
+    assert archive.on(D3) is first  # not parsed again
+    assert next(e.issue for e in archive.list() if e.date == D3) is first
+    path = root / "2026-03-03.txt"
+    touch_later(path, path.read_text(encoding="utf-8").replace("AI Tech Daily", "AI Daily"))
+    second = archive.on(D3)
+    assert second is not first and second.masthead == "AI Daily"
+
+
+def test_two_files_for_one_date_text_wins_and_the_other_is_reported(root: Path) -> None:
+    other = root / "2026-03-02.json"
+    other.write_text(
+        dump_json(load_issue(DATA / "2026-03-05.json").model_copy(update={"date": D2}))
+    )
+    archive = Archive(root)
+    assert archive.on(D2).headline.title.startswith("块稀疏注意力")
+    [problem] = archive.problems
+    assert str(problem) == f"{other}: ignored: 2026-03-02.txt has the same date and is used instead"
+    statuses = [(e.path.name, e.loaded) for e in archive.list() if e.date == D2]
+    assert statuses == [("2026-03-02.txt", True), ("2026-03-02.json", False)]
+
+
+def test_misnamed_files_are_reported(root: Path) -> None:
+    (root / "draft.txt").write_text("AI 技术日报\n", encoding="utf-8")
+    (root / "2026-02-30.txt").write_text("AI 技术日报\n", encoding="utf-8")
+    problems = {Path(p.path).name: p.detail for p in Archive(root).problems}
+    assert problems == {
+        "2026-02-30.txt": "the file name's date 2026-02-30 is not a calendar day: "
+        "day is out of range for month",
+        "draft.txt": "not named after its date: name issue files YYYY-MM-DD.txt",
+    }
+
+
+def test_search_in_chinese_newest_first(root: Path) -> None:
+    hits = Archive(root).search("稀疏")
+    assert [(h.date, h.section, h.index) for h in hits] == [
+        (D2, None, 0),
+        (D2, Section.HEADLINE, 1),
+    ]
+    assert hits[1].title.startswith("块稀疏注意力")
+    assert hits[0].text.startswith("稀疏注意力的收益")  # the lede
+
+
+def test_search_finds_briefs_questions_and_ignores_case(root: Path) -> None:
+    archive = Archive(root)
+    [hit] = archive.search("损失缩放还有必要")
+    assert (hit.date, hit.section, hit.index) == (D2, Section.CLASSIC, 1)
+    assert hit.text == "如果梯度本身不会下溢，损失缩放还有必要吗？"
+    brief = archive.search("@EVERYONE")
+    assert [(h.date, h.section, h.index) for h in brief] == [(D2, Section.BRIEFS, 3)]
+    speculative = archive.search("ACCEPTANCE RATE")
+    assert speculative == [
+        SearchHit(
+            D3,
+            Section.HEADLINE,
+            1,
+            "Speculative decoding: acceptance rate is the number to watch",
+            "Speculative decoding: acceptance rate is the number to watch",
+        )
+    ]
+
+
+def test_search_limit_and_bad_arguments(root: Path) -> None:
+    archive = Archive(root)
+    everything = archive.search("：")
+    assert len(everything) > 3
+    assert archive.search("：", limit=3) == everything[:3]
+    with pytest.raises(ValueError):
+        archive.search("  ")
+    with pytest.raises(ValueError):
+        archive.search("x", limit=0)
+
+
+def test_search_and_listing_survive_broken_and_unreadable_files(root: Path) -> None:
+    (root / "2026-03-08.txt").write_bytes(b"AI\n\xff\xfe\n")
+    (root / "2026-03-09.yaml").write_text("date: [\n", encoding="utf-8")
+    archive = Archive(root)
+    assert next(h.date for h in archive.search("模型")) == D6
+    lines = {Path(p.path).name: p.line for p in archive.problems}
+    assert lines == {"2026-03-08.txt": 2, "2026-03-09.yaml": 2}
+    assert len(archive.list()) == 7
+
+
+def test_missing_folder_is_a_problem_not_a_crash(tmp_path: Path) -> None:
+    archive = Archive(tmp_path / "nowhere")
+    assert archive.entries() == []
+    [problem] = archive.problems
+    assert problem.detail == "cannot list the archive folder: No such file or directory"
+
+
+def test_entries_and_hits_describe_themselves_in_one_line(root: Path) -> None:
+    (root / "2026-03-02.yaml").write_text("date: 2026-03-02\n", encoding="utf-8")
+    (root / "2026-03-07.txt").write_text(BROKEN, encoding="utf-8")
+    archive = Archive(root)
+    lines = [e.describe() for e in archive.list()]
+    revision = archive.on(D2).revision
+    assert lines[0] == f"2026-03-02  2026-03-02.txt  loaded, revision {revision}"
+    assert lines[1] == "2026-03-02  2026-03-02.yaml  ignored, 2026-03-02.txt is used for this date"
+    assert lines[-1] == "2026-03-07  2026-03-07.txt  broken"
+    touch_later(root / "2026-03-02.txt", BROKEN)
+    stale = archive.list()[0].describe()
+    assert stale == (
+        f"2026-03-02  2026-03-02.txt  broken, serving the last good version (revision {revision})"
+    )
+    hits = (
+        archive.search("@everyone")
+        + archive.search("损失缩放")
+        + archive.search("稀疏注意力的收益")
+    )
+    assert [h.describe() for h in hits] == [
+        "2026-03-02 · 简讯 3 · 社区提醒：公告频道里的 @everyone 不会再通知所有人",
+        "2026-03-02 · 经典回顾 · 混合精度训练：用 FP16 计算，用 FP32 保存主权重",
+        "2026-03-02 · 本期重点 · 稀疏注意力的收益取决于序列长度；"
+        "简讯关注评测、编译器与数据管线。经典回顾重读混合精度训练。",
+    ]

@@ -1,0 +1,299 @@
+"""The structured forms (JSON, YAML) and load_issue: validation errors, dates, round trips."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import given, settings
+
+from digest_core.errors import IssueFormatError
+from digest_core.loading import (
+    date_from_name,
+    dump_json,
+    dump_text,
+    dump_yaml,
+    load_issue,
+    load_structured,
+    parse_text,
+)
+from digest_core.models import Issue
+from tests.loading.test_text import issues
+
+DATA = Path(__file__).parent / "data"
+TEXT_FIXTURES = sorted(DATA.glob("*.txt"))
+ALL_FIXTURES = sorted(DATA.glob("2*.*"))
+DAY = dt.date(2026, 3, 6)
+
+
+def test_json_fixture_loads_with_its_own_date() -> None:
+    issue = load_issue(DATA / "2026-03-05.json")
+    assert issue.date == dt.date(2026, 3, 5)
+    assert issue.lede == "检索增强生成的瓶颈常在检索，不在生成。"
+    assert len(issue.headline.paragraphs) == 2
+    assert issue.briefs[0].title == "向量数据库支持 <filter> & 排序组合查询"
+    assert issue.classic is None
+
+
+def test_yaml_fixture_loads_an_unquoted_date_and_a_question() -> None:
+    issue = load_issue(DATA / "2026-03-06.yaml")
+    assert issue.date == DAY
+    assert issue.lede is None
+    assert issue.briefs[0].links == ()
+    assert issue.classic is not None
+    assert issue.classic.question == "残差连接在 Transformer 里扮演了同样的角色吗？"
+
+
+@pytest.mark.parametrize("path", TEXT_FIXTURES, ids=lambda p: p.name)
+def test_text_to_json_to_text_and_text_to_yaml_to_text(path: Path) -> None:
+    issue = load_issue(path)
+    text = dump_text(issue)
+    via_json = load_structured(dump_json(issue), suffix=".json")
+    via_yaml = load_structured(dump_yaml(issue), suffix=".yaml")
+    assert via_json == issue and via_yaml == issue
+    assert dump_text(via_json) == text and dump_text(via_yaml) == text
+    assert via_json.revision == issue.revision
+
+
+@pytest.mark.parametrize("path", ALL_FIXTURES, ids=lambda p: p.name)
+def test_every_fixture_survives_every_conversion(path: Path) -> None:
+    issue = load_issue(path)
+    assert parse_text(dump_text(issue), date=issue.date) == issue
+    assert load_structured(dump_yaml(issue), suffix=".yaml") == issue
+    assert load_structured(dump_json(issue).encode("utf-8"), suffix=".json") == issue
+
+
+def test_dumps_are_readable_utf8_without_nulls() -> None:
+    issue = load_issue(DATA / "2026-03-05.json")
+    text = dump_json(issue)
+    assert "检索增强" in text and "\\u" not in text and "null" not in text
+    assert json.loads(text)["date"] == "2026-03-05"
+    assert "date: 2026-03-05\n" in dump_yaml(issue)  # a YAML date, not a quoted string
+    assert yaml.safe_load(dump_yaml(issue))["date"] == dt.date(2026, 3, 5)
+
+
+def test_strings_that_look_like_other_yaml_types_or_hold_yaml_line_breaks_stay_strings() -> None:
+    base = json.loads(dump_json(load_issue(DATA / "2026-03-05.json")))
+    base["headline"]["title"] = "yes"
+    base["headline"]["paragraphs"] = ["2026-01-01", "null", "0x10", "- dash", "a\x85b\u2028c"]
+    issue = Issue.model_validate(base)
+    assert load_structured(dump_yaml(issue), suffix=".yaml") == issue
+
+
+@settings(max_examples=150)
+@given(issues)
+def test_json_and_yaml_round_trip_any_issue(issue: Issue) -> None:
+    assert load_structured(dump_json(issue), suffix=".json") == issue
+    assert load_structured(dump_yaml(issue), suffix=".yaml") == issue
+
+
+# --- errors --------------------------------------------------------------------------------
+
+YAML_OK = """\
+date: 2026-03-06
+headline:
+  title: 标题
+  paragraphs:
+    - 段落。
+  links:
+    - https://example.org/a
+briefs:
+  - title: 简讯一
+    paragraphs: [一段。]
+  - title: 简讯二
+    paragraphs: [一段。]
+  - title: 简讯三
+    paragraphs: [一段。]
+    links:
+      - https://example.org/b
+      - ftp://example.org/c
+"""
+
+STRUCTURED_BAD: list[tuple[str, str, str, int | None, str]] = [
+    (
+        "bad URL in YAML",
+        ".yaml",
+        YAML_OK,
+        17,
+        "briefs.2.links.1: not an http(s) URL: 'ftp://example.org/c'",
+    ),
+    (
+        "missing paragraphs in YAML",
+        ".yaml",
+        YAML_OK.replace("    paragraphs: [一段。]\n  - title: 简讯三", "  - title: 简讯三"),
+        11,
+        "briefs.1.paragraphs: required but missing; "
+        "briefs.2.links.1: not an http(s) URL: 'ftp://example.org/c'",
+    ),
+    (
+        "unknown field in YAML",
+        ".yaml",
+        YAML_OK.replace("  title: 标题\n", "  title: 标题\n  summary: 多余\n"),
+        4,
+        "headline.summary: unknown field (not part of the issue schema); "
+        "briefs.2.links.1: not an http(s) URL: 'ftp://example.org/c'",
+    ),
+    (
+        "two-line title in YAML",
+        ".yaml",
+        YAML_OK.replace("  title: 标题\n", '  title: "第一行\\n第二行"\n').replace(
+            "ftp:", "https:"
+        ),
+        3,
+        "headline.title: must be a single line (the text format is one line per paragraph)",
+    ),
+    (
+        "YAML syntax error",
+        ".yaml",
+        YAML_OK.replace("  title: 标题\n", "  title: [标题\n"),
+        4,
+        "not valid YAML: expected ',' or ']', but got ':'",
+    ),
+    (
+        "duplicate key in YAML",
+        ".yaml",
+        YAML_OK.replace("briefs:\n", "masthead: 甲\nmasthead: 乙\nbriefs:\n"),
+        9,
+        "duplicate key 'masthead' (first at line 8)",
+    ),
+    (
+        "empty YAML",
+        ".yaml",
+        "# nothing\n",
+        None,
+        "expected a mapping of issue fields, found nothing (an empty document)",
+    ),
+    ("YAML list", ".yaml", "- a\n- b\n", 1, "expected a mapping of issue fields, found list"),
+    (
+        "JSON syntax error",
+        ".json",
+        '{\n  "date": "2026-03-06",\n  "masthead": "AI 技术日报",\n}\n',
+        4,
+        "not valid JSON: Expecting property name enclosed in double quotes (column 1)",
+    ),
+    (
+        "duplicate key in JSON",
+        ".json",
+        '{"date": "2026-03-06", "date": "2026-03-07"}',
+        None,
+        "not valid JSON: duplicate key 'date'",
+    ),
+    (
+        "bad date in JSON",
+        ".json",
+        '{"date": "2026-02-30", "headline": {"title": "t", "paragraphs": ["p"]}}',
+        None,
+        "date: Input should be a valid date or datetime, day value is outside expected range",
+    ),
+    (
+        "no paragraphs in JSON",
+        ".json",
+        '{"date": "2026-03-06", "headline": {"title": "t", "paragraphs": []}}',
+        None,
+        "headline.paragraphs: Tuple should have at least 1 item after validation, not 0",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "suffix", "data", "line", "detail"), STRUCTURED_BAD, ids=[b[0] for b in STRUCTURED_BAD]
+)
+def test_structured_errors_name_the_field_and_line(
+    case: str, suffix: str, data: str, line: int | None, detail: str
+) -> None:
+    with pytest.raises(IssueFormatError) as exc:
+        load_structured(data, path=f"x{suffix}", suffix=".yaml" if suffix == ".yaml" else ".json")
+    assert (exc.value.line, exc.value.detail) == (line, detail), case
+    assert str(exc.value).startswith(f"x{suffix}:{line}: " if line else f"x{suffix}: ")
+
+
+def test_the_valid_yaml_above_really_is_valid_once_the_link_is_fixed() -> None:
+    issue = load_structured(YAML_OK.replace("ftp:", "https:"), suffix=".yaml")
+    assert [b.title for b in issue.briefs] == ["简讯一", "简讯二", "简讯三"]
+
+
+# --- dates and files -----------------------------------------------------------------------
+
+
+def test_date_from_name() -> None:
+    assert date_from_name("2026-10-27.txt") == dt.date(2026, 10, 27)
+    assert date_from_name(Path("a/2026-10-27-fix.json")) == dt.date(2026, 10, 27)
+    assert date_from_name("2026-10-270.txt") is None
+    assert date_from_name("issue.txt") is None
+    with pytest.raises(IssueFormatError) as exc:
+        date_from_name("2026-02-30.txt")
+    assert exc.value.detail == (
+        "the file name's date 2026-02-30 is not a calendar day: day is out of range for month"
+    )
+
+
+def test_structured_date_comes_from_the_argument_when_the_data_has_none() -> None:
+    data = json.loads(dump_json(load_issue(DATA / "2026-03-05.json")))
+    del data["date"]
+    issue = load_structured(json.dumps(data), suffix=".json", date=dt.date(2026, 3, 9))
+    assert issue.date == dt.date(2026, 3, 9)
+    with pytest.raises(IssueFormatError) as exc:
+        load_structured(json.dumps(data), path="d.json", suffix=".json")
+    assert str(exc.value) == "d.json: date: required but missing"
+
+
+def test_structured_date_that_contradicts_the_file_name(tmp_path: Path) -> None:
+    path = tmp_path / "2026-03-07.yaml"
+    path.write_text((DATA / "2026-03-06.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    with pytest.raises(IssueFormatError) as exc:
+        load_issue(path)
+    assert exc.value.line == 2
+    assert exc.value.detail == (
+        "date: the data says 2026-03-06 but the file name or caller says 2026-03-07"
+    )
+
+
+def test_text_file_date_from_name_argument_or_neither(tmp_path: Path) -> None:
+    text = (DATA / "2026-03-02.txt").read_text(encoding="utf-8")
+    named = tmp_path / "2026-03-02-fix.txt"
+    unnamed = tmp_path / "draft.txt"
+    named.write_text(text, encoding="utf-8")
+    unnamed.write_text(text, encoding="utf-8")
+    assert load_issue(named).date == dt.date(2026, 3, 2)
+    assert load_issue(named, date=dt.date(2026, 3, 2)).date == dt.date(2026, 3, 2)
+    assert load_issue(unnamed, date=dt.date(2026, 3, 8)).date == dt.date(2026, 3, 8)
+    with pytest.raises(IssueFormatError) as exc:
+        load_issue(unnamed)
+    assert exc.value.detail.startswith("the issue's date is unknown: name the file YYYY-MM-DD.txt")
+    with pytest.raises(IssueFormatError) as exc:
+        load_issue(named, date=dt.date(2026, 3, 3))
+    assert (
+        exc.value.detail
+        == "the file name says 2026-03-02 but the issue was given the date 2026-03-03"
+    )
+
+
+def test_unknown_suffix_and_unreadable_file(tmp_path: Path) -> None:
+    with pytest.raises(IssueFormatError) as exc:
+        load_issue(tmp_path / "2026-03-02.md")
+    assert exc.value.detail == "unknown issue file type '.md'; expected .txt, .json, .yaml, .yml"
+    folder = tmp_path / "2026-03-02.txt"
+    folder.mkdir()
+    with pytest.raises(IssueFormatError) as exc:
+        load_issue(folder)
+    assert exc.value.line is None
+    assert exc.value.detail == "cannot read the file: Is a directory"
+
+
+def test_non_utf8_json_reports_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "2026-03-05.json"
+    raw = (DATA / "2026-03-05.json").read_bytes()
+    path.write_bytes(raw.replace("过滤".encode(), "过滤".encode("gbk")))
+    with pytest.raises(IssueFormatError) as exc:
+        load_issue(path)
+    assert exc.value.line == 16
+    assert exc.value.detail.startswith("not valid UTF-8 (byte 0xb9 at column")
+
+
+def test_uppercase_suffix_and_bom_in_json(tmp_path: Path) -> None:
+    path = tmp_path / "2026-03-05.JSON"
+    path.write_bytes(b"\xef\xbb\xbf" + (DATA / "2026-03-05.json").read_bytes())
+    assert load_issue(path) == load_issue(DATA / "2026-03-05.json")

@@ -1,0 +1,544 @@
+"""The published text format: every FORMAT.md rule, exact errors, canonical round trips."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import given, reject, settings
+from hypothesis import strategies as st
+
+from digest_core.errors import IssueFormatError
+from digest_core.loading import dump_text, load_issue, parse_text, question_marker
+from digest_core.models import QUESTION_MARKER, URL_RE, Issue, Item
+
+DATA = Path(__file__).parent / "data"
+SEED = Path(__file__).resolve().parents[2] / ".." / "shared" / "seeds" / "000_2e92f0f1f4d646fc.txt"
+DAY = dt.date(2026, 3, 2)
+
+
+def text_of(*lines: str) -> str:
+    return "\n".join(lines) + "\n"
+
+
+# A small valid issue whose lines the error table below varies.
+GOOD = (
+    "AI 技术日报",  # 1
+    "本期重点：一句话。",  # 2
+    "重点",  # 3
+    "标题甲",  # 4
+    "段落甲。",  # 5
+    "https://example.org/a",  # 6
+    "简讯",  # 7
+    "标题乙",  # 8
+    "段落乙。",  # 9
+    "https://example.org/b",  # 10
+    "经典回顾",  # 11
+    "标题丙",  # 12
+    "段落丙。",  # 13
+)
+
+
+def good_with(changes: dict[int, str | None]) -> str:
+    """GOOD with line n replaced (a str, which may hold several lines) or removed (None)."""
+    lines = [changes.get(n, line) for n, line in enumerate(GOOD, start=1)]
+    return text_of(*(line for line in lines if line is not None))
+
+
+# --- the fixtures ---------------------------------------------------------------------------
+
+
+def test_chinese_fixture_is_read_as_written() -> None:
+    issue = load_issue(DATA / "2026-03-02.txt")
+    assert issue.date == DAY
+    assert issue.masthead == "AI 技术日报"
+    assert issue.lede is not None and issue.lede.startswith("稀疏注意力")
+    assert issue.headline.title.startswith("块稀疏注意力")
+    assert len(issue.headline.paragraphs) == 3
+    assert issue.headline.links == (
+        "https://example.org/papers/block-sparse-attention",
+        "https://example.org/code/block-sparse-attention",
+    )
+    assert [len(b.links) for b in issue.briefs] == [1, 1, 0, 2]
+    assert "<cost> & <memory>" in issue.briefs[1].title
+    assert "*cost_mem*" in issue.briefs[1].paragraphs[0]
+    assert "@everyone" in issue.briefs[2].title
+    assert issue.briefs[3].title.startswith("数据管线：用 ~|~")
+    assert issue.classic is not None
+    assert issue.classic.question == "如果梯度本身不会下溢，损失缩放还有必要吗？"
+    assert not any(p.startswith(QUESTION_MARKER) for p in issue.classic.paragraphs)
+
+
+def test_canonical_fixture_round_trips_byte_for_byte() -> None:
+    text = (DATA / "2026-03-02.txt").read_text(encoding="utf-8")
+    assert dump_text(parse_text(text, date=DAY)) == text
+
+
+def test_english_fixture_reads_english_labels_half_width_lede_and_question() -> None:
+    issue = load_issue(DATA / "2026-03-03.txt")
+    assert issue.masthead == "AI Tech Daily"
+    assert issue.lede is not None and issue.lede.startswith("Smaller draft models")
+    assert len(issue.headline.paragraphs) == 2
+    assert len(issue.briefs) == 2
+    assert "<unk> & control" in issue.briefs[0].title
+    assert issue.classic is not None and issue.classic.question is not None
+    assert issue.classic.question.startswith("which parts")
+    # written back canonically: Chinese labels, English marker for the English item
+    text = dump_text(issue)
+    assert "\n简讯\n" in text and "\nBriefs\n" not in text
+    assert "\nA question to read with: which parts" in text
+
+
+def test_loose_fixture_whitespace_blank_lines_half_width_marker_and_mid_line_question() -> None:
+    issue = load_issue(DATA / "2026-03-04.txt")
+    assert issue.lede == "本期关注推理服务的排队问题。"
+    assert len(issue.headline.paragraphs) == 2
+    first, second = issue.briefs
+    assert first.question == "按通道缩放会增加多少推理开销？"
+    assert first.links == ("https://example.org/quant/per-channel",)
+    # a new item starts at the first non-link line after links, and a linkless item is allowed
+    # when a blank line follows it
+    assert second.title == "数据标注平台开放审校记录"
+    assert second.links == ()
+    assert issue.classic is not None
+    assert issue.classic.paragraphs[-1].endswith("推理时使用完整网络并按比例缩放。")
+    assert issue.classic.question == "为什么现在的大模型预训练常常把 dropout 关掉？"
+
+
+@pytest.mark.parametrize("name", ["2026-03-02.txt", "2026-03-03.txt", "2026-03-04.txt"])
+def test_dump_of_any_fixture_is_canonical(name: str) -> None:
+    issue = load_issue(DATA / name)
+    text = dump_text(issue)
+    assert parse_text(text, date=issue.date) == issue
+    assert dump_text(parse_text(text, date=issue.date)) == text
+    assert text.endswith("\n") and "\r" not in text
+
+
+# --- the rules one by one ------------------------------------------------------------------
+
+
+def test_bom_crlf_and_lone_cr_are_tolerated() -> None:
+    text = (DATA / "2026-03-02.txt").read_text(encoding="utf-8")
+    expected = parse_text(text, date=DAY)
+    assert parse_text("\ufeff" + text.replace("\n", "\r\n"), date=DAY) == expected
+    assert parse_text(text.replace("\n", "\r"), date=DAY) == expected
+
+
+def test_bom_crlf_file_from_disk(tmp_path: Path) -> None:
+    text = (DATA / "2026-03-02.txt").read_text(encoding="utf-8")
+    path = tmp_path / "2026-03-02.txt"
+    path.write_bytes(b"\xef\xbb\xbf" + text.replace("\n", "\r\n").encode("utf-8"))
+    assert load_issue(path) == parse_text(text, date=DAY)
+
+
+def test_section_labels_in_english_and_with_surrounding_whitespace() -> None:
+    text = text_of(
+        "Digest", "  Headline ", "H", "p", "\tBriefs", "B", "p", "Classic\u3000", "C", "p"
+    )
+    issue = parse_text(text, date=DAY)
+    assert issue.headline.title == "H"
+    assert [b.title for b in issue.briefs] == ["B"]
+    assert issue.classic is not None and issue.classic.title == "C"
+
+
+def test_labels_are_case_sensitive_so_a_lowercase_word_is_text() -> None:
+    issue = parse_text(text_of("D", "重点", "headline", "briefs"), date=DAY)
+    assert issue.headline.title == "headline"
+    assert issue.headline.paragraphs == ("briefs",)
+
+
+def test_lede_is_optional_and_takes_either_colon() -> None:
+    without = parse_text(good_with({2: None}), date=DAY)
+    half = parse_text(good_with({2: "本期重点:  一句话。 "}), date=DAY)
+    assert without.lede is None
+    assert half.lede == "一句话。"
+    assert half == parse_text(good_with({}), date=DAY)
+
+
+def test_lede_prefix_inside_a_section_is_ordinary_text() -> None:
+    issue = parse_text(good_with({4: "本期重点：也可以是标题"}), date=DAY)
+    assert issue.headline.title == "本期重点：也可以是标题"
+
+
+def test_item_body_lines_are_paragraphs_and_link_lines_are_links() -> None:
+    text = good_with({5: "第一段。\n第二段 https://example.org/inline 不是链接行。"})
+    issue = parse_text(text, date=DAY)
+    assert issue.headline.paragraphs == (
+        "第一段。",
+        "第二段 https://example.org/inline 不是链接行。",
+    )
+    assert issue.headline.links == ("https://example.org/a",)
+
+
+def test_new_brief_starts_at_first_non_link_line_after_links() -> None:
+    text = good_with({10: "https://example.org/b\nhttp://example.org/b2\n标题丁\n段落丁。"})
+    issue = parse_text(text, date=DAY)
+    assert [(b.title, b.links) for b in issue.briefs] == [
+        ("标题乙", ("https://example.org/b", "http://example.org/b2")),
+        ("标题丁", ()),
+    ]
+
+
+def test_linkless_brief_ends_only_at_a_blank_line_or_label() -> None:
+    separated = parse_text(good_with({10: "\n标题丁\n段落丁。"}), date=DAY)
+    run_on = parse_text(good_with({10: "标题丁\n段落丁。"}), date=DAY)
+    assert [b.title for b in separated.briefs] == ["标题乙", "标题丁"]
+    # without the blank line the next "title" cannot be told from a paragraph: it is one
+    assert [b.paragraphs for b in run_on.briefs] == [("段落乙。", "标题丁", "段落丁。")]
+
+
+def test_briefs_and_classic_are_optional_but_headline_is_required() -> None:
+    issue = parse_text(text_of("D", "重点", "H", "p"), date=DAY)
+    assert issue.briefs == () and issue.classic is None
+    with pytest.raises(IssueFormatError) as exc:
+        parse_text(text_of("D", "简讯", "B", "p"), date=DAY)
+    assert exc.value.line is None
+    assert str(exc.value) == "<text>: no headline: the issue needs a 重点 section"
+
+
+def test_question_line_becomes_the_question_in_every_marker_form() -> None:
+    for marker in ("带着一个问题读：", "带着一个问题读:", "A question to read with:"):
+        issue = parse_text(good_with({13: f"段落丙。\n{marker}  为什么？ "}), date=DAY)
+        assert issue.classic is not None
+        assert issue.classic.paragraphs == ("段落丙。",)
+        assert issue.classic.question == "为什么？"
+
+
+def test_marker_inside_the_last_paragraph_splits_off_the_question() -> None:
+    issue = parse_text(good_with({13: "前一段。\n段落丙。带着一个问题读：为什么？"}), date=DAY)
+    assert issue.classic is not None
+    assert issue.classic.paragraphs == ("前一段。", "段落丙。")
+    assert issue.classic.question == "为什么？"
+
+
+def test_marker_inside_an_earlier_paragraph_is_left_alone() -> None:
+    text = good_with({13: "引用“带着一个问题读：”这个栏目。\n最后一段。"})
+    issue = parse_text(text, date=DAY)
+    assert issue.classic is not None
+    assert issue.classic.paragraphs == ("引用“带着一个问题读：”这个栏目。", "最后一段。")
+    assert issue.classic.question is None
+
+
+def test_special_characters_are_kept_verbatim() -> None:
+    title = "<b>粗体</b> & *_~| @everyone"
+    issue = parse_text(good_with({8: title, 9: "a<b && c*_~|d @here @everyone"}), date=DAY)
+    assert issue.briefs[0].title == title
+    assert issue.briefs[0].paragraphs == ("a<b && c*_~|d @here @everyone",)
+
+
+# --- errors: exact line and message --------------------------------------------------------
+
+BAD: list[tuple[str, str, int | None, str]] = [
+    ("empty file", "", 1, "the file is empty; expected the masthead (e.g. AI 技术日报)"),
+    (
+        "only a BOM and blanks",
+        "\ufeff\n \n",
+        1,
+        "the file is empty; expected the masthead (e.g. AI 技术日报)",
+    ),
+    (
+        "no masthead",
+        text_of(*GOOD[2:]),
+        1,
+        'line 1 must be the masthead (e.g. AI 技术日报) but it is the section label "重点"',
+    ),
+    (
+        "blank first line",
+        "\n" + good_with({}),
+        1,
+        "line 1 must be the masthead (e.g. AI 技术日报) but it is a blank line",
+    ),
+    (
+        "text before any section, no lede yet",
+        good_with({2: "今天的新闻"}),
+        2,
+        "expected the lede (本期重点：…) or a section label (重点, 简讯 or 经典回顾) "
+        'but found "今天的新闻"',
+    ),
+    (
+        "text before any section after the lede",
+        good_with({2: "本期重点：一句话。\n\n多出来的一行"}),
+        4,
+        'expected a section label (重点, 简讯 or 经典回顾) but found "多出来的一行"',
+    ),
+    (
+        "second lede",
+        good_with({2: "本期重点：一句话。\n本期重点：又一句。"}),
+        3,
+        "a second lede line; the first is on line 2",
+    ),
+    ("empty lede", good_with({2: "本期重点： "}), 2, "the lede line has no text after 本期重点："),
+    (
+        "brief title then a link",
+        good_with({9: None}),
+        8,
+        'brief "标题乙" has a title but no body',
+    ),
+    (
+        "brief title then a blank line",
+        good_with({8: "标题乙\n"}),
+        8,
+        'brief "标题乙" has a title but no body',
+    ),
+    (
+        "classic title at the end of the file",
+        good_with({13: None}),
+        12,
+        'classic review "标题丙" has a title but no body',
+    ),
+    (
+        "second headline item",
+        good_with({6: "https://example.org/a\n另一个标题\n另一段。"}),
+        7,
+        'the headline section holds exactly one item, found a second: "另一个标题"',
+    ),
+    (
+        "second classic item after a blank line",
+        good_with({13: "段落丙。\n\n标题丁\n段落丁。"}),
+        15,
+        'the classic section holds exactly one item, found a second: "标题丁"',
+    ),
+    (
+        "a link where a title belongs",
+        good_with({8: None, 9: None}),
+        8,
+        'expected the title of a brief but found the link "https://example.org/b"; '
+        "links go after an item's body",
+    ),
+    (
+        "a section twice",
+        good_with({11: "简讯"}),
+        11,
+        "a second 简讯 section; it was opened on line 7",
+    ),
+    (
+        "an empty section",
+        good_with({8: None, 9: None, 10: None}),
+        7,
+        "the 简讯 section has no item; add one or remove the label",
+    ),
+    (
+        "text after the question without a blank line",
+        good_with({9: "段落乙。\n带着一个问题读：为什么？\n标题丁\n段落丁。"}),
+        11,
+        'brief "标题乙": only links may follow the reading question (line 10), found "标题丁"; '
+        "end the item with a blank line",
+    ),
+    (
+        "question after the links",
+        good_with({10: "https://example.org/b\n带着一个问题读：为什么？"}),
+        11,
+        'expected the title of a brief but found a reading question of brief "标题乙"; '
+        "the question goes after the body, before the links",
+    ),
+    (
+        "empty question line",
+        good_with({9: "段落乙。\n带着一个问题读："}),
+        10,
+        'brief "标题乙" has an empty reading question after 带着一个问题读：',
+    ),
+    (
+        "empty question inside the last paragraph",
+        good_with({13: "段落丙。带着一个问题读： "}),
+        13,
+        'classic review "标题丙" has an empty reading question after 带着一个问题读：',
+    ),
+    (
+        "a question but no body",
+        good_with({9: "带着一个问题读：为什么？"}),
+        8,
+        'brief "标题乙" has a reading question but no body',
+    ),
+    (
+        "long titles are shortened in messages",
+        good_with({9: None, 8: "一" * 60}),
+        8,
+        f'brief "{"一" * 39}…" has a title but no body',
+    ),
+]
+
+
+@pytest.mark.parametrize(("case", "text", "line", "detail"), BAD, ids=[b[0] for b in BAD])
+def test_bad_file_reports_path_line_and_detail(
+    tmp_path: Path, case: str, text: str, line: int | None, detail: str
+) -> None:
+    path = tmp_path / "2026-03-02.txt"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(IssueFormatError) as exc:
+        load_issue(path)
+    assert (exc.value.line, exc.value.detail) == (line, detail), case
+    assert str(exc.value) == f"{path}:{line}: {detail}"
+
+
+def test_bad_line_numbers_count_crlf_lines_once() -> None:
+    text = good_with({9: None}).replace("\n", "\r\n")
+    with pytest.raises(IssueFormatError) as exc:
+        parse_text(text, path="2026-03-02.txt", date=DAY)
+    assert str(exc.value) == '2026-03-02.txt:8: brief "标题乙" has a title but no body'
+
+
+def test_non_utf8_file_reports_the_line_of_the_bad_byte(tmp_path: Path) -> None:
+    path = tmp_path / "2026-03-02.txt"
+    path.write_bytes(good_with({}).encode("utf-8").replace("段落乙".encode(), b"ab\xff"))
+    with pytest.raises(IssueFormatError) as exc:
+        load_issue(path)
+    assert exc.value.line == 9
+    assert exc.value.detail == "not valid UTF-8 (byte 0xff at column 3); save the file as UTF-8"
+
+
+# --- writing -------------------------------------------------------------------------------
+
+
+def _item(**changes: object) -> Item:
+    fields: dict[str, object] = {"title": "标题", "paragraphs": ("段落。",), "links": ()}
+    fields.update(changes)
+    return Item.model_validate(fields)
+
+
+def test_question_marker_follows_the_item_language() -> None:
+    assert question_marker(_item(question="为什么？")) == QUESTION_MARKER
+    english = _item(title="Title", paragraphs=("Body, with GPU & <b>.",), question="Why?")
+    assert question_marker(english) == "A question to read with: "
+
+
+def test_dump_separates_a_linkless_brief_from_the_next_by_one_blank_line() -> None:
+    issue = Issue(
+        date=DAY,
+        headline=_item(links=("https://example.org/h",)),
+        briefs=(_item(title="甲"), _item(title="乙", links=("https://example.org/b",)), _item()),
+    )
+    lines = dump_text(issue).split("\n")
+    assert lines[lines.index("甲") : lines.index("甲") + 4] == ["甲", "段落。", "", "乙"]
+    # "乙" has links, so the third brief follows it directly
+    assert dump_text(issue).count("\n\n") == 1
+    assert parse_text(dump_text(issue), date=DAY) == issue
+
+
+UNREPRESENTABLE: list[tuple[str, Issue, str]] = [
+    (
+        "masthead is a label",
+        Issue(date=DAY, masthead="简讯", headline=_item()),
+        'masthead: "简讯" would not read back as the masthead; the text format cannot hold it',
+    ),
+    (
+        "title is a label",
+        Issue(date=DAY, headline=_item(), briefs=(_item(title="Classic"),)),
+        'brief 1 "Classic": the title is the section label "Classic"; '
+        "the text format cannot hold it",
+    ),
+    (
+        "paragraph is a URL",
+        Issue(date=DAY, headline=_item(paragraphs=("https://example.org",))),
+        'headline "标题": paragraph 1 is a bare link, which reads back as a source link; '
+        "the text format cannot hold it",
+    ),
+    (
+        "paragraph starts with a marker",
+        Issue(date=DAY, headline=_item(paragraphs=("a", "带着一个问题读:b"))),
+        'headline "标题": paragraph 2 starts with a question marker; '
+        "the text format cannot hold it",
+    ),
+    (
+        "title starts with a marker",
+        Issue(date=DAY, headline=_item(), classic=_item(title="A question to read with: x")),
+        'classic review "A question to read with: x": the title starts with a question marker; '
+        "the text format cannot hold it",
+    ),
+    (
+        "marker in the last paragraph and no question",
+        Issue(date=DAY, headline=_item(paragraphs=("问：带着一个问题读：为何",))),
+        'headline "标题": its last paragraph holds a question marker but it has no question; '
+        "the text format cannot hold it",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "issue", "detail"), UNREPRESENTABLE, ids=[u[0] for u in UNREPRESENTABLE]
+)
+def test_dump_refuses_what_would_not_read_back(case: str, issue: Issue, detail: str) -> None:
+    with pytest.raises(IssueFormatError) as exc:
+        dump_text(issue)
+    assert exc.value.line is None
+    assert str(exc.value) == f"<issue {DAY}>: {detail}", case
+
+
+def test_marker_in_last_paragraph_is_fine_when_the_item_has_a_question() -> None:
+    issue = Issue(date=DAY, headline=_item(paragraphs=("问：带着一个问题读：为何",), question="q"))
+    assert parse_text(dump_text(issue), date=DAY) == issue
+
+
+# --- properties ----------------------------------------------------------------------------
+
+# Pieces that sit near the format's boundaries, mixed into arbitrary text.
+_TRICKY = [
+    "<b>", "&amp;", "*_~|", "@everyone", "本期重点：", "重点", "Briefs", "带着一个问题读：",
+    "A question to read with:", "https://", "：", " ", "\u3000", "\t", "\x85", "\u2028", "\ufeff",
+]  # fmt: skip
+_chars = st.characters(exclude_categories=("Cs",), exclude_characters="\r\n")
+_plain = st.text(_chars, min_size=1, max_size=8)
+_line = st.lists(
+    st.one_of(_plain, _plain, _plain, st.sampled_from(_TRICKY)), min_size=1, max_size=4
+).map(lambda parts: "".join(parts).strip() or "x")
+_url = st.builds(
+    "{}://{}".format,
+    st.sampled_from(["http", "https"]),
+    st.text(st.characters(exclude_categories=("Cs", "Z", "Cc")), min_size=1, max_size=15),
+).filter(lambda u: URL_RE.match(u) is not None)
+_items = st.builds(
+    Item,
+    title=_line,
+    paragraphs=st.lists(_line, min_size=1, max_size=3).map(tuple),
+    links=st.lists(_url, max_size=2).map(tuple),
+    question=st.none() | _line,
+)
+issues = st.builds(
+    Issue,
+    date=st.dates(),
+    masthead=_line,
+    lede=st.none() | _line,
+    headline=_items,
+    briefs=st.lists(_items, max_size=4).map(tuple),
+    classic=st.none() | _items,
+)
+
+
+@settings(max_examples=200)
+@given(issues)
+def test_text_round_trip_for_any_writable_issue(issue: Issue) -> None:
+    try:
+        text = dump_text(issue)
+    except IssueFormatError:
+        reject()
+    assert parse_text(text, date=issue.date) == issue
+    assert dump_text(parse_text(text, date=issue.date)) == text
+
+
+@settings(max_examples=100)
+@given(issues, st.sampled_from(["\n", "\r\n"]), st.booleans())
+def test_line_endings_and_bom_do_not_change_the_issue(issue: Issue, eol: str, bom: bool) -> None:
+    try:
+        text = dump_text(issue)
+    except IssueFormatError:
+        reject()
+    variant = ("\ufeff" if bom else "") + text.replace("\n", eol)
+    assert parse_text(variant, date=issue.date) == issue
+
+
+# --- the published seed issue --------------------------------------------------------------
+
+
+@pytest.mark.skipif(not SEED.exists(), reason="the shared seed issue is not checked out")
+def test_seed_issue_loads_completely() -> None:
+    raw = SEED.read_text(encoding="utf-8")
+    issue = load_issue(SEED, date=dt.date(2026, 10, 27))
+    assert issue.headline.paragraphs
+    assert len(issue.briefs) == 6
+    assert issue.classic is not None and issue.classic.question
+    assert not any(m in issue.classic.paragraphs[-1] for m in ("带着一个问题读",))
+    urls = re.findall(r"https?://\S+", raw)
+    kept = [url for _, item in issue.items() for url in item.links]
+    assert kept == urls
+    assert parse_text(dump_text(issue), date=issue.date) == issue
