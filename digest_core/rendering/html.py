@@ -1,0 +1,221 @@
+"""Telegram's HTML subset: escaping, a strict validator and the visible text after parsing."""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+
+log = logging.getLogger(__name__)
+
+#: Tags Telegram's HTML parse mode accepts, with the attributes each may carry (attribute name ->
+#: allowed value pattern). https://core.telegram.org/bots/api#html-style
+#: (``telegram.constants.ParseMode.HTML``). ``a`` MUST carry ``href``; ``span`` MUST carry
+#: ``class="tg-spoiler"``.
+ALLOWED_TAGS: dict[str, dict[str, re.Pattern[str]]] = {
+    "b": {},
+    "strong": {},
+    "i": {},
+    "em": {},
+    "u": {},
+    "ins": {},
+    "s": {},
+    "strike": {},
+    "del": {},
+    "a": {"href": re.compile(r".+", re.S)},
+    "code": {"class": re.compile(r"language-[\w+#-]+")},
+    "pre": {},
+    "blockquote": {"expandable": re.compile(r"")},
+    "span": {"class": re.compile(r"tg-spoiler")},
+    "tg-spoiler": {},
+}
+_REQUIRED_ATTRS = {"a": "href", "span": "class"}
+#: Tags that must not contain themselves (Telegram rejects nested links and quotes).
+_NO_SELF_NESTING = frozenset({"a", "blockquote", "pre", "code"})
+
+#: The only named entities Telegram decodes; numeric ones are all accepted.
+_NAMED_ENTITIES = {"lt": "<", "gt": ">", "amp": "&", "quot": '"'}
+
+_TAG_RE = re.compile(
+    r"<(?P<close>/)?(?P<name>[a-zA-Z][a-zA-Z0-9-]*)"
+    r"(?P<attrs>(?:\s+[a-zA-Z-]+(?:\s*=\s*\"[^\"<>]*\")?)*)\s*>"
+)
+_ATTR_RE = re.compile(r"\s+(?P<name>[a-zA-Z-]+)(?:\s*=\s*\"(?P<value>[^\"<>]*)\")?")
+_ENTITY_RE = re.compile(
+    r"&(?:#(?P<dec>[0-9]{1,7})|#[xX](?P<hex>[0-9a-fA-F]{1,6})|(?P<name>[a-z]+));"
+    r"|(?P<bad>[&<>])"
+)
+_BAD_RE = re.compile(r"[<>]|&(?!(?:lt|gt|amp|quot);)")
+
+
+class HtmlError(ValueError):
+    """The string is not HTML that Telegram's parser would accept as we intend it."""
+
+
+@dataclass(frozen=True)
+class Text:
+    """A run of text, entities already decoded."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Open:
+    """An opening tag with its decoded attributes."""
+
+    name: str
+    attrs: tuple[tuple[str, str], ...] = ()
+
+    def attr(self, key: str) -> str | None:
+        return next((v for k, v in self.attrs if k == key), None)
+
+
+@dataclass(frozen=True)
+class Close:
+    """A closing tag."""
+
+    name: str
+
+
+Event = Text | Open | Close
+
+
+def escape_text(text: str) -> str:
+    """Escape ``text`` for use between tags: ``&``, ``<`` and ``>``."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def escape_attr(value: str) -> str:
+    """Escape ``value`` for a double-quoted attribute: ``&``, ``<``, ``>`` and ``"``."""
+    return escape_text(value).replace('"', "&quot;")
+
+
+def _unescape(raw: str, where: int) -> str:
+    """Decode entities in ``raw``; a bare ``&``, ``<`` or ``>`` is an error."""
+
+    def decode(m: re.Match[str]) -> str:
+        offset = where + m.start()
+        if m["bad"] is not None:
+            raise HtmlError(f"unescaped {m['bad']!r} at offset {offset}")
+        if m["name"] is not None:
+            if m["name"] not in _NAMED_ENTITIES:
+                raise HtmlError(f"unsupported entity &{m['name']}; at offset {offset}")
+            return _NAMED_ENTITIES[m["name"]]
+        code = int(m["dec"]) if m["dec"] is not None else int(m["hex"], 16)
+        if not 0 < code <= 0x10FFFF or 0xD800 <= code <= 0xDFFF:
+            raise HtmlError(f"invalid character reference at offset {offset}")
+        return chr(code)
+
+    if "&#" in raw or _BAD_RE.search(raw):
+        return _ENTITY_RE.sub(decode, raw)  # slow path, also finds what is wrong
+    # only &lt; &gt; &quot; &amp; (entities never overlap; &amp; last so its "&" stays literal)
+    out = raw.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", '"')
+    return out.replace("&amp;", "&")
+
+
+def parse(html: str) -> list[Event]:
+    """Tokenize ``html`` into text runs and tags, decoding entities.
+
+    Checks the lexical syntax only (every ``<`` starts a tag, every ``&`` an entity); see
+    :func:`check_html` for tag names, attributes and nesting.
+
+    Raises:
+        HtmlError: a stray ``<``, ``>`` or ``&``, or a malformed tag or entity.
+    """
+    events: list[Event] = []
+    pos = 0
+    while pos < len(html):
+        lt = html.find("<", pos)
+        end = len(html) if lt < 0 else lt
+        if end > pos:
+            events.append(Text(_unescape(html[pos:end], pos)))
+        if lt < 0:
+            break
+        m = _TAG_RE.match(html, lt)
+        if m is None:
+            raise HtmlError(f"malformed tag at offset {lt}: {html[lt : lt + 30]!r}")
+        name = m["name"].lower()
+        if m["close"]:
+            if m["attrs"].strip():
+                raise HtmlError(f"closing tag </{name}> with attributes at offset {lt}")
+            events.append(Close(name))
+        else:
+            attrs = tuple(
+                (a["name"].lower(), _unescape(a["value"] or "", lt))
+                for a in _ATTR_RE.finditer(m["attrs"])
+            )
+            events.append(Open(name, attrs))
+        pos = m.end()
+    return events
+
+
+def check_html(html: str) -> None:
+    """Validate ``html`` strictly against Telegram's HTML subset.
+
+    Every tag MUST be one of :data:`ALLOWED_TAGS` with only its allowed attributes (``a`` needs a
+    non-empty ``href``), tags MUST be properly nested and closed, links and quotes MUST NOT nest,
+    and every ``<``, ``>``, ``&`` outside a tag MUST be escaped.
+
+    Raises:
+        HtmlError: what is wrong and where.
+    """
+    stack: list[str] = []
+    for ev in parse(html):
+        if isinstance(ev, Text):
+            continue
+        if ev.name not in ALLOWED_TAGS:
+            raise HtmlError(f"tag <{ev.name}> is not supported by Telegram")
+        if isinstance(ev, Close):
+            if not stack or stack[-1] != ev.name:
+                open_tag = stack[-1] if stack else None
+                raise HtmlError(f"</{ev.name}> does not close the open tag {open_tag!r}")
+            stack.pop()
+            continue
+        allowed = ALLOWED_TAGS[ev.name]
+        seen: set[str] = set()
+        for key, value in ev.attrs:
+            if key not in allowed:
+                raise HtmlError(f"attribute {key!r} is not allowed on <{ev.name}>")
+            if key in seen:
+                raise HtmlError(f"attribute {key!r} repeated on <{ev.name}>")
+            seen.add(key)
+            if not allowed[key].fullmatch(value):
+                raise HtmlError(f"bad value {value!r} for {key!r} on <{ev.name}>")
+        required = _REQUIRED_ATTRS.get(ev.name)
+        if required is not None and required not in seen:
+            raise HtmlError(f"<{ev.name}> needs a {required!r} attribute")
+        if ev.name in _NO_SELF_NESTING and ev.name in stack:
+            raise HtmlError(f"<{ev.name}> must not be nested in another <{ev.name}>")
+        stack.append(ev.name)
+    if stack:
+        raise HtmlError(f"unclosed tags at end: {stack}")
+
+
+def visible_text(html: str) -> str:
+    """The text a reader sees: tags stripped, entities decoded (what Telegram measures).
+
+    Raises:
+        HtmlError: ``html`` is lexically malformed (see :func:`parse`).
+    """
+    return "".join(ev.text for ev in parse(html) if isinstance(ev, Text))
+
+
+def text_with_links(html: str) -> str:
+    """Like :func:`visible_text`, but each link reads ``title <url>`` (for previews).
+
+    Raises:
+        HtmlError: ``html`` is lexically malformed (see :func:`parse`).
+    """
+    out: list[str] = []
+    hrefs: list[str | None] = []
+    for ev in parse(html):
+        if isinstance(ev, Text):
+            out.append(ev.text)
+        elif ev.name == "a":
+            if isinstance(ev, Open):
+                hrefs.append(ev.attr("href"))
+            elif hrefs:
+                href = hrefs.pop()
+                if href:
+                    out.append(f" <{href}>")
+    return "".join(out)
