@@ -1,0 +1,60 @@
+"""Delivery: the ledger of what was sent where, pacing under platform limits, and fan-out.
+
+Typical use::
+
+    async with Ledger.open(settings.ledger_url, clock=clock) as ledger:
+        engine = DeliveryEngine(ledger, clock=clock)
+        report = await engine.deliver(issue.ref, platform, messages, targets)
+"""
+
+from digest_core.delivery.fanout import (
+    DeliveryEngine,
+    DeliveryReport,
+    PartOutcome,
+    ProgressCallback,
+    TargetReport,
+)
+from digest_core.delivery.ledger import (
+    DEFAULT_LEDGER_URL,
+    SCHEMA_VERSION,
+    AuditEntry,
+    DeliveryRecord,
+    Ledger,
+    LedgerStats,
+    PartRecord,
+    PartState,
+    Plan,
+    PlannedPart,
+    TargetPlan,
+)
+from digest_core.delivery.pacing import (
+    DISCORD_LIMITS,
+    TELEGRAM_LIMITS,
+    Backoff,
+    Pacer,
+    TokenBucket,
+)
+
+__all__ = [
+    "DEFAULT_LEDGER_URL",
+    "DISCORD_LIMITS",
+    "SCHEMA_VERSION",
+    "TELEGRAM_LIMITS",
+    "AuditEntry",
+    "Backoff",
+    "DeliveryEngine",
+    "DeliveryRecord",
+    "DeliveryReport",
+    "Ledger",
+    "LedgerStats",
+    "Pacer",
+    "PartOutcome",
+    "PartRecord",
+    "PartState",
+    "Plan",
+    "PlannedPart",
+    "ProgressCallback",
+    "TargetPlan",
+    "TargetReport",
+    "TokenBucket",
+]

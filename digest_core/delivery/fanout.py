@@ -1,0 +1,391 @@
+"""Fan-out: deliver rendered parts to many targets, paced, in order, retried, and recorded."""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import logging
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from digest_core.clock import Clock
+from digest_core.delivery.ledger import Ledger, PartState, PlannedPart
+from digest_core.delivery.pacing import Backoff, Pacer
+from digest_core.errors import DeliveryError, RateLimited, TargetGone, TargetMoved, TransientError
+from digest_core.models import IssueRef
+from digest_core.platform import Platform, Target
+from digest_core.rendering import Message
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class PartOutcome:
+    """The final outcome of one part at one target, as passed to a progress callback."""
+
+    target: Target
+    part: int
+    state: PartState
+    message_id: str | None = None
+    error: str | None = None
+
+
+#: Called once per part that reaches a final state in this run; it MUST NOT raise or block.
+ProgressCallback = Callable[[PartOutcome], None]
+
+
+@dataclass
+class TargetReport:
+    """What one delivery did for one requested target."""
+
+    target: Target
+    #: sent in this run
+    sent: int = 0
+    #: found already sent by an earlier run
+    already_sent: int = 0
+    failed: int = 0
+    #: not attempted because an earlier part failed (their order must hold)
+    skipped: int = 0
+    gone: bool = False
+    moved_to: str | None = None
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return not self.gone and self.failed == 0 and self.skipped == 0
+
+
+@dataclass
+class DeliveryReport:
+    """The outcome of :meth:`DeliveryEngine.deliver`, per target."""
+
+    ref: IssueRef
+    platform: str
+    delivery_id: int
+    generation: int
+    targets: list[TargetReport]
+    #: requested targets left out because they were deactivated earlier
+    inactive: list[Target]
+
+    @property
+    def sent(self) -> int:
+        return sum(t.sent for t in self.targets)
+
+    @property
+    def failed(self) -> int:
+        return sum(t.failed + t.skipped for t in self.targets)
+
+    @property
+    def gone(self) -> list[Target]:
+        return [t.target for t in self.targets if t.gone]
+
+    @property
+    def ok(self) -> bool:
+        """Every active target has every part."""
+        return all(t.complete for t in self.targets)
+
+
+@dataclass(eq=False)
+class _Run:
+    order: int
+    target: Target
+    parts: list[PlannedPart]
+    report: TargetReport
+    pos: int = 0
+    attempts: int = 0
+    moves: int = 0
+
+
+class DeliveryEngine:
+    """Delivers issues through platforms, pacing each platform under its limits.
+
+    The engine keeps one :class:`~digest_core.delivery.pacing.Pacer` per platform name for its
+    lifetime, so successive or concurrent deliveries share the budget. Deliveries to several
+    platforms run concurrently with ``asyncio.gather`` (or a TaskGroup) of :meth:`deliver` calls.
+    """
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        *,
+        clock: Clock,
+        backoff: Backoff | None = None,
+        max_in_flight: int = 100,
+        max_moves: int = 3,
+        rng: random.Random | None = None,
+    ) -> None:
+        if max_in_flight < 1:
+            raise ValueError("max_in_flight must be at least 1")
+        self.ledger = ledger
+        self.clock = clock
+        self.backoff = backoff or Backoff()
+        self.max_in_flight = max_in_flight
+        self.max_moves = max_moves
+        self.rng = rng or random.Random()
+        self._pacers: dict[str, Pacer] = {}
+
+    def pacer(self, platform: Platform) -> Pacer:
+        """The pacing state of ``platform`` (created from its limits on first use)."""
+        pacer = self._pacers.get(platform.name)
+        if pacer is None:
+            pacer = self._pacers[platform.name] = Pacer(platform.limits, now=self.clock.monotonic())
+        return pacer
+
+    async def deliver(
+        self,
+        ref: IssueRef,
+        platform: Platform,
+        messages: Sequence[Message],
+        targets: Sequence[Target],
+        *,
+        force: bool = False,
+        progress: ProgressCallback | None = None,
+    ) -> DeliveryReport:
+        """Send ``messages`` (the rendered parts of ``ref``, in order) to every target.
+
+        Only parts the ledger lacks are sent (``force``: all of them, as a new generation).
+        Each part is committed in flight before its send and sent after it. Parts keep their
+        order per target. A target's failure never stops another: transient errors retry with
+        backoff, a 429 defers that target only, ``TargetGone`` deactivates it, ``TargetMoved``
+        follows the move, ``Rejected`` fails the part; after a failed part, that target's later
+        parts are skipped (marked failed) so a rerun sends them in order.
+
+        Raises:
+            ValueError: ``messages`` is empty or a target is on another platform.
+            sqlalchemy.exc.SQLAlchemyError: the ledger failed; nothing more is sent.
+        """
+        if not messages:
+            raise ValueError("nothing to deliver: no messages")
+        plan = await self.ledger.plan(ref, platform.name, targets, len(messages), force=force)
+        reports = [TargetReport(tp.requested, already_sent=tp.already_sent) for tp in plan.targets]
+        runs = [
+            _Run(i, tp.target, list(tp.parts), report)
+            for i, (tp, report) in enumerate(zip(plan.targets, reports, strict=True))
+            if tp.parts
+        ]
+        resumed = sum(1 for r in runs for p in r.parts if p.state is PartState.IN_FLIGHT)
+        log.info(
+            "%s %s rev %s generation %d: %d parts to %d targets (%d resumed in flight)",
+            platform.name,
+            ref.date,
+            ref.revision,
+            plan.generation,
+            sum(len(r.parts) for r in runs),
+            len(runs),
+            resumed,
+        )
+        fanout = _Fanout(self, platform, messages, progress)
+        await fanout.run(runs)
+        fanout.pacer.forget_idle(self.clock.monotonic())
+        report = DeliveryReport(
+            ref, platform.name, plan.delivery_id, plan.generation, reports, list(plan.inactive)
+        )
+        log.info(
+            "%s %s: sent %d, failed %d, gone %d",
+            platform.name,
+            ref.date,
+            report.sent,
+            report.failed,
+            len(report.gone),
+        )
+        return report
+
+
+class _Fanout:
+    """One delivery's scheduler: a heap of waiting targets (by ready time) and a heap of ready
+    ones (by request order, so each target gets its parts together), feeding at most
+    ``max_in_flight`` send tasks at the overall bucket's pace. Only the scheduler sleeps."""
+
+    def __init__(
+        self,
+        engine: DeliveryEngine,
+        platform: Platform,
+        messages: Sequence[Message],
+        progress: ProgressCallback | None,
+    ) -> None:
+        self._engine = engine
+        self._ledger = engine.ledger
+        self._clock = engine.clock
+        self._platform = platform
+        self._messages = messages
+        self._progress = progress
+        self.pacer = engine.pacer(platform)
+        self._waiting: list[tuple[float, int, _Run]] = []
+        self._ready: list[tuple[int, _Run]] = []
+        self._active = 0
+        self._wake = asyncio.Event()
+
+    async def run(self, runs: list[_Run]) -> None:
+        now = self._clock.monotonic()
+        for run in runs:
+            self._push(run, now)
+        try:
+            async with asyncio.TaskGroup() as tasks:
+                await self._dispatch(tasks)
+        except ExceptionGroup as group:
+            # a ledger failure: surface the first cause, not the group wrapper
+            raise group.exceptions[0] from group
+
+    async def _dispatch(self, tasks: asyncio.TaskGroup) -> None:
+        clock, pacer = self._clock, self.pacer
+        while self._waiting or self._ready or self._active:
+            now = clock.monotonic()
+            self._promote(now)
+            if not self._ready:
+                if self._waiting:
+                    await self._sleep(self._waiting[0][0] - now)
+                else:
+                    await self._idle()
+                continue
+            delay = pacer.overall_delay(now)
+            if delay > 0:
+                # nothing that finishes meanwhile can make the overall bucket ready sooner
+                await clock.sleep(delay)
+                continue
+            if self._active >= self._engine.max_in_flight:
+                await self._idle()
+                continue
+            _, run = heapq.heappop(self._ready)
+            pacer.take(run.target, now)
+            self._active += 1
+            tasks.create_task(self._send(run))
+
+    def _push(self, run: _Run, now: float) -> None:
+        at = self.pacer.ready_at(run.target, now)
+        if at <= now:
+            heapq.heappush(self._ready, (run.order, run))
+        else:
+            heapq.heappush(self._waiting, (at, run.order, run))
+
+    def _promote(self, now: float) -> None:
+        while self._waiting and self._waiting[0][0] <= now:
+            _, _, run = heapq.heappop(self._waiting)
+            self._push(run, now)  # re-checked: another delivery may have deferred the target
+
+    async def _idle(self) -> None:
+        self._wake.clear()
+        await self._wake.wait()
+
+    async def _sleep(self, seconds: float) -> None:
+        """Sleep until the next waiting target is due, or until a send finishes."""
+        if not self._active:
+            await self._clock.sleep(seconds)
+            return
+        self._wake.clear()
+        sleeper = asyncio.ensure_future(self._clock.sleep(seconds))
+        waker = asyncio.ensure_future(self._wake.wait())
+        try:
+            await asyncio.wait((sleeper, waker), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            sleeper.cancel()
+            waker.cancel()
+
+    async def _send(self, run: _Run) -> None:
+        try:
+            await self._attempt(run)
+        finally:
+            self._active -= 1
+            self._wake.set()
+
+    async def _attempt(self, run: _Run) -> None:
+        row = run.parts[run.pos]
+        target = run.target
+        await self._ledger.claim(row.id)
+        run.attempts += 1
+        try:
+            message_id = await self._platform.send(target, self._messages[row.part])
+        except RateLimited as exc:
+            log.info("%s: rate limited, retry after %.1f s", target, exc.retry_after)
+            self.pacer.defer(target, self._clock.monotonic() + exc.retry_after)
+            await self._retry(run, row, exc, backoff=False)
+        except TransientError as exc:
+            await self._retry(run, row, exc, backoff=True)
+        except TargetGone as exc:
+            await self._gone(run, exc)
+        except TargetMoved as exc:
+            await self._moved(run, row, exc)
+        except DeliveryError as exc:  # Rejected, or an adapter's bare DeliveryError
+            await self._fail(run, row, exc)
+        except Exception as exc:
+            log.exception("%s: %s.send broke its contract", target, self._platform.name)
+            await self._fail(run, row, exc)
+        else:
+            await self._ledger.mark_sent(row.id, message_id)
+            run.report.sent += 1
+            self._tell(target, row.part, PartState.SENT, message_id=message_id)
+            run.pos += 1
+            run.attempts = 0
+            if run.pos < len(run.parts):
+                self._push(run, self._clock.monotonic())
+
+    async def _retry(self, run: _Run, row: PlannedPart, exc: Exception, *, backoff: bool) -> None:
+        policy = self._engine.backoff
+        if run.attempts >= policy.max_attempts:
+            await self._fail(run, row, exc, note=f" (after {run.attempts} attempts)")
+            return
+        await self._ledger.release(row.id, str(exc))
+        now = self._clock.monotonic()
+        if backoff:
+            wait = policy.delay(run.attempts, self._engine.rng)
+            log.debug("%s: %s; retry %d in %.2f s", run.target, exc, run.attempts, wait)
+            self.pacer.defer(run.target, now + wait)
+        self._push(run, now)
+
+    async def _fail(self, run: _Run, row: PlannedPart, exc: Exception, *, note: str = "") -> None:
+        error = f"{type(exc).__name__}: {exc}{note}"
+        log.warning("%s part %d failed: %s", run.target, row.part, error)
+        later = run.parts[run.pos + 1 :]
+        skip = f"skipped: part {row.part} failed"
+        await asyncio.gather(
+            self._ledger.mark_failed(row.id, error),
+            *(self._ledger.mark_failed(p.id, skip) for p in later),
+        )
+        run.report.failed += 1
+        run.report.skipped += len(later)
+        run.report.errors.append(f"part {row.part}: {error}")
+        self._tell(run.target, row.part, PartState.FAILED, error=error)
+        for p in later:
+            self._tell(run.target, p.part, PartState.FAILED, error=skip)
+
+    async def _gone(self, run: _Run, exc: TargetGone) -> None:
+        remaining = run.parts[run.pos :]
+        error = f"{type(exc).__name__}: {exc}"
+        await self._ledger.mark_gone(run.target, row_ids=[p.id for p in remaining], reason=error)
+        run.report.gone = True
+        run.report.errors.append(error)
+        for p in remaining:
+            self._tell(run.target, p.part, PartState.GONE, error=error)
+
+    async def _moved(self, run: _Run, row: PlannedPart, exc: TargetMoved) -> None:
+        new = Target(run.target.platform, exc.new_target, run.target.kind)
+        run.moves += 1
+        if new == run.target or run.moves > self._engine.max_moves:
+            await self._fail(run, row, exc, note=f" (move {run.moves})")
+            return
+        await self._ledger.release(row.id, str(exc))
+        remaining = run.parts[run.pos :]
+        kept = set(
+            await self._ledger.move_target(
+                run.target, new, row_ids=[p.id for p in remaining], reason=str(exc)
+            )
+        )
+        log.info("%s moved to %s; resending %d parts there", run.target, new.id, len(kept))
+        run.parts = run.parts[: run.pos] + [p for p in remaining if p.id in kept]
+        run.target = new
+        run.report.moved_to = new.id
+        run.attempts = 0
+        if run.pos < len(run.parts):
+            self._push(run, self._clock.monotonic())
+
+    def _tell(
+        self,
+        target: Target,
+        part: int,
+        state: PartState,
+        *,
+        message_id: str | None = None,
+        error: str | None = None,
+    ) -> None:
+        if self._progress is not None:
+            self._progress(PartOutcome(target, part, state, message_id, error))

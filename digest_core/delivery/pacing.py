@@ -1,0 +1,141 @@
+"""Pacing: token buckets per platform and per target, retry-after deferral, and backoff."""
+
+from __future__ import annotations
+
+import logging
+import random
+from dataclasses import dataclass
+
+from digest_core.platform import PlatformLimits, Rate, Target, TargetKind
+
+log = logging.getLogger(__name__)
+
+#: Telegram Bot API limits, from https://core.telegram.org/bots/faq#my-bot-is-hitting-limits-how-do-i-avoid-this
+TELEGRAM_LIMITS = PlatformLimits(
+    # "not more than 30 messages per second or so" for bulk notifications; a second's burst
+    # lets timer jitter cost no throughput (429s are per chat, the overall limit is soft).
+    overall=Rate(30.0, burst=30),
+    per_target={
+        # "avoid sending more than one message per second" in one chat; short bursts are
+        # tolerated, so a three-part issue reaches a reader at once.
+        TargetKind.PRIVATE: Rate(1.0, burst=3),
+        # "not able to send more than 20 messages per minute to the same group": a burst of 3
+        # plus 17/min sustained keeps every 60 s window at 20 or fewer.
+        TargetKind.GROUP: Rate(17 / 60, burst=3),
+        # channels share the group limit in practice (Telegram documents none for them)
+        TargetKind.CHANNEL: Rate(17 / 60, burst=3),
+    },
+)
+
+#: Discord limits, from https://discord.com/developers/docs/topics/rate-limits: 50 requests/s
+#: per bot globally; message create is 5 per 5 s per channel (a per-route bucket, observed in
+#: X-RateLimit headers). discord.py also paces by those headers; we stay under them first.
+DISCORD_LIMITS = PlatformLimits(
+    overall=Rate(50.0, burst=50),
+    per_target={
+        # a burst of 3 plus 0.4/s keeps every 5 s window at 5 or fewer
+        TargetKind.CHANNEL: Rate(0.4, burst=3),
+        TargetKind.GROUP: Rate(0.4, burst=3),
+        TargetKind.PRIVATE: Rate(0.4, burst=3),
+    },
+)
+
+
+_EPSILON = 1e-9
+
+
+class TokenBucket:
+    """A token bucket on a monotonic clock that says exactly how long to wait (no polling)."""
+
+    __slots__ = ("_burst", "_rate", "_stamp", "_tokens")
+
+    def __init__(self, rate: Rate, *, now: float) -> None:
+        if rate.per_second <= 0 or rate.burst < 1:
+            raise ValueError(f"a rate needs per_second > 0 and burst >= 1, not {rate!r}")
+        self._rate = rate.per_second
+        self._burst = float(rate.burst)
+        self._tokens = self._burst
+        self._stamp = now
+
+    def _refill(self, now: float) -> None:
+        if now > self._stamp:
+            self._tokens = min(self._burst, self._tokens + (now - self._stamp) * self._rate)
+            self._stamp = now
+
+    def delay(self, now: float) -> float:
+        """Seconds from ``now`` until one token is available (0.0 if one is)."""
+        self._refill(now)
+        # float rounding can leave 0.9999999999 after waiting exactly the computed delay; a
+        # second, sub-ulp wait would never advance the clock
+        return 0.0 if self._tokens >= 1.0 - _EPSILON else (1.0 - self._tokens) / self._rate
+
+    def take(self, now: float) -> None:
+        """Use one token. Callers SHOULD wait for :meth:`delay` first; early takes go into debt."""
+        self._refill(now)
+        self._tokens -= 1.0
+
+    @property
+    def full(self) -> bool:
+        return self._tokens >= self._burst
+
+
+class Pacer:
+    """The pacing model of one platform: an overall bucket, one bucket per target, and a
+    "not before" time per target set by a 429's retry-after (that target only).
+
+    All times are the clock's ``monotonic()`` seconds.
+    """
+
+    def __init__(self, limits: PlatformLimits, *, now: float) -> None:
+        self.limits = limits
+        self._overall = TokenBucket(limits.overall, now=now)
+        self._buckets: dict[Target, TokenBucket] = {}
+        self._not_before: dict[Target, float] = {}
+
+    def overall_delay(self, now: float) -> float:
+        """Seconds until the platform as a whole may send again."""
+        return self._overall.delay(now)
+
+    def ready_at(self, target: Target, now: float) -> float:
+        """The earliest time ``target`` may get its next message (the overall bucket aside)."""
+        bucket = self._buckets.get(target)
+        at = now if bucket is None else now + bucket.delay(now)
+        return max(at, self._not_before.get(target, at))
+
+    def take(self, target: Target, now: float) -> None:
+        """Account one message to ``target`` sent at ``now``."""
+        self._overall.take(now)
+        bucket = self._buckets.get(target)
+        if bucket is None:
+            bucket = self._buckets[target] = TokenBucket(self.limits.for_kind(target.kind), now=now)
+        bucket.take(now)
+
+    def defer(self, target: Target, until: float) -> None:
+        """Send nothing to ``target`` before ``until`` (a 429's retry-after)."""
+        self._not_before[target] = max(until, self._not_before.get(target, until))
+
+    def forget_idle(self, now: float) -> None:
+        """Drop state of targets that are back to a full bucket and no deferral (bounds memory)."""
+        for target, bucket in list(self._buckets.items()):
+            bucket.delay(now)
+            if bucket.full and self._not_before.get(target, now) <= now:
+                del self._buckets[target]
+                self._not_before.pop(target, None)
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """Retry policy: exponential backoff with full jitter (delay uniform in [0, min(cap,
+    base * 2**(attempt-1))]), at most ``max_attempts`` sends of one part.
+
+    See https://aws.amazon.com/blogs/architecture/exponential-backoff-and-jitter/.
+    """
+
+    base: float = 1.0
+    cap: float = 60.0
+    #: sends of one part, 429s included; the part fails after the last
+    max_attempts: int = 6
+
+    def delay(self, attempt: int, rng: random.Random) -> float:
+        """The wait after failed attempt number ``attempt`` (from 1)."""
+        return rng.uniform(0.0, min(self.cap, self.base * 2.0 ** max(0, attempt - 1)))

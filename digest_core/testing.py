@@ -1,0 +1,226 @@
+"""Importable test helpers: a virtual clock, a scriptable FakePlatform, make_issue() and friends."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import heapq
+import itertools
+import logging
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+
+from digest_core.clock import Clock
+from digest_core.delivery.ledger import Ledger
+from digest_core.delivery.pacing import TELEGRAM_LIMITS
+from digest_core.models import Issue, Item
+from digest_core.platform import PlatformLimits, Target, TargetKind
+from digest_core.rendering import Flavor, Message, RenderOptions
+
+log = logging.getLogger(__name__)
+
+#: A fixed, aware start for virtual clocks.
+DEFAULT_START = dt.datetime(2026, 10, 27, 8, 0, tzinfo=dt.UTC)
+
+
+class ManualClock:
+    """A virtual clock: time moves only through :meth:`advance` or, with ``autoadvance``, when
+    every task is waiting, jumping straight to the earliest :meth:`sleep` deadline.
+
+    So pacing tests that span minutes of virtual time run in milliseconds. Work the event loop
+    cannot see (a database thread) must be declared with :meth:`watch`, or time could jump
+    while it runs; :func:`open_ledger` does that for the ledger.
+    """
+
+    #: consecutive idle loop iterations before time may jump
+    SETTLE_SPINS = 10
+    #: real seconds to yield while watched work is busy
+    BUSY_TICK = 0.0002
+
+    def __init__(self, start: dt.datetime = DEFAULT_START, *, autoadvance: bool = True) -> None:
+        if start.tzinfo is None:
+            raise ValueError("ManualClock needs an aware start datetime")
+        self._start = start
+        self._t = 0.0
+        self._autoadvance = autoadvance
+        self._sleepers: list[tuple[float, int, asyncio.Future[None]]] = []
+        self._seq = itertools.count()
+        self._driver: asyncio.Task[None] | None = None
+        self._busy: list[Callable[[], bool]] = []
+
+    def now(self) -> dt.datetime:
+        return self._start + dt.timedelta(seconds=self._t)
+
+    def monotonic(self) -> float:
+        return self._t
+
+    def watch(self, busy: Callable[[], bool]) -> None:
+        """Do not advance time while ``busy()`` is true."""
+        self._busy.append(busy)
+
+    def advance(self, seconds: float) -> None:
+        """Move time forward and wake every sleeper that is due."""
+        if seconds < 0:
+            raise ValueError("time does not go backwards")
+        self._t += seconds
+        while self._sleepers and self._sleepers[0][0] <= self._t:
+            _, _, fut = heapq.heappop(self._sleepers)
+            if not fut.done():
+                fut.set_result(None)
+
+    async def sleep(self, seconds: float) -> None:
+        if seconds <= 0:
+            await asyncio.sleep(0)
+            return
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[None] = loop.create_future()
+        heapq.heappush(self._sleepers, (self._t + seconds, next(self._seq), fut))
+        if self._autoadvance and (self._driver is None or self._driver.done()):
+            self._driver = loop.create_task(self._drive(), name="manual-clock")
+        await fut
+
+    async def _drive(self) -> None:
+        while True:
+            idle = 0
+            while idle < self.SETTLE_SPINS:
+                if any(busy() for busy in self._busy):
+                    idle = 0
+                    await asyncio.sleep(self.BUSY_TICK)
+                else:
+                    idle += 1
+                    await asyncio.sleep(0)
+            while self._sleepers and self._sleepers[0][2].done():
+                heapq.heappop(self._sleepers)  # cancelled sleeps
+            if not self._sleepers:
+                return
+            self.advance(max(0.0, self._sleepers[0][0] - self._t))
+
+
+#: ``ManualClock`` is also what the design calls the frozen clock.
+FrozenClock = ManualClock
+
+
+@asynccontextmanager
+async def open_ledger(clock: Clock, url: str = "sqlite+aiosqlite://") -> AsyncIterator[Ledger]:
+    """A ledger (in memory by default) whose database work holds a :class:`ManualClock` still."""
+    async with Ledger.open(url, clock=clock) as ledger:
+        if isinstance(clock, ManualClock):
+            clock.watch(lambda: ledger.busy)
+        yield ledger
+
+
+@dataclass(frozen=True)
+class Slow:
+    """A scripted step: the send takes ``seconds`` (on the platform's clock), then succeeds."""
+
+    seconds: float
+
+
+#: A scripted outcome of one send: an exception to raise, a Slow success, or None (succeed).
+Step = BaseException | Slow | None
+
+
+@dataclass(frozen=True)
+class Sent:
+    """One message the FakePlatform accepted."""
+
+    target: Target
+    message: Message
+    message_id: str
+    #: the clock's monotonic time when the send completed
+    at: float
+
+
+@dataclass
+class FakePlatform:
+    """A Platform double with scriptable outcomes per target and per call.
+
+    ``script(target_id, *steps)`` queues outcomes for that target's next sends (an exception
+    instance is raised, :class:`Slow` delays, ``None`` succeeds); when the queue is empty the
+    ``always`` outcome for the target applies, else success after ``latency`` seconds.
+    Successful sends are recorded in :attr:`sent` in order; every call in :attr:`calls`.
+    """
+
+    clock: Clock
+    name: str = "fake"
+    flavor: Flavor = Flavor.PLAIN
+    limits: PlatformLimits = TELEGRAM_LIMITS
+    post_options: RenderOptions = field(default_factory=RenderOptions)
+    latency: float = 0.0
+    #: called after each successful send (the crash test appends to a file here)
+    on_sent: Callable[[Sent], None] | None = None
+    sent: list[Sent] = field(default_factory=list)
+    calls: list[tuple[Target, Message, float]] = field(default_factory=list)
+    _scripts: dict[str, deque[Step]] = field(default_factory=dict)
+    _always: dict[str, BaseException] = field(default_factory=dict)
+    _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+
+    def script(self, target_id: str, *steps: Step) -> None:
+        self._scripts.setdefault(target_id, deque()).extend(steps)
+
+    def always(self, target_id: str, error: BaseException | None) -> None:
+        """Make every unscripted send to ``target_id`` raise ``error`` (None: succeed again)."""
+        if error is None:
+            self._always.pop(target_id, None)
+        else:
+            self._always[target_id] = error
+
+    async def send(self, target: Target, message: Message) -> str:
+        self.calls.append((target, message, self.clock.monotonic()))
+        queue = self._scripts.get(target.id)
+        step: Step = queue.popleft() if queue else self._always.get(target.id)
+        if isinstance(step, BaseException):
+            raise step
+        await self.clock.sleep(step.seconds if isinstance(step, Slow) else self.latency)
+        record = Sent(target, message, str(next(self._ids)), self.clock.monotonic())
+        self.sent.append(record)
+        if self.on_sent is not None:
+            self.on_sent(record)
+        return record.message_id
+
+    def sent_to(self, target_id: str) -> list[Message]:
+        """Messages delivered to one target, in order."""
+        return [s.message for s in self.sent if s.target.id == target_id]
+
+    def times(self, target_id: str | None = None) -> list[float]:
+        """Completion times of the successful sends (to one target, or all)."""
+        return [s.at for s in self.sent if target_id is None or s.target.id == target_id]
+
+
+def make_messages(n: int, *, label: str = "part") -> list[Message]:
+    """``n`` distinct messages whose payload says which part they are (``{"part": i}``)."""
+    return [Message({"text": f"{label} {i + 1}/{n}", "part": i}) for i in range(n)]
+
+
+def make_targets(
+    n: int, *, platform: str = "fake", kind: TargetKind = TargetKind.PRIVATE, prefix: str = "c"
+) -> list[Target]:
+    return [Target(platform, f"{prefix}{i}", kind) for i in range(n)]
+
+
+def make_issue(date: dt.date = dt.date(2026, 10, 27), *, briefs: int = 2) -> Issue:
+    """A small valid issue: a headline, ``briefs`` briefs and a classic."""
+
+    def item(title: str, n: int) -> Item:
+        return Item(
+            title=title,
+            paragraphs=(f"{title}：第一段。", f"{title}：第二段。"),
+            links=(f"https://example.com/{date.isoformat()}/{n}",),
+            question=f"{title}意味着什么？",
+        )
+
+    return Issue(
+        date=date,
+        lede="今天的三件事。",
+        headline=item("重点新闻", 0),
+        briefs=tuple(item(f"简讯{i}", i) for i in range(1, briefs + 1)),
+        classic=item("经典回顾", 99),
+    )
+
+
+def windows_exceeded(times: Sequence[float], *, window: float, limit: int) -> bool:
+    """True if more than ``limit`` of ``times`` fall within some span of ``window`` seconds."""
+    ordered = sorted(times)
+    return any(ordered[i + limit] - ordered[i] < window for i in range(len(ordered) - limit))

@@ -1,0 +1,288 @@
+"""The delivery engine on a FakePlatform and a virtual clock: order, pacing, retries, targets."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import AsyncIterator
+
+import pytest
+
+from digest_core.delivery import (
+    TELEGRAM_LIMITS,
+    Backoff,
+    DeliveryEngine,
+    Ledger,
+    PartOutcome,
+    PartState,
+)
+from digest_core.errors import (
+    DeliveryError,
+    RateLimited,
+    Rejected,
+    TargetGone,
+    TargetMoved,
+    TransientError,
+)
+from digest_core.platform import PlatformLimits, Rate, Target, TargetKind
+from digest_core.testing import (
+    FakePlatform,
+    ManualClock,
+    Slow,
+    make_issue,
+    make_messages,
+    make_targets,
+    open_ledger,
+    windows_exceeded,
+)
+
+REF = make_issue().ref
+PARTS = make_messages(3)
+FAST = PlatformLimits(overall=Rate(1000.0, 1000), per_target={})
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+async def ledger(clock: ManualClock) -> AsyncIterator[Ledger]:
+    async with open_ledger(clock) as ledger:
+        yield ledger
+
+
+def engine_for(ledger: Ledger, clock: ManualClock, **kwargs: object) -> DeliveryEngine:
+    return DeliveryEngine(ledger, clock=clock, rng=random.Random(1), **kwargs)  # type: ignore[arg-type]
+
+
+def parts_at(platform: FakePlatform, target_id: str) -> list[int]:
+    return [m.payload["part"] for m in platform.sent_to(target_id)]
+
+
+async def test_every_target_gets_every_part_in_order(ledger: Ledger, clock: ManualClock) -> None:
+    platform = FakePlatform(clock, limits=TELEGRAM_LIMITS, latency=0.05)
+    targets = make_targets(40)
+    outcomes: list[PartOutcome] = []
+    report = await engine_for(ledger, clock).deliver(
+        REF, platform, PARTS, targets, progress=outcomes.append
+    )
+    assert report.ok and report.sent == 120
+    assert all(parts_at(platform, t.id) == [0, 1, 2] for t in targets)
+    assert len(outcomes) == 120 and {o.state for o in outcomes} == {PartState.SENT}
+    assert (await ledger.counts(REF))[PartState.SENT] == 120
+
+
+async def test_a_target_gets_its_parts_together_not_after_everyone_else(
+    ledger: Ledger, clock: ManualClock
+) -> None:
+    platform = FakePlatform(clock, limits=TELEGRAM_LIMITS)
+    await engine_for(ledger, clock).deliver(REF, platform, PARTS, make_targets(300))
+    first = platform.times("c0")
+    # 900 messages at 30/s take 30 s; the first reader's issue is complete within a second
+    assert max(first) < 1.0 < max(platform.times())
+
+
+async def test_rerun_is_idempotent(ledger: Ledger, clock: ManualClock) -> None:
+    platform = FakePlatform(clock, limits=FAST)
+    engine = engine_for(ledger, clock)
+    await engine.deliver(REF, platform, PARTS, make_targets(5))
+    again = await engine.deliver(REF, platform, PARTS, make_targets(5))
+    assert again.sent == 0 and [t.already_sent for t in again.targets] == [3] * 5
+    assert len(platform.calls) == 15
+
+
+async def test_force_resends_everything_as_a_new_generation(
+    ledger: Ledger, clock: ManualClock
+) -> None:
+    platform = FakePlatform(clock, limits=FAST)
+    engine = engine_for(ledger, clock)
+    await engine.deliver(REF, platform, PARTS, make_targets(2))
+    forced = await engine.deliver(REF, platform, PARTS, make_targets(2), force=True)
+    assert (forced.generation, forced.sent) == (2, 6)
+    assert parts_at(platform, "c0") == [0, 1, 2, 0, 1, 2]
+
+
+async def test_one_failing_target_never_blocks_the_others(
+    ledger: Ledger, clock: ManualClock
+) -> None:
+    platform = FakePlatform(clock, limits=FAST, latency=0.01)
+    platform.always("c3", TransientError("502 Bad Gateway"))
+    platform.script("c5", Slow(600.0))  # a send that hangs for ten minutes
+    engine = engine_for(ledger, clock, backoff=Backoff(base=1.0, cap=8.0, max_attempts=4))
+    report = await engine.deliver(REF, platform, PARTS, make_targets(8))
+    bad = report.targets[3]
+    assert (bad.sent, bad.failed, bad.skipped) == (0, 1, 2)
+    assert "after 4 attempts" in bad.errors[0]
+    assert [t.complete for t in report.targets] == [True] * 3 + [False] + [True] * 4
+    others = [s.at for s in platform.sent if s.target.id not in ("c3", "c5")]
+    assert max(others) < 1.0  # neither the failing nor the slow target held anyone up
+    assert parts_at(platform, "c5") == [0, 1, 2]
+    failed = await ledger.failures(REF)
+    assert {(r.target, r.part) for r in failed} == {("c3", 0), ("c3", 1), ("c3", 2)}
+
+
+async def test_transient_errors_back_off_exponentially_then_succeed(
+    ledger: Ledger, clock: ManualClock
+) -> None:
+    platform = FakePlatform(clock, limits=FAST)
+    platform.script("c0", *[TransientError("timeout")] * 4)
+    engine = engine_for(ledger, clock, backoff=Backoff(base=2.0, cap=60.0, max_attempts=6))
+    report = await engine.deliver(REF, platform, PARTS[:1], make_targets(1))
+    assert report.ok
+    calls = [at for _, _, at in platform.calls]
+    gaps = [b - a for a, b in itertools.pairwise(calls)]
+    ceilings = [2.0, 4.0, 8.0, 16.0]
+    assert len(gaps) == 4 and all(g <= c + 1e-9 for g, c in zip(gaps, ceilings, strict=True))
+    record = await ledger.last_sent("fake", "c0")
+    assert record is not None and record.attempts == 5
+
+
+async def test_rate_limited_target_waits_its_retry_after_and_only_it(
+    ledger: Ledger, clock: ManualClock
+) -> None:
+    platform = FakePlatform(clock, limits=TELEGRAM_LIMITS)
+    platform.script("c1", None, RateLimited("Too Many Requests", retry_after=37))
+    report = await engine_for(ledger, clock).deliver(REF, platform, PARTS, make_targets(4))
+    assert report.ok
+    c1 = [at for t, _, at in platform.calls if t.id == "c1"]
+    assert c1[2] - c1[1] >= 37  # the retry honoured retry-after
+    assert parts_at(platform, "c1") == [0, 1, 2]  # and order held
+    assert max(platform.times("c0") + platform.times("c2") + platform.times("c3")) < 1.0
+
+
+async def test_rejected_part_is_not_retried_and_later_parts_wait_for_a_fix(
+    ledger: Ledger, clock: ManualClock
+) -> None:
+    platform = FakePlatform(clock, limits=FAST)
+    platform.script("c0", None, Rejected("can't parse entities"))
+    outcomes: list[PartOutcome] = []
+    report = await engine_for(ledger, clock).deliver(
+        REF, platform, PARTS, make_targets(2), progress=outcomes.append
+    )
+    assert parts_at(platform, "c0") == [0]
+    assert len([c for c in platform.calls if c[0].id == "c0"]) == 2
+    assert (report.targets[0].failed, report.targets[0].skipped) == (1, 1)
+    assert [(o.part, o.state) for o in outcomes if o.target.id == "c0"] == [
+        (0, PartState.SENT),
+        (1, PartState.FAILED),
+        (2, PartState.FAILED),
+    ]
+    # the next run (renderer fixed) sends the remaining parts in order
+    again = await engine_for(ledger, clock).deliver(REF, platform, PARTS, make_targets(2))
+    assert again.ok and parts_at(platform, "c0") == [0, 1, 2]
+
+
+async def test_adapter_bugs_fail_the_part_without_stopping_the_delivery(
+    ledger: Ledger, clock: ManualClock
+) -> None:
+    platform = FakePlatform(clock, limits=FAST)
+    platform.script("c0", KeyError("chat_id"))
+    platform.script("c1", DeliveryError("odd"))
+    report = await engine_for(ledger, clock).deliver(REF, platform, PARTS, make_targets(3))
+    assert [t.failed for t in report.targets] == [1, 1, 0]
+    assert report.targets[2].complete
+
+
+async def test_gone_target_is_deactivated_unsubscribed_and_skipped_later(
+    ledger: Ledger, clock: ManualClock
+) -> None:
+    platform = FakePlatform(clock, limits=FAST)
+    for chat in ("c0", "c1"):
+        await ledger.subscribe("fake", chat)
+    platform.script("c1", None, TargetGone("Forbidden: bot was blocked by the user"))
+    engine = engine_for(ledger, clock)
+    subscribers = await ledger.subscribers("fake")
+    report = await engine.deliver(REF, platform, PARTS, subscribers)
+    assert report.gone == [subscribers[1]]
+    assert parts_at(platform, "c1") == [0]
+    assert len([c for c in platform.calls if c[0].id == "c1"]) == 2  # never retried
+    assert [t.id for t in await ledger.subscribers("fake")] == ["c0"]
+    # a channel in config that went away is skipped too, without a send
+    later = await engine.deliver(REF, platform, PARTS, subscribers, force=True)
+    assert later.inactive == [subscribers[1]]
+    assert len([c for c in platform.calls if c[0].id == "c1"]) == 2
+
+
+async def test_moved_target_gets_the_rest_at_its_new_id(ledger: Ledger, clock: ManualClock) -> None:
+    platform = FakePlatform(clock, limits=TELEGRAM_LIMITS)
+    group = Target("fake", "-4001", TargetKind.GROUP)
+    platform.script("-4001", None, TargetMoved("group upgraded", new_target="-1004001"))
+    engine = engine_for(ledger, clock)
+    report = await engine.deliver(REF, platform, PARTS, [group])
+    assert report.ok and report.targets[0].moved_to == "-1004001"
+    assert parts_at(platform, "-4001") == [0]
+    assert parts_at(platform, "-1004001") == [1, 2]
+    # the next issue goes straight to the new id
+    forced = await engine.deliver(REF, platform, PARTS, [group], force=True)
+    assert forced.sent == 3 and parts_at(platform, "-1004001") == [1, 2, 0, 1, 2]
+
+
+async def test_a_move_loop_is_cut_off(ledger: Ledger, clock: ManualClock) -> None:
+    platform = FakePlatform(clock, limits=FAST)
+    platform.always("a", TargetMoved("moved", new_target="b"))
+    platform.always("b", TargetMoved("moved", new_target="a"))
+    report = await engine_for(ledger, clock, max_moves=3).deliver(
+        REF, platform, PARTS, [Target("fake", "a")]
+    )
+    assert report.targets[0].failed == 1 and len(platform.calls) == 4
+
+
+@pytest.mark.parametrize(
+    ("kind", "window", "limit"),
+    [(TargetKind.GROUP, 60.0, 20), (TargetKind.PRIVATE, 1.0, 3)],
+)
+async def test_per_target_pacing_stays_under_telegram_limits(
+    ledger: Ledger, clock: ManualClock, kind: TargetKind, window: float, limit: int
+) -> None:
+    platform = FakePlatform(clock, limits=TELEGRAM_LIMITS)
+    messages = make_messages(45)
+    targets = make_targets(3, kind=kind)
+    report = await engine_for(ledger, clock).deliver(REF, platform, messages, targets)
+    assert report.ok
+    for t in targets:
+        assert parts_at(platform, t.id) == list(range(45))
+        times = [at for target, _, at in platform.calls if target.id == t.id]
+        assert not windows_exceeded(times, window=window, limit=limit)
+    # and not slower than the limit requires: 45 messages at the sustained rate, plus slack
+    rate = TELEGRAM_LIMITS.for_kind(kind).per_second
+    assert clock.monotonic() <= 45 / rate * 1.05
+
+
+async def test_overall_pacing_stays_under_the_bot_limit_and_uses_it(
+    ledger: Ledger, clock: ManualClock
+) -> None:
+    limits = PlatformLimits(overall=Rate(30.0, 5), per_target={})
+    platform = FakePlatform(clock, limits=limits, latency=0.2)
+    report = await engine_for(ledger, clock).deliver(REF, platform, PARTS, make_targets(200))
+    assert report.ok
+    calls = [at for _, _, at in platform.calls]
+    assert not windows_exceeded(calls, window=1.0, limit=35)  # burst 5 + 30/s
+    ideal = (600 - 5) / 30
+    assert ideal <= calls[-1] <= ideal * 1.02
+
+
+async def test_concurrency_is_bounded(ledger: Ledger, clock: ManualClock) -> None:
+    in_flight, peak = 0, 0
+
+    class Counting(FakePlatform):
+        async def send(self, target: Target, message: object) -> str:  # type: ignore[override]
+            nonlocal in_flight, peak
+            in_flight += 1
+            peak = max(peak, in_flight)
+            try:
+                return await super().send(target, message)  # type: ignore[arg-type]
+            finally:
+                in_flight -= 1
+
+    platform = Counting(clock, limits=FAST, latency=5.0)
+    await engine_for(ledger, clock, max_in_flight=7).deliver(REF, platform, PARTS, make_targets(30))
+    assert peak == 7 and len(platform.sent) == 90
+
+
+async def test_empty_deliveries(ledger: Ledger, clock: ManualClock) -> None:
+    platform = FakePlatform(clock, limits=FAST)
+    engine = engine_for(ledger, clock)
+    assert (await engine.deliver(REF, platform, PARTS, [])).targets == []
+    with pytest.raises(ValueError):
+        await engine.deliver(REF, platform, [], make_targets(1))
