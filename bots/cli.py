@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import datetime as dt
 import json
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from digest_core.archive import Archive
+from digest_core.delivery import PartOutcome, PartState
 from digest_core.errors import ConfigError, DigestError, IssueFormatError
-from digest_core.loading import load_issue
+from digest_core.loading import date_from_name, load_issue
 from digest_core.models import Issue
 from digest_core.rendering import Flavor, Part, RenderOptions, preview, render
+from digest_core.service import describe_report
 from digest_core.settings import Settings, load_settings
 
 log = logging.getLogger(__name__)
@@ -48,35 +51,49 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _common_options(default: Any) -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--config",
         type=Path,
-        default=None,
+        default=default,
         help="TOML config file (default: config/digest-bot.toml when it exists)",
     )
     common.add_argument(
-        "--archive", type=Path, default=None, help="folder of issue files (overrides archive_dir)"
+        "--archive",
+        type=Path,
+        default=default,
+        help="folder of issue files (overrides archive_dir)",
     )
+    return common
 
+
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="digest-bot",
         description="Posts the daily AI 技术日报 digest to Telegram and Discord.",
-        parents=[common],
+        parents=[_common_options(None)],
     )
+    # the options again after the command (`digest-bot run --config x`); SUPPRESS keeps a
+    # value given before the command from being reset by the subcommand's default
+    common = _common_options(argparse.SUPPRESS)
     sub = parser.add_subparsers(title="commands", metavar="COMMAND")
 
     p = sub.add_parser(
         "validate", parents=[common], help="check issue files; print path:line: problem"
     )
     p.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="issue files or folders")
+    p.add_argument("--date", type=_date, help="date of files whose name carries none (YYYY-MM-DD)")
     p.set_defaults(handler=cmd_validate)
 
     p = sub.add_parser("preview", parents=[common], help="show an issue as a platform gets it")
-    src = p.add_mutually_exclusive_group()
-    src.add_argument("--date", type=_date, help="issue date YYYY-MM-DD (default: latest)")
-    src.add_argument("--file", type=Path, help="an issue file outside the archive")
+    p.add_argument(
+        "--date",
+        type=_date,
+        help="issue date YYYY-MM-DD (default: the latest); with --file, the date of a file "
+        "whose name carries none",
+    )
+    p.add_argument("--file", type=Path, help="an issue file outside the archive")
     p.add_argument(
         "--platform", choices=[f.value for f in Flavor], default="telegram", help="renderer"
     )
@@ -102,6 +119,29 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("word", help="word to look for (substring match)")
     a.add_argument("--limit", type=int, default=20, help="at most this many hits (default 20)")
     a.set_defaults(handler=cmd_archive_search)
+
+    p = sub.add_parser(
+        "run", parents=[common], help="run the bot: daily post, catch-up, commands (Ctrl-C stops)"
+    )
+    p.add_argument(
+        "--only", choices=["console", "telegram", "discord"], help="run just this platform"
+    )
+    p.set_defaults(handler=cmd_run)
+
+    p = sub.add_parser("post", parents=[common], help="deliver an issue once and exit")
+    p.add_argument("--date", type=_date, help="issue date YYYY-MM-DD (default: today)")
+    p.add_argument("--platform", choices=["console", "telegram", "discord"], help="only this one")
+    p.add_argument("--target", metavar="ID", help="only this chat/channel id")
+    p.add_argument("--force", action="store_true", help="send everything again, as a new delivery")
+    p.set_defaults(handler=cmd_post)
+
+    p = sub.add_parser(
+        "status", parents=[common], help="next post, last delivery per target, failures"
+    )
+    p.set_defaults(handler=cmd_status)
+
+    for register in _EXTRA_COMMANDS:
+        register(sub, common)
     return parser
 
 
@@ -131,16 +171,19 @@ def cmd_validate(args: argparse.Namespace, settings: Settings) -> int:
             files.append(path)
     failed = 0
     for path in files:
+        undated = args.date is None and date_from_name(path) is None
         try:
-            issue = load_issue(path)
+            # an undated draft is checked as if dated today: the content is what is validated
+            issue = load_issue(path, date=args.date or (_today(settings) if undated else None))
         except IssueFormatError as exc:
             failed += 1
             print(exc)
             continue
+        when = "undated (name it YYYY-MM-DD.txt to publish it)" if undated else str(issue.date)
         print(
-            f"{path}: ok — {issue.date}, 1 headline, {len(issue.briefs)} briefs, "
-            f"{'1 classic review' if issue.classic else 'no classic review'} "
-            f"(revision {issue.revision})"
+            f"{path}: ok — {when}, 1 headline, {len(issue.briefs)} briefs, "
+            f"{'1 classic review' if issue.classic else 'no classic review'}, "
+            f"{sum(len(item.links) for _, item in issue.items())} links"
         )
     if not files:
         print("no issue files given", file=sys.stderr)
@@ -177,9 +220,17 @@ def cmd_preview(args: argparse.Namespace, settings: Settings) -> int:
     return EXIT_OK
 
 
+def _today(settings: Settings) -> dt.date:
+    return dt.datetime.now(settings.zone).date()
+
+
 def _pick_issue(args: argparse.Namespace, settings: Settings) -> Issue:
     if args.file is not None:
-        return load_issue(args.file)
+        date = args.date
+        if date is None and date_from_name(args.file) is None:
+            date = _today(settings)
+            print(f"{args.file}: no date in the name; previewing it as {date}", file=sys.stderr)
+        return load_issue(args.file, date=date)
     archive = Archive(settings.archive_dir)
     return archive.on(args.date) if args.date else archive.latest()
 
@@ -210,6 +261,91 @@ def cmd_archive_search(args: argparse.Namespace, settings: Settings) -> int:
         print(f"no issue mentions {args.word!r}", file=sys.stderr)
         return EXIT_FAILED
     return EXIT_OK
+
+
+# ---------------------------------------------------------------- run / post / status
+
+
+def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
+    from bots.runtime import run
+
+    asyncio.run(run(settings, only=args.only))
+    return EXIT_OK
+
+
+def cmd_post(args: argparse.Namespace, settings: Settings) -> int:
+    return asyncio.run(_post(args, settings))
+
+
+async def _post(args: argparse.Namespace, settings: Settings) -> int:
+    from bots.runtime import open_service
+
+    async with open_service(settings, only=args.platform) as service:
+        day = args.date or service.poster.today()
+        issue = service.archive.on(day)
+        for adapter in service.platforms.values():
+            await adapter.start(service, receive=False)
+        try:
+            progress = _Progress(enabled=sys.stderr.isatty())
+            reports = await service.post(
+                issue.date,
+                only_target=args.target,
+                force=args.force,
+                progress=progress.update,
+            )
+            progress.close()
+        finally:
+            for adapter in service.platforms.values():
+                await adapter.stop()
+    if not reports:
+        print("nothing to post: no targets configured", file=sys.stderr)
+        return EXIT_FAILED
+    for report in reports:
+        print(describe_report(report))
+    return EXIT_OK if all(r.ok for r in reports) else EXIT_FAILED
+
+
+class _Progress:
+    """A one-line progress counter on a terminal; silent otherwise."""
+
+    def __init__(self, *, enabled: bool):
+        self.enabled = enabled
+        self.done = 0
+        self.failed = 0
+
+    def update(self, outcome: PartOutcome) -> None:
+        self.done += 1
+        if outcome.state is not PartState.SENT:
+            self.failed += 1
+        if self.enabled:
+            sys.stderr.write(f"\r{self.done} parts done, {self.failed} not sent")
+            sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.enabled and self.done:
+            sys.stderr.write("\n")
+
+
+def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
+    return asyncio.run(_status(settings))
+
+
+async def _status(settings: Settings) -> int:
+    from bots.runtime import open_service
+
+    async with open_service(settings) as service:
+        print(await service.status())
+    return EXIT_OK
+
+
+#: ``register(subparsers, common_parent)`` functions of platform-specific commands
+_EXTRA_COMMANDS: list[Callable[[Any, argparse.ArgumentParser], None]] = []
+try:
+    from bots.discord.cli import register as _register_discord
+except ImportError:  # discord.py not installed: no `digest-bot discord ...`
+    pass
+else:
+    _EXTRA_COMMANDS.append(_register_discord)
 
 
 if __name__ == "__main__":

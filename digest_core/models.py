@@ -13,7 +13,11 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 URL_RE = re.compile(r"^https?://\S+$")
 #: What introduces an item's reading question, in Chinese and English.
-QUESTION_MARKERS: tuple[str, ...] = ("带着一个问题读：", "带着一个问题读:", "A question to read with:")
+QUESTION_MARKERS: tuple[str, ...] = (
+    "带着一个问题读：",
+    "带着一个问题读:",
+    "A question to read with:",
+)
 #: The marker written when serialising a question back to text.
 QUESTION_MARKER = "带着一个问题读："
 

@@ -17,7 +17,15 @@ from pathlib import Path
 from typing import Any, ClassVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
@@ -111,10 +119,20 @@ class TelegramSettings(_PlatformSettings):
     link_preview: bool = True
     #: "polling" (default) or "webhook"
     mode: str = "polling"
+    #: long-polling: seconds one getUpdates call waits for updates (Telegram allows up to 50)
+    poll_timeout_seconds: int = Field(default=10, ge=0, le=50)
+    #: webhook mode: the public https URL Telegram calls; its path is the local path served
     webhook_url: str | None = None
     webhook_listen: str = "127.0.0.1"
     webhook_port: int = Field(default=8443, ge=1, le=65535)
+    #: webhook mode: the X-Telegram-Bot-Api-Secret-Token every request must carry (1-256 of
+    #: A-Z a-z 0-9 _ -); required with mode = "webhook"; best set from the environment
     webhook_secret: SecretStr | None = None
+    #: reader commands (and button presses) one user may send per ``command_window_seconds``;
+    #: past that they get one "slow down" reply, then silence until the window allows more.
+    #: Admins are not limited.
+    command_burst: int = Field(default=5, ge=1, le=1000)
+    command_window_seconds: float = Field(default=10.0, gt=0, le=3600)
 
     @field_validator("mode")
     @classmethod
@@ -122,6 +140,30 @@ class TelegramSettings(_PlatformSettings):
         if v not in ("polling", "webhook"):
             raise ValueError(f"expected 'polling' or 'webhook', got {v!r}")
         return v
+
+    @field_validator("webhook_url")
+    @classmethod
+    def _check_webhook_url(cls, v: str | None) -> str | None:
+        if v is not None and not re.fullmatch(r"https://[^/\s]+(/\S*)?", v):
+            raise ValueError(f"expected an https:// URL (Telegram calls only HTTPS), got {v!r}")
+        return v
+
+    @field_validator("webhook_secret")
+    @classmethod
+    def _check_secret(cls, v: SecretStr | None) -> SecretStr | None:
+        # https://core.telegram.org/bots/api#setwebhook (secret_token)
+        if v is not None and not re.fullmatch(r"[A-Za-z0-9_-]{1,256}", v.get_secret_value()):
+            raise ValueError("expected 1-256 characters of A-Z, a-z, 0-9, _ and -")
+        return v
+
+    @model_validator(mode="after")
+    def _check_webhook(self) -> TelegramSettings:
+        if self.mode == "webhook" and (self.webhook_url is None or self.webhook_secret is None):
+            raise ValueError(
+                'mode = "webhook" needs webhook_url and webhook_secret '
+                "(DIGEST_BOT_TELEGRAM__WEBHOOK_SECRET)"
+            )
+        return self
 
     @field_validator("channels")
     @classmethod
@@ -142,6 +184,15 @@ class DiscordSettings(_PlatformSettings):
     embeds: bool = True
     #: None = one shard unless Discord asks for more; a number forces AutoShardedClient
     shard_count: int | None = Field(default=None, ge=1)
+    #: user ids that are admins everywhere (DMs included) and get alerts by DM
+    admin_users: list[int] = []
+    #: a send that takes longer (discord.py's own 5xx retries included) is a TransientError and
+    #: the core's backoff takes over
+    request_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
+    #: on start, how long to wait for the gateway to be ready before running on regardless
+    ready_timeout_seconds: float = Field(default=30.0, gt=0, le=600)
+    #: how long discord.py waits for more servers after the last one arrives before "ready"
+    guild_ready_timeout_seconds: float = Field(default=2.0, ge=0, le=60)
 
     @field_validator("channels")
     @classmethod
@@ -177,7 +228,9 @@ class Settings(BaseSettings):
         try:
             ZoneInfo(v)
         except (ZoneInfoNotFoundError, ValueError) as exc:
-            raise ValueError(f"unknown time zone {v!r} (use an IANA name like Asia/Shanghai)") from exc
+            raise ValueError(
+                f"unknown time zone {v!r} (use an IANA name like Asia/Shanghai)"
+            ) from exc
         return v
 
     @field_validator("log_level")
@@ -294,5 +347,7 @@ def load_settings(
         try:
             getattr(settings, name).resolved_token()
         except ConfigError as exc:
-            raise ConfigError(exc.detail, file=cfg if data else None, key=f"{name}.token_file") from exc
+            raise ConfigError(
+                exc.detail, file=cfg if data else None, key=f"{name}.token_file"
+            ) from exc
     return settings

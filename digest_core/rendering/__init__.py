@@ -15,7 +15,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol, cast
 
 from digest_core.models import Issue, Section
 
@@ -94,16 +94,62 @@ def render(
         IndexError: ``part`` is BRIEF and the issue has no brief number ``brief``.
         ValueError: ``part`` is BRIEF without ``brief``, or an unknown flavor/part.
     """
-    from digest_core.rendering import discord, plain, telegram
-
-    modules = {Flavor.TELEGRAM: telegram, Flavor.DISCORD: discord, Flavor.PLAIN: plain}
-    module = modules[Flavor(flavor)]
-    return module.render(issue, Part(part), brief=brief, options=options or RenderOptions())
+    return _renderer(flavor).render(
+        issue, Part(part), brief=brief, options=options or RenderOptions()
+    )
 
 
 def preview(message: Message, flavor: Flavor | str) -> str:
     """A readable text view of one payload, for `digest-bot preview` and the console."""
+    return _renderer(flavor).preview(message)
+
+
+class _Renderer(Protocol):
+    def render(
+        self, issue: Issue, part: Part, *, brief: int | None, options: RenderOptions
+    ) -> list[Message]: ...
+
+    def preview(self, message: Message) -> str: ...
+
+
+def _renderer(flavor: Flavor | str) -> _Renderer:
     from digest_core.rendering import discord, plain, telegram
 
-    modules = {Flavor.TELEGRAM: telegram, Flavor.DISCORD: discord, Flavor.PLAIN: plain}
-    return modules[Flavor(flavor)].preview(message)
+    modules: dict[Flavor, _Renderer] = {
+        Flavor.TELEGRAM: cast(_Renderer, telegram),
+        Flavor.DISCORD: cast(_Renderer, discord),
+        Flavor.PLAIN: cast(_Renderer, plain),
+    }
+    return modules[Flavor(flavor)]
+
+
+def notice(text: str, flavor: Flavor | str) -> list[Message]:
+    """A short service text (help, an error, a status) as messages of ``flavor``, escaped,
+    split at line ends to fit, never pinging anyone."""
+    from digest_core.rendering import html, markdown
+    from digest_core.rendering.split import chunk_lines, utf16_len
+
+    flavor = Flavor(flavor)
+    if flavor is Flavor.TELEGRAM:
+        return [
+            Message(
+                {
+                    "text": html.escape_text(chunk),
+                    "parse_mode": "HTML",
+                    "link_preview_options": {"is_disabled": True},
+                }
+            )
+            for chunk in chunk_lines(text, NOTICE_LIMITS[flavor], utf16_len)
+        ]
+    if flavor is Flavor.DISCORD:
+        return [
+            Message({"content": markdown.escape(chunk), "allowed_mentions": {"parse": []}})
+            for chunk in chunk_lines(text, NOTICE_LIMITS[flavor], len)
+        ]
+    return [Message({"text": chunk}) for chunk in chunk_lines(text, NOTICE_LIMITS[flavor], len)]
+
+
+#: Notices are split below the platform limits so that escaping (which lengthens Discord
+#: markdown, not Telegram's visible text) keeps them within: Telegram 4096 UTF-16 units of
+#: visible text, Discord content 2000 characters after escaping (at most doubled).
+NOTICE_LIMITS = {Flavor.TELEGRAM: 4000, Flavor.DISCORD: 950, Flavor.PLAIN: 4000}

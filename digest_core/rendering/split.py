@@ -9,7 +9,8 @@ from typing import TypeVar
 T = TypeVar("T")
 Measure = Callable[[str], int]
 
-# A sentence ends after 。！？!? (with any closing quotes/brackets), or after . ; followed by a space.
+# A sentence ends after 。！？!? (with any closing quotes/brackets),
+# or after . ; followed by a space.
 _SENTENCE_END = re.compile(r"(?<=[。！？!?])[”’」』）)\"']*|(?<=[.;])[”’\"')]*(?=\s)")
 
 
@@ -102,3 +103,42 @@ def pack(
     if cur:
         groups.append(cur)
     return groups
+
+
+def flow(units: Sequence[Sequence[T]], fits: Callable[[list[T]], bool]) -> list[list[T]]:
+    """Group the blocks of ``units`` (e.g. items made of paragraphs) in order into messages.
+
+    A unit goes whole into the current group when it fits, else whole into a new group when it
+    fits there, else block by block. ``fits`` MUST accept any single block on its own (split
+    blocks first) and MUST be monotonic (a group that fits stays fitting when shortened).
+    Nothing is lost, repeated or reordered: concatenating the groups gives all blocks in order.
+    """
+    groups: list[list[T]] = []
+    cur: list[T] = []
+    for unit in units:
+        if fits([*cur, *unit]):
+            cur.extend(unit)
+            continue
+        if cur and fits(list(unit)):
+            groups.append(cur)
+            cur = list(unit)
+            continue
+        for block in unit:
+            if cur and not fits([*cur, block]):
+                groups.append(cur)
+                cur = []
+            cur.append(block)
+    if cur:
+        groups.append(cur)
+    return groups
+
+
+def chunk_lines(text: str, limit: int, measure: Measure = len) -> list[str]:
+    """Split ``text`` into chunks of at most ``limit`` at line ends where it can (dropping the
+    newline at each cut), else within lines at sentence ends; never returns an empty list."""
+    lines = text.split("\n")
+    pieces: list[str] = []
+    for line in lines:
+        pieces.extend(chunk_text(line, limit, measure) if measure(line) > limit else [line])
+    groups = pack(pieces, limit, measure, sep=1)
+    return ["\n".join(group) for group in groups] or [""]

@@ -1,0 +1,136 @@
+"""The console platform: posts are printed to stdout; lines typed on stdin are commands."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import sys
+import threading
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, TextIO
+
+from digest_core.commands import ADMIN, Request, parse_command_line
+from digest_core.platform import PlatformLimits, Rate, Target, TargetKind
+from digest_core.rendering import Flavor, Message, RenderOptions, notice, preview
+
+if TYPE_CHECKING:
+    from digest_core.service import DigestService
+
+log = logging.getLogger(__name__)
+
+
+class ConsolePlatform:
+    """An Adapter whose one target is the terminal and whose one user is the operator.
+
+    It never fails and needs no pacing; it exists so `digest-bot run` shows the whole bot working
+    (schedule, ledger, commands) without tokens. The operator has every capability.
+    """
+
+    name = "console"
+    flavor = Flavor.PLAIN
+    #: a terminal has no rate limit worth the name
+    limits = PlatformLimits(overall=Rate(1000.0, 1000), per_target={})
+    post_options = RenderOptions(buttons=False)
+    target = Target("console", "stdout", TargetKind.CHANNEL)
+
+    def __init__(
+        self, *, out: TextIO | None = None, stdin: TextIO | None = None, interactive: bool = True
+    ):
+        self._out = out or sys.stdout
+        self._stdin = stdin
+        self._interactive = interactive
+        self._ids = itertools.count(1)
+        self._task: asyncio.Task[None] | None = None
+
+    # ------------------------------------------------------------ Platform
+
+    async def send(self, target: Target, message: Message) -> str:
+        """Print ``message``; returns a running number as the message id."""
+        message_id = str(next(self._ids))
+        self.write(preview(message, self.flavor), header=f"── {target.id} #{message_id} ──")
+        return message_id
+
+    def write(self, text: str, *, header: str = "") -> None:
+        if header:
+            self._out.write(header + "\n")
+        self._out.write(text.rstrip("\n") + "\n\n")
+        self._out.flush()
+
+    # ------------------------------------------------------------ Adapter
+
+    def channel_targets(self) -> list[Target]:
+        return [self.target]
+
+    async def alert_admins(self, text: str) -> None:
+        self.write(text, header="⚠ alert")
+
+    async def start(self, service: DigestService, *, receive: bool = True) -> None:
+        if not (receive and self._interactive):
+            return
+        self.write(
+            "console platform: type /help for commands (Ctrl-D stops reading, Ctrl-C quits)",
+            header="digest-bot",
+        )
+        self._task = asyncio.create_task(self._serve(service), name="console-commands")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _serve(self, service: DigestService) -> None:
+        async for line in read_lines(self._stdin):
+            if not line.strip():
+                continue
+            parsed = parse_command_line(line)
+            if parsed is None:
+                for m in notice("命令以 / 开头，例如 /today 或 /help", self.flavor):
+                    self.write(preview(m, self.flavor))
+                continue
+            command, args = parsed
+            request = Request(
+                command,
+                args,
+                platform=self.name,
+                flavor=self.flavor,
+                user="operator",
+                chat=self.target.id,
+                capabilities=ADMIN,
+                confirmed=True,
+            )
+            try:
+                reply = await service.commands.handle(request)
+            except Exception:  # a command must never end the console
+                log.exception("command %r failed", line.strip())
+                continue
+            self._out.write(f"> {line.strip()}\n")
+            for m in reply.messages:
+                self.write(preview(m, self.flavor))
+        log.info("stdin closed; the bot keeps running (Ctrl-C to stop)")
+
+
+async def read_lines(stream: TextIO | None = None) -> AsyncIterator[str]:
+    """Yield lines typed on ``stream`` (default stdin) until it is closed.
+
+    A daemon thread does the blocking reads, so the event loop never waits on the terminal.
+    """
+    source = stream or sys.stdin
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[str | None] = asyncio.Queue()
+
+    def pump() -> None:
+        try:
+            for line in source:
+                loop.call_soon_threadsafe(queue.put_nowait, line)
+        except (OSError, ValueError):
+            pass
+        finally:
+            with contextlib.suppress(RuntimeError):  # the loop is already closed
+                loop.call_soon_threadsafe(queue.put_nowait, None)
+
+    threading.Thread(target=pump, name="console-stdin", daemon=True).start()
+    while (line := await queue.get()) is not None:
+        yield line

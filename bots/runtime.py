@@ -1,0 +1,176 @@
+"""Assembling and running the bot: one process, one event loop, one scheduler, every platform."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import logging
+import signal
+from collections.abc import AsyncIterator
+from typing import TextIO
+
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+from digest_core.archive import Archive
+from digest_core.clock import Clock, SystemClock
+from digest_core.delivery import Backoff, DeliveryEngine, Ledger
+from digest_core.errors import ConfigError
+from digest_core.scheduling import ScheduleConfig
+from digest_core.service import Adapter, DigestService
+from digest_core.settings import Settings
+
+log = logging.getLogger(__name__)
+
+PLATFORMS = ("console", "telegram", "discord")
+#: how long a shutdown waits for a delivery under way before leaving it to the next start
+SHUTDOWN_GRACE_SECONDS = 10.0
+
+
+def build_adapters(
+    settings: Settings,
+    *,
+    only: str | None = None,
+    clock: Clock,
+    stdin: TextIO | None = None,
+    out: TextIO | None = None,
+) -> list[Adapter]:
+    """The platforms to run: each one whose token is set, or the console when none is.
+
+    Raises:
+        ConfigError: ``only`` names a platform without a token, or its SDK is not installed.
+    """
+    if only is not None and only not in PLATFORMS:
+        raise ConfigError(f"unknown platform {only!r} (choose from {', '.join(PLATFORMS)})")
+    adapters: list[Adapter] = []
+    tg_token = settings.telegram.resolved_token()
+    dc_token = settings.discord.resolved_token()
+    if only in (None, "telegram") and tg_token is not None:
+        try:
+            from bots.telegram import TelegramAdapter
+        except ImportError as exc:
+            raise ConfigError(
+                "a Telegram token is set but python-telegram-bot is not installed: "
+                "pip install 'digest-bot[telegram]'"
+            ) from exc
+        adapters.append(TelegramAdapter(settings.telegram, token=tg_token, clock=clock))
+    if only in (None, "discord") and dc_token is not None:
+        try:
+            from bots.discord import DiscordAdapter
+        except ImportError as exc:
+            raise ConfigError(
+                "a Discord token is set but discord.py is not installed: "
+                "pip install 'digest-bot[discord]'"
+            ) from exc
+        adapters.append(DiscordAdapter(settings.discord, token=dc_token, clock=clock))
+    for name, token in (("telegram", tg_token), ("discord", dc_token)):
+        if only == name and token is None:
+            raise ConfigError(
+                f"--only {name} needs a token: set DIGEST_BOT_{name.upper()}__TOKEN "
+                f"or {name}.token_file",
+                key=f"{name}.token",
+            )
+    if only == "console" or not adapters:
+        from bots.console import ConsolePlatform
+
+        adapters.append(ConsolePlatform(out=out, stdin=stdin))
+    return adapters
+
+
+@contextlib.asynccontextmanager
+async def open_service(
+    settings: Settings,
+    *,
+    only: str | None = None,
+    clock: Clock | None = None,
+    stdin: TextIO | None = None,
+    out: TextIO | None = None,
+) -> AsyncIterator[DigestService]:
+    """The service with its ledger open and its adapters built (not yet started)."""
+    clock = clock or SystemClock()
+    adapters = build_adapters(settings, only=only, clock=clock, stdin=stdin, out=out)
+    d = settings.delivery
+    async with Ledger.open(settings.database_url, clock=clock) as ledger:
+        engine = DeliveryEngine(
+            ledger,
+            clock=clock,
+            backoff=Backoff(
+                base=d.backoff_base_seconds, cap=d.backoff_max_seconds, max_attempts=d.max_attempts
+            ),
+        )
+        s = settings.schedule
+        yield DigestService(
+            archive=Archive(settings.archive_dir),
+            ledger=ledger,
+            engine=engine,
+            clock=clock,
+            zone=settings.zone,
+            schedule=ScheduleConfig(
+                zone=settings.zone,
+                post_time=s.time,
+                catch_up=_hours(s.catch_up_hours),
+                retry_every=_hours(s.retry_minutes / 60),
+                deadline=_hours(s.deadline_hours),
+            ),
+            platforms=adapters,
+        )
+
+
+def _hours(h: float) -> dt.timedelta:
+    return dt.timedelta(hours=h)
+
+
+async def run(
+    settings: Settings,
+    *,
+    only: str | None = None,
+    clock: Clock | None = None,
+    stop: asyncio.Event | None = None,
+    stdin: TextIO | None = None,
+    out: TextIO | None = None,
+) -> None:
+    """Run until SIGINT/SIGTERM (or ``stop`` is set): schedule, catch-up, commands."""
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    async with open_service(settings, only=only, clock=clock, stdin=stdin, out=out) as service:
+        scheduler = AsyncIOScheduler(timezone=settings.zone, event_loop=loop)
+        if settings.schedule.enabled:
+            service.poster.install(scheduler)
+        scheduler.start()
+        started: list[Adapter] = []
+        catch_up: asyncio.Task[object] | None = None
+        try:
+            for adapter in service.platforms.values():
+                await adapter.start(service)
+                started.append(adapter)
+            names = ", ".join(service.platforms)
+            if settings.schedule.enabled:
+                log.info(
+                    "digest-bot running on %s; next post %s", names, service.poster.next_post()
+                )
+                catch_up = asyncio.create_task(service.catch_up(), name="catch-up")
+            else:
+                log.info("digest-bot running on %s; the daily post is disabled", names)
+            await stop.wait()
+            log.info("stopping")
+        finally:
+            scheduler.shutdown(wait=False)
+            if not await service.idle(SHUTDOWN_GRACE_SECONDS):
+                log.warning(
+                    "a delivery was still running after %.0f s; its in-flight parts are in the "
+                    "ledger and the next start resumes them",
+                    SHUTDOWN_GRACE_SECONDS,
+                )
+            for adapter in reversed(started):
+                try:
+                    await adapter.stop()
+                except Exception:
+                    log.exception("stopping %s failed", adapter.name)
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                with contextlib.suppress(NotImplementedError, RuntimeError):
+                    loop.remove_signal_handler(sig)
+        if catch_up is not None and not catch_up.done():
+            catch_up.cancel()

@@ -1,0 +1,374 @@
+"""Reader and admin commands as plain async functions: a Request in, reply messages out.
+
+Every adapter (console, Telegram, Discord) parses its own input into a :class:`Request` and sends
+the returned :class:`Reply` messages back; the behaviour is the same everywhere. A wrong argument
+gets a reply with the usage, never an exception.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from typing import Protocol
+
+from digest_core.archive import Archive
+from digest_core.clock import Clock
+from digest_core.errors import IssueNotFound
+from digest_core.models import Issue
+from digest_core.rendering import Flavor, Message, Part, RenderOptions, notice, render
+
+log = logging.getLogger(__name__)
+
+
+class Capability(StrEnum):
+    """What a user may do beyond reading; adapters map platform roles to these."""
+
+    REPOST = "repost"
+    STATUS = "status"
+
+
+ADMIN = frozenset(Capability)
+
+
+@dataclass(frozen=True)
+class Request:
+    """One command as the core sees it, whatever platform it came from."""
+
+    command: str
+    args: tuple[str, ...] = ()
+    platform: str = "console"
+    flavor: Flavor = Flavor.PLAIN
+    user: str = ""
+    chat: str = ""
+    capabilities: frozenset[Capability] = frozenset()
+    #: the adapter already asked the admin to confirm (Telegram/Discord buttons); the console
+    #: operator is trusted and confirms by typing the command.
+    confirmed: bool = False
+
+
+@dataclass
+class Reply:
+    """What to send back: messages in order; ``private`` asks the adapter to answer only the
+    requester where the platform can (Discord ephemeral)."""
+
+    messages: list[Message]
+    private: bool = False
+    #: set when an admin action needs a yes/no before it runs: the adapter shows buttons and
+    #: re-issues the request with ``confirmed=True``.
+    confirm: Request | None = None
+    #: machine-readable outcome for adapters and tests ("ok", "usage", "not_found", "refused")
+    status: str = "ok"
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+class AdminBackend(Protocol):
+    """What admin commands need from the running bot (delivery and bookkeeping)."""
+
+    async def repost(self, date: dt.date, *, force: bool, requested_by: str) -> str:
+        """Deliver the issue of ``date`` again (only missing parts unless ``force``); a summary."""
+        ...
+
+    async def status(self) -> str:
+        """Next scheduled post, last delivery per target, failures: a summary."""
+        ...
+
+    async def subscribe(self, platform: str, chat: str, *, on: bool) -> bool:
+        """(Un)subscribe a private chat to the daily issue; False when nothing changed."""
+        ...
+
+    async def audit(self, request: Request, *, action: str, allowed: bool, outcome: str) -> None:
+        """Record an admin action (or a refused attempt) in the audit log."""
+        ...
+
+
+Handler = Callable[["Commands", Request], Awaitable[Reply]]
+
+HELP_TEXT = """AI 技术日报 机器人 · commands
+/today — 今天的日报（还没发布时给出最新一期）/ today's issue
+/headline — 今天的重点 / the headline story
+/briefs — 全部简讯 / all briefs;  /brief N — 第 N 条简讯 / brief N
+/classic — 经典回顾 / the classic review
+/toc — 本期目录 / table of contents
+/issue YYYY-MM-DD — 某一天的日报 / the issue of a date
+/search 关键词 — 搜索往期 / search the archive
+/subscribe, /unsubscribe — 私信订阅每日推送 / daily issue by private message
+/help — 本帮助 / this help"""
+
+ADMIN_HELP = """管理员 / admins:
+/repost [YYYY-MM-DD] [force] — 重新推送（只补发缺失的部分；force 全部重发）/ repost
+/status — 下次推送时间、各目标最近一次推送、失败 / delivery status"""
+
+
+class Commands:
+    """The command set, bound to an archive, a clock and (for admin commands) a backend."""
+
+    def __init__(
+        self,
+        archive: Archive,
+        clock: Clock,
+        zone: dt.tzinfo,
+        *,
+        backend: AdminBackend | None = None,
+        post_options: dict[Flavor, RenderOptions] | None = None,
+    ):
+        self.archive = archive
+        self.clock = clock
+        self.zone = zone
+        self.backend = backend
+        self.post_options = post_options or {}
+        self._table: dict[str, tuple[Handler, str]] = {
+            "start": (Commands.start, "/start [YYYY-MM-DD]"),
+            "help": (Commands.help, "/help"),
+            "today": (Commands.today, "/today"),
+            "headline": (Commands.headline, "/headline"),
+            "briefs": (Commands.briefs, "/briefs [N]"),
+            "brief": (Commands.brief, "/brief N"),
+            "classic": (Commands.classic, "/classic"),
+            "toc": (Commands.toc, "/toc"),
+            "issue": (Commands.issue, "/issue YYYY-MM-DD"),
+            "search": (Commands.search, "/search 关键词"),
+            "subscribe": (Commands.subscribe, "/subscribe"),
+            "unsubscribe": (Commands.unsubscribe, "/unsubscribe"),
+            "repost": (Commands.repost, "/repost [YYYY-MM-DD] [force]"),
+            "status": (Commands.status, "/status"),
+        }
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._table)
+
+    def usage(self, command: str) -> str:
+        return self._table[command][1] if command in self._table else "/help"
+
+    async def handle(self, request: Request) -> Reply:
+        """Run one command. Never raises for bad input: the reply explains and shows usage."""
+        name = request.command.lower().lstrip("/")
+        entry = self._table.get(name)
+        if entry is None:
+            return self._text(
+                request,
+                f"未知命令 /{name}。发送 /help 查看全部命令。\nUnknown command /{name}; try /help.",
+                status="usage",
+            )
+        try:
+            return await entry[0](self, request)
+        except IssueNotFound as exc:
+            return self._text(request, str(exc), status="not_found")
+
+    # ------------------------------------------------------------ helpers
+
+    def today_date(self) -> dt.date:
+        return self.clock.now().astimezone(self.zone).date()
+
+    def _text(
+        self, request: Request, text: str, *, status: str = "ok", private: bool = False
+    ) -> Reply:
+        return Reply(notice(text, request.flavor), status=status, private=private)
+
+    def _usage(self, request: Request, problem: str) -> Reply:
+        usage = self.usage(request.command.lower().lstrip("/"))
+        return self._text(request, f"{problem}\n用法 / usage: {usage}", status="usage")
+
+    def _render(
+        self, request: Request, issue: Issue, part: Part, *, brief: int | None = None
+    ) -> list[Message]:
+        return render(
+            issue, request.flavor, part, brief=brief, options=RenderOptions(buttons=False)
+        )
+
+    def _current(self) -> tuple[Issue, str | None]:
+        """Today's issue, or the latest one with a note saying so."""
+        today = self.today_date()
+        issue = self.archive.latest(on_or_before=today)
+        if issue.date == today:
+            return issue, None
+        return issue, (
+            f"今天（{today}）的日报还没有发布，这是最新一期：{issue.date}。\n"
+            f"Today's issue ({today}) is not out yet; here is the latest, from {issue.date}."
+        )
+
+    async def _part(self, request: Request, part: Part, *, brief: int | None = None) -> Reply:
+        issue, note = self._current()
+        messages = self._render(request, issue, part, brief=brief)
+        if note:
+            messages[:0] = notice(note, request.flavor)
+        return Reply(messages)
+
+    # ------------------------------------------------------------ reader commands
+
+    async def start(self, request: Request) -> Reply:
+        if request.args:
+            return await self.issue(request)
+        welcome = (
+            "欢迎！这里每天推送 AI 技术日报。\n"
+            "Welcome! This bot posts the daily AI tech digest.\n\n" + HELP_TEXT
+        )
+        return self._text(request, welcome)
+
+    async def help(self, request: Request) -> Reply:
+        text = HELP_TEXT
+        if request.capabilities:
+            text += "\n\n" + ADMIN_HELP
+        return self._text(request, text)
+
+    async def today(self, request: Request) -> Reply:
+        if request.args:
+            return self._usage(request, "/today 不需要参数 / takes no argument")
+        return await self._part(request, Part.ALL)
+
+    async def headline(self, request: Request) -> Reply:
+        return await self._part(request, Part.HEADLINE)
+
+    async def classic(self, request: Request) -> Reply:
+        return await self._part(request, Part.CLASSIC)
+
+    async def toc(self, request: Request) -> Reply:
+        return await self._part(request, Part.TOC)
+
+    async def briefs(self, request: Request) -> Reply:
+        if request.args:
+            return await self.brief(request)
+        return await self._part(request, Part.BRIEFS)
+
+    async def brief(self, request: Request) -> Reply:
+        if len(request.args) != 1 or not request.args[0].isdigit():
+            return self._usage(request, "请给出简讯编号，例如 /brief 2 / give a brief number")
+        n = int(request.args[0])
+        issue, _ = self._current()
+        if not 1 <= n <= len(issue.briefs):
+            return self._text(
+                request,
+                f"{issue.date} 这一期只有 {len(issue.briefs)} 条简讯，没有第 {n} 条。\n"
+                f"The issue of {issue.date} has {len(issue.briefs)} briefs; there is no brief {n}.",
+                status="usage",
+            )
+        return await self._part(request, Part.BRIEF, brief=n)
+
+    async def issue(self, request: Request) -> Reply:
+        if len(request.args) != 1:
+            return self._usage(request, "请给出日期 / give a date")
+        try:
+            date = dt.date.fromisoformat(request.args[0])
+        except ValueError:
+            return self._usage(request, f"“{request.args[0]}” 不是日期 / is not a date")
+        issue = self.archive.on(date)
+        return Reply(self._render(request, issue, Part.ALL))
+
+    async def search(self, request: Request) -> Reply:
+        word = " ".join(request.args).strip()
+        if not word:
+            return self._usage(request, "请给出关键词 / give a keyword")
+        if len(word) > 64:
+            return self._usage(request, "关键词太长（最多 64 个字符）/ keyword too long (64 max)")
+        hits = self.archive.search(word, limit=10)
+        if not hits:
+            return self._text(
+                request,
+                f"往期中没有找到“{word}”。\nNo issue mentions “{word}”.",
+                status="not_found",
+            )
+        lines = [f"“{word}” — {len(hits)} 条结果 / hits:"]
+        lines += [hit.describe() for hit in hits]
+        lines.append("用 /issue 日期 查看全文 / use /issue DATE to read one")
+        return self._text(request, "\n".join(lines))
+
+    async def subscribe(self, request: Request) -> Reply:
+        return await self._subscription(request, on=True)
+
+    async def unsubscribe(self, request: Request) -> Reply:
+        return await self._subscription(request, on=False)
+
+    async def _subscription(self, request: Request, *, on: bool) -> Reply:
+        if self.backend is None or request.platform == "console":
+            return self._text(
+                request, "这里不支持订阅 / subscriptions are not available here", status="usage"
+            )
+        changed = await self.backend.subscribe(request.platform, request.chat, on=on)
+        if on:
+            text = (
+                "已订阅：每天的日报会私信发给你。/unsubscribe 取消。\n"
+                "Subscribed: the daily issue will come by private message."
+                if changed
+                else "你已经订阅了。/ You are already subscribed."
+            )
+        else:
+            text = (
+                "已取消订阅。/ Unsubscribed."
+                if changed
+                else "你没有订阅。/ You were not subscribed."
+            )
+        return self._text(request, text)
+
+    # ------------------------------------------------------------ admin commands
+
+    async def _refuse(self, request: Request, action: str) -> Reply:
+        if self.backend is not None:
+            await self.backend.audit(request, action=action, allowed=False, outcome="refused")
+        log.warning("refused /%s from %s:%s", action, request.platform, request.user)
+        return self._text(
+            request,
+            f"抱歉，/{action} 只有管理员可以使用。\nSorry, /{action} is for admins only.",
+            status="refused",
+            private=True,
+        )
+
+    async def repost(self, request: Request) -> Reply:
+        if Capability.REPOST not in request.capabilities:
+            return await self._refuse(request, "repost")
+        args = list(request.args)
+        force = "force" in (a.lower() for a in args)
+        args = [a for a in args if a.lower() != "force"]
+        if len(args) > 1:
+            return self._usage(request, "参数太多 / too many arguments")
+        try:
+            date = dt.date.fromisoformat(args[0]) if args else self.today_date()
+        except ValueError:
+            return self._usage(request, f"“{args[0]}” 不是日期 / is not a date")
+        self.archive.on(date)  # IssueNotFound → a clear reply before anything is asked
+        if self.backend is None:
+            return self._text(request, "推送服务未运行 / delivery is not running", status="usage")
+        if not request.confirmed:
+            what = (
+                "全部重发 / resend everything" if force else "只补发缺失部分 / send what is missing"
+            )
+            return Reply(
+                notice(
+                    f"确认重新推送 {date} 的日报？{what}\nRepost the issue of {date}?",
+                    request.flavor,
+                ),
+                confirm=replace(request, confirmed=True),
+                status="confirm",
+                private=True,
+            )
+        summary = await self.backend.repost(
+            date, force=force, requested_by=f"{request.platform}:{request.user}"
+        )
+        await self.backend.audit(request, action="repost", allowed=True, outcome=summary)
+        return self._text(request, summary, private=True)
+
+    async def status(self, request: Request) -> Reply:
+        if Capability.STATUS not in request.capabilities:
+            return await self._refuse(request, "status")
+        if self.backend is None:
+            return self._text(request, "推送服务未运行 / delivery is not running", status="usage")
+        summary = await self.backend.status()
+        return self._text(request, summary, private=True)
+
+
+def parse_command_line(line: str) -> tuple[str, tuple[str, ...]] | None:
+    """Split ``/cmd@bot arg1 arg2`` into ``("cmd", ("arg1", "arg2"))``; None if not a command."""
+    line = line.strip()
+    if not line.startswith("/") or len(line) < 2:
+        return None
+    head, *rest = line.split()
+    name = head[1:].split("@", 1)[0].lower()
+    if not name:
+        return None
+    return name, tuple(rest)
+
+
+def split_args(values: Sequence[str]) -> tuple[str, ...]:
+    return tuple(v for v in values if v)

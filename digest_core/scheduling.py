@@ -1,0 +1,199 @@
+"""The daily post: APScheduler 3.11 cron in the digest's zone, retries for a late file, catch-up.
+
+The scheduler only triggers; what a post does (ledger, fan-out) is the ``post`` callback's.
+Posting is keyed by the issue's *date*: a day already posted is never posted again, whatever
+fires (a DST fall-back day fires a 02:30 cron twice; a restart runs the catch-up).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from apscheduler.triggers.cron import CronTrigger
+from apscheduler.triggers.date import DateTrigger
+
+from digest_core.clock import Clock
+
+log = logging.getLogger(__name__)
+
+JOB_ID = "daily-post"
+
+
+class PostState(StrEnum):
+    """How far the post of one day has got, according to the ledger."""
+
+    NONE = "none"  # nothing planned
+    PARTIAL = "partial"  # planned, some parts not sent yet (a crash, or failures)
+    DONE = "done"  # every part reached a final state
+
+
+class Outcome(StrEnum):
+    """What one trigger of the daily post did."""
+
+    POSTED = "posted"
+    ALREADY = "already"  # the ledger says this day was posted
+    WAITING = "waiting"  # today's file is missing; looking again later
+    GAVE_UP = "gave_up"  # the file never came before the deadline; admins alerted
+    MISSED = "missed"  # found on start, beyond the catch-up window; reported, not sent
+
+
+@dataclass(frozen=True)
+class ScheduleConfig:
+    zone: dt.tzinfo
+    post_time: dt.time
+    catch_up: dt.timedelta = dt.timedelta(hours=6)
+    retry_every: dt.timedelta = dt.timedelta(minutes=5)
+    deadline: dt.timedelta = dt.timedelta(hours=4)
+
+
+class DailyPoster:
+    """Decides when the issue of a day is posted; see the module docstring."""
+
+    def __init__(
+        self,
+        config: ScheduleConfig,
+        *,
+        clock: Clock,
+        has_issue: Callable[[dt.date], bool],
+        state: Callable[[dt.date], Awaitable[PostState]],
+        post: Callable[[dt.date], Awaitable[Any]],
+        alert: Callable[[str], Awaitable[None]],
+    ):
+        self.config = config
+        self.clock = clock
+        self._has_issue = has_issue
+        self._state = state
+        self._post = post
+        self._alert = alert
+        self._scheduler: AsyncIOScheduler | None = None
+        #: what the last catch-up and triggers found, for /status
+        self.notes: list[str] = []
+
+    # ------------------------------------------------------------ time arithmetic
+
+    def post_at(self, day: dt.date) -> dt.datetime:
+        """The aware moment the issue of ``day`` is due (a nonexistent local time on a DST
+        spring-forward day is moved forward, as the cron trigger does)."""
+        naive = dt.datetime.combine(day, self.config.post_time)
+        local = naive.replace(tzinfo=self.config.zone)
+        return local.astimezone(dt.UTC).astimezone(self.config.zone)
+
+    def today(self) -> dt.date:
+        return self.clock.now().astimezone(self.config.zone).date()
+
+    def next_post(self) -> dt.datetime:
+        """The next moment a post is due, for /status."""
+        now = self.clock.now()
+        day = now.astimezone(self.config.zone).date()
+        for offset in range(3):
+            at = self.post_at(day + dt.timedelta(days=offset))
+            if at > now:
+                return at
+        raise AssertionError("unreachable: a post is due within three days")
+
+    # ------------------------------------------------------------ decisions
+
+    async def run_due(self, day: dt.date | None = None) -> Outcome:
+        """Post the issue of ``day`` (default: today in the digest's zone) unless already posted.
+
+        A missing file is looked for again every ``retry_every`` until ``deadline`` after the
+        post time; then admins are alerted. Another day's issue is never posted instead.
+        """
+        day = day or self.today()
+        state = await self._state(day)
+        if state is PostState.DONE:
+            log.info("issue of %s already posted; not posting again", day)
+            return Outcome.ALREADY
+        if not self._has_issue(day):
+            now = self.clock.now()
+            give_up_at = self.post_at(day) + self.config.deadline
+            if now < give_up_at:
+                retry = min(now + self.config.retry_every, give_up_at)
+                log.warning("no issue file for %s yet; looking again at %s", day, retry)
+                self._later(retry, day)
+                return Outcome.WAITING
+            message = (
+                f"今天（{day}）的日报文件在截止时间前没有出现，未推送。"
+                f" No issue file for {day} by {give_up_at:%H:%M %Z}; nothing was posted."
+            )
+            self.notes.append(message)
+            log.error("%s", message)
+            await self._alert(message)
+            return Outcome.GAVE_UP
+        await self._post(day)
+        return Outcome.POSTED
+
+    async def catch_up(self, *, report_missed: bool = True) -> list[tuple[dt.date, Outcome]]:
+        """On start: post a missed post within the catch-up window, report older ones.
+
+        ``report_missed`` False (a first start, with an empty ledger) skips the reports: a bot
+        that never ran has missed nothing.
+        """
+        now = self.clock.now()
+        today = now.astimezone(self.config.zone).date()
+        results: list[tuple[dt.date, Outcome]] = []
+        for day in (today - dt.timedelta(days=1), today):
+            due = self.post_at(day)
+            if due > now:
+                continue
+            state = await self._state(day)
+            if state is PostState.DONE:
+                continue
+            late = now - due
+            if late <= self.config.catch_up:
+                log.info("catching up the post of %s (due %s, %s late)", day, due, late)
+                results.append((day, await self.run_due(day)))
+            elif report_missed and (state is PostState.PARTIAL or self._has_issue(day)):
+                hours = late.total_seconds() / 3600
+                message = (
+                    f"错过了 {day} 的推送（应在 {due:%Y-%m-%d %H:%M %Z}，已过 {hours:.1f} 小时，"
+                    f"超出补发窗口），未补发；可用 /repost {day} 手动推送。"
+                    f" Missed the post of {day} ({hours:.1f} h ago, beyond the catch-up window);"
+                    f" not sent. Use /repost {day} to send it."
+                )
+                self.notes.append(message)
+                log.warning("%s", message)
+                await self._alert(message)
+                results.append((day, Outcome.MISSED))
+        return results
+
+    # ------------------------------------------------------------ APScheduler wiring
+
+    def install(self, scheduler: AsyncIOScheduler) -> None:
+        """Add the daily cron job (fixed id, replace_existing) to ``scheduler``."""
+        self._scheduler = scheduler
+        t = self.config.post_time
+        if scheduler.get_job(JOB_ID) is not None:
+            # replace_existing only applies once the scheduler runs; before start() a second
+            # add_job would queue a second job
+            scheduler.remove_job(JOB_ID)
+        scheduler.add_job(
+            self.run_due,
+            CronTrigger(hour=t.hour, minute=t.minute, timezone=self.config.zone),
+            id=JOB_ID,
+            name="daily post",
+            replace_existing=True,
+            coalesce=True,
+            max_instances=1,
+            # a late trigger (a busy loop, a suspended laptop) still posts within the window
+            misfire_grace_time=int(self.config.catch_up.total_seconds()) or 1,
+        )
+
+    def _later(self, when: dt.datetime, day: dt.date) -> None:
+        if self._scheduler is None:
+            return
+        self._scheduler.add_job(
+            self.run_due,
+            DateTrigger(run_date=when),
+            args=[day],
+            id=f"retry-{day.isoformat()}",
+            name=f"look again for the issue of {day}",
+            replace_existing=True,
+            misfire_grace_time=int(self.config.retry_every.total_seconds()),
+        )

@@ -1,0 +1,273 @@
+"""DigestService: the running bot's core — archive, ledger, delivery, schedule and commands.
+
+Adapters (console, Telegram, Discord) are Platforms that also receive commands; the service
+posts through them and answers their commands, so every platform behaves the same.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from digest_core.archive import Archive
+from digest_core.clock import Clock
+from digest_core.commands import Commands, Request
+from digest_core.delivery import DeliveryEngine, DeliveryReport, Ledger, PartState, ProgressCallback
+from digest_core.errors import IssueNotFound
+from digest_core.models import Issue
+from digest_core.platform import Platform, Target, TargetKind
+from digest_core.rendering import Part, render
+from digest_core.scheduling import DailyPoster, PostState, ScheduleConfig
+
+log = logging.getLogger(__name__)
+
+
+@runtime_checkable
+class Adapter(Platform, Protocol):
+    """A Platform that also talks with people: receives commands, knows its channels.
+
+    The runtime calls :meth:`start` once the service is ready and :meth:`stop` on shutdown;
+    both MUST return promptly (long-running receive loops run as tasks the adapter owns).
+    """
+
+    async def start(self, service: DigestService, *, receive: bool = True) -> None:
+        """Connect; with ``receive``, also begin answering commands through
+        ``service.commands`` (without it, only :meth:`send` is used: ``digest-bot post``)."""
+        ...
+
+    async def stop(self) -> None:
+        """Stop receiving, finish what is being answered, disconnect."""
+        ...
+
+    def channel_targets(self) -> list[Target]:
+        """Where the daily issue is posted (from config)."""
+        ...
+
+    async def alert_admins(self, text: str) -> None:
+        """Tell this platform's admins something went wrong (best effort, never raises)."""
+        ...
+
+
+class DigestService:
+    """Ties the archive, the ledger and the platforms together; implements AdminBackend."""
+
+    def __init__(
+        self,
+        *,
+        archive: Archive,
+        ledger: Ledger,
+        engine: DeliveryEngine,
+        clock: Clock,
+        zone: dt.tzinfo,
+        schedule: ScheduleConfig,
+        platforms: Sequence[Adapter],
+    ):
+        self.archive = archive
+        self.ledger = ledger
+        self.engine = engine
+        self.clock = clock
+        self.zone = zone
+        self.platforms = {p.name: p for p in platforms}
+        self._active = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self.commands = Commands(archive, clock, zone, backend=self)
+        self.poster = DailyPoster(
+            schedule,
+            clock=clock,
+            has_issue=self.has_issue,
+            state=self.post_state,
+            post=self._scheduled_post,
+            alert=self.alert,
+        )
+
+    # ------------------------------------------------------------ posting
+
+    def has_issue(self, day: dt.date) -> bool:
+        try:
+            self.archive.on(day)
+        except IssueNotFound:
+            return False
+        return True
+
+    async def targets(self, platform: Adapter) -> list[Target]:
+        """The configured channels plus the active private subscribers of ``platform``."""
+        return [*platform.channel_targets(), *await self.ledger.subscribers(platform.name)]
+
+    async def post(
+        self,
+        day: dt.date,
+        *,
+        platforms: Sequence[str] | None = None,
+        only_target: str | None = None,
+        force: bool = False,
+        progress: ProgressCallback | None = None,
+    ) -> list[DeliveryReport]:
+        """Deliver the issue of ``day`` to every target of the chosen platforms (default all).
+
+        Only what the ledger lacks is sent unless ``force``. Platforms deliver concurrently; a
+        platform or target failing never stops the others.
+
+        Raises:
+            IssueNotFound: there is no issue for ``day``.
+            ValueError: an unknown platform name.
+        """
+        issue = self.archive.on(day)
+        self._active += 1
+        self._idle.clear()
+        try:
+            return await self._post(issue, platforms, only_target, force, progress)
+        finally:
+            self._active -= 1
+            if not self._active:
+                self._idle.set()
+
+    async def idle(self, within: float) -> bool:
+        """Wait up to ``within`` seconds for deliveries under way; True when none is left."""
+        try:
+            await asyncio.wait_for(self._idle.wait(), within)
+        except TimeoutError:
+            return False
+        return True
+
+    async def _post(
+        self,
+        issue: Issue,
+        platforms: Sequence[str] | None,
+        only_target: str | None,
+        force: bool,
+        progress: ProgressCallback | None,
+    ) -> list[DeliveryReport]:
+        chosen = (
+            [self._platform(n) for n in platforms] if platforms else list(self.platforms.values())
+        )
+        reports: list[DeliveryReport] = []
+        for platform in chosen:
+            targets = await self.targets(platform)
+            if only_target is not None:
+                targets = [t for t in targets if t.id == only_target] or [
+                    Target(platform.name, only_target, TargetKind.CHANNEL)
+                ]
+            if not targets:
+                log.info("%s has no targets configured; nothing to post", platform.name)
+                continue
+            messages = render(issue, platform.flavor, Part.ALL, options=platform.post_options)
+            reports.append(
+                await self.engine.deliver(
+                    issue.ref, platform, messages, targets, force=force, progress=progress
+                )
+            )
+        return reports
+
+    def _platform(self, name: str) -> Adapter:
+        try:
+            return self.platforms[name]
+        except KeyError:
+            known = ", ".join(self.platforms) or "none"
+            raise ValueError(f"platform {name!r} is not running (running: {known})") from None
+
+    async def _scheduled_post(self, day: dt.date) -> None:
+        reports = await self.post(day)
+        failed = [r for r in reports if not r.ok]
+        if failed:
+            lines = [describe_report(r) for r in failed]
+            await self.alert(
+                f"{day} 的推送有失败 / the post of {day} had failures:\n" + "\n".join(lines)
+            )
+
+    async def post_state(self, day: dt.date) -> PostState:
+        """How far the post of ``day`` got on every running platform (any revision)."""
+        states: list[PostState] = []
+        for name in self.platforms:
+            counts = await self.ledger.day_counts(day, platform=name)
+            if not any(counts.values()):
+                states.append(PostState.NONE)
+            elif counts[PartState.PENDING] or counts[PartState.IN_FLIGHT]:
+                states.append(PostState.PARTIAL)
+            else:
+                states.append(PostState.DONE)
+        if not states or all(s is PostState.NONE for s in states):
+            return PostState.NONE
+        if all(s is PostState.DONE for s in states):
+            return PostState.DONE
+        return PostState.PARTIAL
+
+    async def catch_up(self) -> None:
+        """The start-up catch-up; missed posts are reported unless the ledger is brand new."""
+        first_start = not await self.ledger.records(limit=1)
+        await self.poster.catch_up(report_missed=not first_start)
+
+    async def alert(self, text: str) -> None:
+        log.warning("alert: %s", text)
+        for platform in self.platforms.values():
+            try:
+                await platform.alert_admins(text)
+            except Exception:  # an alert must never take the bot down
+                log.exception("could not alert %s admins", platform.name)
+
+    # ------------------------------------------------------------ AdminBackend
+
+    async def repost(self, date: dt.date, *, force: bool, requested_by: str) -> str:
+        log.info("repost of %s (force=%s) requested by %s", date, force, requested_by)
+        reports = await self.post(date, force=force)
+        if not reports:
+            return "没有配置推送目标 / no targets are configured"
+        return "\n".join(describe_report(r) for r in reports)
+
+    async def status(self) -> str:
+        lines = [f"下次推送 / next post: {self.poster.next_post():%Y-%m-%d %H:%M %Z}"]
+        for platform in self.platforms.values():
+            targets = await self.targets(platform)
+            lines.append(f"{platform.name}: {len(targets)} 个目标 / targets")
+            for target in targets[:20]:
+                last = await self.ledger.last_sent(platform.name, target.id)
+                when = (
+                    f"{last.issue_date} (#{last.part + 1}, {last.updated_at:%m-%d %H:%M})"
+                    if last
+                    else "—"
+                )
+                lines.append(f"  {target.id}: 最近 / last {when}")
+            if len(targets) > 20:
+                lines.append(f"  … {len(targets) - 20} more")
+        failures = await self.ledger.failures(limit=5)
+        if failures:
+            lines.append("最近失败 / recent failures:")
+            lines += [
+                f"  {f.platform}:{f.target} {f.issue_date} #{f.part + 1}: {f.last_error}"
+                for f in failures
+            ]
+        lines += self.poster.notes[-3:]
+        return "\n".join(lines)
+
+    async def subscribe(self, platform: str, chat: str, *, on: bool) -> bool:
+        if on:
+            return await self.ledger.subscribe(platform, chat)
+        return await self.ledger.unsubscribe(platform, chat)
+
+    async def audit(self, request: Request, *, action: str, allowed: bool, outcome: str) -> None:
+        await self.ledger.record_audit(
+            platform=request.platform,
+            user_id=request.user,
+            action=action,
+            args={"args": list(request.args), "chat": request.chat},
+            allowed=allowed,
+            outcome=outcome,
+        )
+
+
+def describe_report(report: DeliveryReport) -> str:
+    """One line per platform plus one per target that did not complete."""
+    head = (
+        f"{report.platform} {report.ref.date}: 发送 / sent {report.sent}, "
+        f"失败 / failed {report.failed}, 失效 / gone {len(report.gone)}"
+    )
+    lines = [head]
+    for t in report.targets:
+        if not t.complete or t.moved_to:
+            why = "; ".join(t.errors[-2:]) or ("gone" if t.gone else "")
+            moved = f" → {t.moved_to}" if t.moved_to else ""
+            lines.append(f"  {t.target.id}{moved}: {why}")
+    return "\n".join(lines)
