@@ -1,0 +1,191 @@
+"""The `digest-bot` command as a user runs it: real subprocesses on a temporary setup."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SEED_DIR = ROOT.parent / "shared" / "seeds"
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    shutil.copytree(ROOT / "archive", tmp_path / "archive")
+    (tmp_path / "config").mkdir()
+    shutil.copy(ROOT / "config" / "digest-bot.toml", tmp_path / "config" / "digest-bot.toml")
+    return tmp_path
+
+
+def cli_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DIGEST_BOT_")}
+    env["PYTHONPATH"] = str(ROOT)
+    return env
+
+
+def cli(cwd: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "bots.cli", *args],
+        cwd=cwd,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=cli_env(),
+        timeout=60,
+    )
+
+
+def test_validate_good_files(workdir: Path) -> None:
+    out = cli(workdir, "validate", "archive")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count(": ok — ") == 5
+
+
+def test_validate_reports_path_line_and_exits_1(workdir: Path) -> None:
+    bad = workdir / "2026-12-01.txt"
+    bad.write_text("AI 技术日报\n重点\n只有标题\n简讯\n", encoding="utf-8")
+    out = cli(workdir, "validate", str(bad), "archive/2026-11-26.txt")
+    assert out.returncode == 1
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith(f"{bad}:3: ")
+    assert "只有标题" in lines[0]
+    assert lines[1].startswith("archive/2026-11-26.txt: ok")
+    assert "1 of 2 files failed" in out.stderr
+
+
+def test_validate_tolerates_bom_and_crlf(workdir: Path) -> None:
+    text = (workdir / "archive" / "2026-11-28.txt").read_text(encoding="utf-8")
+    crlf = workdir / "draft-crlf.txt"
+    crlf.write_bytes(b"\xef\xbb\xbf" + text.replace("\n", "\r\n").encode("utf-8"))
+    out = cli(workdir, "validate", "--date", "2026-11-28", str(crlf))
+    assert out.returncode == 0, out.stdout
+    plain = cli(workdir, "preview", "--file", "archive/2026-11-28.txt", "--json")
+    crlf_json = cli(workdir, "preview", "--file", str(crlf), "--date", "2026-11-28", "--json")
+    assert json.loads(plain.stdout) == json.loads(crlf_json.stdout)
+
+
+@pytest.mark.skipif(not SEED_DIR.is_dir(), reason="../shared/seeds is not present")
+def test_seed_validates_and_previews(workdir: Path) -> None:
+    seed = next(SEED_DIR.glob("*.txt"))
+    out = cli(workdir, "validate", "--date", "2026-10-27", str(seed))
+    assert out.returncode == 0, out.stdout
+    assert "6 briefs, 1 classic review" in out.stdout
+    for platform in ("telegram", "discord"):
+        prev = cli(
+            workdir,
+            "preview",
+            "--file",
+            str(seed),
+            "--date",
+            "2026-10-27",
+            "--platform",
+            platform,
+            "--json",
+        )
+        assert prev.returncode == 0, prev.stderr
+        assert json.loads(prev.stdout)
+
+
+def test_preview_json_is_the_exact_payloads(workdir: Path) -> None:
+    tg = cli(workdir, "preview", "--date", "2026-11-28", "--platform", "telegram", "--json")
+    assert tg.returncode == 0, tg.stderr
+    payloads = json.loads(tg.stdout)
+    assert all(p["parse_mode"] == "HTML" for p in payloads)
+    html = "".join(p["text"] for p in payloads)
+    assert "&lt;think&gt;" in html and "<think>" not in html  # issue text is escaped
+    dc = cli(workdir, "preview", "--date", "2026-11-28", "--platform", "discord", "--json")
+    messages = json.loads(dc.stdout)
+    assert all(m["allowed_mentions"] == {"parse": []} for m in messages)
+    dumped = json.dumps(messages, ensure_ascii=False)
+    assert "@everyone" not in dumped  # defanged in the text, and nobody is pinged anyway
+
+
+def test_preview_long_issue_splits_on_telegram(workdir: Path) -> None:
+    out = cli(workdir, "preview", "--date", "2026-11-27", "--section", "headline", "--json")
+    assert len(json.loads(out.stdout)) >= 2
+
+
+@pytest.mark.parametrize("section", ["headline", "briefs", "classic", "toc"])
+def test_preview_sections_readable(workdir: Path, section: str) -> None:
+    out = cli(workdir, "preview", "--date", "2026-11-26", "--section", section)
+    assert out.returncode == 0, out.stderr
+    assert "telegram message 1/" in out.stdout
+
+
+def test_preview_errors(workdir: Path) -> None:
+    missing = cli(workdir, "preview", "--date", "2020-01-01")
+    assert missing.returncode == 1 and "2026-11-26" in missing.stderr
+    no_brief = cli(workdir, "preview", "--date", "2026-11-26", "--brief", "42")
+    assert no_brief.returncode == 1 and "42" in no_brief.stderr
+    bad_date = cli(workdir, "preview", "--date", "2026-02-30")
+    assert bad_date.returncode == 2 and "not a date" in bad_date.stderr
+
+
+def test_archive_list_and_search(workdir: Path) -> None:
+    (workdir / "archive" / "2026-12-03.txt").write_text("不是日报\n", encoding="utf-8")
+    listed = cli(workdir, "archive", "list")
+    assert listed.returncode == 0
+    assert listed.stdout.count("loaded") == 5
+    assert "2026-12-03.txt" in listed.stderr  # reported, listing not broken
+    found = cli(workdir, "archive", "search", "ZeRO")
+    assert found.returncode == 0 and "2026-11-27" in found.stdout
+    none = cli(workdir, "archive", "search", "绝对不会出现的词")
+    assert none.returncode == 1
+
+
+def test_bad_config_value_names_key_and_exits_2(workdir: Path) -> None:
+    cfg = workdir / "config" / "digest-bot.toml"
+    cfg.write_text(cfg.read_text(encoding="utf-8").replace('"08:00"', '"8 点"'), encoding="utf-8")
+    out = cli(workdir, "archive", "list")
+    assert out.returncode == 2
+    assert "schedule.post_time" in out.stderr and "HH:MM" in out.stderr
+
+
+def test_post_twice_sends_once(workdir: Path) -> None:
+    first = cli(workdir, "post", "--date", "2026-11-26")
+    assert first.returncode == 0, first.stderr
+    assert "console 2026-11-26: 发送 / sent 1" in first.stdout
+    assert "AI 技术日报" in first.stdout  # the console platform printed the post
+    second = cli(workdir, "post", "--date", "2026-11-26")
+    assert second.returncode == 0
+    assert "sent 0" in second.stdout
+    forced = cli(workdir, "post", "--date", "2026-11-26", "--force")
+    assert "sent 1" in forced.stdout
+    status = cli(workdir, "status")
+    assert "stdout: 最近 / last 2026-11-26" in status.stdout
+
+
+def test_run_console_answers_typed_commands_and_stops_on_sigterm(workdir: Path) -> None:
+    out_path, err_path = workdir / "out.txt", workdir / "err.txt"
+    with out_path.open("w") as out_file, err_path.open("w") as err_file:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "bots.cli", "run"],
+            cwd=workdir,
+            stdin=subprocess.PIPE,
+            stdout=out_file,
+            stderr=err_file,
+            text=True,
+            env=cli_env(),
+        )
+        assert proc.stdin is not None
+        proc.stdin.write("/brief 2\n/issue 2026-11-29\n/brief x\n")
+        proc.stdin.close()  # non-interactive from here on: the bot keeps running
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and "/brief N" not in out_path.read_text():
+            time.sleep(0.05)
+        assert proc.poll() is None  # still running with stdin closed
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    out, err = out_path.read_text(), err_path.read_text()
+    assert "> /brief 2" in out and "> /issue 2026-11-29" in out
+    assert "AI Tech Daily" in out  # the English issue of 2026-11-29
+    assert "用法 / usage: /brief N" in out
+    assert "stopping" in err

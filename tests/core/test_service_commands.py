@@ -1,0 +1,185 @@
+"""The core commands through the real service (archive, SQLite ledger, console platform)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import shutil
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from bots.runtime import open_service
+from digest_core.commands import ADMIN, Capability, Request
+from digest_core.rendering import Flavor, Message, preview
+from digest_core.scheduling import PostState
+from digest_core.service import DigestService
+from digest_core.settings import load_settings
+from digest_core.testing import ManualClock
+
+ROOT = Path(__file__).resolve().parents[2]
+# 09:00 in Shanghai on 2026-11-30: the bundled archive's newest issue is today's
+MORNING = dt.datetime(2026, 11, 30, 1, 0, tzinfo=dt.UTC)
+
+
+def make_config(tmp_path: Path, *, archive_days: list[str] | None = None) -> Path:
+    archive = tmp_path / "archive"
+    archive.mkdir()
+    for src in sorted((ROOT / "archive").glob("*.txt")):
+        if archive_days is None or src.stem in archive_days:
+            shutil.copy(src, archive / src.name)
+    cfg = tmp_path / "bot.toml"
+    cfg.write_text(
+        f'archive_dir = "{archive}"\ndatabase_url = "sqlite+aiosqlite:///{tmp_path}/l.db"\n',
+        encoding="utf-8",
+    )
+    return cfg
+
+
+@pytest.fixture
+async def service(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[DigestService]:
+    monkeypatch.delenv("DIGEST_BOT_TELEGRAM__TOKEN", raising=False)
+    monkeypatch.delenv("DIGEST_BOT_DISCORD__TOKEN", raising=False)
+    settings = load_settings(make_config(tmp_path))
+    clock = ManualClock(MORNING, autoadvance=False)
+    async with open_service(settings, clock=clock, out=io.StringIO()) as svc:
+        yield svc
+
+
+def req(command: str, *args: str, admin: bool = False, flavor: Flavor = Flavor.PLAIN) -> Request:
+    return Request(
+        command,
+        tuple(args),
+        platform="console",
+        flavor=flavor,
+        user="u1",
+        chat="c1",
+        capabilities=ADMIN if admin else frozenset(),
+    )
+
+
+def text_of(messages: list[Message], flavor: Flavor = Flavor.PLAIN) -> str:
+    return "\n".join(preview(m, flavor) for m in messages)
+
+
+async def test_today_is_todays_issue(service: DigestService) -> None:
+    reply = await service.commands.handle(req("today"))
+    assert reply.status == "ok"
+    text = text_of(reply.messages)
+    assert "集合通信的拓扑账" in text  # the headline title of archive/2026-11-30.txt
+    assert "还没有发布" not in text
+
+
+async def test_today_before_todays_file_says_so_and_gives_the_latest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("DIGEST_BOT_TELEGRAM__TOKEN", raising=False)
+    settings = load_settings(make_config(tmp_path, archive_days=["2026-11-28", "2026-11-29"]))
+    async with open_service(settings, clock=ManualClock(MORNING, autoadvance=False)) as svc:
+        reply = await svc.commands.handle(req("today"))
+    text = text_of(reply.messages)
+    assert "今天（2026-11-30）的日报还没有发布" in text and "2026-11-29" in text
+    assert "AI Tech Daily" in text  # the 2026-11-29 issue is the English one
+
+
+@pytest.mark.parametrize(
+    ("command", "args", "status", "fragment"),
+    [
+        ("brief", ("2",), "ok", "2."),
+        ("brief", ("0",), "usage", "没有第 0 条"),
+        ("brief", ("99",), "usage", "there is no brief 99"),
+        ("brief", ("two",), "usage", "/brief N"),
+        ("brief", (), "usage", "/brief N"),
+        ("briefs", (), "ok", "【简讯】"),
+        ("briefs", ("3",), "ok", "3."),
+        ("headline", (), "ok", "【重点】"),
+        ("classic", (), "ok", "带着一个问题读"),
+        ("toc", (), "ok", "AI 技术日报"),
+        ("issue", ("2026-11-27",), "ok", "KV 缓存"),
+        ("issue", ("2026-13-01",), "usage", "不是日期"),
+        ("issue", ("2025-01-01",), "not_found", "2026-11-26"),
+        ("issue", (), "usage", "/issue YYYY-MM-DD"),
+        ("search", ("缓存",), "ok", "2026-11-27"),
+        ("search", ("没有这个词的文章",), "not_found", "No issue mentions"),
+        ("search", (), "usage", "/search"),
+        ("today", ("extra",), "usage", "takes no argument"),
+        ("nonsense", (), "usage", "/help"),
+        ("start", ("2026-11-26",), "ok", "2026"),
+        ("help", (), "ok", "/classic"),
+    ],
+)
+async def test_reader_commands(
+    service: DigestService, command: str, args: tuple[str, ...], status: str, fragment: str
+) -> None:
+    reply = await service.commands.handle(req(command, *args))
+    assert reply.status == status
+    assert fragment in text_of(reply.messages)
+
+
+async def test_help_shows_admin_commands_only_to_admins(service: DigestService) -> None:
+    assert "/repost" not in text_of((await service.commands.handle(req("help"))).messages)
+    admin_help = text_of((await service.commands.handle(req("help", admin=True))).messages)
+    assert "/repost" in admin_help
+
+
+async def test_non_admin_repost_is_refused_audited_and_sends_nothing(
+    service: DigestService,
+) -> None:
+    reply = await service.commands.handle(req("repost", "2026-11-30"))
+    assert reply.status == "refused" and reply.private
+    assert await service.ledger.records(limit=1) == []
+    entries = await service.ledger.audit_log()
+    assert [(e.action, e.allowed, e.user_id) for e in entries] == [("repost", False, "u1")]
+
+
+async def test_admin_repost_asks_to_confirm_then_delivers_once(service: DigestService) -> None:
+    first = await service.commands.handle(req("repost", "2026-11-30", admin=True))
+    assert first.status == "confirm" and first.confirm is not None
+    assert await service.ledger.records(limit=1) == []  # nothing before confirmation
+    done = await service.commands.handle(first.confirm)
+    assert done.status == "ok"
+    assert "console 2026-11-30: 发送 / sent 1" in text_of(done.messages)
+    again = await service.commands.handle(first.confirm)
+    assert "sent 0" in text_of(again.messages)  # only what is missing: nothing
+    forced = await service.commands.handle(replace(first.confirm, args=("2026-11-30", "force")))
+    assert "sent 1" in text_of(forced.messages)
+    actions = [(e.action, e.allowed) for e in await service.ledger.audit_log()]
+    assert actions == [("repost", True)] * 3
+
+
+async def test_repost_of_a_missing_day_or_bad_date_explains(service: DigestService) -> None:
+    missing = await service.commands.handle(req("repost", "2020-01-01", admin=True))
+    assert missing.status == "not_found" and missing.confirm is None
+    bad = await service.commands.handle(req("repost", "yesterday", admin=True))
+    assert bad.status == "usage" and "/repost" in text_of(bad.messages)
+
+
+async def test_status_for_admins(service: DigestService) -> None:
+    refused = await service.commands.handle(req("status"))
+    assert refused.status == "refused"
+    await service.post(dt.date(2026, 11, 30))
+    reply = await service.commands.handle(req("status", admin=True))
+    text = text_of(reply.messages)
+    assert "next post: 2026-12-01 08:00" in text
+    assert "stdout: 最近 / last 2026-11-30" in text
+
+
+async def test_subscriptions_are_not_offered_on_the_console(service: DigestService) -> None:
+    reply = await service.commands.handle(req("subscribe"))
+    assert reply.status == "usage"
+
+
+async def test_post_twice_sends_once_and_state_follows(service: DigestService) -> None:
+    day = dt.date(2026, 11, 30)
+    assert await service.post_state(day) is PostState.NONE
+    first = await service.post(day)
+    second = await service.post(day)
+    assert [r.sent for r in first] == [1] and [r.sent for r in second] == [0]
+    assert await service.post_state(day) is PostState.DONE
+
+
+async def test_capabilities_are_checked_individually(service: DigestService) -> None:
+    only_status = Request("repost", (), capabilities=frozenset({Capability.STATUS}))
+    assert (await service.commands.handle(only_status)).status == "refused"
