@@ -1,0 +1,458 @@
+"""Discord renderer: an Issue as create-message payloads, with embeds or as plain markdown."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from digest_core.models import Issue, Section
+from digest_core.rendering import BUTTON_SECTIONS, Message, Part, RenderOptions, button_data
+from digest_core.rendering.markdown import defang, escape, link, pingable, safe_url, visible
+from digest_core.rendering.plain import (
+    Block,
+    Entry,
+    lede_text,
+    nothing_notice,
+    pack_blocks,
+    select,
+)
+from digest_core.rendering.split import flow, hard_cut, pack, split_sentences, utf16_len
+
+log = logging.getLogger(__name__)
+
+# Discord's limits, which discord.py checks none of (Discord answers 400, code 50035):
+# https://discord.com/developers/docs/resources/message#create-message and
+# https://discord.com/developers/docs/resources/message#embed-object-embed-limits
+CONTENT_LIMIT = 2000  # message content
+EMBEDS_PER_MESSAGE = 10
+EMBED_TOTAL_LIMIT = 6000  # title + description + field names/values + footer text + author name
+EMBED_TITLE_LIMIT = 256
+EMBED_DESCRIPTION_LIMIT = 4096
+EMBED_FOOTER_LIMIT = 2048
+EMBED_AUTHOR_LIMIT = 256
+EMBED_FIELDS_LIMIT = 25
+EMBED_FIELD_NAME_LIMIT = 256
+EMBED_FIELD_VALUE_LIMIT = 1024
+ACTION_ROWS_PER_MESSAGE = 5
+BUTTONS_PER_ROW = 5
+BUTTON_LABEL_LIMIT = 80
+CUSTOM_ID_LIMIT = 100
+# Component types and style, as discord.ComponentType.action_row / .button and
+# discord.ButtonStyle.secondary (grey) number them.
+COMPONENT_ACTION_ROW = 1
+COMPONENT_BUTTON = 2
+BUTTON_STYLE_SECONDARY = 2
+# Discord documents its limits in "characters"; counting UTF-16 code units (as JavaScript does)
+# is never less than counting code points, so a payload that fits here fits there.
+measure = utf16_len
+
+#: Embed colour per section (the left bar), as discord.Colour values.
+SECTION_COLOURS: dict[Section, int] = {
+    Section.HEADLINE: 0xE8590C,  # orange
+    Section.BRIEFS: 0x1C7ED6,  # blue
+    Section.CLASSIC: 0x7048E8,  # violet
+}
+#: What ends a truncated embed title (the full title then opens the description).
+ELLIPSIS = "…"
+#: A longer masthead is cut in footers, so title + description + footer always fit in 6000.
+FOOTER_MASTHEAD_CHARS = 100
+#: Footer suffix of the second and later embeds of one item.
+CONTINUED = "（续）"
+#: Before the reading question, which is set apart as a block quote.
+QUESTION_PREFIX = "> 带着一个问题读："
+#: Masked-link text of an item's second and later source links.
+SOURCE_LABEL = "来源 {n}"
+#: Every message pings nobody, whatever its text (discord.AllowedMentions.none()).
+ALLOWED_MENTIONS: dict[str, list[str]] = {"parse": []}
+
+Json = dict[str, Any]
+
+
+def render(
+    issue: Issue,
+    part: Part = Part.ALL,
+    *,
+    brief: int | None = None,
+    options: RenderOptions | None = None,
+) -> list[Message]:
+    """Render ``part`` of ``issue`` as Discord create-message payloads, in send order.
+
+    With ``options.embeds`` (the default) the first message's content holds the masthead, date
+    and (for the whole issue) the lede; each item is one embed (title linked to its first
+    source, paragraphs, the reading question as a quote, further sources as 来源 2 … links,
+    a colour and a footer per section), or several when its text passes the description limit.
+    Items are packed in order, whole where they fit, into as few messages as Discord's limits
+    allow. Without embeds, and for ``Part.TOC``, messages are content only (see
+    :func:`_markdown_units`). All issue text is escaped (:mod:`.markdown`) and every payload
+    carries ``allowed_mentions: {"parse": []}``. With ``options.buttons`` the last message has
+    one row of buttons for the issue's sections, their custom ids from
+    :func:`~digest_core.rendering.button_data`.
+
+    Every returned payload passes :func:`check_message`.
+
+    Raises:
+        ValueError: ``part`` is BRIEF and ``brief`` is None.
+        IndexError: ``part`` is BRIEF and the issue has no brief number ``brief``.
+    """
+    part = Part(part)
+    options = options or RenderOptions()
+    entries = [] if part is Part.TOC else select(issue, part, brief)
+    if options.embeds and entries:
+        payloads = _embed_messages(issue, part, entries)
+    else:
+        units = _toc_units(issue) if part is Part.TOC else _markdown_units(issue, entries)
+        units.insert(0, _header(issue, part))
+        notice = nothing_notice(part)
+        if not entries and notice:
+            units.append([("\n\n", notice)])
+        payloads = [{"content": c} for c in pack_blocks(units, CONTENT_LIMIT, measure)]
+    for payload in payloads:
+        payload["allowed_mentions"] = dict(ALLOWED_MENTIONS)
+    if options.buttons:
+        payloads[-1]["components"] = [_buttons(issue)]
+    log.debug("discord: %s of %s in %d message(s)", part, issue.date, len(payloads))
+    return [Message(p) for p in payloads]
+
+
+def preview(message: Message) -> str:
+    """A readable view of one payload: content, each embed, then the buttons as ``[label]``."""
+    payload = message.payload
+    out: list[str] = []
+    if payload.get("content"):
+        out.append(visible(payload["content"], links=True))
+    for embed in payload.get("embeds", []):
+        lines = ["┌──"]
+        if "title" in embed:
+            lines.append(visible(embed["title"]))
+        if "url" in embed:
+            lines.append(f"<{embed['url']}>")
+        if "description" in embed:
+            lines.append(visible(embed["description"], links=True))
+        if "footer" in embed:
+            lines.append(f"— {embed['footer']['text']}")
+        out.append("\n│ ".join("\n".join(lines).split("\n")))
+    labels = [
+        f"[{button['label']}]"
+        for row in payload.get("components", [])
+        for button in row.get("components", [])
+    ]
+    if labels:
+        out.append(" ".join(labels))
+    return "\n".join(out)
+
+
+def embed_chars(embed: Mapping[str, Any]) -> int:
+    """The characters an embed counts towards a message's 6000: title, description, field
+    names and values, footer text and author name."""
+    texts = [embed.get("title", ""), embed.get("description", "")]
+    texts.append(embed.get("footer", {}).get("text", ""))
+    texts.append(embed.get("author", {}).get("name", ""))
+    for f in embed.get("fields", []):
+        texts += [f.get("name", ""), f.get("value", "")]
+    return sum(measure(t) for t in texts)
+
+
+def check_message(payload: Mapping[str, Any]) -> list[str]:
+    """Every way ``payload`` breaks a Discord limit or our own rules (empty when it is fine).
+
+    Discord's: content ≤ 2000; at least one of content, embeds, components; ≤ 10 embeds; title ≤
+    256, description ≤ 4096, footer ≤ 2048, author ≤ 256, ≤ 25 fields of name ≤ 256 / value ≤
+    1024, ≤ 6000 summed over all embeds; an embed url is http(s); ≤ 5 action rows of ≤ 5 buttons,
+    label ≤ 80, custom_id 1–100 and unique. Ours: allowed_mentions is ``{"parse": []}`` and no
+    text has a mention Discord would render.
+    """
+    problems: list[str] = []
+
+    def over(what: str, text: Any, limit: int) -> None:
+        if not isinstance(text, str):
+            problems.append(f"{what} is not a string")
+        elif measure(text) > limit:
+            problems.append(f"{what} is {measure(text)} > {limit} characters")
+
+    def mentions(what: str, text: str) -> None:
+        for found in pingable(text):
+            problems.append(f"{what} has a live mention {found!r}")
+
+    content = payload.get("content", "")
+    over("content", content, CONTENT_LIMIT)
+    if isinstance(content, str):
+        mentions("content", content)
+    embeds = payload.get("embeds", [])
+    components = payload.get("components", [])
+    if not (isinstance(content, str) and content.strip()) and not embeds and not components:
+        problems.append("message is empty")
+    if len(embeds) > EMBEDS_PER_MESSAGE:
+        problems.append(f"{len(embeds)} embeds > {EMBEDS_PER_MESSAGE}")
+    for i, embed in enumerate(embeds):
+        at = f"embed {i}"
+        if "title" in embed:
+            over(f"{at} title", embed["title"], EMBED_TITLE_LIMIT)
+            mentions(f"{at} title", str(embed["title"]))
+        if "description" in embed:
+            over(f"{at} description", embed["description"], EMBED_DESCRIPTION_LIMIT)
+            mentions(f"{at} description", str(embed["description"]))
+        if "footer" in embed:
+            over(f"{at} footer", embed["footer"].get("text"), EMBED_FOOTER_LIMIT)
+        if "author" in embed:
+            over(f"{at} author", embed["author"].get("name"), EMBED_AUTHOR_LIMIT)
+        fields = embed.get("fields", [])
+        if len(fields) > EMBED_FIELDS_LIMIT:
+            problems.append(f"{at} has {len(fields)} fields > {EMBED_FIELDS_LIMIT}")
+        for j, f in enumerate(fields):
+            over(f"{at} field {j} name", f.get("name"), EMBED_FIELD_NAME_LIMIT)
+            over(f"{at} field {j} value", f.get("value"), EMBED_FIELD_VALUE_LIMIT)
+            mentions(f"{at} field {j} value", str(f.get("value")))
+        url = embed.get("url")
+        if url is not None and not str(url).startswith(("http://", "https://")):
+            problems.append(f"{at} url {url!r} is not http(s)")
+        if not any(embed.get(k) for k in ("title", "description", "fields")):
+            problems.append(f"{at} is empty")
+    total = sum(embed_chars(e) for e in embeds)
+    if total > EMBED_TOTAL_LIMIT:
+        problems.append(f"embeds total {total} > {EMBED_TOTAL_LIMIT} characters")
+    if len(components) > ACTION_ROWS_PER_MESSAGE:
+        problems.append(f"{len(components)} action rows > {ACTION_ROWS_PER_MESSAGE}")
+    ids: list[str] = []
+    for i, row in enumerate(components):
+        buttons = row.get("components", [])
+        if row.get("type") != COMPONENT_ACTION_ROW or not 1 <= len(buttons) <= BUTTONS_PER_ROW:
+            problems.append(f"row {i} is not an action row of 1–{BUTTONS_PER_ROW} components")
+        for button in buttons:
+            over(f"row {i} button label", button.get("label"), BUTTON_LABEL_LIMIT)
+            custom_id = button.get("custom_id", "")
+            if not 1 <= len(custom_id) <= CUSTOM_ID_LIMIT:
+                problems.append(f"custom_id {custom_id!r} is not 1–{CUSTOM_ID_LIMIT} characters")
+            ids.append(custom_id)
+    if len(set(ids)) != len(ids):
+        problems.append("custom_ids are not unique")
+    if payload.get("allowed_mentions") != ALLOWED_MENTIONS:
+        problems.append(f"allowed_mentions is not {ALLOWED_MENTIONS}")
+    return problems
+
+
+# --- escaped, limit-sized pieces of text -----------------------------------------------------
+
+
+def _escaped_size(text: str) -> int:
+    return measure(escape(text))
+
+
+def escaped_chunks(text: str, limit: int) -> list[str]:
+    """``text`` escaped, in pieces of at most ``limit`` split at sentences when it must be.
+
+    ``"".join(unescape(p) for p in result) == text``.
+    """
+    if _escaped_size(text) <= limit:
+        return [escape(text)]
+    pieces: list[str] = []
+    for sentence in split_sentences(text):
+        if _escaped_size(sentence) <= limit:
+            pieces.append(sentence)
+        else:
+            pieces += hard_cut(sentence, limit, _escaped_size)
+    out: list[str] = []
+    for group in pack(pieces, limit, _escaped_size):
+        chunk = "".join(group)
+        esc = escape(chunk)
+        if measure(esc) <= limit:
+            out.append(esc)
+        else:  # escaping is not quite additive (a URL cut in two, "1." at a line start)
+            out += escaped_chunks(chunk, limit - max(1, measure(esc) - limit))
+    return out
+
+
+def _md_blocks(
+    sep: str, text: str, limit: int, *, prefix: str = "", later: str = "", bold: bool = False
+) -> list[Block]:
+    """``prefix`` + escaped ``text`` (bold if asked and it fits) as blocks within ``limit``;
+    pieces after the first start with ``later``."""
+    esc = escape(text)
+    if bold and measure(f"**{prefix}{esc}**") <= limit:
+        return [(sep, f"**{prefix}{esc}**")]
+    room = limit - max(measure(prefix), measure(later))
+    pieces = escaped_chunks(text, room)
+    return [(sep if i == 0 else "\n", (later if i else prefix) + p) for i, p in enumerate(pieces)]
+
+
+def _title_blocks(
+    sep: str, title: str, url: str | None, limit: int, *, prefix: str = "", bold: bool = True
+) -> list[Block]:
+    """A title as a masked link to ``url`` (``**[title](<url>)**``); when that cannot fit,
+    the title as text and a 来源 1 link on its own line."""
+    line = prefix + link(title, url)
+    if bold:
+        line = f"**{line}**"
+    if measure(line) <= limit:
+        return [(sep, line)]
+    blocks = _md_blocks(sep, title, limit, prefix=prefix)
+    if url:
+        blocks.append(("\n", f"[{SOURCE_LABEL.format(n=1)}](<{safe_url(url)}>)"))
+    return blocks
+
+
+def _source_lines(links: Sequence[str], limit: int) -> list[str]:
+    """Links 2… as ``[来源 2](<url>) · [来源 3](<url>)`` lines within ``limit``."""
+    masked = [
+        f"[{SOURCE_LABEL.format(n=n)}](<{safe_url(url)}>)" for n, url in enumerate(links, start=1)
+    ][1:]
+    return [" · ".join(line) for line in pack(masked, limit, measure, sep=3)]
+
+
+def _header(issue: Issue, part: Part) -> list[Block]:
+    """Masthead · date, and the lede for the whole issue and the TOC."""
+    blocks = _md_blocks("", issue.masthead, CONTENT_LIMIT - 14, bold=True)
+    last_sep, last = blocks[-1]
+    blocks[-1] = (last_sep, f"{last} · {issue.date.isoformat()}")
+    if issue.lede and part in (Part.ALL, Part.TOC):
+        blocks += _md_blocks("\n", lede_text(issue.lede), CONTENT_LIMIT)
+    return blocks
+
+
+# --- embeds ----------------------------------------------------------------------------------
+
+
+def _embed_messages(issue: Issue, part: Part, entries: Sequence[Entry]) -> list[Json]:
+    """Content-only messages for an oversized header, then items packed as embeds."""
+    contents = pack_blocks([_header(issue, part)], CONTENT_LIMIT, measure)
+    units = [_item_embeds(issue, entry) for entry in entries]
+
+    def fits(group: list[Json]) -> bool:
+        return (
+            len(group) <= EMBEDS_PER_MESSAGE
+            and sum(embed_chars(e) for e in group) <= EMBED_TOTAL_LIMIT
+        )
+
+    groups = flow(units, fits)
+    payloads: list[Json] = [{"content": c} for c in contents[:-1]]
+    payloads.append({"content": contents[-1], "embeds": groups[0]})
+    payloads += [{"embeds": group} for group in groups[1:]]
+    return payloads
+
+
+def _footer(issue: Issue, entry: Entry, *, continued: bool) -> str:
+    label = entry.section.label
+    if entry.number is not None:
+        label += f" {entry.number}/{len(issue.briefs)}"
+    if continued:
+        label += CONTINUED
+    masthead = issue.masthead
+    if len(masthead) > FOOTER_MASTHEAD_CHARS:  # the full masthead is in the first content
+        masthead = masthead[:FOOTER_MASTHEAD_CHARS] + ELLIPSIS
+    return f"{label} · {defang(masthead)} · {issue.date.isoformat()}"
+
+
+def _truncated_title(title: str) -> str:
+    """The longest escaped prefix of ``title`` that fits the title limit with an ellipsis."""
+    lo, hi = 0, len(title)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if measure(escape(title[:mid].rstrip()) + ELLIPSIS) <= EMBED_TITLE_LIMIT:
+            lo = mid
+        else:
+            hi = mid - 1
+    return escape(title[:lo].rstrip()) + ELLIPSIS
+
+
+def _item_embeds(issue: Issue, entry: Entry) -> list[Json]:
+    """One item as one embed, or several when the description would pass its limit.
+
+    A title longer than the title limit is cut with "…" and given in full, in bold, at the top
+    of the description. Continuation embeds have no title and "（续）" in the footer.
+    """
+    item = entry.item
+    limit = EMBED_DESCRIPTION_LIMIT
+    title = escape(item.title)
+    blocks: list[Block] = []
+    if measure(title) > EMBED_TITLE_LIMIT:
+        title = _truncated_title(item.title)
+        blocks += _md_blocks("\n\n", item.title, limit, bold=True)
+    for paragraph in item.paragraphs:
+        blocks += _md_blocks("\n\n", paragraph, limit)
+    if item.question:
+        blocks += _md_blocks("\n\n", item.question, limit, prefix=QUESTION_PREFIX, later="> ")
+    blocks += [("\n\n", line) for line in _source_lines(item.links, limit)]
+    descriptions = pack_blocks([blocks], limit, measure)
+    colour = SECTION_COLOURS[entry.section]
+    embeds: list[Json] = []
+    for i, description in enumerate(descriptions):
+        embed: Json = {}
+        if i == 0:
+            embed["title"] = title
+            if item.url:
+                embed["url"] = item.url
+        embed["description"] = description
+        embed["color"] = colour
+        embed["footer"] = {"text": _footer(issue, entry, continued=i > 0)}
+        embeds.append(embed)
+    return embeds
+
+
+# --- content-only messages -------------------------------------------------------------------
+
+
+def _markdown_units(issue: Issue, entries: Sequence[Entry]) -> list[list[Block]]:
+    """The plain-markdown fallback: one unit per item.
+
+    Layout: a bold 【section】 label before a section's first item; the title as a bold masked
+    link ``**[title](<url>)**`` to its first source (briefs numbered ``**2. […](<…>)**``; the
+    angle brackets stop link previews); the paragraphs; the question as a ``> `` quote; further
+    sources as 来源 2 … links. Messages break between items, then between blocks, then at
+    sentences (:func:`~digest_core.rendering.split.flow`).
+    """
+    limit = CONTENT_LIMIT
+    units: list[list[Block]] = []
+    previous: Section | None = None
+    for entry in entries:
+        item = entry.item
+        blocks: list[Block] = []
+        if entry.section is not previous:
+            blocks.append(("\n\n", f"**【{entry.section.label}】**"))
+        number = f"{entry.number}. " if entry.number is not None else ""
+        sep = "\n" if blocks else "\n\n"
+        blocks += _title_blocks(sep, item.title, item.url, limit, prefix=number)
+        for paragraph in item.paragraphs:
+            blocks += _md_blocks("\n", paragraph, limit)
+        if item.question:
+            blocks += _md_blocks("\n", item.question, limit, prefix=QUESTION_PREFIX, later="> ")
+        blocks += [("\n", line) for line in _source_lines(item.links, limit)]
+        units.append(blocks)
+        previous = entry.section
+    return units
+
+
+def _toc_units(issue: Issue) -> list[list[Block]]:
+    """The table of contents: one line per item, each title linked to its first source."""
+    units: list[list[Block]] = []
+    for entry in select(issue, Part.ALL):
+        label = f"**【{entry.section.label}】**"
+        item = entry.item
+        if entry.number is None:
+            unit = _title_blocks(
+                "\n\n", item.title, item.url, CONTENT_LIMIT, prefix=label + " ", bold=False
+            )
+        else:
+            unit = [("\n\n", label)] if entry.number == 1 else []
+            unit += _title_blocks(
+                "\n", item.title, item.url, CONTENT_LIMIT, prefix=f"{entry.number}. ", bold=False
+            )
+        units.append(unit)
+    return units
+
+
+def _buttons(issue: Issue) -> Json:
+    """One action row: a grey button per section the issue has."""
+    present = {section for section, _ in issue.items()}
+    return {
+        "type": COMPONENT_ACTION_ROW,
+        "components": [
+            {
+                "type": COMPONENT_BUTTON,
+                "style": BUTTON_STYLE_SECONDARY,
+                "label": section.label,
+                "custom_id": button_data(issue.date, section),
+            }
+            for section in BUTTON_SECTIONS
+            if section in present
+        ],
+    }

@@ -1,0 +1,171 @@
+"""Discord markdown: reversible escaping of issue text, safe link URLs and a reader's view of it."""
+
+from __future__ import annotations
+
+import logging
+import re
+
+log = logging.getLogger(__name__)
+
+# Discord's parser (simple-markdown) treats a backslash before any ASCII punctuation as an escape,
+# so every one of these, prefixed with "\", shows as itself: formatting (* _ ~ ` |), quotes (>),
+# masked links ([ ] ( )), autolinks and mentions (< >), and the escape itself.
+# https://support.discord.com/hc/en-us/articles/210298617
+ESCAPED_ANYWHERE = frozenset("\\*_~`|<>[]()")
+# Markers that only mean something at the start of a line: headings "# ", subtext "-# ",
+# lists "- " / "* " / "+ "; "1. " (ordered lists) is handled by escaping its dot.
+ESCAPED_AT_LINE_START = frozenset("#-+")
+# Discord pings on "@everyone" / "@here" and renders "<@id>", "<@&id>", "<#id>" as mentions.
+# A zero-width space after every "@" (as discord.utils.escape_mentions does) and the escaped "<"
+# make all of them inert, in addition to the payload's allowed_mentions {"parse": []}.
+ZWSP = "\u200b"
+# Characters percent-encoded in a URL written inside "(<...>)" or "<...>": they could close the
+# link or the autolink, or be read as markdown by a lenient client.
+URL_UNSAFE = {c: f"%{ord(c):02X}" for c in "()<>[]\\\"`' "}
+
+# A URL in running text, roughly as Discord's autolink rule finds it (no trailing punctuation).
+# escape() wraps it in "<...>" so markdown escapes never land inside the link target. The URL
+# ends before an "@everyone" / "@here" in it, which is then defused like any other text.
+_URL_CHAR = r"(?!@(?:everyone|here))[^\s<>"
+_URL_IN_TEXT = re.compile(rf"https?://(?:{_URL_CHAR}])*{_URL_CHAR}.,:;\"')\]]")
+_ORDERED_LIST = re.compile(r"[ \t]*\d+(?=\.[ \t])")
+_EVERYONE = re.compile(r"@(?:everyone|here)")
+_MENTION = re.compile(r"<@[!&]?\d+>|<#\d+>")
+
+
+def escape(text: str, *, line_start: bool = True) -> str:
+    """Escape ``text`` so Discord shows it literally and pings nobody.
+
+    ``unescape(escape(t)) == t`` for every string ``t``. ``line_start`` says whether ``text``
+    begins a line (so "# ", "- ", "1. " must be defused); escaping a mid-line text as if it began
+    a line is harmless. URLs in the text are wrapped in ``<...>`` (shown as the bare link).
+    """
+    out: list[str] = []
+    pos = 0
+    while m := _URL_IN_TEXT.search(text, pos):
+        end = m.end()
+        # keep a closing parenthesis that balances one in the URL (Wikipedia-style links)
+        while text.startswith(")", end) and text.count("(", m.start(), end) > text.count(
+            ")", m.start(), end
+        ):
+            end += 1
+        out.append(_escape_plain(text[pos : m.start()], line_start and pos == 0))
+        out.append(f"<{text[m.start() : end]}>")
+        pos = end
+    out.append(_escape_plain(text[pos:], line_start and pos == 0))
+    return "".join(out)
+
+
+def _escape_plain(text: str, line_start: bool) -> str:
+    out: list[str] = []
+    at_start = line_start
+    i = 0
+    n = len(text)
+    while i < n:
+        if at_start:
+            at_start = False
+            m = _ORDERED_LIST.match(text, i)
+            if m:
+                out.append(_escape_plain(m.group(), False) + "\\.")
+                i = m.end() + 1
+                continue
+            j = i
+            while j < n and text[j] in " \t":
+                j += 1
+            if j < n and text[j] in ESCAPED_AT_LINE_START:
+                out.append(text[i:j] + "\\" + text[j])
+                i = j + 1
+                continue
+        ch = text[i]
+        if ch in ESCAPED_ANYWHERE:
+            out.append("\\" + ch)
+        elif ch == "@":
+            out.append("@" + ZWSP)
+        else:
+            out.append(ch)
+            if ch == "\n":
+                at_start = True
+        i += 1
+    return "".join(out)
+
+
+def unescape(text: str) -> str:
+    """The inverse of :func:`escape` on its output: the original text."""
+    return _read(text, markup=False, links=False)
+
+
+def visible(markdown: str, *, links: bool = False) -> str:
+    """What a reader sees for the markdown this package writes (escaped text, ``**bold**``,
+    ``[text](<url>)``, ``<url>``, ``> `` quotes), as plain text.
+
+    With ``links``, a masked link shows as ``text <url>``; otherwise as its text only.
+    """
+    return _read(markdown, markup=True, links=links)
+
+
+def _read(text: str, *, markup: bool, links: bool) -> str:
+    out: list[str] = []
+    i = 0
+    n = len(text)
+    at_start = True
+    while i < n:
+        ch = text[i]
+        if markup and at_start and text.startswith("> ", i):
+            i += 2
+            at_start = False
+            continue
+        at_start = ch == "\n"
+        if ch == "\\" and i + 1 < n:
+            out.append(text[i + 1])
+            i += 2
+        elif ch == "@" and text.startswith(ZWSP, i + 1):
+            out.append("@")
+            i += 2
+        elif ch == "<":
+            end = text.find(">", i)
+            if end < 0:
+                raise ValueError(f"unbalanced '<' at {i} in {text!r}")
+            out.append(text[i + 1 : end])
+            i = end + 1
+        elif markup and ch in "*[":
+            i += 1
+        elif markup and ch == "]" and text.startswith("(<", i + 1):
+            end = text.find(">)", i)
+            if links:
+                out.append(f" <{text[i + 3 : end]}>")
+            i = end + 2
+        else:
+            out.append(ch)
+            i += 1
+    return "".join(out)
+
+
+def safe_url(url: str) -> str:
+    """``url`` with the characters that could end ``(<...>)`` or ``<...>`` percent-encoded."""
+    return "".join(URL_UNSAFE.get(c, c) for c in url)
+
+
+def link(text: str, url: str | None) -> str:
+    """A masked link ``[text](<url>)`` (no preview) with ``text`` escaped; just the escaped text
+    when there is no URL."""
+    esc = escape(text, line_start=False)
+    return f"[{esc}](<{safe_url(url)}>)" if url else esc
+
+
+def defang(text: str) -> str:
+    """Plain text for fields Discord shows without markdown (footers): only ``@`` is defused."""
+    return text.replace("@", "@" + ZWSP)
+
+
+def pingable(markdown: str) -> list[str]:
+    """Mentions in ``markdown`` that Discord would render (and, if allowed, ping).
+
+    "@everyone" / "@here" count wherever they occur (Discord looks for them in the raw content);
+    "<@id>", "<@&id>", "<#id>" count unless their "<" is escaped.
+    """
+    found = [m.group() for m in _EVERYONE.finditer(markdown)]
+    for m in _MENTION.finditer(markdown):
+        backslashes = len(markdown[: m.start()]) - len(markdown[: m.start()].rstrip("\\"))
+        if backslashes % 2 == 0:
+            found.append(m.group())
+    return found

@@ -1,0 +1,169 @@
+"""Plain-text renderer for the console and logs: no markup, a readable layout, split at 4000."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+from digest_core.models import Issue, Item, Section
+from digest_core.rendering import Message, Part, RenderOptions
+from digest_core.rendering.split import chunk_text, flow
+
+log = logging.getLogger(__name__)
+
+# Not a platform limit: the console has none. Long enough for a whole headline, short enough that
+# a log line or a terminal page stays readable.
+TEXT_LIMIT = 4000
+#: Shown before the lede unless the lede already starts with it.
+LEDE_PREFIX = "本期重点："
+#: Sets the reading question apart from the item's paragraphs.
+QUESTION_PREFIX = "» 带着一个问题读："
+#: What a part renders to when the issue has nothing for it.
+NOTHING = {Section.BRIEFS: "本期没有简讯。", Section.CLASSIC: "本期没有经典回顾。"}
+
+#: A piece of a message: (separator written before it unless it starts a message, text).
+Block = tuple[str, str]
+
+
+class Entry(NamedTuple):
+    """One item to render: its section, its number among the briefs (else None), the item."""
+
+    section: Section
+    number: int | None
+    item: Item
+
+
+def select(issue: Issue, part: Part, brief: int | None = None) -> list[Entry]:
+    """The items that ``part`` shows, in publishing order (empty for TOC and for a missing part).
+
+    Raises:
+        ValueError: ``part`` is BRIEF and ``brief`` is None.
+        IndexError: ``part`` is BRIEF and the issue has no brief number ``brief``.
+    """
+    numbered = [Entry(Section.BRIEFS, n, b) for n, b in enumerate(issue.briefs, start=1)]
+    if part is Part.ALL:
+        out = [Entry(Section.HEADLINE, None, issue.headline), *numbered]
+        if issue.classic is not None:
+            out.append(Entry(Section.CLASSIC, None, issue.classic))
+        return out
+    if part is Part.HEADLINE:
+        return [Entry(Section.HEADLINE, None, issue.headline)]
+    if part is Part.BRIEFS:
+        return numbered
+    if part is Part.BRIEF:
+        if brief is None:
+            raise ValueError("part BRIEF needs brief=N (counted from 1)")
+        return [Entry(Section.BRIEFS, brief, issue.brief(brief))]
+    if part is Part.CLASSIC:
+        return [] if issue.classic is None else [Entry(Section.CLASSIC, None, issue.classic)]
+    return []
+
+
+def nothing_notice(part: Part) -> str | None:
+    """The notice for a part that selected no items (BRIEFS, CLASSIC), else None."""
+    if part is Part.BRIEFS:
+        return NOTHING[Section.BRIEFS]
+    if part is Part.CLASSIC:
+        return NOTHING[Section.CLASSIC]
+    return None
+
+
+def lede_text(lede: str) -> str:
+    """The lede as shown: prefixed with 本期重点： unless it already says so."""
+    return lede if lede.startswith("本期重点") else LEDE_PREFIX + lede
+
+
+def join_blocks(blocks: Sequence[Block]) -> str:
+    """The text of one message: the blocks with their separators, the first one's dropped."""
+    return "".join(text if i == 0 else sep + text for i, (sep, text) in enumerate(blocks))
+
+
+def pack_blocks(
+    units: Sequence[Sequence[Block]], limit: int, measure: Callable[[str], int] = len
+) -> list[str]:
+    """Flow ``units`` of blocks (each within ``limit``) into message texts within ``limit``."""
+    groups = flow(units, lambda group: measure(join_blocks(group)) <= limit)
+    return [join_blocks(group) for group in groups]
+
+
+def render(
+    issue: Issue,
+    part: Part = Part.ALL,
+    *,
+    brief: int | None = None,
+    options: RenderOptions | None = None,
+) -> list[Message]:
+    """Render ``part`` of ``issue`` as ``{"text": ...}`` messages of at most TEXT_LIMIT chars.
+
+    The text has no markup: masthead · date, the lede, 【section】 labels, numbered briefs, each
+    link on its own line and the reading question set apart after "» ". Messages split between
+    items, then paragraphs, then sentences; nothing is lost or repeated. ``options`` has no
+    effect here (there are no buttons or embeds on a console).
+
+    Raises:
+        ValueError: ``part`` is BRIEF and ``brief`` is None.
+        IndexError: ``part`` is BRIEF and the issue has no brief number ``brief``.
+    """
+    part = Part(part)
+    units: list[list[Block]] = [_header(issue, part)]
+    if part is Part.TOC:
+        units.extend(_toc(issue))
+    else:
+        entries = select(issue, part, brief)
+        notice = nothing_notice(part)
+        if not entries and notice:
+            units.append([("\n\n", notice)])
+        previous: Section | None = None
+        for entry in entries:
+            units.append(_item(entry, label=entry.section is not previous))
+            previous = entry.section
+    texts = pack_blocks(units, TEXT_LIMIT)
+    log.debug("plain: %s of %s in %d message(s)", part, issue.date, len(texts))
+    return [Message({"text": text}) for text in texts]
+
+
+def preview(message: Message) -> str:
+    """The message's text: plain text is its own preview."""
+    return str(message.payload["text"])
+
+
+def _chunks(sep: str, text: str, *, prefix: str = "") -> list[Block]:
+    """``prefix + text`` as blocks within TEXT_LIMIT, split at sentences; later ones unprefixed."""
+    pieces = chunk_text(text, TEXT_LIMIT - len(prefix))
+    return [(sep if i == 0 else "\n", (prefix if i == 0 else "") + p) for i, p in enumerate(pieces)]
+
+
+def _header(issue: Issue, part: Part) -> list[Block]:
+    blocks = _chunks("", f"{issue.masthead} · {issue.date.isoformat()}")
+    if issue.lede and part in (Part.ALL, Part.TOC):
+        blocks += _chunks("\n", lede_text(issue.lede))
+    return blocks
+
+
+def _item(entry: Entry, *, label: bool) -> list[Block]:
+    item = entry.item
+    blocks: list[Block] = []
+    if label:
+        blocks.append(("\n\n", f"【{entry.section.label}】"))
+    number = f"{entry.number}. " if entry.number is not None else ""
+    blocks += _chunks("\n" if label else "\n\n", item.title, prefix=number)
+    for paragraph in item.paragraphs:
+        blocks += _chunks("\n", paragraph)
+    if item.question:
+        blocks += _chunks("\n\n", item.question, prefix=QUESTION_PREFIX)
+    for url in item.links:
+        blocks += _chunks("\n", url)
+    return blocks
+
+
+def _toc(issue: Issue) -> list[list[Block]]:
+    units: list[list[Block]] = []
+    for entry in select(issue, Part.ALL):
+        unit: list[Block] = []
+        if entry.number in (None, 1):
+            unit.append(("\n\n", f"【{entry.section.label}】"))
+        number = f"{entry.number}. " if entry.number is not None else ""
+        unit += _chunks("\n", entry.item.title, prefix=number)
+        units.append(unit)
+    return units
