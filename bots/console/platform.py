@@ -69,10 +69,12 @@ class ConsolePlatform:
     async def start(self, service: DigestService, *, receive: bool = True) -> None:
         if not (receive and self._interactive):
             return
-        self.write(
-            "console platform: type /help for commands (Ctrl-D stops reading, Ctrl-C quits)",
-            header="digest-bot",
-        )
+        stdin = self._stdin or sys.stdin
+        if stdin.isatty():
+            self.write(
+                "console platform: type /help for commands (Ctrl-D stops reading, Ctrl-C quits)",
+                header="digest-bot",
+            )
         self._task = asyncio.create_task(self._serve(service), name="console-commands")
 
     async def stop(self) -> None:
