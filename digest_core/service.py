@@ -224,11 +224,10 @@ class DigestService:
             lines.append(f"{platform.name}: {len(targets)} 个目标 / targets")
             for target in targets[:20]:
                 last = await self.ledger.last_sent(platform.name, target.id)
-                when = (
-                    f"{last.issue_date} (#{last.part + 1}, {last.updated_at:%m-%d %H:%M})"
-                    if last
-                    else "—"
-                )
+                when = "—"
+                if last is not None:
+                    at = last.updated_at.astimezone(self.zone)
+                    when = f"{last.issue_date} (#{last.part + 1}, {at:%m-%d %H:%M})"
                 lines.append(f"  {target.id}: 最近 / last {when}")
             if len(targets) > 20:
                 lines.append(f"  … {len(targets) - 20} more")
