@@ -179,6 +179,7 @@ class DiscordSettings(_PlatformSettings):
 
     #: role ids whose members may run admin commands (besides Manage Server)
     admin_roles: list[int] = []
+    #: Discord's REST API, or a rate-limit proxy in front of it; the gateway is asked from it
     api_base_url: str = "https://discord.com/api/v10"
     #: embeds (true) or the plain-markdown fallback
     embeds: bool = True
@@ -201,6 +202,13 @@ class DiscordSettings(_PlatformSettings):
             if not re.fullmatch(r"\d{1,20}", c):
                 raise ValueError(f"{c!r} is not a Discord channel id (digits)")
         return v
+
+    @field_validator("api_base_url")
+    @classmethod
+    def _check_api_base(cls, v: str) -> str:
+        if not re.fullmatch(r"https?://[^/\s]+(/\S*)?", v):
+            raise ValueError(f"expected an http(s) URL like https://discord.com/api/v10, not {v!r}")
+        return v.rstrip("/")
 
 
 class Settings(BaseSettings):

@@ -54,6 +54,9 @@ _ERROR_FAULTS: dict[str, tuple[int, int, str]] = {
     "unavailable": (503, 0, "503: Service Unavailable"),
 }
 
+# How long Discord remembers a message nonce for `enforce_nonce` ("the past few minutes").
+NONCE_WINDOW = 180.0
+
 # Gateway intents bits that gate message events.
 _GUILD_MESSAGES = 1 << 9
 _DIRECT_MESSAGES = 1 << 12
@@ -101,6 +104,8 @@ class Counters:
     statuses: Counter[int] = field(default_factory=Counter)
     rate_limited: Counter[str] = field(default_factory=Counter)  # "bucket", "global", "injected"
     gateway: Counter[str] = field(default_factory=Counter)  # "connect", "identify", "resume", ...
+    # message creates answered with the message an earlier request made with the same nonce
+    nonce_hits: int = 0
 
     @property
     def client_errors(self) -> int:
@@ -189,6 +194,11 @@ class InteractionRecord:
     @property
     def callback_data(self) -> Json:
         return {} if self.callback is None else dict(self.callback.get("data") or {})
+
+    @property
+    def choices(self) -> list[Json]:
+        """The choices an autocomplete interaction was answered with."""
+        return list(self.callback_data.get("choices") or [])
 
     @property
     def ephemeral(self) -> bool:
@@ -408,6 +418,34 @@ def _validate_components(errors: Json, rows: list[Json]) -> None:
                 seen.add(custom_id)
 
 
+def _validate_choices(data: Json) -> None:
+    """Check an autocomplete answer: at most 25 choices, names 1-100 characters."""
+    errors: Json = {}
+    choices = data.get("choices")
+    if not isinstance(choices, list):
+        _put_error(errors, ["choices"], "BASE_TYPE_REQUIRED", "This field is required")
+    else:
+        if len(choices) > 25:
+            _put_error(
+                errors, ["choices"], "BASE_TYPE_MAX_LENGTH", "Must be 25 or fewer in length."
+            )
+        for i, choice in enumerate(choices):
+            name = choice.get("name")
+            if not isinstance(name, str) or not 1 <= len(name) <= 100:
+                _put_error(
+                    errors,
+                    ["choices", i, "name"],
+                    "BASE_TYPE_BAD_LENGTH",
+                    "Must be between 1 and 100 in length.",
+                )
+            if "value" not in choice:
+                _put_error(
+                    errors, ["choices", i, "value"], "BASE_TYPE_REQUIRED", "This field is required"
+                )
+    if errors:
+        raise ApiError(400, 50035, "Invalid Form Body", errors)
+
+
 class FakeDiscord:
     """Discord's REST API and gateway on 127.0.0.1, for a real discord.py client.
 
@@ -461,6 +499,8 @@ class FakeDiscord:
         self._global_commands: list[Json] = []
         self._guild_commands: dict[int, list[Json]] = {}
         self._faults: dict[int | None, list[_Fault]] = {}
+        # (channel id, nonce) -> (message, created at) for enforce_nonce
+        self._nonces: dict[tuple[int, str], tuple[StoredMessage, float]] = {}
         self._buckets: dict[tuple[str, str], _Bucket] = {}
         self._global_count = 0
         self._global_reset_at = 0.0
@@ -744,6 +784,53 @@ class FakeDiscord:
             locale=locale,
         )
         return await self._start_interaction(payload, wait=wait, within=within)
+
+    async def run_autocomplete(
+        self,
+        guild_id: int | None,
+        channel_id: int,
+        user: int | Json,
+        name: str,
+        options: Mapping[str, Any],
+        *,
+        focused: str,
+        locale: str = "en-US",
+        within: float = 5.0,
+    ) -> InteractionRecord:
+        """Send the autocomplete interaction Discord sends while `user` types option `focused`
+        of `/name` (`options` holds what is typed so far, as strings for the focused one).
+
+        Returns once the client answered; its choices are in ``record.choices``.
+        Raises LookupError, ValueError, TimeoutError.
+        """
+        command = self._find_command(name, guild_id)
+        by_name = {o["name"]: o for o in command.get("options") or []}
+        if focused not in options:
+            raise ValueError(f"the focused option {focused!r} must be in options")
+        opts: list[Json] = []
+        for key, value in options.items():
+            if key not in by_name:
+                raise ValueError(f"command /{name} has no option {key!r}")
+            opt: Json = {"name": key, "type": int(by_name[key]["type"]), "value": value}
+            if key == focused:
+                if not by_name[key].get("autocomplete"):
+                    raise ValueError(f"option {key!r} of /{name} has no autocomplete")
+                opt["focused"] = True
+            opts.append(opt)
+        data: Json = {"id": command["id"], "name": name, "type": 1, "options": opts}
+        if command.get("guild_id") is not None:
+            data["guild_id"] = command["guild_id"]
+        payload = self._interaction_payload(
+            4,
+            guild_id,
+            channel_id,
+            user,
+            data,
+            member_roles=(),
+            permissions=p.DEFAULT_MEMBER_PERMISSIONS,
+            locale=locale,
+        )
+        return await self._start_interaction(payload, wait=True, within=within)
 
     async def press_button(
         self,
@@ -1266,9 +1353,24 @@ class FakeDiscord:
         channel = self._channel_or_404(int(request.match_info["channel_id"]))
         body = await self._read_body(request)
         validate_message(body)
+        nonce = body.get("nonce")
+        if nonce is not None and len(str(nonce)) > 25:
+            errors: Json = {}
+            _put_error(errors, ["nonce"], "BASE_TYPE_MAX_LENGTH", "Must be 25 or fewer in length.")
+            raise ApiError(400, 50035, "Invalid Form Body", errors)
+        key = (int(channel["id"]), str(nonce))
+        if nonce is not None and body.get("enforce_nonce"):
+            # Discord returns the message created with this nonce in the last few minutes
+            # instead of creating another one.
+            prior = self._nonces.get(key)
+            if prior is not None and self.clock() - prior[1] <= NONCE_WINDOW:
+                self.counters.nonce_hits += 1
+                return _json(prior[0].as_payload())
         msg = self._new_message(channel, body)
         msg.flags &= ~EPHEMERAL  # only interaction replies can be ephemeral
         self._keep(msg)
+        if nonce is not None:
+            self._nonces[key] = (msg, self.clock())
         await self.dispatch("MESSAGE_CREATE", msg.as_payload(with_guild=True))
         return _json(msg.as_payload())
 
@@ -1351,7 +1453,13 @@ class FakeDiscord:
         body = await self._read_body(request)
         kind = int(body.get("type", 0))
         data: Json = body.get("data") or {}
-        if kind not in (4, 5, 6, 7, 9) or (kind in (6, 7) and record.type != 3):
+        # An autocomplete interaction (4) is answered with choices (8) and nothing else.
+        autocomplete = record.type == 4
+        if (
+            kind not in (4, 5, 6, 7, 8, 9)
+            or (kind in (6, 7) and record.type != 3)
+            or (kind == 8) != autocomplete
+        ):
             raise ApiError(
                 400,
                 50035,
@@ -1379,6 +1487,8 @@ class FakeDiscord:
         elif kind == 7:
             pressed = self._message_index[int(record.payload["message"]["id"])]
             await self._edit(pressed, data)
+        elif kind == 8:
+            _validate_choices(data)
         record.callback = body
         record._notify()
         if kind in (4, 5) and record.original is not None:

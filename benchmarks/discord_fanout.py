@@ -1,0 +1,240 @@
+"""Discord fan-out benchmark: one issue to 500 channels through the loopback Discord double.
+
+Run ``python -m benchmarks.discord_fanout`` (``--help`` for knobs). The real bot does the work:
+``DigestService.post`` with the ledger (a temp SQLite file), the core's pacing and the real
+discord.py client posting over HTTP to ``tests.fakes.discord_api.FakeDiscord`` with Discord's
+rate limits (50 requests/s global, 5 messages per 5 s per channel; ``--scale`` shrinks the
+double's windows and speeds the bot's pacing by the same factor). Each run is a fresh process
+(peak RSS is the bot's alone: the double runs in a process of its own); medians are printed
+last. Figures:
+
+* wall / ideal: the ``post`` call's wall time over the ideal at Discord's limits,
+  max((messages - global burst) / global rate, (parts - channel burst) / channel rate);
+  1.0 is the limit itself;
+* 429s: answered by the double's global bucket, by its per-channel buckets (target 0), total;
+* peak RSS of the bot process, and CPU ms per message.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+GUILD = 920_000_000_000_000_001
+FIRST_CHANNEL = 920_000_000_000_001_000
+
+log = logging.getLogger(__name__)
+
+
+# ------------------------------------------------------------------------- the double's process
+
+
+async def serve_fake(args: argparse.Namespace) -> None:
+    """Run the double with ``args.channels`` channels; print its address as a JSON line, then
+    answer each "stats" line on stdin with the counters as a JSON line; stop at EOF."""
+    from tests.fakes.discord_api import FakeDiscord
+
+    async with FakeDiscord(rate_scale=args.scale) as fake:
+        channels = [FIRST_CHANNEL + i for i in range(args.channels)]
+        await fake.add_guild(GUILD, "benchmark", channels=channels)
+        print(json.dumps({"api_base": fake.api_base, "token": fake.token}), flush=True)
+        while line := await asyncio.to_thread(sys.stdin.readline):
+            if line.strip() == "stats":
+                c = fake.counters
+                stored = sum(len(fake.messages(ch)) for ch in channels)
+                print(
+                    json.dumps(
+                        {
+                            "statuses": {str(k): v for k, v in c.statuses.items()},
+                            "rate_limited": dict(c.rate_limited),
+                            "stored": stored,
+                        }
+                    ),
+                    flush=True,
+                )
+
+
+# ------------------------------------------------------------------------- one run of the bot
+
+
+def run_child(args: argparse.Namespace) -> dict[str, float]:
+    """Start the double in its own process, post through it, collect both sides' figures."""
+    fake = subprocess.Popen(
+        [sys.executable, "-m", "benchmarks.discord_fanout", "--fake", *_passed(args)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    )
+    assert fake.stdin is not None and fake.stdout is not None
+    try:
+        info = json.loads(fake.stdout.readline())
+        figures = asyncio.run(post_once(args, info["api_base"], info["token"]))
+        fake.stdin.write("stats\n")
+        fake.stdin.flush()
+        stats = json.loads(fake.stdout.readline())
+    finally:
+        with contextlib.suppress(OSError):
+            fake.stdin.close()
+        fake.wait(timeout=10)
+    n = int(figures["messages"])
+    assert n == stats["stored"], (figures, stats)
+    limited = stats["rate_limited"]
+    return {
+        **figures,
+        "global_429": limited.get("global", 0),
+        "bucket_429": limited.get("bucket", 0),
+        "total_429": stats["statuses"].get("429", 0),
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+async def post_once(args: argparse.Namespace, api_base: str, token: str) -> dict[str, float]:
+    """``DigestService.post`` of one issue to every channel, as ``digest-bot post`` does it."""
+    import datetime as dt
+
+    from bots.discord import DiscordAdapter
+    from bots.runtime import open_service
+    from digest_core.delivery import PartOutcome, PartState
+    from digest_core.settings import load_settings
+
+    with tempfile.TemporaryDirectory() as tmp:
+        config = Path(tmp) / "digest-bot.toml"
+        channels = ", ".join(f'"{FIRST_CHANNEL + i}"' for i in range(args.channels))
+        config.write_text(
+            f'archive_dir = "{REPO / "archive"}"\n'
+            f'database_url = "sqlite+aiosqlite:///{Path(tmp) / "ledger.sqlite3"}"\n'
+            'log_level = "WARNING"\n'
+            "[schedule]\nenabled = false\n"
+            "[discord]\n"
+            f"channels = [{channels}]\n"
+            f'api_base_url = "{api_base}"\n',
+            encoding="utf-8",
+        )
+        os.environ["DIGEST_BOT_DISCORD__TOKEN"] = token
+        settings = load_settings(config)
+        day = dt.date.fromisoformat(args.date)
+        async with open_service(settings, only="discord") as service:
+            adapter = service.platforms["discord"]
+            assert isinstance(adapter, DiscordAdapter)
+            # the double's windows are `scale` times Discord's: pace as much faster
+            adapter.limits = _limits(args)
+            await adapter.start(service, receive=False)
+            sent_at: list[float] = []
+
+            def progress(outcome: PartOutcome) -> None:
+                if outcome.state is PartState.SENT:
+                    sent_at.append(time.perf_counter())
+
+            try:
+                cpu0, wall0 = time.process_time(), time.perf_counter()
+                [report] = await service.post(day, progress=progress)
+                cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+            finally:
+                await adapter.stop()
+            parts = len(await service.ledger.records(platform="discord")) // args.channels
+    n = report.sent
+    assert report.ok and n == args.channels * parts, report
+    limits = _limits(args, paced=False)
+    channel = limits.per_target[next(iter(limits.per_target))]
+    ideal = max(
+        (n - limits.overall.burst) / limits.overall.per_second,
+        max(0, parts - channel.burst) / channel.per_second,
+    )
+    return {
+        "channels": args.channels,
+        "messages": n,
+        "wall_s": wall,
+        "ideal_s": ideal,
+        "wall_over_ideal": wall / ideal,
+        "send_phase_s": max(sent_at) - min(sent_at),
+        "rate_per_s": n / wall,
+        "cpu_ms_per_msg": cpu * 1000 / n,
+    }
+
+
+def _limits(args: argparse.Namespace, *, paced: bool = True) -> Any:
+    """The pacing of the run: DISCORD_LIMITS (with ``--overall``'s global rate when ``paced``)
+    sped up by ``1 / scale``. With ``paced=False``, Discord's own limits: the ideal's basis."""
+    from dataclasses import replace
+
+    from digest_core.delivery import DISCORD_LIMITS
+    from digest_core.platform import Rate
+
+    limits = DISCORD_LIMITS
+    if args.overall and paced:
+        rate, burst = args.overall.split("/")
+        limits = replace(limits, overall=Rate(float(rate), int(burst)))
+    return limits.scaled(1 / args.scale)
+
+
+def _passed(args: argparse.Namespace) -> list[str]:
+    passed = ["--channels", str(args.channels), "--scale", str(args.scale), "--date", args.date]
+    return passed + (["--overall", args.overall] if args.overall else [])
+
+
+# ------------------------------------------------------------------------- driver
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--channels", type=int, default=500)
+    parser.add_argument(
+        "--date", default="2026-11-27", help="issue from archive/ (default: a two-message one)"
+    )
+    parser.add_argument(
+        "--scale", type=float, default=1.0, help="the double's rate windows x this (1 = Discord's)"
+    )
+    parser.add_argument(
+        "--overall",
+        metavar="RATE/BURST",
+        help="try another global pacing than DISCORD_LIMITS' 50/50 (e.g. 50/1)",
+    )
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--fake", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.fake:
+        asyncio.run(serve_fake(args))
+        return
+    if args.child:
+        logging.basicConfig(level=logging.ERROR)
+        print(json.dumps(run_child(args)))
+        return
+    results: list[dict[str, Any]] = []
+    for i in range(args.runs):
+        out = subprocess.run(
+            [sys.executable, "-m", "benchmarks.discord_fanout", "--child", *_passed(args)],
+            check=True,
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+        )
+        result = json.loads(out.stdout.strip().splitlines()[-1])
+        results.append(result)
+        print(f"run {i + 1}: " + ", ".join(f"{k}={_fmt(v)}" for k, v in result.items()))
+    print(
+        "median: "
+        + ", ".join(f"{k}={_fmt(statistics.median(r[k] for r in results))}" for k in results[0])
+    )
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
+if __name__ == "__main__":
+    main()

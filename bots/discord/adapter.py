@@ -1,0 +1,397 @@
+"""The Discord adapter: a discord.py client that posts issues and answers commands and buttons."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+from collections import OrderedDict
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+import aiohttp
+import discord
+import yarl
+from discord import app_commands
+from discord.gateway import DiscordWebSocket
+from discord.http import Route
+from pydantic import SecretStr
+
+from bots.discord.commands import DigestTranslator, install_commands
+from bots.discord.views import SectionButton
+from digest_core.clock import Clock
+from digest_core.delivery import DISCORD_LIMITS
+from digest_core.errors import (
+    ConfigError,
+    DeliveryError,
+    RateLimited,
+    Rejected,
+    TargetGone,
+    TransientError,
+)
+from digest_core.platform import Target, TargetKind
+from digest_core.rendering import Flavor, Message, RenderOptions, notice
+from digest_core.settings import DiscordSettings
+
+if TYPE_CHECKING:
+    from digest_core.service import DigestService
+
+log = logging.getLogger(__name__)
+
+#: Discord's own API; another base (a rate-limit proxy, a test double) is pointed at explicitly.
+DEFAULT_API_BASE = "https://discord.com/api/v10"
+
+
+def intents() -> discord.Intents:
+    """Default intents, none privileged (slash commands and buttons need none), without the
+    message and typing events a command-only bot never reads (less gateway traffic)."""
+    wanted = discord.Intents.default()
+    wanted.messages = False
+    wanted.typing = False
+    return wanted
+
+
+# --------------------------------------------------------------------------- pointing discord.py
+
+
+class ApiPointer:
+    """discord.py's REST base and gateway, swapped for another host and restored later.
+
+    discord.py has no setting for its host: ``discord.http.Route.BASE`` makes every REST,
+    interaction-callback and webhook URL, ``DiscordWebSocket.DEFAULT_GATEWAY`` is what a plain
+    ``Client`` dials. Both are class attributes, so this is process-wide (one Discord target per
+    process, which is what a bot is).
+    """
+
+    def __init__(self) -> None:
+        self._saved: tuple[str, yarl.URL] | None = None
+
+    #: seconds to wait for ``GET /gateway``
+    GATEWAY_QUERY_SECONDS = 10.0
+
+    async def point(self, api_base: str) -> None:
+        """Point discord.py at ``api_base``; a no-op for Discord's own API.
+
+        The gateway is asked from ``GET {api_base}/gateway`` (it needs no token), so one setting
+        suffices.
+
+        Raises:
+            ConfigError: ``GET /gateway`` failed or answered something that is not a gateway.
+        """
+        base = api_base.rstrip("/")
+        if base == DEFAULT_API_BASE:
+            return
+        timeout = aiohttp.ClientTimeout(total=self.GATEWAY_QUERY_SECONDS)
+        try:
+            async with (
+                aiohttp.ClientSession(timeout=timeout) as session,
+                session.get(f"{base}/gateway") as resp,
+            ):
+                resp.raise_for_status()
+                gateway = yarl.URL(str((await resp.json(content_type=None))["url"]))
+        except (aiohttp.ClientError, TimeoutError, OSError, ValueError, KeyError, TypeError) as exc:
+            raise ConfigError(
+                f"cannot ask {base}/gateway for the gateway address: {exc!r}",
+                key="discord.api_base_url",
+            ) from exc
+        if self._saved is None:
+            self._saved = Route.BASE, DiscordWebSocket.DEFAULT_GATEWAY
+        Route.BASE, DiscordWebSocket.DEFAULT_GATEWAY = base, gateway
+        log.info("discord.py pointed at %s (gateway %s)", base, gateway)
+
+    def restore(self) -> None:
+        """Put back what :meth:`point` replaced (idempotent)."""
+        if self._saved is not None:
+            Route.BASE, DiscordWebSocket.DEFAULT_GATEWAY = self._saved
+            self._saved = None
+
+
+@contextlib.asynccontextmanager
+async def point_discord_py_at(api_base: str) -> AsyncIterator[None]:
+    """:class:`ApiPointer` as a context manager (the CLI's ``discord sync`` uses it)."""
+    pointer = ApiPointer()
+    await pointer.point(api_base)
+    try:
+        yield
+    finally:
+        pointer.restore()
+
+
+# --------------------------------------------------------------------------- the client
+
+
+class DigestClient(discord.Client):
+    """A discord.Client with our command tree and persistent section buttons.
+
+    ``service`` is None in ``digest-bot discord sync`` (commands are registered, never run).
+    """
+
+    def __init__(self, settings: DiscordSettings, **options: Any) -> None:
+        options.setdefault("intents", intents())
+        super().__init__(
+            allowed_mentions=discord.AllowedMentions.none(),
+            guild_ready_timeout=settings.guild_ready_timeout_seconds,
+            # no message cache: nothing here reads old messages
+            max_messages=None,
+            **options,
+        )
+        self.settings = settings
+        self.service: DigestService | None = None
+        self.tree: app_commands.CommandTree[DigestClient] = app_commands.CommandTree(self)
+        install_commands(self.tree)
+
+    async def setup_hook(self) -> None:
+        """Runs in ``login``: translations for sync, and buttons that outlive restarts."""
+        await self.tree.set_translator(DigestTranslator())
+        self.add_dynamic_items(SectionButton)
+
+
+class ShardedDigestClient(DigestClient, discord.AutoShardedClient):
+    """The same client over several gateway shards (big bots; Discord says when)."""
+
+
+# --------------------------------------------------------------------------- the adapter
+
+
+class DiscordAdapter:
+    """The Discord Platform and Adapter: posts to channels, answers commands and buttons.
+
+    :meth:`send` posts the rendered create-message JSON as it is (discord.py paces it by the
+    ``X-RateLimit-*`` headers); mentions are always disabled. Errors are translated to the
+    core's tree; nothing is retried here beyond discord.py's own in-request retries, which are
+    cut off after ``request_timeout_seconds`` so the core's backoff stays in charge.
+    """
+
+    name = "discord"
+    flavor = Flavor.DISCORD
+    #: message nonces remembered (see :meth:`_nonce`); a retry comes within the core's backoff
+    NONCES_KEPT = 20_000
+    #: 50 requests/s per bot, 5 messages per 5 s per channel (see DISCORD_LIMITS)
+    limits = DISCORD_LIMITS
+    #: every message pings nobody, whatever its text
+    ALLOWED_MENTIONS: dict[str, list[str]] = {"parse": []}  # noqa: RUF012
+
+    def __init__(self, settings: DiscordSettings, *, token: SecretStr, clock: Clock) -> None:
+        self.settings = settings
+        self.clock = clock
+        self.post_options = RenderOptions(buttons=True, embeds=settings.embeds)
+        self.client: DigestClient | None = None
+        self._token = token
+        self._pointer = ApiPointer()
+        self._gateway: asyncio.Task[None] | None = None
+        self._nonces: OrderedDict[tuple[int, str], tuple[Message, str]] = OrderedDict()
+
+    # ------------------------------------------------------------ Platform
+
+    async def send(self, target: Target, message: Message) -> str:
+        """POST ``message.payload`` to the channel (or DM channel) ``target.id``.
+
+        Returns the new message's id.
+
+        Raises:
+            RateLimited: a 429 discord.py did not absorb (``retry_after`` from Discord).
+            TransientError: 5xx, a connection error, or no answer within the request timeout.
+            TargetGone: 403 (no access or permission, DMs closed) or 404 (channel deleted).
+            Rejected: any other 4xx (the payload or the request is wrong); a bad channel id.
+        """
+        client = self._require_client()
+        try:
+            channel_id = int(target.id)
+        except ValueError:
+            raise Rejected(
+                f"not a Discord channel id: {target.id!r}", platform=self.name, target=target.id
+            ) from None
+        payload = {
+            **message.payload,
+            "allowed_mentions": self.ALLOWED_MENTIONS,
+            "nonce": self._nonce(target, message),
+            "enforce_nonce": True,
+        }
+        route = Route("POST", "/channels/{channel_id}/messages", channel_id=channel_id)
+        try:
+            async with asyncio.timeout(self.settings.request_timeout_seconds):
+                data = await client.http.request(route, json=payload)
+        except Exception as exc:
+            raise translate_error(exc, platform=self.name, target=target.id) from exc
+        return str(data["id"])
+
+    def _nonce(self, target: Target, message: Message) -> str:
+        """One nonce per part per target per delivery: the core retries a part with the same
+        Message object, so a retry after a lost answer (a timeout) carries the same nonce and,
+        with ``enforce_nonce``, Discord returns the message it already created instead of
+        posting it twice. A forced repost renders new Messages, so it posts anew.
+
+        https://discord.com/developers/docs/resources/message#create-message (nonce, ≤ 25)
+        """
+        key = (id(message), target.id)
+        known = self._nonces.get(key)
+        if known is not None and known[0] is message:
+            self._nonces.move_to_end(key)
+            return known[1]
+        nonce = secrets.token_hex(12)
+        self._nonces[key] = (message, nonce)  # holding the Message keeps its id() unique
+        if len(self._nonces) > self.NONCES_KEPT:
+            self._nonces.popitem(last=False)
+        return nonce
+
+    # ------------------------------------------------------------ Adapter
+
+    def channel_targets(self) -> list[Target]:
+        return [Target(self.name, c, TargetKind.CHANNEL) for c in self.settings.channels]
+
+    async def alert_admins(self, text: str) -> None:
+        """Log ``text`` and DM it to ``admin_users`` (best effort, never raises)."""
+        log.warning("discord alert: %s", text)
+        client = self.client
+        if client is None or client.is_closed() or not self.settings.admin_users:
+            return
+        messages = notice(text, self.flavor)
+        for user_id in self.settings.admin_users:
+            try:
+                async with asyncio.timeout(self.settings.request_timeout_seconds):
+                    channel = await client.http.start_private_message(user_id)
+                for m in messages:
+                    await self.send(Target(self.name, str(channel["id"]), TargetKind.PRIVATE), m)
+            except Exception as exc:  # an alert must never take anything down
+                log.warning("could not DM the alert to Discord user %s: %s", user_id, exc)
+
+    async def start(self, service: DigestService, *, receive: bool = True) -> None:
+        """Log in; with ``receive``, also connect the gateway (as a task) and wait until ready
+        (at most ``ready_timeout_seconds``; after that the client keeps connecting meanwhile).
+
+        Raises:
+            ConfigError: the token is refused, or ``api_base_url`` does not answer.
+            TransientError: Discord could not be reached to log in.
+        """
+        try:
+            await self._pointer.point(self.settings.api_base_url)
+            token = self._token.get_secret_value()
+            client = await self._login(DigestClient(self.settings), token)
+            if receive:
+                client = await self._maybe_shard(client, token)
+        except BaseException:
+            self._pointer.restore()
+            raise
+        client.service = service
+        self.client = client
+        if not receive:
+            return
+        self._gateway = asyncio.create_task(client.connect(reconnect=True), name="discord-gateway")
+        self._gateway.add_done_callback(self._gateway_ended)
+        ready = asyncio.ensure_future(client.wait_until_ready())
+        try:
+            await asyncio.wait(
+                (ready, self._gateway),
+                timeout=self.settings.ready_timeout_seconds,
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+        finally:
+            ready.cancel()
+        if self._gateway.done() and not self._gateway.cancelled():
+            exc = self._gateway.exception()
+            await self.stop()
+            if isinstance(exc, discord.PrivilegedIntentsRequired):
+                raise ConfigError(f"Discord refused the gateway: {exc}") from exc
+            raise TransientError(
+                f"the Discord gateway closed: {exc!r}", platform=self.name
+            ) from exc
+        if client.is_ready():
+            guilds = len(client.guilds)
+            log.info("discord: connected as %s to %d server(s)", client.user, guilds)
+        else:
+            log.warning(
+                "discord: gateway not ready after %.0f s; still connecting (posts go out anyway)",
+                self.settings.ready_timeout_seconds,
+            )
+
+    async def stop(self) -> None:
+        """Close the client (finishes the gateway task) and restore discord.py's host."""
+        client, self.client = self.client, None
+        try:
+            if client is not None:
+                await client.close()
+            if self._gateway is not None:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await asyncio.wait_for(self._gateway, timeout=10)
+                self._gateway = None
+        finally:
+            self._pointer.restore()
+
+    # ------------------------------------------------------------ internals
+
+    async def _login(self, client: DigestClient, token: str) -> DigestClient:
+        try:
+            await client.login(token)
+        except discord.LoginFailure as exc:
+            await client.close()
+            raise ConfigError(
+                "Discord refused the token (401); check DIGEST_BOT_DISCORD__TOKEN",
+                key="discord.token",
+            ) from exc
+        except Exception as exc:
+            await client.close()
+            raise translate_error(exc, platform=self.name, target="login") from exc
+        return client
+
+    async def _maybe_shard(self, client: DigestClient, token: str) -> DigestClient:
+        """Swap in an AutoShardedClient when configured, or when ``GET /gateway/bot`` asks for
+        more than one shard."""
+        count = self.settings.shard_count
+        if count is None:
+            try:
+                recommended, _, _ = await client.http.get_bot_gateway()
+            except discord.GatewayNotFound:
+                log.warning("discord: GET /gateway/bot failed; running one shard")
+                return client
+            if recommended <= 1:
+                return client
+            log.info("discord: Discord recommends %d shards", recommended)
+        await client.close()
+        sharded = ShardedDigestClient(self.settings, shard_count=count)
+        return await self._login(sharded, token)
+
+    def _gateway_ended(self, task: asyncio.Task[None]) -> None:
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is not None:
+            log.error("discord: the gateway connection ended: %r", exc)
+
+    def _require_client(self) -> DigestClient:
+        if self.client is None or self.client.is_closed():
+            raise TransientError("the Discord client is not running", platform=self.name)
+        return self.client
+
+
+def translate_error(exc: BaseException, *, platform: str, target: str) -> DeliveryError:
+    """The core's error for a discord.py / aiohttp failure of one request to ``target``."""
+    where = {"platform": platform, "target": target}
+    if isinstance(exc, discord.RateLimited):
+        return RateLimited(f"rate limited: {exc}", retry_after=exc.retry_after, **where)
+    if isinstance(exc, discord.HTTPException):
+        detail = f"{exc.status} (code {exc.code}): {exc.text}"
+        if exc.status == 429:
+            return RateLimited(detail, retry_after=_retry_after(exc), **where)
+        if isinstance(exc, discord.Forbidden | discord.NotFound):
+            return TargetGone(detail, **where)
+        if isinstance(exc, discord.DiscordServerError) or exc.status >= 500:
+            return TransientError(detail, **where)
+        return Rejected(detail, **where)
+    if isinstance(exc, TimeoutError):
+        return TransientError("no answer within the request timeout", **where)
+    if isinstance(exc, aiohttp.ClientError | OSError):
+        return TransientError(f"connection error: {exc!r}", **where)
+    if isinstance(exc, DeliveryError):
+        return exc
+    return Rejected(f"unexpected {type(exc).__name__}: {exc}", **where)
+
+
+def _retry_after(exc: discord.HTTPException) -> float:
+    headers = getattr(exc.response, "headers", None) or {}
+    for name in ("Retry-After", "X-RateLimit-Reset-After"):
+        try:
+            return max(0.0, float(headers[name]))
+        except (KeyError, ValueError):
+            continue
+    return 1.0

@@ -1,0 +1,136 @@
+"""`digest-bot discord sync|invite`: register the slash commands, print the invite link."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+import discord
+
+from bots.discord.adapter import DigestClient, point_discord_py_at
+from digest_core.errors import ConfigError, DigestError
+from digest_core.settings import DiscordSettings, Settings
+
+log = logging.getLogger(__name__)
+
+#: What the bot needs in a channel: see it, post, post in threads, and embeds that render.
+#: (Slash commands and buttons need no permission; the applications.commands scope covers
+#: them.) https://discord.com/developers/docs/topics/permissions
+BOT_PERMISSIONS = discord.Permissions(
+    view_channel=True, send_messages=True, send_messages_in_threads=True, embed_links=True
+)
+#: OAuth2 scopes of the invite: the bot user, and its slash commands.
+INVITE_SCOPES = ("bot", "applications.commands")
+
+
+def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
+    """Add ``discord sync [--guild ID]`` and ``discord invite [--client-id ID]``."""
+    p = subparsers.add_parser("discord", parents=[common], help="Discord set-up: sync, invite")
+    sub = p.add_subparsers(title="discord commands", metavar="ACTION", required=True)
+
+    s = sub.add_parser(
+        "sync",
+        parents=[common],
+        help="register the slash commands with Discord (after install or upgrade), then exit",
+    )
+    s.add_argument(
+        "--guild",
+        type=int,
+        metavar="ID",
+        help="only in this server: instant, for testing (global commands can take a while)",
+    )
+    s.set_defaults(handler=cmd_sync)
+
+    i = sub.add_parser(
+        "invite", parents=[common], help="print the link that adds the bot to a server"
+    )
+    i.add_argument(
+        "--client-id",
+        type=int,
+        metavar="ID",
+        help="the application id (default: ask Discord with the configured token)",
+    )
+    i.set_defaults(handler=cmd_invite)
+
+
+def invite_url(client_id: int) -> str:
+    """The OAuth2 URL that adds the bot with :data:`INVITE_SCOPES` and :data:`BOT_PERMISSIONS`."""
+    return discord.utils.oauth_url(client_id, permissions=BOT_PERMISSIONS, scopes=INVITE_SCOPES)
+
+
+def cmd_sync(args: argparse.Namespace, settings: Settings) -> int:
+    names = asyncio.run(sync_commands(settings.discord, guild=args.guild))
+    where = f"server {args.guild}" if args.guild else "every server (global)"
+    print(f"registered {len(names)} commands for {where}: {', '.join('/' + n for n in names)}")
+    return 0
+
+
+def cmd_invite(args: argparse.Namespace, settings: Settings) -> int:
+    client_id = args.client_id or asyncio.run(application_id(settings.discord))
+    print(invite_url(client_id))
+    return 0
+
+
+async def sync_commands(settings: DiscordSettings, *, guild: int | None = None) -> list[str]:
+    """Log in, register the command tree globally or in one ``guild``, log out.
+
+    Raises:
+        ConfigError: no token, or Discord refused it.
+        DigestError: Discord refused the commands (the message says why).
+    """
+    async with logged_in(settings) as client:
+        try:
+            if guild is None:
+                synced = await client.tree.sync()
+            else:
+                target = discord.Object(id=guild)
+                client.tree.copy_global_to(guild=target)
+                synced = await client.tree.sync(guild=target)
+        except discord.Forbidden as exc:
+            raise DigestError(
+                f"Discord refused the commands for server {guild}: is the bot in it, invited "
+                f"with the applications.commands scope? ({exc.text})"
+            ) from exc
+        except discord.HTTPException as exc:
+            raise DigestError(f"Discord refused the commands: {exc}") from exc
+    log.info("synced %d commands (guild %s)", len(synced), guild)
+    return [c.name for c in synced]
+
+
+async def application_id(settings: DiscordSettings) -> int:
+    """The bot's application id, asked from Discord with the configured token."""
+    async with logged_in(settings) as client:
+        if client.application_id is None:
+            raise DigestError("Discord did not say the application id; pass --client-id")
+        return client.application_id
+
+
+@contextlib.asynccontextmanager
+async def logged_in(settings: DiscordSettings) -> AsyncIterator[DigestClient]:
+    """A logged-in (REST only) DigestClient, closed on exit.
+
+    Raises:
+        ConfigError: no token, Discord refused it, or ``api_base_url`` does not answer.
+        DigestError: Discord could not be reached.
+    """
+    token = settings.resolved_token()
+    if token is None:
+        raise ConfigError(
+            "set DIGEST_BOT_DISCORD__TOKEN or discord.token_file", key="discord.token"
+        )
+    async with point_discord_py_at(settings.api_base_url):
+        client = DigestClient(settings)
+        try:
+            try:
+                await client.login(token.get_secret_value())
+            except discord.LoginFailure as exc:
+                raise ConfigError("Discord refused the token (401)", key="discord.token") from exc
+            except (discord.HTTPException, OSError) as exc:
+                raise DigestError(f"cannot log in to Discord: {exc!r}") from exc
+            yield client
+        finally:
+            await client.close()

@@ -1,0 +1,262 @@
+"""Discord UI: replies to interactions, persistent section buttons, the repost confirmation."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import discord
+
+from digest_core.commands import Reply, Request
+from digest_core.errors import IssueNotFound
+from digest_core.models import Section
+from digest_core.rendering import (
+    BUTTON_PREFIX,
+    Flavor,
+    Message,
+    Part,
+    RenderOptions,
+    notice,
+    parse_button_data,
+    render,
+)
+
+if TYPE_CHECKING:
+    from digest_core.service import DigestService
+
+log = logging.getLogger(__name__)
+
+#: Discord drops an interaction not answered within 3 s; work still running after this long
+#: is deferred first ("digest-bot is thinking…") and answered with follow-ups.
+DEFER_AFTER_SECONDS = 1.5
+#: What a user sees when answering failed (the cause is logged).
+SORRY = "出错了，请稍后再试。/ Something went wrong; please try again later."
+#: How long the repost confirmation buttons stay usable.
+CONFIRM_TIMEOUT_SECONDS = 300.0
+
+PART_OF_SECTION = {
+    Section.HEADLINE: Part.HEADLINE,
+    Section.BRIEFS: Part.BRIEFS,
+    Section.CLASSIC: Part.CLASSIC,
+}
+
+Work = Callable[[], Awaitable[Reply]]
+
+
+def service_of(interaction: discord.Interaction[Any]) -> DigestService | None:
+    """The running service behind ``interaction.client`` (None when the bot only syncs)."""
+    return getattr(interaction.client, "service", None)
+
+
+class PayloadEmbed(discord.Embed):
+    """An embed that serialises to exactly the rendered JSON (``Embed.from_dict`` round trips
+    add keys such as ``flags``), for replies sent through discord.py's interaction API."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        super().__init__()
+        self._payload = dict(data)
+
+    def to_dict(self) -> Any:
+        return dict(self._payload)
+
+
+def message_kwargs(message: Message) -> dict[str, Any]:
+    """A rendered Discord payload as discord.py keyword arguments (content, embeds); mentions
+    are always disabled."""
+    payload = message.payload
+    kwargs: dict[str, Any] = {"allowed_mentions": discord.AllowedMentions.none()}
+    if payload.get("content"):
+        kwargs["content"] = payload["content"]
+    if payload.get("embeds"):
+        kwargs["embeds"] = [PayloadEmbed(e) for e in payload["embeds"]]
+    return kwargs
+
+
+async def send_all(
+    interaction: discord.Interaction[Any],
+    messages: Sequence[Message],
+    *,
+    ephemeral: bool,
+    view: discord.ui.View | None = None,
+) -> None:
+    """Send ``messages`` in order as the answer to ``interaction``: the initial response if it
+    is still open, else follow-ups (the first one after a defer replaces "thinking…").
+    ``view`` goes on the last message."""
+    for i, message in enumerate(messages):
+        kwargs = message_kwargs(message)
+        if view is not None and i == len(messages) - 1:
+            kwargs["view"] = view
+        if not interaction.response.is_done():
+            await interaction.response.send_message(ephemeral=ephemeral, **kwargs)
+        else:
+            await interaction.followup.send(ephemeral=ephemeral, **kwargs)
+
+
+async def respond(
+    interaction: discord.Interaction[Any],
+    work: Work,
+    *,
+    ephemeral: bool,
+) -> Reply | None:
+    """Run ``work`` and send its reply, deferring first if it is not done within
+    :data:`DEFER_AFTER_SECONDS` (Discord's 3-second rule).
+
+    ``ephemeral`` is the answer's visibility as far as known before the work runs (it decides
+    the defer); a reply the core marks ``private`` is always ephemeral. A confirmation reply
+    gets Confirm/Cancel buttons. Returns the reply, or None when the work failed (the user
+    then gets an apology and the error is logged).
+    """
+    task = asyncio.ensure_future(work())
+    done, _ = await asyncio.wait({task}, timeout=DEFER_AFTER_SECONDS)
+    if not done:
+        try:
+            await interaction.response.defer(ephemeral=ephemeral, thinking=True)
+        except discord.HTTPException:
+            # too late to answer; let the work finish (it may be an admin action) unheard
+            task.add_done_callback(_log_unheard)
+            raise
+    try:
+        reply = await task
+    except Exception:
+        log.exception("discord: answering interaction %s failed", interaction.id)
+        await send_all(
+            interaction,
+            notice(SORRY, Flavor.DISCORD),
+            ephemeral=True,
+        )
+        return None
+    private = ephemeral or reply.private
+    if private and not ephemeral and interaction.response.is_done():
+        # deferred in public, yet the answer is only for the requester: drop "thinking…"
+        await interaction.delete_original_response()
+    view = ConfirmView(reply.confirm) if reply.confirm is not None else None
+    await send_all(interaction, reply.messages, ephemeral=private, view=view)
+    return reply
+
+
+def _log_unheard(task: asyncio.Future[Reply]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("discord: unanswered interaction work failed", exc_info=task.exception())
+
+
+# --------------------------------------------------------------------------- section buttons
+
+_SECTIONS = "|".join(re.escape(s.value) for s in PART_OF_SECTION)
+
+
+class SectionButton(
+    discord.ui.DynamicItem[discord.ui.Button[Any]],
+    template=rf"^{BUTTON_PREFIX}:(?P<date>\d{{4}}-\d{{2}}-\d{{2}}):(?P<section>{_SECTIONS})$",
+):
+    """A 重点 / 简讯 / 经典回顾 button on a post; its custom id (``dg:DATE:section``, from
+    :func:`digest_core.rendering.button_data`) names the issue, so buttons on old posts keep
+    working after restarts. Pressing one answers, only to the presser, with that part of that
+    issue."""
+
+    def __init__(self, custom_id: str) -> None:
+        parsed = parse_button_data(custom_id)
+        if parsed is None:
+            raise ValueError(f"not a section button id: {custom_id!r}")
+        self.date, self.section = parsed
+        super().__init__(
+            discord.ui.Button(
+                label=self.section.label, style=discord.ButtonStyle.secondary, custom_id=custom_id
+            )
+        )
+
+    @classmethod
+    async def from_custom_id(
+        cls,
+        interaction: discord.Interaction[Any],
+        item: discord.ui.Item[Any],
+        match: re.Match[str],
+        /,
+    ) -> SectionButton:
+        return cls(match.string)
+
+    async def callback(self, interaction: discord.Interaction[Any]) -> None:
+        service = service_of(interaction)
+        if service is None:
+            return
+        settings = getattr(interaction.client, "settings", None)
+        embeds = bool(getattr(settings, "embeds", True))
+        log.info("discord: %s pressed %s of %s", interaction.user.id, self.section.value, self.date)
+
+        async def work() -> Reply:
+            try:
+                issue = service.archive.on(self.date)
+            except IssueNotFound as exc:
+                return Reply(notice(str(exc), Flavor.DISCORD), status="not_found")
+            part = PART_OF_SECTION[self.section]
+            options = RenderOptions(buttons=False, embeds=embeds)
+            return Reply(render(issue, Flavor.DISCORD, part, options=options))
+
+        await respond(interaction, work, ephemeral=True)
+
+
+# --------------------------------------------------------------------------- repost confirmation
+
+
+class ConfirmView(discord.ui.View):
+    """Confirm / Cancel under an admin action; only the admin who asked may press them.
+
+    Confirm re-issues ``request`` (already ``confirmed``) and answers with its outcome,
+    ephemerally, as a follow-up (a repost can take longer than 3 seconds).
+    """
+
+    def __init__(self, request: Request, *, timeout: float = CONFIRM_TIMEOUT_SECONDS) -> None:
+        super().__init__(timeout=timeout)
+        self.request = request
+
+    async def interaction_check(self, interaction: discord.Interaction[Any], /) -> bool:
+        if str(interaction.user.id) == self.request.user:
+            return True
+        await interaction.response.send_message(
+            "只有发起的管理员可以确认。/ Only the admin who asked can confirm.", ephemeral=True
+        )
+        return False
+
+    @discord.ui.button(label="确认 / Confirm", style=discord.ButtonStyle.danger)
+    async def confirm(
+        self, interaction: discord.Interaction[Any], button: discord.ui.Button[Any]
+    ) -> None:
+        self.stop()
+        service = service_of(interaction)
+        if service is None:
+            return
+        await interaction.response.edit_message(
+            content=_content("开始推送… / Posting…"), embeds=[], view=None
+        )
+        commands = service.commands
+        reply = await respond_followup(interaction, lambda: commands.handle(self.request))
+        if reply is not None:
+            request = self.request
+            log.info("discord: /%s by %s: %s", request.command, request.user, reply.status)
+
+    @discord.ui.button(label="取消 / Cancel", style=discord.ButtonStyle.secondary)
+    async def cancel(
+        self, interaction: discord.Interaction[Any], button: discord.ui.Button[Any]
+    ) -> None:
+        self.stop()
+        await interaction.response.edit_message(
+            content=_content("已取消。/ Cancelled."), embeds=[], view=None
+        )
+
+
+async def respond_followup(interaction: discord.Interaction[Any], work: Work) -> Reply | None:
+    """Run ``work`` after the interaction was answered and send its reply as ephemeral
+    follow-ups (the interaction token lasts 15 minutes)."""
+    try:
+        reply = await work()
+    except Exception:
+        log.exception("discord: follow-up of interaction %s failed", interaction.id)
+        reply = Reply(notice(SORRY, Flavor.DISCORD))
+    await send_all(interaction, reply.messages, ephemeral=True)
+    return reply
+
+
+def _content(text: str) -> str:
+    return str(notice(text, Flavor.DISCORD)[0].payload["content"])
