@@ -35,7 +35,8 @@ lint: $(VENV)/.dev-deps
 
 ## bench: every benchmark script, printing its figures
 bench: $(VENV)/.dev-deps
-	@for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+	@for b in benchmarks/*.py; do m=$$(basename $$b .py); echo "== $$m"; \
+		$(BIN)/python -m benchmarks.$$m || exit 1; done
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis *.egg-info

@@ -175,9 +175,11 @@ class Commands:
     def _render(
         self, request: Request, issue: Issue, part: Part, *, brief: int | None = None
     ) -> list[Message]:
-        return render(
-            issue, request.flavor, part, brief=brief, options=RenderOptions(buttons=False)
-        )
+        # replies look like the platform's posts (embeds or not, previews) but carry no
+        # section buttons: the reader asked for one part already
+        base = self.post_options.get(request.flavor, RenderOptions())
+        options = replace(base, buttons=False)
+        return render(issue, request.flavor, part, brief=brief, options=options)
 
     def _current(self) -> tuple[Issue, str | None]:
         """Today's issue, or the latest one with a note saying so."""

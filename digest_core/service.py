@@ -74,7 +74,13 @@ class DigestService:
         self._active = 0
         self._idle = asyncio.Event()
         self._idle.set()
-        self.commands = Commands(archive, clock, zone, backend=self)
+        self.commands = Commands(
+            archive,
+            clock,
+            zone,
+            backend=self,
+            post_options={p.flavor: p.post_options for p in platforms},
+        )
         self.poster = DailyPoster(
             schedule,
             clock=clock,
