@@ -1,0 +1,478 @@
+"""The Telegram adapter: a PTB Application run in our event loop; sends and translates errors."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import importlib.util
+import inspect
+import logging
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from pydantic import SecretStr
+from telegram import (
+    Bot,
+    BotCommand,
+    BotCommandScopeChat,
+    InlineKeyboardMarkup,
+    LinkPreviewOptions,
+    Update,
+)
+from telegram.constants import ChatType
+from telegram.error import (
+    BadRequest,
+    ChatMigrated,
+    Forbidden,
+    InvalidToken,
+    NetworkError,
+    RetryAfter,
+    TelegramError,
+    TimedOut,
+)
+from telegram.ext import Application, ApplicationBuilder, ExtBot
+from telegram.warnings import PTBDeprecationWarning
+
+from bots.telegram.handlers import AnswerTiming, Handlers
+from digest_core.clock import Clock
+from digest_core.delivery import TELEGRAM_LIMITS, Pacer
+from digest_core.errors import (
+    ConfigError,
+    DeliveryError,
+    RateLimited,
+    Rejected,
+    TargetGone,
+    TargetMoved,
+    TransientError,
+)
+from digest_core.platform import PlatformLimits, Target, TargetKind
+from digest_core.rendering import Flavor, Message, RenderOptions, notice
+from digest_core.settings import TelegramSettings
+
+if TYPE_CHECKING:
+    from digest_core.service import DigestService
+
+log = logging.getLogger(__name__)
+
+#: PTB's concrete Application type as built by ApplicationBuilder
+App = Application[Any, Any, Any, Any, Any, Any]
+
+#: BadRequest descriptions (PTB strips "Bad Request: ") that mean we can never post there:
+#: https://core.telegram.org/bots/api#making-requests and the error texts Telegram returns.
+GONE_DESCRIPTIONS = (
+    "chat not found",
+    "user not found",
+    "peer_id_invalid",
+    "chat_write_forbidden",
+    "have no rights to send",
+    "not enough rights to send",
+    "need administrator rights",
+    "bot is not a member",
+    "group chat was deactivated",
+)
+
+#: Update types the bot asks for: commands come as messages, button presses as callback
+#: queries; channel posts (our own) and member updates are of no use.
+ALLOWED_UPDATES = (Update.MESSAGE, Update.CALLBACK_QUERY)
+
+#: A reply (not a ledgered delivery) waits out a 429 of at most this many seconds, at most
+#: this many times per message, before it is dropped.
+MAX_REPLY_RETRY_AFTER = 30.0
+MAX_REPLY_ATTEMPTS = 4
+
+#: The command menu (setMyCommands): Chinese for language_code "zh", English for everyone else.
+#: Descriptions 1-256 characters (telegram.constants.BotCommandLimit).
+MENU_ZH = (
+    ("today", "今天的日报"),
+    ("headline", "今天的重点"),
+    ("briefs", "全部简讯"),
+    ("brief", "第 N 条简讯，例如 /brief 2"),
+    ("classic", "经典回顾"),
+    ("toc", "本期目录"),
+    ("issue", "某一天的日报：/issue YYYY-MM-DD"),
+    ("search", "搜索往期：/search 关键词"),
+    ("subscribe", "私信订阅每日推送"),
+    ("unsubscribe", "取消订阅"),
+    ("help", "全部命令"),
+)
+MENU_EN = (
+    ("today", "Today's issue"),
+    ("headline", "Today's headline story"),
+    ("briefs", "All briefs"),
+    ("brief", "One brief: /brief 2"),
+    ("classic", "The classic review"),
+    ("toc", "Table of contents"),
+    ("issue", "The issue of a date: /issue YYYY-MM-DD"),
+    ("search", "Search the archive: /search word"),
+    ("subscribe", "Daily issue by private message"),
+    ("unsubscribe", "Stop the daily private message"),
+    ("help", "All commands"),
+)
+ADMIN_MENU = (
+    ("repost", "重新推送 / repost [YYYY-MM-DD] [force]"),
+    ("status", "推送状态 / delivery status"),
+)
+
+#: sendMessage parameters PTB's ``Bot.send_message`` takes by name; anything else in a payload
+#: travels as ``api_kwargs`` so the request carries the payload exactly.
+_SEND_PARAMS = frozenset(inspect.signature(Bot.send_message).parameters) - {
+    "self", "chat_id", "api_kwargs", "reply_markup", "link_preview_options",
+}  # fmt: skip
+
+
+class TelegramAdapter:
+    """The Telegram platform: posts through the Bot API and answers commands.
+
+    ``send`` is the Platform contract (one sendMessage, errors translated, no retries);
+    ``start``/``stop`` run a python-telegram-bot Application inside the running event loop
+    (long polling, or a webhook server when configured). Replies to commands go through the
+    same pacing budget as deliveries (the service's engine pacer), so a broadcast and readers'
+    commands together stay under Telegram's limits.
+    """
+
+    name = "telegram"
+    flavor = Flavor.TELEGRAM
+    #: Telegram's flood limits (digest_core.delivery.pacing): 30 messages/s per bot, about
+    #: 1/s per private chat, 20/min per group or channel.
+    limits: PlatformLimits = TELEGRAM_LIMITS
+
+    def __init__(
+        self,
+        settings: TelegramSettings,
+        *,
+        token: SecretStr,
+        clock: Clock,
+        limits: PlatformLimits | None = None,
+        on_answered: Callable[[AnswerTiming], None] | None = None,
+    ) -> None:
+        """``limits`` overrides the pacing model (benchmarks against a scaled double);
+        ``on_answered`` is told how long each command took (benchmarks; MUST NOT raise)."""
+        self.settings = settings
+        self.clock = clock
+        if limits is not None:
+            self.limits = limits
+        self.post_options = RenderOptions(buttons=True, link_preview=settings.link_preview)
+        self.admins = frozenset(settings.admins)
+        self.on_answered = on_answered
+        self._token = token
+        self._app: App | None = None
+        self._pacer: Pacer | None = None
+        self._handlers: Handlers | None = None
+        self._redactor = _RedactToken(token)
+
+    # ------------------------------------------------------------ Platform
+
+    @property
+    def bot(self) -> ExtBot[Any]:
+        """The PTB bot; only after :meth:`start`.
+
+        Raises:
+            RuntimeError: the adapter has not been started.
+        """
+        if self._app is None:
+            raise RuntimeError("TelegramAdapter.start() has not been called")
+        bot: ExtBot[Any] = self._app.bot
+        return bot
+
+    @property
+    def username(self) -> str:
+        """The bot's @username without the @ (known after start)."""
+        return self.bot.username
+
+    async def send(self, target: Target, message: Message) -> str:
+        """One ``sendMessage`` with ``chat_id`` plus the payload exactly; the message id.
+
+        Raises:
+            RateLimited: 429, with Telegram's retry_after.
+            TargetGone: 403 (blocked, kicked), or "chat not found" and other no-rights 400s.
+            TargetMoved: the group became a supergroup (``new_target`` is its id).
+            Rejected: any other 400 (the payload is wrong), a 401/404/409.
+            TransientError: timeouts, network errors, 5xx.
+        """
+        kwargs, extra = split_payload(message.payload)
+        try:
+            sent = await self.bot.send_message(
+                chat_id=chat_id(target.id), **kwargs, api_kwargs=extra or None
+            )
+        except TelegramError as exc:
+            raise translate(exc, target) from exc
+        return str(sent.message_id)
+
+    # ------------------------------------------------------------ Adapter
+
+    def channel_targets(self) -> list[Target]:
+        return [Target(self.name, c, target_kind(c)) for c in self.settings.channels]
+
+    async def alert_admins(self, text: str) -> None:
+        """DM every admin (best effort: an admin who never started the bot is skipped)."""
+        if self._app is None:
+            return
+        for admin in sorted(self.admins):
+            try:
+                await self.reply(admin, TargetKind.PRIVATE, notice(text, self.flavor))
+            except Exception:
+                log.exception("could not alert admin %s", admin)
+
+    async def start(self, service: DigestService, *, receive: bool = True) -> None:
+        """Build the Application, log in (getMe) and, with ``receive``, answer commands.
+
+        Raises:
+            ConfigError: Telegram refused the token.
+            TransientError: the Bot API could not be reached.
+        """
+        for logger in _sdk_loggers():
+            # request URLs hold the token: httpx logs each at INFO, PTB its base URL at DEBUG
+            logger.addFilter(self._redactor)
+        self._pacer = service.engine.pacer(self)
+        app = self._app = self._build()
+        try:
+            await app.initialize()
+        except InvalidToken as exc:
+            self._app = None
+            raise ConfigError("Telegram refused the bot token", key="telegram.token") from exc
+        except TelegramError as exc:
+            self._app = None
+            raise TransientError(f"cannot reach the Bot API: {exc}", platform=self.name) from exc
+        log.info("telegram: logged in as @%s", app.bot.username)
+        if not receive:
+            return
+        self._handlers = Handlers(self, service)
+        self._handlers.install(app)
+        await self._set_commands()
+        await app.start()
+        assert app.updater is not None
+        allowed = list(ALLOWED_UPDATES)
+        if self.settings.mode == "webhook":
+            s = self.settings
+            assert s.webhook_url is not None and s.webhook_secret is not None
+            if importlib.util.find_spec("tornado") is None:
+                await self.stop()
+                raise ConfigError(
+                    "webhook mode needs pip install 'python-telegram-bot[webhooks]'",
+                    key="telegram.mode",
+                )
+            await app.updater.start_webhook(
+                listen=s.webhook_listen,
+                port=s.webhook_port,
+                url_path=urlsplit(s.webhook_url).path.lstrip("/"),
+                webhook_url=s.webhook_url,
+                secret_token=s.webhook_secret.get_secret_value(),
+                allowed_updates=allowed,
+            )
+            log.info(
+                "telegram: webhook on %s:%d for %s", s.webhook_listen, s.webhook_port, s.webhook_url
+            )
+        else:
+            await app.updater.start_polling(
+                poll_interval=0.0,
+                timeout=dt.timedelta(seconds=self.settings.poll_timeout_seconds),
+                allowed_updates=allowed,
+            )
+            log.info("telegram: long polling")
+
+    async def stop(self) -> None:
+        """Stop receiving (updater, then application), then close the HTTP connections."""
+        app, self._app = self._app, None
+        if app is None:
+            return
+        # the order PTB requires: "This Application is still running!" otherwise
+        if app.updater is not None and app.updater.running:
+            await app.updater.stop()
+        if app.running:
+            await app.stop()
+        await app.shutdown()
+        for logger in _sdk_loggers():
+            logger.removeFilter(self._redactor)
+
+    # ------------------------------------------------------------ replies
+
+    async def reply(
+        self,
+        chat: int | str,
+        kind: TargetKind,
+        messages: Sequence[Message],
+        *,
+        paced: list[float] | None = None,
+    ) -> list[str]:
+        """Send ``messages`` in order to ``chat`` as a reply (not a ledgered delivery).
+
+        Paced under the same budget as deliveries (real seconds spent waiting are appended to
+        ``paced``); short 429s are waited out (:data:`MAX_REPLY_ATTEMPTS`).
+
+        Raises:
+            DeliveryError: a message could not be sent (the rest are not attempted).
+        """
+        target = Target(self.name, str(chat), kind)
+        ids: list[str] = []
+        for message in messages:
+            for attempt in range(1, MAX_REPLY_ATTEMPTS + 1):
+                before = time.perf_counter()
+                if await self.pace(target) and paced is not None:
+                    paced.append(time.perf_counter() - before)
+                try:
+                    ids.append(await self.send(target, message))
+                    break
+                except RateLimited as exc:
+                    pacer = self._get_pacer()
+                    pacer.defer(target, self.clock.monotonic() + exc.retry_after)
+                    if attempt == MAX_REPLY_ATTEMPTS or exc.retry_after > MAX_REPLY_RETRY_AFTER:
+                        raise
+        return ids
+
+    async def pace(self, target: Target) -> float:
+        """Wait until ``target`` (and the bot as a whole) may get a message; seconds waited."""
+        pacer = self._get_pacer()
+        waited = 0.0
+        for _ in range(1000):  # bounded: every wait makes a token available
+            now = self.clock.monotonic()
+            wait = max(pacer.ready_at(target, now) - now, pacer.overall_delay(now))
+            if wait <= 0:
+                pacer.take(target, now)
+                return waited
+            await self.clock.sleep(wait)
+            waited += wait
+        raise TransientError("pacing did not converge", platform=self.name, target=target.id)
+
+    def _get_pacer(self) -> Pacer:
+        if self._pacer is None:
+            self._pacer = Pacer(self.limits, now=self.clock.monotonic())
+        return self._pacer
+
+    # ------------------------------------------------------------ internals
+
+    def _build(self) -> App:
+        base = self.settings.api_base_url.rstrip("/")
+        builder = (
+            ApplicationBuilder()
+            .token(self._token.get_secret_value())
+            .base_url(base)
+            # a self-hosted Bot API server serves files under /file/bot<token>
+            .base_file_url(base[: -len("/bot")] + "/file/bot" if base.endswith("/bot") else base)
+            # readers' commands are answered concurrently: one slow reply blocks no one
+            .concurrent_updates(True)
+            # the delivery engine keeps up to 100 sends in flight; never queue on the pool
+            .connection_pool_size(128)
+            .pool_timeout(10.0)
+        )
+        return builder.build()
+
+    async def _set_commands(self) -> None:
+        """The command menu in Chinese and English; admins also see the admin commands."""
+        bot = self.bot
+        try:
+            await bot.set_my_commands([BotCommand(c, d) for c, d in MENU_EN])
+            await bot.set_my_commands([BotCommand(c, d) for c, d in MENU_ZH], language_code="zh")
+        except TelegramError as exc:
+            log.warning("telegram: could not set the command menu: %s", exc)
+        for admin in sorted(self.admins):
+            # only works once the admin has talked to the bot; harmless otherwise
+            with contextlib.suppress(TelegramError):
+                await bot.set_my_commands(
+                    [BotCommand(c, d) for c, d in (*MENU_ZH, *ADMIN_MENU)],
+                    scope=BotCommandScopeChat(admin),
+                )
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def chat_id(target_id: str) -> int | str:
+    """Telegram's chat_id: an integer id, or an ``@channelusername`` as is."""
+    return target_id if target_id.startswith("@") else int(target_id)
+
+
+def target_kind(target_id: str) -> TargetKind:
+    """CHANNEL for @usernames and -100… ids, GROUP for other negative ids, else PRIVATE."""
+    if target_id.startswith(("@", "-100")):
+        return TargetKind.CHANNEL
+    if target_id.startswith("-"):
+        return TargetKind.GROUP
+    return TargetKind.PRIVATE
+
+
+def kind_of_chat(chat_type: str) -> TargetKind:
+    """The pacing kind of a PTB chat type."""
+    if chat_type == ChatType.PRIVATE:
+        return TargetKind.PRIVATE
+    if chat_type == ChatType.CHANNEL:
+        return TargetKind.CHANNEL
+    return TargetKind.GROUP
+
+
+def split_payload(payload: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A rendered sendMessage payload as ``send_message`` keyword arguments plus ``api_kwargs``.
+
+    Objects PTB wants typed (keyboard, preview options) are built from their JSON; the
+    request PTB sends then carries exactly the payload's fields.
+    """
+    kwargs: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
+    for key, value in payload.items():
+        if key == "reply_markup" and isinstance(value, dict) and "inline_keyboard" in value:
+            kwargs[key] = InlineKeyboardMarkup.de_json(value, None)
+        elif key == "link_preview_options" and isinstance(value, dict):
+            kwargs[key] = LinkPreviewOptions.de_json(value, None)
+        elif key in _SEND_PARAMS:
+            kwargs[key] = value
+        else:
+            extra[key] = value
+    return kwargs, extra
+
+
+def retry_seconds(value: float | dt.timedelta) -> float:
+    """RetryAfter.retry_after as float seconds: PTB 22 gives an int, a float or a timedelta."""
+    if isinstance(value, dt.timedelta):
+        return value.total_seconds()
+    return float(value)
+
+
+def translate(exc: TelegramError, target: Target) -> DeliveryError:
+    """The core's DeliveryError for a PTB error (subclasses before their bases)."""
+    where = {"platform": target.platform, "target": target.id}
+    if isinstance(exc, RetryAfter):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PTBDeprecationWarning)  # int → timedelta migration
+            wait = retry_seconds(exc.retry_after)
+        return RateLimited(str(exc), retry_after=wait, **where)
+    if isinstance(exc, ChatMigrated):
+        return TargetMoved(str(exc), new_target=str(exc.new_chat_id), **where)
+    if isinstance(exc, Forbidden):
+        return TargetGone(str(exc), **where)
+    if isinstance(exc, BadRequest):  # before NetworkError, its base
+        if any(d in exc.message.lower() for d in GONE_DESCRIPTIONS):
+            return TargetGone(str(exc), **where)
+        return Rejected(str(exc), **where)
+    if isinstance(exc, TimedOut | NetworkError):
+        return TransientError(f"{type(exc).__name__}: {exc}", **where)
+    return Rejected(f"{type(exc).__name__}: {exc}", **where)
+
+
+def _sdk_loggers() -> list[logging.Logger]:
+    """The loggers of PTB, httpx and httpcore (a logger's filters do not see its children's
+    records, so each one gets the filter)."""
+    names = [
+        name
+        for name, logger in logging.root.manager.loggerDict.items()
+        if isinstance(logger, logging.Logger)
+        and name.split(".", 1)[0] in ("telegram", "httpx", "httpcore")
+    ]
+    return [logging.getLogger(n) for n in {"telegram", "httpx", "httpcore", *names}]
+
+
+class _RedactToken(logging.Filter):
+    """Replaces the bot token in log records (request URLs carry it) with ``<token>``."""
+
+    def __init__(self, token: SecretStr) -> None:
+        super().__init__()
+        self._secret = token.get_secret_value()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self._secret:
+            message = record.getMessage()
+            if self._secret in message:
+                record.msg = message.replace(self._secret, "<token>")
+                record.args = None
+        return True

@@ -1,0 +1,402 @@
+"""Telegram update handlers: thin wrappers that turn updates into core Requests and send replies."""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import TYPE_CHECKING, Any
+
+from telegram import CallbackQuery, Update
+from telegram.constants import CallbackQueryLimit, ChatType, InlineKeyboardButtonLimit
+from telegram.error import TelegramError
+from telegram.ext import CallbackQueryHandler, ContextTypes, MessageHandler, filters
+
+from digest_core.commands import ADMIN, Reply, Request, parse_command_line
+from digest_core.delivery import TokenBucket
+from digest_core.errors import DeliveryError, IssueNotFound, TargetGone
+from digest_core.platform import Rate, TargetKind
+from digest_core.rendering import (
+    Flavor,
+    Message,
+    Part,
+    RenderOptions,
+    notice,
+    parse_button_data,
+    render,
+)
+
+if TYPE_CHECKING:
+    from telegram.ext import Application
+
+    from bots.telegram.adapter import TelegramAdapter
+    from digest_core.clock import Clock
+    from digest_core.service import DigestService
+
+log = logging.getLogger(__name__)
+
+#: Callback data of the confirmation buttons: ``cf:<command>:<args>`` re-issues the command
+#: confirmed; ``cx`` cancels. Both within 64 bytes (InlineKeyboardButtonLimit).
+CONFIRM_PREFIX = "cf"
+CANCEL_DATA = "cx"
+#: ``telegram.constants.InlineKeyboardButtonLimit.MAX_CALLBACK_DATA`` (bytes)
+MAX_CALLBACK_DATA = InlineKeyboardButtonLimit.MAX_CALLBACK_DATA
+#: ``answerCallbackQuery`` text limit (CallbackQueryLimit.ANSWER_CALLBACK_QUERY_TEXT_LENGTH)
+MAX_ANSWER_TEXT = CallbackQueryLimit.ANSWER_CALLBACK_QUERY_TEXT_LENGTH
+#: Users whose rate-limit state is kept before full (idle) buckets are forgotten.
+MAX_TRACKED_USERS = 10_000
+
+CONFIRM_LABEL = "确认 / Confirm"
+CANCEL_LABEL = "取消 / Cancel"
+
+
+@dataclass(frozen=True)
+class AnswerTiming:
+    """How long one command or button press took in the bot (real seconds)."""
+
+    command: str
+    user: int
+    #: from the handler's start to the last reply sent
+    total: float
+    #: of which waiting for the pacing budget (Telegram's flood limits)
+    paced: float
+
+    @property
+    def bot_side(self) -> float:
+        return self.total - self.paced
+
+
+class Verdict(Enum):
+    ALLOW = "allow"
+    #: over the limit for the first time in this burst: say "slow down" once
+    WARN = "warn"
+    #: over the limit again: ignore silently
+    DROP = "drop"
+
+
+class UserRateLimiter:
+    """A token bucket per user: ``burst`` commands, refilled over ``window`` seconds."""
+
+    def __init__(self, *, burst: int, window: float, clock: Clock) -> None:
+        self.rate = Rate(burst / window, burst=burst)
+        self.clock = clock
+        self._buckets: dict[int, TokenBucket] = {}
+        self._warned: set[int] = set()
+
+    def check(self, user: int) -> Verdict:
+        """Take one token for ``user`` if there is one."""
+        now = self.clock.monotonic()
+        bucket = self._buckets.get(user)
+        if bucket is None:
+            if len(self._buckets) >= MAX_TRACKED_USERS:
+                self._forget_idle(now)
+            bucket = self._buckets[user] = TokenBucket(self.rate, now=now)
+        if bucket.delay(now) <= 0:
+            bucket.take(now)
+            self._warned.discard(user)
+            return Verdict.ALLOW
+        if user in self._warned:
+            return Verdict.DROP
+        self._warned.add(user)
+        return Verdict.WARN
+
+    def _forget_idle(self, now: float) -> None:
+        for user, bucket in list(self._buckets.items()):
+            bucket.delay(now)  # refills
+            if bucket.full:
+                del self._buckets[user]
+                self._warned.discard(user)
+
+
+class Handlers:
+    """Commands, section buttons and confirmation buttons of one running bot.
+
+    Every handler is a few lines over :meth:`digest_core.commands.Commands.handle`; what is
+    Telegram's (the @botname suffix, private vs group chats, callback data, keyboards) is
+    decided here and nowhere in the core.
+
+    Section buttons (``dg:DATE:section`` on channel posts) answer the person who pressed by
+    private message with that part of that issue; Telegram lets a bot write only to users who
+    started it, so otherwise the press is answered with an alert asking them to.
+    """
+
+    def __init__(self, adapter: TelegramAdapter, service: DigestService) -> None:
+        self.adapter = adapter
+        self.service = service
+        self.commands = service.commands
+        s = adapter.settings
+        self.limiter = UserRateLimiter(
+            burst=s.command_burst, window=s.command_window_seconds, clock=adapter.clock
+        )
+        self.section_options = RenderOptions(buttons=False, link_preview=s.link_preview)
+        self._confirming: set[tuple[int, int]] = set()
+
+    def install(self, app: Application[Any, Any, Any, Any, Any, Any]) -> None:
+        app.add_handler(
+            MessageHandler(filters.UpdateType.MESSAGE & filters.COMMAND, self.on_command)
+        )
+        app.add_handler(
+            MessageHandler(
+                filters.UpdateType.MESSAGE & filters.ChatType.PRIVATE & filters.TEXT,
+                self.on_text,
+            )
+        )
+        app.add_handler(CallbackQueryHandler(self.on_button))
+        app.add_error_handler(self.on_error)
+
+    # ------------------------------------------------------------ commands
+
+    async def on_command(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        started = time.perf_counter()
+        message, user, chat = update.effective_message, update.effective_user, update.effective_chat
+        if message is None or message.text is None or user is None or chat is None:
+            return
+        parsed = parse_command_line(message.text)
+        if parsed is None or not self._addressed_to_us(message.text):
+            return
+        name, args = parsed
+        private = chat.type == ChatType.PRIVATE
+        if not private and name not in self.commands.names:
+            return  # probably another bot's command
+        admin = user.id in self.adapter.admins
+        if not admin and not await self._allowed(user.id, chat.id, private):
+            return
+        kind = TargetKind.PRIVATE if private else TargetKind.GROUP
+        paced: list[float] = []
+        if name in ("subscribe", "unsubscribe") and not private:
+            bot = self.adapter.username
+            text = (
+                f"订阅请私信 @{bot} 发送 /{name}。\n"
+                f"To {name}, send /{name} to @{bot} in a private chat."
+            )
+            await self._send(chat.id, kind, notice(text, Flavor.TELEGRAM), paced)
+            self._timed(name, user.id, started, paced)
+            return
+        request = Request(
+            name, args, platform=self.adapter.name, flavor=Flavor.TELEGRAM, user=str(user.id),
+            chat=str(chat.id), capabilities=ADMIN if admin else frozenset(),
+        )  # fmt: skip
+        reply = await self._handle(request)
+        messages = reply.messages
+        if reply.confirm is not None:
+            messages = self._with_confirm_buttons(reply)
+        await self._send(chat.id, kind, messages, paced)
+        self._timed(name, user.id, started, paced)
+
+    async def on_text(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """A private message that is not a command: point at /help."""
+        user, chat = update.effective_user, update.effective_chat
+        if user is None or chat is None:
+            return
+        if user.id not in self.adapter.admins and not await self._allowed(user.id, chat.id, True):
+            return
+        text = "发送 /help 查看全部命令。\nSend /help to see what I can do."
+        await self._send(chat.id, TargetKind.PRIVATE, notice(text, Flavor.TELEGRAM), [])
+
+    def _addressed_to_us(self, text: str) -> bool:
+        """``/cmd`` or ``/cmd@ourbot``; ``/cmd@otherbot`` is not ours."""
+        head = text.split(maxsplit=1)[0]
+        if "@" not in head:
+            return True
+        return head.split("@", 1)[1].lower() == self.adapter.username.lower()
+
+    async def _allowed(self, user: int, chat: int, private: bool) -> bool:
+        verdict = self.limiter.check(user)
+        if verdict is Verdict.WARN:
+            await self._send(chat, TargetKind.PRIVATE if private else TargetKind.GROUP,
+                             notice(self._slow_down(), Flavor.TELEGRAM), [])
+        return verdict is Verdict.ALLOW
+
+    def _slow_down(self) -> str:
+        s = self.adapter.settings
+        window = f"{s.command_window_seconds:g}"
+        return (
+            f"请慢一点：每 {window} 秒最多 {s.command_burst} 条命令。\n"
+            f"Slow down, please: at most {s.command_burst} commands per {window} s."
+        )
+
+    async def _handle(self, request: Request) -> Reply:
+        try:
+            return await self.commands.handle(request)
+        except Exception:  # a broken command must not take the bot down
+            log.exception("telegram: /%s failed", request.command)
+            text = "出错了，请稍后再试。/ Something went wrong; please try again later."
+            return Reply(notice(text, Flavor.TELEGRAM), status="error")
+
+    def _with_confirm_buttons(self, reply: Reply) -> list[Message]:
+        """The confirmation text with 确认/取消 buttons on its last message."""
+        assert reply.confirm is not None
+        data = confirm_data(reply.confirm)
+        if data is None:
+            text = "参数太长，无法确认 / arguments too long to confirm"
+            return notice(text, Flavor.TELEGRAM)
+        messages = [Message(dict(m.payload)) for m in reply.messages]
+        messages[-1].payload["reply_markup"] = {
+            "inline_keyboard": [[
+                {"text": CONFIRM_LABEL, "callback_data": data},
+                {"text": CANCEL_LABEL, "callback_data": CANCEL_DATA},
+            ]]
+        }  # fmt: skip
+        return messages
+
+    # ------------------------------------------------------------ buttons
+
+    async def on_button(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        query = update.callback_query
+        if query is None:
+            return
+        data = query.data or ""
+        if data == CANCEL_DATA or data.startswith(CONFIRM_PREFIX + ":"):
+            await self._on_confirm(query, data)
+            return
+        parsed = parse_button_data(data)
+        if parsed is None:
+            await _answer(query)  # not ours (or from an older version): stop the spinner
+            return
+        await self._on_section(query, *parsed)
+
+    async def _on_section(self, query: CallbackQuery, date: Any, section: Any) -> None:
+        started = time.perf_counter()
+        user = query.from_user
+        if user.id not in self.adapter.admins:
+            verdict = self.limiter.check(user.id)
+            if verdict is not Verdict.ALLOW:
+                await _answer(query, self._slow_down(), alert=verdict is Verdict.WARN)
+                return
+        try:
+            issue = self.service.archive.on(date)
+        except IssueNotFound:
+            gone = f"{date} 的日报已不在存档中。/ The issue of {date} is not in the archive."
+            await _answer(query, gone, alert=True)
+            return
+        messages = render(issue, Flavor.TELEGRAM, Part(section.value), options=self.section_options)
+        paced: list[float] = []
+        try:
+            await self.adapter.reply(user.id, TargetKind.PRIVATE, messages, paced=paced)
+        except TargetGone:
+            bot = self.adapter.username
+            await _answer(
+                query,
+                f"请先私信 @{bot} 并点“开始”(/start)，再点按钮。\n"
+                f"Please open @{bot} and press Start first, then tap the button again.",
+                alert=True,
+            )
+            return
+        except DeliveryError as exc:
+            log.warning("telegram: section %s for %s failed: %s", section, user.id, exc)
+            failed = "发送失败，请稍后再试。/ Could not send; try again later."
+            await _answer(query, failed, alert=True)
+            return
+        await _answer(query, f"已私信发送：{section.label} / sent to you in private")
+        self._timed(f"button:{section.value}", user.id, started, paced)
+
+    async def _on_confirm(self, query: CallbackQuery, data: str) -> None:
+        user = query.from_user
+        message = query.message
+        chat = message.chat.id if message is not None else user.id
+        kind = TargetKind.PRIVATE if chat == user.id else TargetKind.GROUP
+        admin = user.id in self.adapter.admins
+        key = (chat, message.message_id if message is not None else 0)
+        if data == CANCEL_DATA:
+            if not admin:
+                await _answer(query, "只有管理员可以操作 / admins only", alert=True)
+                return
+            await _answer(query, "已取消 / cancelled")
+            await _close_prompt(query, "✖ 已取消 / cancelled")
+            return
+        request = parse_confirm_data(data)
+        if request is None:
+            await _answer(query)
+            return
+        request = Request(
+            request.command, request.args, platform=self.adapter.name, flavor=Flavor.TELEGRAM,
+            user=str(user.id), chat=str(chat), capabilities=ADMIN if admin else frozenset(),
+            confirmed=True,
+        )  # fmt: skip
+        if not admin:
+            # the core refuses and writes the audit entry; nothing is reposted
+            reply = await self._handle(request)
+            await _answer(query, _visible(reply.messages), alert=True)
+            return
+        if key in self._confirming:
+            await _answer(query, "已在处理 / already running")
+            return
+        self._confirming.add(key)
+        try:
+            await _answer(query, "正在执行… / working…")
+            await _close_prompt(query, f"✔ 已确认 / confirmed by {user.id}")
+            reply = await self._handle(request)
+            await self._send(chat, kind, reply.messages, [])
+        finally:
+            self._confirming.discard(key)
+
+    # ------------------------------------------------------------ plumbing
+
+    async def _send(
+        self, chat: int, kind: TargetKind, messages: Sequence[Message], paced: list[float]
+    ) -> None:
+        try:
+            await self.adapter.reply(chat, kind, messages, paced=paced)
+        except DeliveryError as exc:
+            log.warning("telegram: reply to %s not sent: %s", chat, exc)
+
+    def _timed(self, command: str, user: int, started: float, paced: list[float]) -> None:
+        if self.adapter.on_answered is not None:
+            total = time.perf_counter() - started
+            self.adapter.on_answered(AnswerTiming(command, user, total, sum(paced)))
+
+    async def on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
+        log.error("telegram: handling an update failed", exc_info=context.error)
+
+
+def confirm_data(request: Request) -> str | None:
+    """``cf:repost:2026-11-27 force`` for a request to confirm; None if over 64 bytes."""
+    data = f"{CONFIRM_PREFIX}:{request.command}:{' '.join(request.args)}"
+    return data if len(data.encode("utf-8")) <= MAX_CALLBACK_DATA else None
+
+
+def parse_confirm_data(data: str) -> Request | None:
+    """The inverse of :func:`confirm_data` (command and args only; the rest comes from the
+    press: who pressed decides the capabilities)."""
+    parts = data.split(":", 2)
+    if len(parts) != 3 or parts[0] != CONFIRM_PREFIX or not parts[1]:
+        return None
+    return Request(parts[1], tuple(a for a in parts[2].split(" ") if a))
+
+
+async def _answer(query: CallbackQuery, text: str | None = None, *, alert: bool = False) -> None:
+    """Answer a button press (best effort: an old query cannot be answered any more)."""
+    if text is not None and len(text) > MAX_ANSWER_TEXT:
+        text = text[: MAX_ANSWER_TEXT - 1] + "…"
+    try:
+        await query.answer(text, show_alert=alert)
+    except TelegramError as exc:
+        log.info("telegram: could not answer a button press: %s", exc)
+
+
+async def _close_prompt(query: CallbackQuery, note: str) -> None:
+    """Replace the confirmation prompt's buttons by ``note`` so it cannot be pressed twice."""
+    message = query.message
+    text = getattr(message, "text", None) or ""
+    with contextlib.suppress(TelegramError):
+        await query.edit_message_text(f"{text}\n\n{note}".strip())
+
+
+def _visible(messages: Sequence[Message]) -> str:
+    """The first message's text without HTML (refusals are plain escaped text)."""
+    text = str(messages[0].payload.get("text", "")) if messages else ""
+    return html.unescape(text)
+
+
+__all__ = [
+    "AnswerTiming",
+    "Handlers",
+    "UserRateLimiter",
+    "Verdict",
+    "confirm_data",
+    "parse_confirm_data",
+]

@@ -1,0 +1,169 @@
+"""Importable helpers for the Telegram tests: a config on disk, the real service, the double."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import shutil
+import time
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bots.runtime import open_service
+from bots.telegram import TelegramAdapter
+from digest_core.delivery import TELEGRAM_LIMITS
+from digest_core.service import DigestService
+from digest_core.settings import Settings, load_settings
+from tests.fakes.telegram_api import FakeTelegram, SentMessage
+
+REPO = Path(__file__).resolve().parents[3]
+ARCHIVE = REPO / "archive"
+ZONE = "Asia/Shanghai"
+#: the issue the tests treat as today's (two messages on Telegram)
+TODAY = dt.date(2026, 11, 27)
+
+ADMIN = 42
+ANN = 1001  # a reader who started the bot
+BOB = 1002  # another reader
+CHANNEL = -1001234567890
+CHANNEL_NAME = "@ai_digest"  # a second channel, by username
+GROUP = -4001  # a group chat where people use commands
+BOT = "digest_test_bot"
+
+
+class PinnedClock:
+    """Real monotonic time and sleeps (the double's flood windows are real), but a wall clock
+    that starts at a chosen moment, so "today" is an issue in the archive."""
+
+    def __init__(self, start: dt.datetime) -> None:
+        self._start = start
+        self._t0 = time.monotonic()
+
+    def now(self) -> dt.datetime:
+        return self._start + dt.timedelta(seconds=time.monotonic() - self._t0)
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    async def sleep(self, seconds: float) -> None:
+        import asyncio
+
+        await asyncio.sleep(max(0.0, seconds))
+
+
+def local(day: dt.date, hh: int, mm: int = 0) -> dt.datetime:
+    """An aware UTC datetime for a local time in the digest's zone."""
+    from zoneinfo import ZoneInfo
+
+    return dt.datetime(day.year, day.month, day.day, hh, mm, tzinfo=ZoneInfo(ZONE)).astimezone(
+        dt.UTC
+    )
+
+
+def write_config(
+    tmp: Path,
+    *,
+    base_url: str,
+    channels: Sequence[str] = (str(CHANNEL), CHANNEL_NAME),
+    admins: Sequence[int] = (ADMIN,),
+    post_time: str = "08:00",
+    schedule: bool = False,
+    days: Sequence[dt.date] | None = None,
+    telegram: dict[str, Any] | None = None,
+    delivery: dict[str, Any] | None = None,
+) -> Path:
+    """A TOML config in ``tmp`` with its own archive copy and SQLite file; returns its path."""
+    archive = tmp / "archive"
+    archive.mkdir(exist_ok=True)
+    for src in sorted(ARCHIVE.iterdir()):
+        if days is None or dt.date.fromisoformat(src.stem) in days:
+            shutil.copy(src, archive / src.name)
+    tg = {
+        "channels": list(channels),
+        "admins": list(admins),
+        "api_base_url": base_url,
+        "poll_timeout_seconds": 1,
+        **(telegram or {}),
+    }
+    lines = [
+        f'timezone = "{ZONE}"',
+        f'archive_dir = "{archive}"',
+        f'database_url = "sqlite+aiosqlite:///{tmp / "digest.db"}"',
+        'log_level = "INFO"',
+        "[schedule]",
+        f'post_time = "{post_time}"',
+        f"enabled = {'true' if schedule else 'false'}",
+        "catch_up_hours = 6",
+        "[delivery]",
+        *(f"{k} = {json.dumps(v)}" for k, v in {"backoff_base_seconds": 0.01,
+                                                 "backoff_max_seconds": 0.05,
+                                                 **(delivery or {})}.items()),
+        "[telegram]",
+        *(f"{k} = {json.dumps(v)}" for k, v in tg.items()),
+    ]
+    path = tmp / "digest-bot.toml"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def settings_for(path: Path, fake: FakeTelegram, monkeypatch: pytest.MonkeyPatch) -> Settings:
+    monkeypatch.setenv("DIGEST_BOT_TELEGRAM__TOKEN", fake.token)
+    return load_settings(path)
+
+
+def register_chats(fake: FakeTelegram) -> None:
+    """The chats every test knows: two channels, a group, two readers and an admin."""
+    fake.add_chat(CHANNEL, "channel", title="AI 技术日报")
+    fake.add_chat(-1009999, "channel", title="AI Digest by name", username=CHANNEL_NAME)
+    fake.add_chat(GROUP, "group", title="Readers")
+    for user in (ADMIN, ANN, BOB):
+        fake.add_chat(user, "private", first_name=f"User {user}")
+
+
+@dataclass
+class Running:
+    """A started bot: the real service and adapter, talking to the double."""
+
+    service: DigestService
+    adapter: TelegramAdapter
+    fake: FakeTelegram
+
+    async def command(
+        self, text: str, *, user: int = ANN, chat: int | None = None, n: int = 1,
+        timeout: float = 5.0,  # noqa: ASYNC109 - a bounded test helper
+    ) -> list[SentMessage]:
+        """Inject ``text`` from ``user`` (in ``chat``, default the private chat) and wait for
+        ``n`` new messages to that chat; returns just the new ones."""
+        where = user if chat is None else chat
+        before = len(self.fake.sent(where))
+        self.fake.inject_message(where, user, text)
+        sent = await self.fake.wait_for_messages(where, before + n, timeout=timeout)
+        return sent[before:]
+
+
+@asynccontextmanager
+async def running_bot(
+    settings: Settings, fake: FakeTelegram, *, clock: Any = None, scale: float = 1.0,
+    receive: bool = True,
+) -> AsyncIterator[Running]:
+    """The service from ``open_service`` with its Telegram adapter started (and stopped)."""
+    clock = clock or PinnedClock(local(TODAY, 9))
+    async with open_service(settings, only="telegram", clock=clock) as service:
+        adapter = service.platforms["telegram"]
+        assert isinstance(adapter, TelegramAdapter)
+        if scale != 1.0:
+            adapter.limits = TELEGRAM_LIMITS.scaled(scale)
+        await adapter.start(service, receive=receive)
+        try:
+            yield Running(service, adapter, fake)
+        finally:
+            await adapter.stop()
+
+
+def visible(messages: Sequence[SentMessage]) -> str:
+    return "\n".join(m.text for m in messages)

@@ -1,0 +1,289 @@
+"""Readers' and admins' commands end to end: the real Application polling the Bot API double."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from bots.runtime import run
+from tests.bots.telegram.harness import (
+    ADMIN,
+    ANN,
+    BOB,
+    BOT,
+    GROUP,
+    TODAY,
+    PinnedClock,
+    Running,
+    local,
+    register_chats,
+    running_bot,
+    settings_for,
+    visible,
+    write_config,
+)
+from tests.fakes.telegram_api import FakeTelegram
+
+pytestmark = pytest.mark.filterwarnings("ignore::telegram.warnings.PTBDeprecationWarning")
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeTelegram]:
+    async with FakeTelegram(scale=100) as tg:
+        register_chats(tg)
+        yield tg
+
+
+@pytest.fixture
+async def bot(
+    fake: FakeTelegram, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[Running]:
+    settings = settings_for(write_config(tmp_path, base_url=fake.base_url), fake, monkeypatch)
+    async with running_bot(settings, fake, scale=100) as running:
+        yield running
+
+
+# ---------------------------------------------------------------- every reader command
+
+
+@pytest.mark.parametrize(
+    ("command", "n", "expected"),
+    [
+        ("/start", 1, ["欢迎", "/today"]),
+        ("/start 2026-11-26", 1, ["投机解码遇上大批量"]),  # deep link: that issue
+        ("/help", 1, ["/search", "/subscribe"]),
+        ("/today", 2, ["2026年11月27日", "KV 缓存为什么要分页", "【简讯】"]),
+        ("/headline", 2, ["【重点】", "KV 缓存为什么要分页"]),
+        ("/briefs", 1, ["【简讯】", "1. 长上下文评测"]),
+        ("/brief 2", 1, ["2. 梯度累积与学习率"]),
+        ("/classic", 1, ["【经典回顾】"]),
+        ("/toc", 1, ["【重点】", "【简讯】"]),
+        ("/issue 2026-11-28", 1, ["2026年11月28日"]),
+        ("/issue yesterday", 1, ["不是日期", "/issue YYYY-MM-DD"]),
+        ("/issue 2020-01-01", 1, ["2020-01-01"]),
+        ("/search 投机解码", 1, ["2026-11-26", "投机解码"]),
+        ("/brief 99", 1, ["没有第 99 条"]),
+        ("/nonsense", 1, ["未知命令 /nonsense"]),
+        ("/TODAY@digest_test_bot", 2, ["2026年11月27日"]),
+    ],
+)
+async def test_each_command_is_answered_in_private(
+    bot: Running, command: str, n: int, expected: list[str]
+) -> None:
+    replies = await bot.command(command, n=n)
+    text = visible(replies)
+    for fragment in expected:
+        assert fragment in text, (fragment, text[:300])
+    assert all(m.parse_mode == "HTML" for m in replies)
+
+
+async def test_today_links_the_headline_source_only(bot: Running) -> None:
+    replies = await bot.command("/today", n=2)
+    previews = [m.link_preview_options for m in replies]
+    assert previews[0] == {"is_disabled": False, "url": "https://arxiv.org/abs/2309.06180"}
+    assert previews[1] == {"is_disabled": True}
+    assert all(m.reply_markup is None for m in replies)  # buttons only on channel posts
+
+
+async def test_commands_in_a_group_need_our_suffix_or_none(
+    bot: Running, fake: FakeTelegram
+) -> None:
+    replies = await bot.command(f"/headline@{BOT}", user=ANN, chat=GROUP, n=2)
+    assert "【重点】" in visible(replies)
+    fake.inject_message(GROUP, ANN, "/today@some_other_bot")
+    fake.inject_message(GROUP, ANN, "/weather")  # another bot's command, no suffix
+    fake.inject_message(GROUP, ANN, "/classic")  # ours: answered, and it comes last
+    sent = await fake.wait_for_messages(GROUP, 3)
+    assert "【经典回顾】" in sent[2].text
+    await asyncio.sleep(0.2)
+    assert len(fake.sent(GROUP)) == 3
+
+
+async def test_subscribing_in_a_group_explains_how(bot: Running, fake: FakeTelegram) -> None:
+    replies = await bot.command("/subscribe", user=ANN, chat=GROUP)
+    assert f"@{BOT}" in replies[0].text and "/subscribe" in replies[0].text
+    assert await bot.service.ledger.subscribers("telegram") == []
+
+
+async def test_subscribe_and_unsubscribe_in_private(bot: Running) -> None:
+    assert "已订阅" in (await bot.command("/subscribe"))[0].text
+    assert "已经订阅" in (await bot.command("/subscribe"))[0].text
+    subs = await bot.service.ledger.subscribers("telegram")
+    assert [t.id for t in subs] == [str(ANN)]
+    assert "已取消订阅" in (await bot.command("/unsubscribe"))[0].text
+    assert await bot.service.ledger.subscribers("telegram") == []
+
+
+async def test_plain_text_in_private_points_to_help(bot: Running) -> None:
+    assert "/help" in (await bot.command("hello"))[0].text
+
+
+async def test_command_menu_is_set_in_chinese_and_english(bot: Running, fake: FakeTelegram) -> None:
+    menus = fake.commands
+    assert set(menus) == {"", "zh"}
+    zh = {c["command"]: c["description"] for c in menus["zh"]}
+    en = {c["command"]: c["description"] for c in menus[""]}
+    assert zh.keys() == en.keys() >= {"today", "headline", "briefs", "brief", "classic", "issue",
+                                       "search", "subscribe", "unsubscribe", "help"}
+    assert zh["today"] == "今天的日报" and en["today"] == "Today's issue"
+    assert "repost" not in zh  # admin commands only in the admins' own menu
+    # every menu entry is a command the bot answers
+    assert set(zh) <= set(bot.service.commands.names)
+
+
+# ---------------------------------------------------------------- admin commands
+
+
+async def test_status_for_admins_only(bot: Running) -> None:
+    status = await bot.command("/status", user=ADMIN)
+    assert "下次推送" in status[0].text and "telegram: 2" in status[0].text
+    refused = await bot.command("/status", user=BOB)
+    assert "只有管理员" in refused[0].text
+    audit = await bot.service.ledger.audit_log(platform="telegram")
+    assert [(a.user_id, a.action, a.allowed) for a in audit] == [(str(BOB), "status", False)]
+
+
+async def test_help_shows_admin_commands_to_admins(bot: Running) -> None:
+    assert "/repost" in (await bot.command("/help", user=ADMIN))[0].text
+    assert "/repost" not in (await bot.command("/help", user=ANN))[0].text
+
+
+# ---------------------------------------------------------------- flood protection
+
+
+async def test_a_flooding_reader_is_told_once_then_ignored(
+    bot: Running, fake: FakeTelegram
+) -> None:
+    for _ in range(8):
+        fake.inject_message(BOB, BOB, "/classic")
+    sent = await fake.wait_for_messages(BOB, 6)
+    await asyncio.sleep(0.3)
+    sent = fake.sent(BOB)
+    slow = [m for m in sent if "请慢一点" in m.text]
+    assert len(slow) == 1 and "5" in slow[0].text
+    assert len(sent) == 6  # five answers and one "slow down"; the rest ignored
+    # another reader is not affected
+    assert "【经典回顾】" in (await bot.command("/classic", user=ANN))[0].text
+
+
+async def test_admins_are_not_rate_limited(bot: Running, fake: FakeTelegram) -> None:
+    for _ in range(7):
+        fake.inject_message(ADMIN, ADMIN, "/brief 1")
+    sent = await fake.wait_for_messages(ADMIN, 7)
+    assert not any("请慢一点" in m.text for m in sent)
+
+
+# ---------------------------------------------------------------- secrets and modes
+
+
+async def test_the_token_never_reaches_the_log(
+    fake: FakeTelegram, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    settings = settings_for(write_config(tmp_path, base_url=fake.base_url), fake, monkeypatch)
+    async with running_bot(settings, fake, scale=100) as bot:
+        await bot.command("/today", n=2)
+        fake.fail_next(ANN, "server_error")
+        fake.inject_message(ANN, ANN, "/classic")
+        await asyncio.sleep(0.3)
+    assert "getUpdates" in caplog.text  # httpx did log the requests ...
+    assert fake.token not in caplog.text  # ... without the token
+    assert fake.token.split(":")[1] not in caplog.text
+    assert fake.token not in repr(settings)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def test_webhook_mode_checks_the_secret_on_every_request(
+    fake: FakeTelegram, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("tornado", reason="python-telegram-bot[webhooks] is not installed")
+    port = _free_port()
+    config = write_config(
+        tmp_path,
+        base_url=fake.base_url,
+        telegram={
+            "mode": "webhook",
+            "webhook_url": "https://bot.example.org/tg/hook",
+            "webhook_port": port,
+        },
+    )
+    monkeypatch.setenv("DIGEST_BOT_TELEGRAM__WEBHOOK_SECRET", "s3cret-Value_1")
+    settings = settings_for(config, fake, monkeypatch)
+    async with running_bot(settings, fake, scale=100):
+        assert fake.webhook is not None
+        assert fake.webhook["url"] == "https://bot.example.org/tg/hook"
+        assert fake.webhook["secret_token"] == "s3cret-Value_1"
+        update = {
+            "update_id": 1,
+            "message": {
+                "message_id": 1, "date": 0, "text": "/classic",
+                "chat": {"id": ANN, "type": "private", "first_name": "Ann"},
+                "from": {"id": ANN, "is_bot": False, "first_name": "Ann"},
+                "entities": [{"type": "bot_command", "offset": 0, "length": 8}],
+            },
+        }  # fmt: skip
+        url = f"http://127.0.0.1:{port}/tg/hook"
+        async with httpx.AsyncClient() as client:
+            missing = await client.post(url, json=update)
+            wrong = await client.post(
+                url, json=update, headers={"X-Telegram-Bot-Api-Secret-Token": "nope"}
+            )
+            assert (missing.status_code, wrong.status_code) == (403, 403)
+            assert fake.sent(ANN) == []
+            ok = await client.post(
+                url, json=update, headers={"X-Telegram-Bot-Api-Secret-Token": "s3cret-Value_1"}
+            )
+            assert ok.status_code == 200
+        sent = await fake.wait_for_messages(ANN, 1)
+        assert "【经典回顾】" in sent[0].text
+
+
+def test_webhook_mode_without_a_secret_is_a_config_error(tmp_path: Path) -> None:
+    from digest_core.errors import ConfigError
+    from digest_core.settings import load_settings
+
+    config = write_config(
+        tmp_path, base_url="http://127.0.0.1:1/bot",
+        telegram={"mode": "webhook", "webhook_url": "https://bot.example.org/hook"},
+    )  # fmt: skip
+    with pytest.raises(ConfigError, match="webhook_secret"):
+        load_settings(config)
+    config.write_text(config.read_text().replace("https://bot", "http://bot"))
+    with pytest.raises(ConfigError, match="https"):
+        load_settings(config)
+
+
+# ---------------------------------------------------------------- the real `run`
+
+
+async def test_digest_bot_run_answers_and_stops_cleanly(
+    fake: FakeTelegram, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = settings_for(write_config(tmp_path, base_url=fake.base_url), fake, monkeypatch)
+    stop = asyncio.Event()
+    task = asyncio.create_task(
+        run(settings, only="telegram", clock=PinnedClock(local(TODAY, 9)), stop=stop)
+    )
+    try:
+        fake.inject_message(ANN, ANN, "/headline")
+        sent = await fake.wait_for_messages(ANN, 2)
+        assert "【重点】" in sent[0].text
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 10)
+    assert task.exception() is None
+    before = len(fake.requests)
+    await asyncio.sleep(0.2)
+    assert len(fake.requests) == before  # stopped: no more polling
