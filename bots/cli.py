@@ -171,8 +171,8 @@ def cmd_validate(args: argparse.Namespace, settings: Settings) -> int:
             files.append(path)
     failed = 0
     for path in files:
-        undated = args.date is None and date_from_name(path) is None
         try:
+            undated = args.date is None and date_from_name(path) is None
             # an undated draft is checked as if dated today: the content is what is validated
             issue = load_issue(path, date=args.date or (_today(settings) if undated else None))
         except IssueFormatError as exc:

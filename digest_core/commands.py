@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -21,6 +22,9 @@ from digest_core.models import Issue
 from digest_core.rendering import Flavor, Message, Part, RenderOptions, notice, render
 
 log = logging.getLogger(__name__)
+
+#: a brief number: ASCII digits only ("²".isdigit() is True), and short
+_NUMBER = re.compile(r"[0-9]{1,4}")
 
 
 class Capability(StrEnum):
@@ -157,6 +161,15 @@ class Commands:
             return await entry[0](self, request)
         except IssueNotFound as exc:
             return self._text(request, str(exc), status="not_found")
+        except Exception:
+            # a command must never surface a traceback to a reader; the log keeps it
+            log.exception("command /%s %r failed", name, request.args)
+            return self._text(
+                request,
+                f"抱歉，/{name} 出错了，请稍后再试。\n"
+                f"Sorry, /{name} failed; please try again later.",
+                status="error",
+            )
 
     # ------------------------------------------------------------ helpers
 
@@ -236,7 +249,7 @@ class Commands:
         return await self._part(request, Part.BRIEFS)
 
     async def brief(self, request: Request) -> Reply:
-        if len(request.args) != 1 or not request.args[0].isdigit():
+        if len(request.args) != 1 or not _NUMBER.fullmatch(request.args[0]):
             return self._usage(request, "请给出简讯编号，例如 /brief 2 / give a brief number")
         n = int(request.args[0])
         issue, _ = self._current()

@@ -87,6 +87,13 @@ class DailyPoster:
     def today(self) -> dt.date:
         return self.clock.now().astimezone(self.config.zone).date()
 
+    def due_day(self) -> dt.date:
+        """The latest day whose post time has come: today, or yesterday when a trigger runs
+        late past midnight (a 23:30 post fired at 00:10 is still yesterday's post)."""
+        now = self.clock.now()
+        today = now.astimezone(self.config.zone).date()
+        return today if self.post_at(today) <= now else today - dt.timedelta(days=1)
+
     def next_post(self) -> dt.datetime:
         """The next moment a post is due, for /status."""
         now = self.clock.now()
@@ -105,7 +112,7 @@ class DailyPoster:
         A missing file is looked for again every ``retry_every`` until ``deadline`` after the
         post time; then admins are alerted. Another day's issue is never posted instead.
         """
-        day = day or self.today()
+        day = day or self.due_day()
         state = await self._state(day)
         if state is PostState.DONE:
             log.info("issue of %s already posted; not posting again", day)

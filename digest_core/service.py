@@ -71,6 +71,7 @@ class DigestService:
         self.clock = clock
         self.zone = zone
         self.platforms = {p.name: p for p in platforms}
+        self._locks: dict[tuple[dt.date, str], asyncio.Lock] = {}
         self._active = 0
         self._idle = asyncio.Event()
         self._idle.set()
@@ -150,8 +151,8 @@ class DigestService:
         chosen = (
             [self._platform(n) for n in platforms] if platforms else list(self.platforms.values())
         )
-        reports: list[DeliveryReport] = []
-        for platform in chosen:
+
+        async def deliver(platform: Adapter) -> DeliveryReport | None:
             targets = await self.targets(platform)
             if only_target is not None:
                 targets = [t for t in targets if t.id == only_target] or [
@@ -159,13 +160,25 @@ class DigestService:
                 ]
             if not targets:
                 log.info("%s has no targets configured; nothing to post", platform.name)
-                continue
+                return None
             messages = render(issue, platform.flavor, Part.ALL, options=platform.post_options)
-            reports.append(
-                await self.engine.deliver(
+            # one delivery of a day per platform at a time: a /repost while the daily post
+            # runs waits for it, then finds everything sent
+            async with self._locks.setdefault((issue.date, platform.name), asyncio.Lock()):
+                return await self.engine.deliver(
                     issue.ref, platform, messages, targets, force=force, progress=progress
                 )
-            )
+
+        # platforms deliver concurrently; one failing never stops the others, and its error
+        # is raised once all have finished
+        results = await asyncio.gather(*(deliver(p) for p in chosen), return_exceptions=True)
+        reports = [r for r in results if isinstance(r, DeliveryReport)]
+        for platform, result in zip(chosen, results, strict=True):
+            if isinstance(result, BaseException):
+                log.error("delivery on %s failed: %s", platform.name, result)
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
         return reports
 
     def _platform(self, name: str) -> Adapter:
@@ -187,7 +200,9 @@ class DigestService:
     async def post_state(self, day: dt.date) -> PostState:
         """How far the post of ``day`` got on every running platform (any revision)."""
         states: list[PostState] = []
-        for name in self.platforms:
+        for name, platform in self.platforms.items():
+            if not await self.targets(platform):
+                continue  # nothing to post there: it cannot hold the day back
             counts = await self.ledger.day_counts(day, platform=name)
             if not any(counts.values()):
                 states.append(PostState.NONE)

@@ -28,6 +28,8 @@ from pydantic import (
 )
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
 from digest_core.errors import ConfigError
 
@@ -251,8 +253,21 @@ class Settings(BaseSettings):
     @field_validator("database_url")
     @classmethod
     def _check_db(cls, v: str) -> str:
-        if "://" not in v:
-            raise ValueError(f"not an SQLAlchemy URL: {v!r} (e.g. sqlite+aiosqlite:///var/x.db)")
+        example = "e.g. sqlite+aiosqlite:///var/digest-bot.db or postgresql+asyncpg://user@host/db"
+        try:
+            url = make_url(v)
+        except ArgumentError:
+            raise ValueError(f"not an SQLAlchemy URL ({example})") from None
+        shown = url.render_as_string(hide_password=True)
+        try:
+            dialect = url.get_dialect()
+        except NoSuchModuleError:
+            raise ValueError(f"unknown database kind in {shown} ({example})") from None
+        if not dialect.is_async:
+            raise ValueError(
+                f"{shown} uses the synchronous driver {dialect.driver!r}; the bot needs an "
+                f"asyncio driver ({example})"
+            )
         return v
 
     @property
