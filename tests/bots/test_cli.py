@@ -61,6 +61,15 @@ def test_validate_reports_path_line_and_exits_1(workdir: Path) -> None:
     assert "1 of 2 files failed" in out.stderr
 
 
+def test_validate_goes_on_after_a_file_name_that_is_not_a_date(workdir: Path) -> None:
+    bad = workdir / "2026-13-45.txt"
+    shutil.copy(workdir / "archive" / "2026-11-26.txt", bad)
+    out = cli(workdir, "validate", str(bad), "archive/2026-11-27.txt")
+    assert out.returncode == 1
+    assert "not a calendar day" in out.stdout
+    assert "archive/2026-11-27.txt: ok" in out.stdout
+
+
 def test_validate_tolerates_bom_and_crlf(workdir: Path) -> None:
     text = (workdir / "archive" / "2026-11-28.txt").read_text(encoding="utf-8")
     crlf = workdir / "draft-crlf.txt"

@@ -175,3 +175,11 @@ async def test_first_start_reports_nothing_older_than_the_window() -> None:
     w.files.update({DAY, DAY - dt.timedelta(days=1)})
     assert await w.poster.catch_up(report_missed=False) == []
     assert w.alerts == [] and w.posted == []
+
+
+async def test_a_trigger_running_late_past_midnight_posts_the_due_day() -> None:
+    # a 23:30 post whose trigger only runs at 00:10 is still the previous day's post
+    w = World(clock_at("2026-12-01 00:10"), at="23:30")
+    w.files.update({DAY, DAY + dt.timedelta(days=1)})
+    assert await w.poster.run_due() is Outcome.POSTED
+    assert w.posted == [DAY]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import io
 import shutil
@@ -91,6 +92,9 @@ async def test_today_before_todays_file_says_so_and_gives_the_latest(
         ("brief", ("0",), "usage", "没有第 0 条"),
         ("brief", ("99",), "usage", "there is no brief 99"),
         ("brief", ("two",), "usage", "/brief N"),
+        ("brief", ("²",), "usage", "/brief N"),  # str.isdigit() says yes; int() says no
+        ("brief", ("9" * 5000,), "usage", "/brief N"),
+        ("brief", ("-1",), "usage", "/brief N"),
         ("brief", (), "usage", "/brief N"),
         ("briefs", (), "ok", "【简讯】"),
         ("briefs", ("3",), "ok", "3."),
@@ -183,3 +187,9 @@ async def test_post_twice_sends_once_and_state_follows(service: DigestService) -
 async def test_capabilities_are_checked_individually(service: DigestService) -> None:
     only_status = Request("repost", (), capabilities=frozenset({Capability.STATUS}))
     assert (await service.commands.handle(only_status)).status == "refused"
+
+
+async def test_a_repost_during_the_daily_post_sends_nothing_twice(service: DigestService) -> None:
+    day = dt.date(2026, 11, 30)
+    daily, repost = await asyncio.gather(service.post(day), service.post(day))
+    assert sorted(r.sent for r in daily + repost) == [0, 1]

@@ -83,6 +83,8 @@ def test_token_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         ('[telegram]\nmode = "push"', "telegram.mode", "'polling' or 'webhook'"),
         ('[schedule]\npost_tme = "08:00"', "schedule.post_tme", "unknown key"),
         ('database_url = "var/x.db"', "database_url", "SQLAlchemy URL"),
+        ('database_url = "sqlite:///x.db"', "database_url", "asyncio driver"),
+        ('database_url = "foo://bar"', "database_url", "unknown database kind"),
     ],
 )
 def test_bad_values_name_file_key_and_reason(
@@ -109,3 +111,10 @@ def test_not_toml_and_missing_file(tmp_path: Path) -> None:
         load_settings(write(tmp_path, "[telegram\n"))
     with pytest.raises(ConfigError, match="config file not found"):
         load_settings(tmp_path / "nope.toml")
+
+
+def test_database_password_is_never_echoed(tmp_path: Path) -> None:
+    cfg = write(tmp_path, 'database_url = "postgresql://bot:hunter2@db/digest"\n')
+    with pytest.raises(ConfigError) as info:
+        load_settings(cfg)
+    assert "hunter2" not in str(info.value) and "***" in str(info.value)
