@@ -143,7 +143,13 @@ class Archive:
                     )
                 )
                 continue
-            if path.is_file():
+            try:
+                is_file = path.is_file()
+            except OSError as exc:
+                detail = f"cannot read the file: {exc.strerror or exc}"
+                problems.append(IssueFormatError(path, None, detail))
+                continue
+            if is_file:
                 found.append((date, path))
         found.sort(key=lambda e: (e[0], _RANK[e[1].suffix.lower()], len(e[1].name), e[1].name))
         for problem in problems:
@@ -180,36 +186,45 @@ class Archive:
 
         Raises:
             IssueNotFound: no file for that date, or its file is broken with no earlier good
-                version; the message names the nearest dates that have an issue.
+                version. The message is for readers: bilingual, naming the nearest dates that
+                have an issue, and without paths or the editor's detail (that is logged and in
+                :attr:`problems`; the broken file's error is the exception's ``__cause__``).
         """
         used = self._used()
         path = used.get(date)
-        if path is not None:
-            issue, error = self._load(date, path)
-            if issue is not None:
-                return issue
-            nearest = self._nearest(used, date)
-            raise IssueNotFound(
-                f"the issue of {date} failed to load ({error}); {nearest}", date=date
-            ) from error
-        raise IssueNotFound(f"no issue for {date}; {self._nearest(used, date)}", date=date)
+        if path is None:
+            raise IssueNotFound(self._missing(used, date), date=date)
+        issue, error = self._load(date, path)
+        if issue is not None:
+            return issue
+        log.info("archive %s: the issue of %s is not available: %s", self.root, date, error)
+        before, after = self._nearest(used, date)
+        zh, en = f"{date} 的日报暂时无法提供", f"The issue of {date} is not available right now"
+        raise IssueNotFound(_bilingual(zh, en, before, after), date=date) from error
 
     def latest(self, *, on_or_before: dt.date | None = None) -> Issue:
         """The newest issue, or the newest dated ``on_or_before`` a day; broken files are skipped.
 
         Raises:
-            IssueNotFound: the archive has no loadable issue on or before that day.
+            IssueNotFound: the archive has no loadable issue on or before that day; the message
+                is for readers, as :meth:`on`'s is.
         """
-        for date, path in sorted(self._used().items(), reverse=True):
+        used = self._used()
+        for date, path in sorted(used.items(), reverse=True):
             if on_or_before is not None and date > on_or_before:
                 continue
             issue = self._load(date, path)[0]
             if issue is not None:
                 return issue
         if on_or_before is None:
-            raise IssueNotFound(f"the archive {self.root} has no issue that loads")
+            raise IssueNotFound(_NO_ISSUE_YET)
+        first = self._nearest(used, on_or_before)[1]
+        if first is None:
+            raise IssueNotFound(_NO_ISSUE_YET, date=on_or_before)
         raise IssueNotFound(
-            f"the archive {self.root} has no issue on or before {on_or_before}", date=on_or_before
+            f"{on_or_before} 及之前还没有日报；最早的一期是 {first}。\n"
+            f"There is no issue on or before {on_or_before}; the earliest is {first}.",
+            date=on_or_before,
         )
 
     def search(self, word: str, *, limit: int = 20) -> builtins.list[SearchHit]:
@@ -266,6 +281,12 @@ class Archive:
             except IssueFormatError as err:
                 cached = _Loaded(key, None, err)
                 self._report(err)
+            except Exception as exc:  # a loader bug must not take listing, search or posts down
+                why = str(exc) if len(str(exc)) <= 200 else str(exc)[:199] + "…"
+                detail = f"could not be loaded (unexpected {type(exc).__name__}: {why})"
+                unexpected = IssueFormatError(path, None, detail)
+                cached = _Loaded(key, None, unexpected)
+                self._report(unexpected, unexpected=exc)
             else:
                 cached = _Loaded(key, issue, None)
                 self._last_good[date] = issue
@@ -283,20 +304,43 @@ class Archive:
         self._report(error)
         return error
 
-    def _report(self, error: IssueFormatError) -> None:
-        """Log a problem at WARNING, once until it changes or the file loads again."""
+    def _report(self, error: IssueFormatError, *, unexpected: Exception | None = None) -> None:
+        """Log a problem at WARNING (ERROR with the traceback when ``unexpected``), once until
+        it changes or the file loads again."""
         if self._reported.get(error.path) != str(error):
             self._reported[error.path] = str(error)
-            log.warning("archive %s: skipping %s", self.root, error)
+            if unexpected is not None:
+                log.error("archive %s: skipping %s", self.root, error, exc_info=unexpected)
+            else:
+                log.warning("archive %s: skipping %s", self.root, error)
 
-    def _nearest(self, used: dict[dt.date, Path], date: dt.date) -> str:
-        """'the nearest issues are …' for an IssueNotFound message."""
+    def _missing(self, used: dict[dt.date, Path], date: dt.date) -> str:
+        """The reader's message for a date without an issue file."""
+        before, after = self._nearest(used, date)
+        if before is None and after is None:
+            return _NO_ISSUE_YET
+        return _bilingual(f"没有 {date} 的日报", f"No issue for {date}", before, after)
+
+    def _nearest(
+        self, used: dict[dt.date, Path], date: dt.date
+    ) -> tuple[dt.date | None, dt.date | None]:
+        """The closest dates before and after ``date`` that have an issue to serve."""
         ordered = sorted(used.items())
         before = next((d for d, p in reversed(ordered) if d < date and self._load(d, p)[0]), None)
         after = next((d for d, p in ordered if d > date and self._load(d, p)[0]), None)
-        near = [d.isoformat() for d in (before, after) if d is not None]
-        if not near:
-            return "the archive has no issue that loads"
-        if len(near) == 1:
-            return f"the nearest issue is {near[0]}"
-        return f"the nearest issues are {near[0]} and {near[1]}"
+        return before, after
+
+
+_NO_ISSUE_YET = "还没有任何一期日报。\nThere is no issue yet."
+
+
+def _bilingual(zh: str, en: str, before: dt.date | None, after: dt.date | None) -> str:
+    """``zh；最近的是 …。`` and ``en; the nearest …`` on two lines, in the bot's reply style."""
+    near = [d.isoformat() for d in (before, after) if d is not None]
+    if not near:
+        return f"{zh}。\n{en}."
+    if len(near) == 1:
+        return f"{zh}；最近的是 {near[0]}。\n{en}; the nearest is {near[0]}."
+    return (
+        f"{zh}；最近的是 {near[0]} 和 {near[1]}。\n{en}; the nearest are {near[0]} and {near[1]}."
+    )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import os
 import re
 from pathlib import Path
 
@@ -22,6 +23,9 @@ log = logging.getLogger(__name__)
 
 #: The file types an issue can be stored in, the published text first.
 ISSUE_SUFFIXES: tuple[str, ...] = (".txt", ".json", ".yaml", ".yml")
+
+#: The largest issue file :func:`load_issue` reads; a real issue is a few KiB.
+MAX_ISSUE_BYTES = 1024 * 1024
 
 _NAME_DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})(?!\d)")
 
@@ -50,8 +54,9 @@ def load_issue(path: Path, *, date: dt.date | None = None) -> Issue:
     are present they MUST agree.
 
     Raises:
-        IssueFormatError: the file cannot be read, is not UTF-8 (with the line of the bad byte),
-            has an unknown suffix, has no date or contradicting dates, or breaks the format.
+        IssueFormatError: the file cannot be read, is larger than :data:`MAX_ISSUE_BYTES`, is
+            not UTF-8 (with the line of the bad byte), has an unknown suffix, has no date or
+            contradicting dates, nests too deeply, or breaks the format.
     """
     suffix = path.suffix.lower()
     if suffix not in ISSUE_SUFFIXES:
@@ -70,10 +75,7 @@ def load_issue(path: Path, *, date: dt.date | None = None) -> Issue:
             "the issue's date is unknown: name the file YYYY-MM-DD.txt (e.g. 2026-10-27.txt) "
             "or give the date when importing it",
         )
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise IssueFormatError(path, None, f"cannot read the file: {exc.strerror or exc}") from exc
+    data = _read_capped(path)
     log.debug("loading %s (%d bytes)", path, len(data))
     if suffix == ".txt":
         assert date is not None
@@ -82,8 +84,27 @@ def load_issue(path: Path, *, date: dt.date | None = None) -> Issue:
     return load_structured(data, path=path, date=date, suffix=structured)
 
 
+def _read_capped(path: Path) -> bytes:
+    """The file's bytes; never reads more than one byte past :data:`MAX_ISSUE_BYTES`."""
+    try:
+        with path.open("rb") as file:
+            data = file.read(MAX_ISSUE_BYTES + 1)
+            if len(data) > MAX_ISSUE_BYTES:
+                size = max(os.fstat(file.fileno()).st_size, len(data))
+                raise IssueFormatError(
+                    path,
+                    None,
+                    f"the file is {size} bytes; an issue file is at most "
+                    f"{MAX_ISSUE_BYTES // (1024 * 1024)} MiB",
+                )
+    except OSError as exc:
+        raise IssueFormatError(path, None, f"cannot read the file: {exc.strerror or exc}") from exc
+    return data
+
+
 __all__ = [
     "ISSUE_SUFFIXES",
+    "MAX_ISSUE_BYTES",
     "date_from_name",
     "decode_utf8",
     "dump_json",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -20,6 +21,10 @@ log = logging.getLogger(__name__)
 #: A location inside the data, as pydantic reports it: ``("briefs", 2, "links", 0)``.
 Loc = tuple[str | int, ...]
 StructuredSuffix = Literal[".json", ".yaml", ".yml"]
+
+#: How deeply lists and mappings may nest in an issue file. An issue needs 4 levels (issue,
+#: briefs, item, links); the cap keeps hostile files far from Python's recursion limit.
+MAX_NESTING = 32
 
 _DATE = TypeAdapter(dt.date)
 
@@ -189,6 +194,7 @@ def _parse_json(text: str, *, path: str | Path) -> tuple[object, _LineFinder]:
             out[key] = value
         return out
 
+    _check_json_nesting(text, path=path)
     try:
         return json.loads(text, object_pairs_hook=no_duplicates), _LineFinder()
     except json.JSONDecodeError as exc:
@@ -197,10 +203,92 @@ def _parse_json(text: str, *, path: str | Path) -> tuple[object, _LineFinder]:
         ) from exc
     except ValueError as exc:
         raise IssueFormatError(path, None, f"not valid JSON: {exc}") from exc
+    except RecursionError as exc:  # a guard: _check_json_nesting stops such files first
+        raise IssueFormatError(path, None, _too_deep()) from exc
+
+
+# A JSON string (so brackets inside it are not counted) or one bracket.
+_JSON_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+
+
+def _check_json_nesting(text: str, *, path: str | Path) -> None:
+    """Reject JSON nested deeper than MAX_NESTING, at the line where it gets too deep.
+
+    One regex pass over strings and brackets, without parsing: invalid JSON is left for the
+    parser to report (an unterminated string only makes this count a few brackets too many).
+    """
+    depth = 0
+    for token in _JSON_TOKEN.finditer(text):
+        char = token[0]
+        if char in "[{":
+            depth += 1
+            if depth > MAX_NESTING:
+                line = text.count("\n", 0, token.start()) + 1
+                raise IssueFormatError(path, line, _too_deep())
+        elif char in "]}":
+            depth -= 1
+
+
+def _too_deep() -> str:
+    return (
+        f"nested too deeply: lists and mappings may nest at most {MAX_NESTING} levels "
+        "(an issue needs 4)"
+    )
+
+
+class _IssueLoader(yaml.SafeLoader):
+    """SafeLoader that refuses anchors and aliases and caps nesting while it composes.
+
+    Aliases are what make "billion laughs" files and self-referencing data possible; an issue
+    file has no use for them, so they are refused before anything is expanded. Values the safe
+    constructor cannot build (``2026-02-30``, a 5000-digit number) become YAML errors at their
+    line instead of a bare ValueError.
+    """
+
+    def __init__(self, text: str, *, path: str | Path) -> None:
+        super().__init__(text)
+        self.path = path
+        self.depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        event: yaml.Event = self.peek_event()  # type: ignore[no-untyped-call]  # stub lacks it
+        line = event.start_mark.line + 1 if event.start_mark is not None else None
+        if isinstance(event, yaml.NodeEvent) and event.anchor is not None:
+            what = (
+                f"the alias *{event.anchor}"
+                if isinstance(event, yaml.AliasEvent)
+                else f"the anchor &{event.anchor}"
+            )
+            raise IssueFormatError(
+                self.path,
+                line,
+                f"YAML anchors and aliases are not allowed in an issue file (found {what}); "
+                "write the value out in full",
+            )
+        if self.depth >= MAX_NESTING:
+            raise IssueFormatError(self.path, line, _too_deep())
+        self.depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep)
+        except (ValueError, TypeError, OverflowError) as exc:
+            shown = f" {_short(node.value)}" if isinstance(node, yaml.ScalarNode) else ""
+            raise yaml.constructor.ConstructorError(
+                None, None, f"cannot read the value{shown}: {exc}", node.start_mark
+            ) from exc
+
+
+def _short(value: str, limit: int = 40) -> str:
+    return repr(value if len(value) <= limit else value[: limit - 1] + "…")
 
 
 def _parse_yaml(text: str, *, path: str | Path) -> tuple[object, _LineFinder]:
-    loader = yaml.SafeLoader(text)
+    loader = _IssueLoader(text, path=path)
     try:
         node = loader.get_single_node()
         if node is None:
@@ -214,6 +302,10 @@ def _parse_yaml(text: str, *, path: str | Path) -> tuple[object, _LineFinder]:
             path, mark.line + 1 if mark else None, f"not valid YAML: {problem}"
         ) from exc
     except yaml.YAMLError as exc:
+        raise IssueFormatError(path, None, f"not valid YAML: {exc}") from exc
+    except RecursionError as exc:  # a guard: _IssueLoader caps nesting before this can happen
+        raise IssueFormatError(path, None, _too_deep()) from exc
+    except (ValueError, TypeError, OverflowError) as exc:  # a guard, as construct_object wraps
         raise IssueFormatError(path, None, f"not valid YAML: {exc}") from exc
     finally:
         loader.dispose()
@@ -239,6 +331,7 @@ def _check_duplicate_keys(node: yaml.Node, *, path: str | Path) -> None:
 
 
 __all__ = [
+    "MAX_NESTING",
     "Loc",
     "StructuredSuffix",
     "decode_utf8",

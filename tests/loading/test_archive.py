@@ -6,12 +6,13 @@ import datetime as dt
 import logging
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from digest_core.archive import Archive, SearchHit
-from digest_core.errors import IssueFormatError, IssueNotFound
+from digest_core.errors import IssueNotFound
 from digest_core.loading import dump_json, load_issue
 from digest_core.models import Section
 
@@ -58,30 +59,45 @@ def test_on_a_missing_date_names_the_nearest_issues(root: Path) -> None:
     archive = Archive(root)
     with pytest.raises(IssueNotFound) as exc:
         archive.on(D4)
-    assert (
-        str(exc.value)
-        == "no issue for 2026-03-04; the nearest issues are 2026-03-03 and 2026-03-05"
+    assert str(exc.value) == (
+        "没有 2026-03-04 的日报；最近的是 2026-03-03 和 2026-03-05。\n"
+        "No issue for 2026-03-04; the nearest are 2026-03-03 and 2026-03-05."
     )
     assert exc.value.date == D4
     with pytest.raises(IssueNotFound) as exc:
         archive.on(dt.date(2026, 4, 1))
-    assert str(exc.value) == "no issue for 2026-04-01; the nearest issue is 2026-03-06"
+    assert str(exc.value) == (
+        "没有 2026-04-01 的日报；最近的是 2026-03-06。\n"
+        "No issue for 2026-04-01; the nearest is 2026-03-06."
+    )
+    with pytest.raises(IssueNotFound) as exc:
+        archive.on(dt.date(2025, 1, 1))
+    assert str(exc.value).endswith("No issue for 2025-01-01; the nearest is 2026-03-02.")
 
 
 def test_empty_archive(tmp_path: Path) -> None:
     archive = Archive(tmp_path)
     with pytest.raises(IssueNotFound) as exc:
         archive.on(D2)
-    assert str(exc.value) == "no issue for 2026-03-02; the archive has no issue that loads"
-    with pytest.raises(IssueNotFound):
+    assert str(exc.value) == "还没有任何一期日报。\nThere is no issue yet."
+    assert exc.value.date == D2
+    with pytest.raises(IssueNotFound) as exc:
         archive.latest()
+    assert str(exc.value) == "还没有任何一期日报。\nThere is no issue yet."
+    with pytest.raises(IssueNotFound) as exc:
+        archive.latest(on_or_before=D2)
+    assert str(exc.value) == "还没有任何一期日报。\nThere is no issue yet."
     assert archive.search("anything") == []
 
 
 def test_latest_before_the_first_issue(root: Path) -> None:
     with pytest.raises(IssueNotFound) as exc:
         Archive(root).latest(on_or_before=dt.date(2026, 3, 1))
-    assert str(exc.value) == f"the archive {root} has no issue on or before 2026-03-01"
+    assert str(exc.value) == (
+        "2026-03-01 及之前还没有日报；最早的一期是 2026-03-02。\n"
+        "There is no issue on or before 2026-03-01; the earliest is 2026-03-02."
+    )
+    assert exc.value.date == dt.date(2026, 3, 1)
 
 
 def test_broken_file_is_skipped_and_reported(root: Path, caplog: pytest.LogCaptureFixture) -> None:
@@ -105,9 +121,13 @@ def test_broken_file_is_skipped_and_reported(root: Path, caplog: pytest.LogCaptu
     )
     with pytest.raises(IssueNotFound) as exc:
         archive.on(dt.date(2026, 3, 7))
-    assert str(exc.value).startswith(f"the issue of 2026-03-07 failed to load ({path}:3: headline")
-    assert str(exc.value).endswith("; the nearest issue is 2026-03-06")
-    assert isinstance(exc.value.__cause__, IssueFormatError)
+    # what a reader sees: no path, no editor's detail; the detail stays in the cause and the log
+    assert str(exc.value) == (
+        "2026-03-07 的日报暂时无法提供；最近的是 2026-03-06。\n"
+        "The issue of 2026-03-07 is not available right now; the nearest is 2026-03-06."
+    )
+    assert exc.value.date == dt.date(2026, 3, 7)
+    assert exc.value.__cause__ is problem
 
 
 def test_a_file_that_breaks_keeps_serving_its_last_good_version(root: Path) -> None:
@@ -248,3 +268,103 @@ def test_entries_and_hits_describe_themselves_in_one_line(root: Path) -> None:
         "2026-03-02 · 本期重点 · 稀疏注意力的收益取决于序列长度；"
         "简讯关注评测、编译器与数据管线。经典回顾重读混合精度训练。",
     ]
+
+
+def hostile_files(root: Path) -> dict[str, str]:
+    """Write files that once crashed or hung loading; their names, with what each is."""
+    laughs = ['x0: &x0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    laughs += [f"x{n}: &x{n} [{', '.join([f'*x{n - 1}'] * 10)}]" for n in range(1, 9)]
+    files = {
+        "2026-03-07.json": "[" * 100_000,  # RecursionError in json
+        "2026-03-08.yaml": "a: &a [*a]\n",  # a list holding itself
+        "2026-03-09.yaml": "\n".join(laughs) + "\n",  # 10**9 strings once expanded
+        "2026-03-10.yaml": "{" * 100_000,  # RecursionError in the YAML composer
+    }
+    for name, text in files.items():
+        (root / name).write_text(text, encoding="utf-8")
+    return files
+
+
+def test_hostile_files_are_problems_not_crashes(root: Path) -> None:
+    names = hostile_files(root)
+    archive = Archive(root)
+    assert archive.latest().date == D6
+    assert [h.date for h in archive.search("稀疏")] == [D2, D2]
+    assert archive.dates() == [D2, D3, D4, D5, D6]
+    statuses = {e.path.name: e.describe().rsplit("  ", 1)[1] for e in archive.list()}
+    assert {name: statuses[name] for name in names} == dict.fromkeys(names, "broken")
+    details = {Path(p.path).name: (p.line, p.detail) for p in archive.problems}
+    assert set(details) == set(names)
+    assert details["2026-03-07.json"][1].startswith("nested too deeply")
+    assert details["2026-03-10.yaml"][1].startswith("nested too deeply")
+    assert details["2026-03-08.yaml"] == (
+        1,
+        "YAML anchors and aliases are not allowed in an issue file (found the anchor &a); "
+        "write the value out in full",
+    )
+    assert "found the anchor &x0" in details["2026-03-09.yaml"][1]
+    with pytest.raises(IssueNotFound) as exc:
+        archive.on(dt.date(2026, 3, 8))
+    assert str(exc.value).startswith("2026-03-08 的日报暂时无法提供；最近的是 2026-03-06。\n")
+
+
+def test_an_unexpected_loader_error_is_logged_with_its_traceback_and_reported(
+    root: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    real = load_issue
+    calls: list[Path] = []
+
+    def buggy(path: Path, *, date: dt.date | None = None) -> object:
+        calls.append(path)
+        if path.name == "2026-03-06.yaml":
+            raise KeyError("a bug in the loader")
+        return real(path, date=date)
+
+    monkeypatch.setattr("digest_core.archive.load_issue", buggy)
+    archive = Archive(root)
+    with caplog.at_level(logging.WARNING, logger="digest_core.archive"):
+        assert archive.latest().date == D5  # the newest file is skipped, not fatal
+        assert archive.search("稀疏")[0].date == D2
+        assert [e.loaded for e in archive.list()] == [True, True, True, True, False]
+    [record] = caplog.records  # once, not per call
+    assert record.levelno == logging.ERROR
+    assert record.exc_info is not None and record.exc_info[0] is KeyError
+    assert "2026-03-06.yaml" in record.getMessage()
+    [problem] = archive.problems
+    assert problem.detail == "could not be loaded (unexpected KeyError: 'a bug in the loader')"
+    assert calls.count(root / "2026-03-06.yaml") == 1  # cached like any broken file
+    with pytest.raises(IssueNotFound) as exc:
+        archive.on(D6)
+    assert "KeyError" not in str(exc.value) and str(root) not in str(exc.value)
+    assert str(exc.value).endswith("the nearest is 2026-03-05.")
+
+
+def test_reader_messages_never_show_paths_or_editor_detail(tmp_path: Path) -> None:
+    # the only file is broken and never loaded: nothing to fall back to
+    (tmp_path / "2026-03-07.txt").write_text(BROKEN, encoding="utf-8")
+    archive = Archive(tmp_path)
+    messages = []
+    calls: list[Callable[[], object]] = [
+        lambda: archive.on(dt.date(2026, 3, 7)),
+        lambda: archive.on(dt.date(2026, 3, 8)),
+        archive.latest,
+        lambda: archive.latest(on_or_before=dt.date(2026, 3, 7)),
+    ]
+    for call in calls:
+        with pytest.raises(IssueNotFound) as exc:
+            call()
+        messages.append(str(exc.value))
+    assert messages == [
+        "2026-03-07 的日报暂时无法提供。\nThe issue of 2026-03-07 is not available right now.",
+        "还没有任何一期日报。\nThere is no issue yet.",
+        "还没有任何一期日报。\nThere is no issue yet.",
+        "还没有任何一期日报。\nThere is no issue yet.",
+    ]
+    for text in messages:
+        assert str(tmp_path) not in text and "2026-03-07.txt" not in text
+        assert "no body" not in text
+    [problem] = archive.problems  # the editor still gets the full detail
+    assert (
+        str(problem)
+        == f'{tmp_path / "2026-03-07.txt"}:3: headline "只有标题" has a title but no body'
+    )

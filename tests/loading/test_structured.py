@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from hypothesis import given, settings
 
 from digest_core.errors import IssueFormatError
 from digest_core.loading import (
+    MAX_ISSUE_BYTES,
     date_from_name,
     dump_json,
     dump_text,
@@ -19,7 +21,9 @@ from digest_core.loading import (
     load_issue,
     load_structured,
     parse_text,
+    structured,
 )
+from digest_core.loading.structured import MAX_NESTING, StructuredSuffix
 from digest_core.models import Issue
 from tests.loading.test_text import issues
 
@@ -297,3 +301,130 @@ def test_uppercase_suffix_and_bom_in_json(tmp_path: Path) -> None:
     path = tmp_path / "2026-03-05.JSON"
     path.write_bytes(b"\xef\xbb\xbf" + (DATA / "2026-03-05.json").read_bytes())
     assert load_issue(path) == load_issue(DATA / "2026-03-05.json")
+
+
+def load_error(text: str, suffix: StructuredSuffix) -> IssueFormatError:
+    with pytest.raises(IssueFormatError) as exc:
+        load_structured(text, path="f", date=DAY, suffix=suffix)
+    return exc.value
+
+
+TOO_DEEP = f"nested too deeply: lists and mappings may nest at most {MAX_NESTING} levels"
+
+
+@pytest.mark.parametrize(
+    ("text", "suffix", "line"),
+    [
+        ("[" * 100_000, ".json", 1),
+        ('{"a":' * 100_000, ".json", 1),
+        ('{\n"headline":\n' + "[" * 40, ".json", 3),
+        ("[" * 100_000, ".yaml", 1),
+        (
+            "date: 2026-03-06\nheadline:\n" + "".join(f"{'  ' * n}- \n" for n in range(40)),
+            ".yaml",
+            34,  # the mapping is level 1, line 3 level 2, line 34 level 33
+        ),
+    ],
+)
+def test_deep_nesting_is_a_format_error_at_its_line(
+    text: str, suffix: StructuredSuffix, line: int
+) -> None:
+    err = load_error(text, suffix)
+    assert (err.line, err.detail) == (line, f"{TOO_DEEP} (an issue needs 4)")
+
+
+@pytest.mark.parametrize("suffix", [".json", ".yaml"])
+def test_nesting_up_to_the_cap_reaches_the_schema_check(suffix: StructuredSuffix) -> None:
+    inner = "[" * (MAX_NESTING - 1) + "]" * (MAX_NESTING - 1)
+    fits = load_error(f'{{"headline": {inner}}}', suffix)
+    assert fits.detail == "headline: Input should be a valid dictionary or instance of Item"
+    deeper = load_error(f'{{"headline": [{inner}]}}', suffix)
+    assert deeper.detail.startswith(TOO_DEEP)
+    quoted = load_error(f'{{"headline": "{"[" * 100}"}}', suffix)  # brackets in a string
+    assert quoted.detail == "headline: Input should be a valid dictionary or instance of Item"
+
+
+@pytest.mark.parametrize("suffix", [".json", ".yaml"])
+def test_recursion_error_from_the_parser_is_a_format_error(
+    suffix: StructuredSuffix, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(structured, "MAX_NESTING", 10**9)  # let the parser itself overflow
+    err = load_error("[" * 100_000, suffix)
+    assert err.detail.startswith("nested too deeply")
+    assert isinstance(err.__cause__, RecursionError)
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "found"),
+    [
+        ("a: &a [*a]\n", 1, "the anchor &a"),
+        ("date: 2026-03-06\nheadline: *h\n", 2, "the alias *h"),
+        ("date: 2026-03-06\nx:\n  - 1\n  - &n 2\n", 4, "the anchor &n"),
+        ("base: {title: t}\nheadline:\n  <<: *base\n", 3, "the alias *base"),
+    ],
+)
+def test_yaml_anchors_and_aliases_are_refused_at_their_line(
+    text: str, line: int, found: str
+) -> None:
+    err = load_error(text, ".yaml")
+    assert (err.line, err.detail) == (
+        line,
+        f"YAML anchors and aliases are not allowed in an issue file (found {found}); "
+        "write the value out in full",
+    )
+
+
+def test_billion_laughs_yaml_is_refused_without_expanding_it(tmp_path: Path) -> None:
+    lines = ['x0: &x0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    lines += [f"x{n}: &x{n} [{', '.join([f'*x{n - 1}'] * 10)}]" for n in range(1, 9)]
+    path = tmp_path / "2026-03-06.yaml"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    started = time.perf_counter()
+    with pytest.raises(IssueFormatError) as exc:
+        load_issue(path)
+    assert time.perf_counter() - started < 1  # expanding it would take minutes
+    assert exc.value.line == 1 and "found the anchor &x0" in exc.value.detail
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "detail"),
+    [
+        (
+            "headline: {title: t, paragraphs: [p]}\ndate: 2026-02-30\n",
+            2,
+            "not valid YAML: cannot read the value '2026-02-30': day is out of range for month",
+        ),
+        (
+            "date: 2026-03-06\nx: !!float nope\n",
+            2,
+            "not valid YAML: cannot read the value 'nope': ",
+        ),
+        (
+            "date: 2026-03-06\n\nx: " + "9" * 5000 + "\n",
+            3,
+            "not valid YAML: cannot read the value '999",
+        ),
+    ],
+)
+def test_yaml_values_the_constructor_cannot_build_are_format_errors(
+    text: str, line: int, detail: str
+) -> None:
+    err = load_error(text, ".yaml")
+    assert err.line == line
+    assert err.detail.startswith(detail)
+
+
+def test_issue_files_are_at_most_1_mib(tmp_path: Path) -> None:
+    text = dump_json(load_issue(DATA / "2026-03-05.json")).encode()
+    path = tmp_path / "2026-03-05.json"
+    path.write_bytes(text + b" " * (MAX_ISSUE_BYTES - len(text)))  # exactly the cap: fine
+    assert load_issue(path).date == dt.date(2026, 3, 5)
+    path.write_bytes(text + b" " * (MAX_ISSUE_BYTES - len(text) + 1))
+    with pytest.raises(IssueFormatError) as exc:
+        load_issue(path)
+    assert str(exc.value) == f"{path}: the file is 1048577 bytes; an issue file is at most 1 MiB"
+    big = tmp_path / "2026-03-06.txt"
+    big.write_bytes(b"AI\n" * (3 * MAX_ISSUE_BYTES))
+    with pytest.raises(IssueFormatError) as exc:
+        load_issue(big)
+    assert exc.value.detail == "the file is 9437184 bytes; an issue file is at most 1 MiB"
