@@ -46,6 +46,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except DigestError as exc:
         print(f"digest-bot: {exc}", file=sys.stderr)
+        if isinstance(exc.__cause__, IssueFormatError):  # the editor's detail behind it
+            print(f"  because {exc.__cause__}", file=sys.stderr)
         return EXIT_FAILED
     except KeyboardInterrupt:
         return 130

@@ -269,9 +269,9 @@ class Handlers:
                 return
         try:
             issue = self.service.archive.on(date)
-        except IssueNotFound:
-            gone = f"{date} 的日报已不在存档中。/ The issue of {date} is not in the archive."
-            await _answer(query, gone, alert=True)
+        except IssueNotFound as exc:
+            # reader-safe text (missing, or a broken file); a callback alert holds 200 chars
+            await _answer(query, str(exc)[:200], alert=True)
             return
         messages = render(issue, Flavor.TELEGRAM, Part(section.value), options=self.section_options)
         paced: list[float] = []
