@@ -12,6 +12,10 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 URL_RE = re.compile(r"^https?://\S+$")
+#: The longest source link accepted, in characters. Real article URLs are far shorter; browsers
+#: and chat clients handle up to about this much, and a renderer can always fit a link this
+#: long in a Discord message (2000 characters) or embed description (4096) once escaped.
+MAX_URL_CHARS = 2000
 #: What introduces an item's reading question, in Chinese and English.
 QUESTION_MARKERS: tuple[str, ...] = (
     "带着一个问题读：",
@@ -51,6 +55,11 @@ def _url(value: str) -> str:
     value = value.strip()
     if not URL_RE.match(value):
         raise ValueError(f"not an http(s) URL: {value!r}")
+    if len(value) > MAX_URL_CHARS:
+        raise ValueError(
+            f"URL is {len(value)} characters long; at most {MAX_URL_CHARS} are allowed "
+            f"(starts {value[:60]!r})"
+        )
     return value
 
 

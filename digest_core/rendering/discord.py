@@ -8,7 +8,15 @@ from typing import Any
 
 from digest_core.models import Issue, Section
 from digest_core.rendering import BUTTON_SECTIONS, Message, Part, RenderOptions, button_data
-from digest_core.rendering.markdown import defang, escape, link, pingable, safe_url, visible
+from digest_core.rendering.markdown import (
+    code_span,
+    defang,
+    escape,
+    link,
+    pingable,
+    safe_url,
+    visible,
+)
 from digest_core.rendering.plain import (
     Block,
     Entry,
@@ -63,6 +71,9 @@ CONTINUED = "（续）"
 QUESTION_PREFIX = "> 带着一个问题读："
 #: Masked-link text of an item's second and later source links.
 SOURCE_LABEL = "来源 {n}"
+#: Introduces a source whose masked link cannot fit a message or description: its address
+#: follows as inline code, cut over as many lines as it needs (see :func:`_source_blocks`).
+LONG_SOURCE_LABEL = "来源 {n}（链接太长，地址如下）："
 #: Every message pings nobody, whatever its text (discord.AllowedMentions.none()).
 ALLOWED_MENTIONS: dict[str, list[str]] = {"parse": []}
 
@@ -89,7 +100,11 @@ def render(
     one row of buttons for the issue's sections, their custom ids from
     :func:`~digest_core.rendering.button_data`.
 
-    Every returned payload passes :func:`check_message`.
+    A source link whose masked form cannot fit (a very long URL) is written as
+    ``来源 n（链接太长，地址如下）：`` and its address as inline code over as many lines as needed.
+
+    Every returned payload passes :func:`check_message`; render raises AssertionError if one
+    does not (a renderer bug).
 
     Raises:
         ValueError: ``part`` is BRIEF and ``brief`` is None.
@@ -111,6 +126,11 @@ def render(
         payload["allowed_mentions"] = dict(ALLOWED_MENTIONS)
     if options.buttons:
         payloads[-1]["components"] = [_buttons(issue)]
+    for n, payload in enumerate(payloads):
+        # a renderer bug must fail loudly here, never reach Discord as a 400
+        problems = check_message(payload)
+        if problems:
+            raise AssertionError(f"discord: message {n} of {part} breaks a limit: {problems}")
     log.debug("discord: %s of %s in %d message(s)", part, issue.date, len(payloads))
     return [Message(p) for p in payloads]
 
@@ -279,7 +299,7 @@ def _title_blocks(
     sep: str, title: str, url: str | None, limit: int, *, prefix: str = "", bold: bool = True
 ) -> list[Block]:
     """A title as a masked link to ``url`` (``**[title](<url>)**``); when that cannot fit,
-    the title as text and a 来源 1 link on its own line."""
+    the title as text and source 1 on its own line (see :func:`_source_blocks`)."""
     line = prefix + link(title, url)
     if bold:
         line = f"**{line}**"
@@ -287,16 +307,48 @@ def _title_blocks(
         return [(sep, line)]
     blocks = _md_blocks(sep, title, limit, prefix=prefix)
     if url:
-        blocks.append(("\n", f"[{SOURCE_LABEL.format(n=1)}](<{safe_url(url)}>)"))
+        blocks += _source_blocks("\n", [(1, url)], limit)
     return blocks
 
 
-def _source_lines(links: Sequence[str], limit: int) -> list[str]:
-    """Links 2… as ``[来源 2](<url>) · [来源 3](<url>)`` lines within ``limit``."""
-    masked = [
-        f"[{SOURCE_LABEL.format(n=n)}](<{safe_url(url)}>)" for n, url in enumerate(links, start=1)
-    ][1:]
-    return [" · ".join(line) for line in pack(masked, limit, measure, sep=3)]
+def _masked_source(n: int, url: str) -> str:
+    return f"[{SOURCE_LABEL.format(n=n)}](<{safe_url(url)}>)"
+
+
+def _long_source(sep: str, n: int, url: str, limit: int) -> list[Block]:
+    """Source ``n`` as text: a label line, then :func:`safe_url` of ``url`` as inline code cut
+    into lines within ``limit``, of even length (nothing links to a part of the address)."""
+    address = safe_url(url)
+    room = limit - 2  # the backticks
+    lines = -(-measure(address) // room)
+    pieces = hard_cut(address, max(2, -(-measure(address) // lines)), measure)
+    return [(sep, LONG_SOURCE_LABEL.format(n=n))] + [("\n", code_span(p)) for p in pieces]
+
+
+def _source_blocks(sep: str, sources: Sequence[tuple[int, str]], limit: int) -> list[Block]:
+    """Numbered sources as ``[来源 2](<url>) · [来源 3](<url>)`` lines within ``limit``, each
+    line a block; one whose masked link alone passes ``limit`` as :func:`_long_source`."""
+    blocks: list[Block] = []
+    run: list[str] = []
+
+    def flush() -> None:
+        blocks.extend((sep, " · ".join(line)) for line in pack(run, limit, measure, sep=3))
+        run.clear()
+
+    for n, url in sources:
+        masked = _masked_source(n, url)
+        if measure(masked) <= limit:
+            run.append(masked)
+        else:
+            flush()
+            blocks += _long_source(sep, n, url, limit)
+    flush()
+    return blocks
+
+
+def _later_sources(sep: str, links: Sequence[str], limit: int) -> list[Block]:
+    """An item's links 2… (the first is the title's) as :func:`_source_blocks`."""
+    return _source_blocks(sep, list(enumerate(links, start=1))[1:], limit)
 
 
 def _header(issue: Issue, part: Part) -> list[Block]:
@@ -371,7 +423,7 @@ def _item_embeds(issue: Issue, entry: Entry) -> list[Json]:
         blocks += _md_blocks("\n\n", paragraph, limit)
     if item.question:
         blocks += _md_blocks("\n\n", item.question, limit, prefix=QUESTION_PREFIX, later="> ")
-    blocks += [("\n\n", line) for line in _source_lines(item.links, limit)]
+    blocks += _later_sources("\n\n", item.links, limit)
     descriptions = pack_blocks([blocks], limit, measure)
     colour = SECTION_COLOURS[entry.section]
     embeds: list[Json] = []
@@ -415,7 +467,7 @@ def _markdown_units(issue: Issue, entries: Sequence[Entry]) -> list[list[Block]]
             blocks += _md_blocks("\n", paragraph, limit)
         if item.question:
             blocks += _md_blocks("\n", item.question, limit, prefix=QUESTION_PREFIX, later="> ")
-        blocks += [("\n", line) for line in _source_lines(item.links, limit)]
+        blocks += _later_sources("\n", item.links, limit)
         units.append(blocks)
         previous = entry.section
     return units

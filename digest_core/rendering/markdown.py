@@ -22,6 +22,11 @@ ZWSP = "\u200b"
 # Characters percent-encoded in a URL written inside "(<...>)" or "<...>": they could close the
 # link or the autolink, or be read as markdown by a lenient client.
 URL_UNSAFE = {c: f"%{ord(c):02X}" for c in "()<>[]\\\"`' "}
+# "@everyone" / "@here" in a URL would read as a mention (Discord finds them anywhere in the raw
+# content). The letter after the "@" is percent-encoded: an unreserved character and its "%XX"
+# form are equivalent in every part of a URL (RFC 3986 section 2.3; WHATWG URL decodes it in
+# hosts too), whereas "%40" for "@" would break a URL whose "@" ends the userinfo.
+URL_MENTIONS = {"@everyone": "@%65veryone", "@here": "@%68ere"}
 
 # A URL in running text, roughly as Discord's autolink rule finds it (no trailing punctuation).
 # escape() wraps it in "<...>" so markdown escapes never land inside the link target. The URL
@@ -141,8 +146,21 @@ def _read(text: str, *, markup: bool, links: bool) -> str:
 
 
 def safe_url(url: str) -> str:
-    """``url`` with the characters that could end ``(<...>)`` or ``<...>`` percent-encoded."""
-    return "".join(URL_UNSAFE.get(c, c) for c in url)
+    """``url`` with the characters that could end ``(<...>)`` or ``<...>`` percent-encoded, and
+    the letter after an ``@`` that would read as ``@everyone`` / ``@here`` too (``@%65veryone``,
+    ``@%68ere``): the same URL to any browser or server, and no mention in the raw content."""
+    encoded = "".join(URL_UNSAFE.get(c, c) for c in url)
+    for mention, defused in URL_MENTIONS.items():
+        encoded = encoded.replace(mention, defused)
+    return encoded
+
+
+def code_span(text: str) -> str:
+    """``text`` as inline code: shown literally, never linked or formatted. ``text`` MUST NOT
+    contain a backtick or a line break (a :func:`safe_url` has neither)."""
+    if "`" in text or "\n" in text:
+        raise ValueError(f"cannot be inline code: {text[:40]!r}")
+    return f"`{text}`"
 
 
 def link(text: str, url: str | None) -> str:

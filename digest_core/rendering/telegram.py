@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from enum import IntEnum
@@ -49,6 +50,24 @@ SOURCE_SEP = " · "
 #: What a message says when the asked-for section is empty in this issue.
 NO_BRIEFS = "本期没有简讯。"
 NO_CLASSIC = "本期没有经典回顾。"
+#: Put after an "@" in issue text so Telegram does not read "@name" as a mention: Telegram finds
+#: mentions in the text of every message, whatever the parse mode, and a mention of a member
+#: notifies them. Usernames are ASCII letters, digits and underscores. An "@" that a ZWSP already
+#: follows gets one more, so removing one after each "@" gives back the text exactly. (A URL in
+#: running text is therefore auto-linked by Telegram only up to such an "@".)
+MENTION_BREAK = "\u200b"
+_MENTION_START = re.compile(r"@(?=[A-Za-z0-9_\u200b])")
+
+
+def mute_mentions(text: str) -> str:
+    """``text`` with :data:`MENTION_BREAK` after every "@" that a username character (or a
+    ZWSP) follows. ``unmute_mentions(mute_mentions(t)) == t``."""
+    return _MENTION_START.sub("@" + MENTION_BREAK, text)
+
+
+def unmute_mentions(text: str) -> str:
+    """The inverse of :func:`mute_mentions`: one :data:`MENTION_BREAK` after each "@" removed."""
+    return text.replace("@" + MENTION_BREAK, "@")
 
 
 def source_label(n: int) -> str:
@@ -373,6 +392,14 @@ def _to_html(tokens: Iterable[_Text]) -> str:
 
 
 def _layout(issue: Issue, part: Part, brief: int | None) -> list[_Token]:
+    """The tokens of ``part``, with mentions in issue text (never in links) muted."""
+    return [
+        replace(t, text=mute_mentions(t.text)) if isinstance(t, _Text) and not t.atomic else t
+        for t in _layout_tokens(issue, part, brief)
+    ]
+
+
+def _layout_tokens(issue: Issue, part: Part, brief: int | None) -> list[_Token]:
     if part is Part.ALL:
         return _layout_all(issue)
     if part is Part.TOC:
@@ -424,7 +451,9 @@ def render(
     of it can form a tag. Messages end between items if possible, else between paragraphs, else
     at a sentence end, else after a comma or space, else between any two code points of issue
     text (never inside a label, tag or entity); an item's title is never repeated, and a message
-    that continues a cut item starts with :data:`CONTINUED`. With ``options.link_preview`` the
+    that continues a cut item starts with :data:`CONTINUED`. An "@" in issue text is followed by
+    :data:`MENTION_BREAK` where Telegram would otherwise read a mention (:func:`mute_mentions`);
+    link targets are left as they are. With ``options.link_preview`` the
     message carrying the headline's title previews the headline's first source; every other
     message has previews disabled.
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from digest_core.models import Issue, Item
+from digest_core.models import MAX_URL_CHARS, Issue, Item
 from digest_core.rendering import Message, Part, RenderOptions, parse_button_data
 from digest_core.rendering import discord as dc
 from digest_core.rendering.markdown import (
@@ -112,25 +112,33 @@ DISCORD_DECORATION = (
     r"本期重点：",
     r"带着一个问题读：",
     r"来源\d+",
+    re.escape(dc.LONG_SOURCE_LABEL.replace(" ", "")).replace(re.escape("{n}"), r"\d+"),
     r"本期没有(?:简讯|经典回顾)。",
 )
+#: A line of a too-long source's address (inline code): only the renderer writes a raw backtick.
+_ADDRESS_LINE = r"^`([^`\n]*)`$"
+
+
+def _without_addresses(markdown: str) -> str:
+    return re.sub(_ADDRESS_LINE, "", markdown, flags=re.M)
 
 
 def discord_stream(messages: Iterable[Message]) -> str:
     """The text a reader sees, in order: content, then each embed's title and description.
 
     A truncated title (ending in "…", with the full title opening the description) is skipped:
-    it repeats text on purpose. Footers and URLs are not issue text.
+    it repeats text on purpose. Footers and URLs (including the address lines of a source too
+    long to link) are not issue text.
     """
     out: list[str] = []
     for m in messages:
-        out.append(visible(m.payload.get("content", "")))
+        out.append(visible(_without_addresses(m.payload.get("content", ""))))
         for embed in m.payload.get("embeds", []):
             title = embed.get("title", "")
             truncated = title.endswith("…") and embed.get("description", "").startswith("**")
             if title and not truncated:
                 out.append(visible(title))
-            out.append(visible(embed.get("description", "")))
+            out.append(visible(_without_addresses(embed.get("description", ""))))
     return "\n".join(out)
 
 
@@ -157,15 +165,33 @@ def issue_pieces(issue: Issue, part: Part, brief: int | None = None) -> list[str
     return pieces
 
 
+_LONG_LABEL = re.escape(dc.LONG_SOURCE_LABEL).replace(re.escape("{n}"), r"\d+")
+_LINK_PARTS = re.compile(
+    r"\]\(<(?P<target>[^>]*)>\)" + rf"|^(?P<label>{_LONG_LABEL})$" + r"|^`(?P<address>[^`\n]*)`$",
+    re.M,
+)
+
+
 def linked_urls(messages: Iterable[Message]) -> list[str]:
-    """Every link target in order: embed urls and masked-link targets ``](<url>)``."""
+    """Every link target in order: embed urls, masked-link targets ``](<url>)`` and the address
+    of a source too long to link (its inline-code lines joined, across messages too)."""
     out: list[str] = []
+
+    def scan(markdown: str) -> None:
+        for m in _LINK_PARTS.finditer(markdown):
+            if m["target"] is not None:
+                out.append(m["target"])
+            elif m["label"] is not None:
+                out.append("")  # a long source: its address lines follow
+            else:
+                out[-1] += m["address"]
+
     for m in messages:
-        out += re.findall(r"\]\(<([^>]*)>\)", m.payload.get("content", ""))
+        scan(m.payload.get("content", ""))
         for embed in m.payload.get("embeds", []):
             if "url" in embed:
                 out.append(embed["url"])
-            out += re.findall(r"\]\(<([^>]*)>\)", embed.get("description", ""))
+            scan(embed.get("description", ""))
     return out
 
 
@@ -318,10 +344,16 @@ def test_escape_mid_line_keeps_line_start_markers() -> None:
         ("https://a.org/[1]", "https://a.org/%5B1%5D"),
         ("https://a.org/a\\b", "https://a.org/a%5Cb"),
         ("https://a.org/~u/*s*_x", "https://a.org/~u/*s*_x"),
+        # "@everyone" / "@here" would be mentions: the letter after "@" is percent-encoded
+        ("https://a.org/@everyone", "https://a.org/@%65veryone"),
+        ("https://a.org/x/@here?u=@everyone", "https://a.org/x/@%68ere?u=@%65veryone"),
+        ("https://u@here.example/", "https://u@%68ere.example/"),  # still user "u", host "here…"
+        ("https://a.org/@alice", "https://a.org/@alice"),
     ],
 )
 def test_safe_url_table(url: str, expected: str) -> None:
     assert safe_url(url) == expected
+    assert pingable(f"[x](<{safe_url(url)}>)") == []
 
 
 @pytest.mark.parametrize(
@@ -383,6 +415,124 @@ def test_links_point_at_every_source_in_order() -> None:
     assert embedded == expected
     fallback = linked_urls(dc.render(issue, options=RenderOptions(embeds=False)))
     assert fallback == [safe_url(url) for _, item in issue.items() for url in item.links]
+
+
+# --- long links ---------------------------------------------------------------------------
+
+
+def _with_links(*links: str, title: str = "标题") -> Issue:
+    item = Item(title=title, paragraphs=("正文。",), links=links)
+    return Issue(date=load_fixture("english").date, headline=item)
+
+
+def _unvalidated(*links: str) -> Issue:
+    """An issue whose links skip the model's checks (the renderer must cope anyway)."""
+    item = Item.model_construct(title="标题", paragraphs=("正文。",), links=links, question=None)
+    return Issue.model_construct(
+        date=load_fixture("english").date,
+        masthead="AI 技术日报",
+        lede=None,
+        headline=item,
+        briefs=(),
+        classic=None,
+    )
+
+
+def _markdown(messages: Iterable[Message]) -> list[str]:
+    """Each message's content and embed descriptions, as written."""
+    out: list[str] = []
+    for m in messages:
+        out.append(m.payload.get("content", ""))
+        out += [e.get("description", "") for e in m.payload.get("embeds", [])]
+    return out
+
+
+def test_model_caps_url_length() -> None:
+    at_cap = "https://example.com/" + "a" * (MAX_URL_CHARS - 20)
+    assert _with_links(at_cap).headline.links == (at_cap,)
+    with pytest.raises(ValueError, match=f"2001 characters long; at most {MAX_URL_CHARS}"):
+        _with_links(at_cap + "a")
+
+
+LONG = "https://example.com/r?u=" + "a" * (MAX_URL_CHARS - 24)
+ODD = "https://example.com/" + "()" * ((MAX_URL_CHARS - 20) // 2)  # triples when made safe
+
+
+@pytest.mark.parametrize("long", [LONG, ODD])
+@pytest.mark.parametrize("mode", list(MODES))
+@pytest.mark.parametrize("part", [Part.ALL, Part.TOC])
+def test_a_link_too_long_to_mask_is_its_address_as_code(long: str, mode: str, part: Part) -> None:
+    issue = _with_links("https://example.com/1", long, "https://example.com/3")
+    messages = dc.render(issue, part, options=MODES[mode])
+    assert_within_limits(messages)
+    assert_covers(discord_stream(messages), issue_pieces(issue, part), DISCORD_DECORATION)
+    if part is Part.TOC:
+        return
+    first = "https://example.com/1" if mode == "embeds" else safe_url("https://example.com/1")
+    assert linked_urls(messages) == [first, safe_url(long), "https://example.com/3"]
+    shown = "\n".join(_markdown(messages))
+    limit = dc.EMBED_DESCRIPTION_LIMIT if mode == "embeds" else dc.CONTENT_LIMIT
+    if dc.measure(f"[来源 2](<{safe_url(long)}>)") > limit:
+        assert "来源 2（链接太长，地址如下）：\n`https://example.com/" in shown
+        assert "[来源 2]" not in shown
+    else:
+        assert "来源 2（链接太长" not in shown
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+@pytest.mark.parametrize("part", [Part.ALL, Part.TOC])
+def test_a_first_link_too_long_for_the_title(mode: str, part: Part) -> None:
+    issue = _with_links(LONG)
+    messages = dc.render(issue, part, options=MODES[mode])
+    assert_within_limits(messages)
+    assert_covers(discord_stream(messages), issue_pieces(issue, part), DISCORD_DECORATION)
+    if mode == "markdown" or part is Part.TOC:  # the title is content: too long to link
+        content = "\n".join(_markdown(messages))
+        assert "**【重点】**" in content and "来源 1（链接太长，地址如下）：\n`" in content
+        assert "[标题]" not in content
+    if part is not Part.TOC:
+        expected = LONG if mode == "embeds" else safe_url(LONG)
+        assert linked_urls(messages) == [expected]
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+@pytest.mark.parametrize("part", [Part.ALL, Part.TOC])
+def test_links_over_the_model_cap_still_fit(mode: str, part: Part) -> None:
+    """The reviewer's cases, past the model's check: nothing over a limit, nothing lost."""
+    for links in [
+        ("https://example.com/1", "https://example.com/r?u=" + "a" * 4200),
+        ("https://example.com/" + "b" * 9000,),
+    ]:
+        issue = _unvalidated(*links)
+        messages = dc.render(issue, part, options=MODES[mode])
+        assert_within_limits(messages)
+        assert_covers(discord_stream(messages), issue_pieces(issue, part), DISCORD_DECORATION)
+        if part is not Part.TOC and mode == "markdown":
+            assert linked_urls(messages) == [safe_url(u) for u in links]
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_mentions_in_links_ping_nobody(mode: str) -> None:
+    issue = _with_links("https://example.com/@everyone", "https://example.com/x/@here")
+    for part in (Part.ALL, Part.TOC):
+        for m in dc.render(issue, part, options=MODES[mode]):
+            texts = [m.payload.get("content", "")]
+            texts += [e.get("description", "") for e in m.payload.get("embeds", [])]
+            assert all(pingable(t) == [] for t in texts)
+
+
+def test_render_refuses_a_payload_over_a_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A renderer bug fails loudly in render, never reaches Discord."""
+    buttons = dc._buttons
+
+    def six_buttons(issue: Issue) -> dict[str, Any]:
+        row = buttons(issue)
+        row["components"] = row["components"] * 6
+        return row
+
+    monkeypatch.setattr(dc, "_buttons", six_buttons)
+    with pytest.raises(AssertionError, match="breaks a limit"):
+        dc.render(load_fixture("english"), options=RenderOptions(buttons=True))
 
 
 # --- parts, buttons, errors ----------------------------------------------------------------

@@ -14,6 +14,7 @@ from digest_core.rendering import Message, Part, RenderOptions
 from digest_core.rendering import discord as dc
 from digest_core.rendering.markdown import escape, pingable, safe_url, unescape, visible
 from digest_core.rendering.split import flow
+from tests.rendering.strategies import url_strategy
 from tests.rendering.test_discord import (
     DISCORD_DECORATION,
     assert_covers,
@@ -24,6 +25,7 @@ from tests.rendering.test_discord import (
 )
 
 log = logging.getLogger(__name__)
+
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -46,15 +48,7 @@ titles = st.tuples(lines, st.sampled_from([1] * 12 + [2, 40])).map(
 paragraphs = st.tuples(lines, st.sampled_from([1] * 20 + [25, 150])).map(
     lambda t: " ".join([t[0]] * t[1])
 )
-urls = st.sampled_from(
-    [
-        "https://example.org/a",
-        "https://example.org/w_(x)",
-        "https://example.org/?q=a>b<c",
-        "https://example.org/[1]/a\\b",
-        "http://example.org/~u/*s*_t|x`y'z\"",
-    ]
-)
+urls = url_strategy()
 items = st.builds(
     Item,
     title=titles,
@@ -72,6 +66,10 @@ issues = st.builds(
     classic=st.none() | items,
 )
 parts = st.sampled_from([Part.ALL, Part.ALL, Part.HEADLINE, Part.BRIEFS, Part.CLASSIC, Part.TOC])
+
+
+def preview(message: Message) -> str:
+    return dc.preview(message)
 
 
 def _expected_urls(issue: Issue, part: Part, *, embeds: bool) -> list[str]:
@@ -98,6 +96,8 @@ def test_every_message_fits_and_nothing_is_lost(
     embeds_seen = [e for m in messages for e in m.payload.get("embeds", [])]
     event(f"{'several' if len(messages) > 1 else 'one'} message(s)")  # --hypothesis-show-statistics
     event(f"an item over several embeds: {any('title' not in e for e in embeds_seen)}")
+    long_label = dc.LONG_SOURCE_LABEL.partition("{n}")[2]
+    event(f"a source too long to link: {any(long_label in preview(m) for m in messages)}")
     for m in messages:
         assert dc.check_message(m.payload) == []
         raw = [m.payload.get("content", "")]

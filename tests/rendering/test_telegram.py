@@ -114,10 +114,12 @@ def assert_text_exactly_once(
     """All messages' visible text together is the issue's text pieces, in order, each exactly
     once, with nothing between them but the renderer's own labels and separators.
 
-    A continued message's marker is removed first: it may sit inside a cut paragraph."""
+    A continued message's marker is removed first: it may sit inside a cut paragraph. So is the
+    one MENTION_BREAK the renderer puts after an "@" (exactly that one: a lost, added or moved
+    ZWSP still fails)."""
     shown = texts(messages)
     marker = tg.CONTINUED + "\n"
-    joined = shown[0] + "".join(t.removeprefix(marker) for t in shown[1:])
+    joined = tg.unmute_mentions(shown[0] + "".join(t.removeprefix(marker) for t in shown[1:]))
     glue = re.compile(glue_pattern(issue))
     # every position where the pieces so far can end (a piece may also look like a label,
     # e.g. a title "1" after the number "1. ", so all alternatives are followed)
@@ -175,6 +177,18 @@ def assert_invariants(
         assert re.match(r"（续）\n|【.+?】|\d+\. ", t), f"message {i} starts oddly: {t[:20]!r}"
     assert_text_exactly_once(issue, part, messages, brief)
     assert hrefs(messages) == collapse(expected_links(issue, part, brief))
+    assert_no_mentions(messages)
+
+
+#: What Telegram reads as the start of a mention: "@" and a username character.
+LIVE_MENTION = re.compile(r"@[A-Za-z0-9_]")
+
+
+def assert_no_mentions(messages: list[Message]) -> None:
+    """No message's visible text has an "@" that Telegram could read as a mention."""
+    for i, t in enumerate(texts(messages)):
+        found = LIVE_MENTION.search(t)
+        assert found is None, f"message {i} has a live mention at {t[found.start() :][:20]!r}"
 
 
 # --- golden files -------------------------------------------------------------------------------
@@ -256,7 +270,9 @@ def test_checker_can_fail() -> None:
         ("&#60;", "&amp;#60;"),
         ('say "hi"', 'say "hi"'),
         ("*bold* _it_ ~s~ ||sp|| `c`", "*bold* _it_ ~s~ ||sp|| `c`"),
-        ("@everyone @here", "@everyone @here"),
+        ("@everyone @here", "@\u200beveryone @\u200bhere"),
+        ("mail me@example.org", "mail me@\u200bexample.org"),
+        ("#hashtag @ 1", "#hashtag @ 1"),
         ("😀 𠀀", "😀 𠀀"),
     ],
 )
@@ -264,7 +280,7 @@ def test_issue_text_is_escaped(text: str, html: str) -> None:
     issue = make_issue(headline=make_item("T", text))
     out = tg.render(issue, Part.HEADLINE)[0].payload["text"]
     assert "\n" + html in out
-    assert text in tg_html.visible_text(out)
+    assert text in tg.unmute_mentions(tg_html.visible_text(out))
     tg_html.check_html(out)
 
 
@@ -284,6 +300,75 @@ def test_urls_are_escaped_in_href(url: str, attr: str) -> None:
     assert f"<a {attr}>T</a>" in out
     opened = [ev for ev in tg_html.parse(out) if isinstance(ev, tg_html.Open) and ev.name == "a"]
     assert [ev.attr("href") for ev in opened] == [url]
+
+
+@pytest.mark.parametrize(
+    ("text", "muted"),
+    [
+        ("@alice", "@\u200balice"),
+        ("hi @Bob_1, @_x and @9", "hi @\u200bBob_1, @\u200b_x and @\u200b9"),
+        ("a@b.org", "a@\u200bb.org"),
+        ("@@a", "@@\u200ba"),
+        ("@\u200bbob", "@\u200b\u200bbob"),  # doubled, so unmuting is exact
+        ("@ 空格 @中文 @- @", "@ 空格 @中文 @- @"),  # not a username start: left alone
+        ("#hashtag", "#hashtag"),  # hashtags notify nobody
+        ("", ""),
+    ],
+)
+def test_mute_mentions_table(text: str, muted: str) -> None:
+    assert tg.mute_mentions(text) == muted
+    assert tg.unmute_mentions(muted) == text
+
+
+def test_mentions_muted_in_every_kind_of_issue_text_but_not_in_links() -> None:
+    issue = make_issue(
+        masthead="@m 日报",
+        lede="@lede 今天",
+        headline=make_item(
+            "@title",
+            "@para 正文。",
+            links=("https://h.example/@alice", "https://h.example/2?u=@bob"),
+            question="@q 为什么？",
+        ),
+        briefs=(make_item("@brief", "正文。", links=("https://b.example/@c",)),),
+    )
+    for part in (Part.ALL, Part.TOC):
+        messages = tg.render(issue, part)
+        assert_invariants(issue, part, messages)
+        html = messages[0].payload["text"]
+        for name in ("m", "lede", "title"):
+            assert f"@{tg.MENTION_BREAK}{name}" in html
+        assert 'href="https://h.example/@alice"' in html
+        assert "@alice" not in tg_html.visible_text(html)
+    html = tg.render(issue, Part.HEADLINE)[0].payload["text"]
+    assert f"@{tg.MENTION_BREAK}para" in html and f"@{tg.MENTION_BREAK}q" in html
+    assert 'href="https://h.example/2?u=@bob"' in html
+
+
+def test_mention_checks_can_fail() -> None:
+    """The no-loss check undoes exactly the renderer's ZWSP; the mention check sees a live one."""
+    issue = make_issue(headline=make_item("T", "找 @alice 和 @\u200bbob 以及 x\u200by。"))
+    messages = tg.render(issue, Part.HEADLINE)
+    assert_invariants(issue, Part.HEADLINE, messages)
+    original = messages[0].payload["text"]
+
+    def tampered(html: str) -> list[Message]:
+        assert html != original
+        return [Message(payload={**messages[0].payload, "text": html})]
+
+    zwsp = tg.MENTION_BREAK
+    live = tampered(original.replace(f"@{zwsp}alice", "@alice"))
+    assert_text_exactly_once(issue, Part.HEADLINE, live)  # the text is all there ...
+    with pytest.raises(AssertionError, match="live mention"):
+        assert_no_mentions(live)  # ... but Telegram would notify @alice
+    for html in (
+        original.replace(f"@{zwsp}{zwsp}bob", f"@{zwsp}bob"),  # the issue's own ZWSP lost
+        original.replace(f"x{zwsp}y", "xy"),  # a ZWSP elsewhere lost
+        original.replace("和", f"和{zwsp}"),  # a stray ZWSP added
+        original.replace(f"@{zwsp}alice", f"@{zwsp}{zwsp}alice"),  # one too many
+    ):
+        with pytest.raises(AssertionError):
+            assert_text_exactly_once(issue, Part.HEADLINE, tampered(html))
 
 
 def test_masthead_and_titles_cannot_create_tags() -> None:

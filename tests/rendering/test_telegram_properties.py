@@ -12,6 +12,7 @@ from digest_core.models import Issue, Item, Section
 from digest_core.rendering import Part, RenderOptions
 from digest_core.rendering import html as tg_html
 from digest_core.rendering import telegram as tg
+from tests.rendering.strategies import url_strategy
 from tests.rendering.test_telegram import assert_invariants
 
 SETTINGS = settings(
@@ -21,6 +22,8 @@ SETTINGS = settings(
 )
 
 SPECIAL = [*"<>&\"'*_~|@`#[](){}\\/;:=", "&amp;", "&lt;", "<b>", "</a>", "@everyone"]
+# what Telegram would read as a mention, and the ZWSP the renderer puts after such an "@"
+SPECIAL += ["@alice", "@_bot", "@9", "@\u200b", "\u200b", "a@b.org", "#tag"]
 SENTENCE_ENDS = list("。！？!?.;，、 ")
 ASTRAL = ["😀", "🚀", "👍🏽", "👨‍👩‍👧", "𠀀", "𠀋", "𝔘", "🇨🇳"]
 
@@ -54,10 +57,7 @@ no_stop = st.builds(
 
 paragraph = st.one_of(short, short, short, many_sentences, no_stop)
 title = st.one_of(short, short, short, short, short, short, short, short, no_stop)
-url = st.builds(
-    lambda path: f"https://example.org/{path}",
-    st.text(st.sampled_from([*"abc09-_/?=&\"'<>%#;", "中", "😀"]), max_size=20),
-)
+url = url_strategy()
 
 
 @st.composite
@@ -108,7 +108,8 @@ def test_every_part_within_limits_valid_and_lossless(
         if previewed:
             assert previewed[0].payload["link_preview_options"]["url"] == issue.headline.url
             title_start = issue.headline.title[:10]
-            assert title_start in tg_html.visible_text(previewed[0].payload["text"])
+            shown = tg.unmute_mentions(tg_html.visible_text(previewed[0].payload["text"]))
+            assert title_start in shown
 
 
 @settings(SETTINGS, max_examples=100)
