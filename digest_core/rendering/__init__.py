@@ -128,13 +128,15 @@ def notice(text: str, flavor: Flavor | str) -> list[Message]:
     split at line ends to fit, never pinging anyone."""
     from digest_core.rendering import html, markdown
     from digest_core.rendering.split import chunk_lines, utf16_len
+    from digest_core.rendering.telegram import mute_mentions
 
     flavor = Flavor(flavor)
     if flavor is Flavor.TELEGRAM:
+        # notices quote issue text (search hits): @username mentions are muted as in posts
         return [
             Message(
                 {
-                    "text": html.escape_text(chunk),
+                    "text": html.escape_text(mute_mentions(chunk)),
                     "parse_mode": "HTML",
                     "link_preview_options": {"is_disabled": True},
                 }

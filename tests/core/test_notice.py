@@ -1,0 +1,38 @@
+"""Service notices (help, errors, search hits) are escaped, never ping, and fit the limits."""
+
+from __future__ import annotations
+
+from digest_core.rendering import Flavor, notice
+from digest_core.rendering.discord import check_message
+from digest_core.rendering.html import check_html, visible_text
+from digest_core.rendering.markdown import unescape
+from digest_core.rendering.split import utf16_len
+
+
+def test_telegram_notice_is_escaped_and_mutes_mentions() -> None:
+    [msg] = notice("a <b> & @someone", Flavor.TELEGRAM)
+    html = msg.payload["text"]
+    check_html(html)
+    assert html == "a &lt;b&gt; &amp; @\u200bsomeone"
+    assert msg.payload["parse_mode"] == "HTML"
+
+
+def test_discord_notice_is_escaped_and_pings_nobody() -> None:
+    [msg] = notice("*bold* @everyone <@123>", Flavor.DISCORD)
+    assert check_message(msg.payload) == []
+    assert msg.payload["allowed_mentions"] == {"parse": []}
+    assert unescape(msg.payload["content"]).replace("\u200b", "") == "*bold* @everyone <@123>"
+
+
+def test_long_notices_split_at_lines_within_limits_losing_nothing() -> None:
+    lines = [f"第 {i} 行：" + "字" * 90 + " *_~|" for i in range(200)]
+    text = "\n".join(lines)
+    tg = notice(text, Flavor.TELEGRAM)
+    dc = notice(text, Flavor.DISCORD)
+    plain = notice(text, Flavor.PLAIN)
+    assert len(tg) > 1 and len(dc) > 1 and len(plain) > 1
+    assert all(utf16_len(visible_text(m.payload["text"])) <= 4096 for m in tg)
+    assert all(check_message(m.payload) == [] for m in dc)
+    assert "\n".join(visible_text(m.payload["text"]) for m in tg) == text
+    assert "\n".join(unescape(m.payload["content"]) for m in dc) == text
+    assert "\n".join(m.payload["text"] for m in plain) == text
