@@ -88,6 +88,9 @@ class AdminBackend(Protocol):
         ...
 
 
+#: rendered replies kept (a few parts of a few issues in each flavor)
+RENDER_CACHE_SIZE = 128
+
 Handler = Callable[["Commands", Request], Awaitable[Reply]]
 
 HELP_TEXT = """AI 技术日报 机器人 · commands
@@ -123,6 +126,7 @@ class Commands:
         self.zone = zone
         self.backend = backend
         self.post_options = post_options or {}
+        self._rendered: dict[tuple[object, ...], list[Message]] = {}
         self._table: dict[str, tuple[Handler, str]] = {
             "start": (Commands.start, "/start [YYYY-MM-DD]"),
             "help": (Commands.help, "/help"),
@@ -192,7 +196,16 @@ class Commands:
         # section buttons: the reader asked for one part already
         base = self.post_options.get(request.flavor, RenderOptions())
         options = replace(base, buttons=False)
-        return render(issue, request.flavor, part, brief=brief, options=options)
+        # many readers ask for the same part of the same issue (everyone's /today at 08:00):
+        # render it once per revision; payloads are shared, so adapters MUST NOT mutate them
+        key = (issue.date, issue.revision, request.flavor, part, brief, options)
+        cached = self._rendered.get(key)
+        if cached is None:
+            cached = render(issue, request.flavor, part, brief=brief, options=options)
+            if len(self._rendered) >= RENDER_CACHE_SIZE:
+                self._rendered.pop(next(iter(self._rendered)))  # the oldest entry
+            self._rendered[key] = cached
+        return list(cached)
 
     def _current(self) -> tuple[Issue, str | None]:
         """Today's issue, or the latest one with a note saying so."""

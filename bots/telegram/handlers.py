@@ -173,7 +173,8 @@ class Handlers:
                 f"订阅请私信 @{bot} 发送 /{name}。\n"
                 f"To {name}, send /{name} to @{bot} in a private chat."
             )
-            await self._send(chat.id, kind, notice(text, Flavor.TELEGRAM), paced)
+            messages = notice(text, Flavor.TELEGRAM, mentions=True)  # the bot's own @name
+            await self._send(chat.id, kind, messages, paced)
             self._timed(name, user.id, started, paced)
             return
         request = Request(
@@ -207,8 +208,12 @@ class Handlers:
     async def _allowed(self, user: int, chat: int, private: bool) -> bool:
         verdict = self.limiter.check(user)
         if verdict is Verdict.WARN:
-            await self._send(chat, TargetKind.PRIVATE if private else TargetKind.GROUP,
-                             notice(self._slow_down(), Flavor.TELEGRAM), [])
+            await self._send(
+                chat,
+                TargetKind.PRIVATE if private else TargetKind.GROUP,
+                notice(self._slow_down(), Flavor.TELEGRAM),
+                [],
+            )
         return verdict is Verdict.ALLOW
 
     def _slow_down(self) -> str:

@@ -123,9 +123,13 @@ def _renderer(flavor: Flavor | str) -> _Renderer:
     return modules[Flavor(flavor)]
 
 
-def notice(text: str, flavor: Flavor | str) -> list[Message]:
+def notice(text: str, flavor: Flavor | str, *, mentions: bool = False) -> list[Message]:
     """A short service text (help, an error, a status) as messages of ``flavor``, escaped,
-    split at line ends to fit, never pinging anyone."""
+    split at line ends to fit, never pinging anyone.
+
+    Telegram ``@username`` mentions are muted unless ``mentions`` (for the bot's own texts
+    that point at a username on purpose, never for text quoted from an issue).
+    """
     from digest_core.rendering import html, markdown
     from digest_core.rendering.split import chunk_lines, utf16_len
     from digest_core.rendering.telegram import mute_mentions
@@ -136,7 +140,7 @@ def notice(text: str, flavor: Flavor | str) -> list[Message]:
         return [
             Message(
                 {
-                    "text": html.escape_text(mute_mentions(chunk)),
+                    "text": html.escape_text(chunk if mentions else mute_mentions(chunk)),
                     "parse_mode": "HTML",
                     "link_preview_options": {"is_disabled": True},
                 }

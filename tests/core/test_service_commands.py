@@ -193,3 +193,16 @@ async def test_a_repost_during_the_daily_post_sends_nothing_twice(service: Diges
     day = dt.date(2026, 11, 30)
     daily, repost = await asyncio.gather(service.post(day), service.post(day))
     assert sorted(r.sent for r in daily + repost) == [0, 1]
+
+
+async def test_rendered_replies_are_reused_until_the_file_changes(
+    service: DigestService,
+) -> None:
+    first = await service.commands.handle(req("headline"))
+    again = await service.commands.handle(req("headline"))
+    assert [id(m) for m in first.messages] == [id(m) for m in again.messages]
+    path = service.archive.root / "2026-11-30.txt"
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace("集合通信的拓扑账", "集合通信的拓扑总账"), encoding="utf-8")
+    changed = await service.commands.handle(req("headline"))
+    assert "集合通信的拓扑总账" in text_of(changed.messages)
