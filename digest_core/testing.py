@@ -103,9 +103,14 @@ FrozenClock = ManualClock
 
 
 @asynccontextmanager
-async def open_ledger(clock: Clock, url: str = "sqlite+aiosqlite://") -> AsyncIterator[Ledger]:
-    """A ledger (in memory by default) whose database work holds a :class:`ManualClock` still."""
-    async with Ledger.open(url, clock=clock) as ledger:
+async def open_ledger(
+    clock: Clock, url: str = "sqlite+aiosqlite://", *, owner: str | None = None
+) -> AsyncIterator[Ledger]:
+    """A ledger (in memory by default) whose database work holds a :class:`ManualClock` still.
+
+    Two ledgers on one file URL with different ``owner`` ids stand for two processes.
+    """
+    async with Ledger.open(url, clock=clock, owner=owner) as ledger:
         if isinstance(clock, ManualClock):
             clock.watch(lambda: ledger.busy)
         yield ledger

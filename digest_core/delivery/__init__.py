@@ -2,9 +2,11 @@
 
 Typical use::
 
-    async with Ledger.open(settings.ledger_url, clock=clock) as ledger:
+    async with Ledger.open(settings.database_url, clock=clock) as ledger:
         engine = DeliveryEngine(ledger, clock=clock)
         report = await engine.deliver(issue.ref, platform, messages, targets)
+
+``deliver`` raises :class:`DeliveryBusy` while another process delivers on the platform.
 """
 
 from digest_core.delivery.fanout import (
@@ -15,10 +17,15 @@ from digest_core.delivery.fanout import (
     TargetReport,
 )
 from digest_core.delivery.ledger import (
+    DEFAULT_LEASE_TTL,
     DEFAULT_LEDGER_URL,
     SCHEMA_VERSION,
     AuditEntry,
+    DayState,
+    DeliveryBusy,
     DeliveryRecord,
+    InactiveTarget,
+    Lease,
     Ledger,
     LedgerStats,
     PartRecord,
@@ -26,6 +33,7 @@ from digest_core.delivery.ledger import (
     Plan,
     PlannedPart,
     TargetPlan,
+    delivery_lease,
 )
 from digest_core.delivery.pacing import (
     DISCORD_LIMITS,
@@ -36,15 +44,20 @@ from digest_core.delivery.pacing import (
 )
 
 __all__ = [
+    "DEFAULT_LEASE_TTL",
     "DEFAULT_LEDGER_URL",
     "DISCORD_LIMITS",
     "SCHEMA_VERSION",
     "TELEGRAM_LIMITS",
     "AuditEntry",
     "Backoff",
+    "DayState",
+    "DeliveryBusy",
     "DeliveryEngine",
     "DeliveryRecord",
     "DeliveryReport",
+    "InactiveTarget",
+    "Lease",
     "Ledger",
     "LedgerStats",
     "Pacer",
@@ -57,4 +70,5 @@ __all__ = [
     "TargetPlan",
     "TargetReport",
     "TokenBucket",
+    "delivery_lease",
 ]

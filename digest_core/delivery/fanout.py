@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import heapq
 import logging
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 
 from digest_core.clock import Clock
-from digest_core.delivery.ledger import Ledger, PartState, PlannedPart
+from digest_core.delivery.ledger import (
+    DEFAULT_LEASE_TTL,
+    DeliveryBusy,
+    Ledger,
+    PartState,
+    PlannedPart,
+    delivery_lease,
+)
 from digest_core.delivery.pacing import Backoff, Pacer
 from digest_core.errors import DeliveryError, RateLimited, TargetGone, TargetMoved, TransientError
 from digest_core.models import IssueRef
@@ -42,17 +50,24 @@ class TargetReport:
     target: Target
     #: sent in this run
     sent: int = 0
-    #: found already sent by an earlier run
+    #: found already sent by an earlier run (under ``sent_revision`` if that is set)
     already_sent: int = 0
     failed: int = 0
     #: not attempted because an earlier part failed (their order must hold)
     skipped: int = 0
     gone: bool = False
     moved_to: str | None = None
+    #: left to another delivery of this issue running at the same time (it reports them)
+    in_progress: int = 0
+    #: the target already had this day's issue under that other revision, so this revision
+    #: was not sent there (``force`` sends it)
+    sent_revision: str | None = None
     errors: list[str] = field(default_factory=list)
 
     @property
     def complete(self) -> bool:
+        """Nothing failed, was skipped or went away (parts in progress elsewhere are not
+        failures)."""
         return not self.gone and self.failed == 0 and self.skipped == 0
 
 
@@ -65,7 +80,8 @@ class DeliveryReport:
     delivery_id: int
     generation: int
     targets: list[TargetReport]
-    #: requested targets left out because they were deactivated earlier
+    #: requested targets left out because they were deactivated earlier (gone): they got
+    #: nothing, so the delivery is not :attr:`ok`; ``Ledger.reactivate`` lets them in again
     inactive: list[Target]
 
     @property
@@ -81,9 +97,14 @@ class DeliveryReport:
         return [t.target for t in self.targets if t.gone]
 
     @property
+    def in_progress(self) -> int:
+        return sum(t.in_progress for t in self.targets)
+
+    @property
     def ok(self) -> bool:
-        """Every active target has every part."""
-        return all(t.complete for t in self.targets)
+        """Every requested target has every part (or this day's issue under another
+        revision, or it is being sent by a concurrent delivery); a deactivated one fails it."""
+        return not self.inactive and all(t.complete for t in self.targets)
 
 
 @dataclass(eq=False)
@@ -95,6 +116,8 @@ class _Run:
     pos: int = 0
     attempts: int = 0
     moves: int = 0
+    #: rows this run claimed at least once (a row left in flight is resumed only once)
+    claimed: set[int] = field(default_factory=set)
 
 
 class DeliveryEngine:
@@ -103,6 +126,10 @@ class DeliveryEngine:
     The engine keeps one :class:`~digest_core.delivery.pacing.Pacer` per platform name for its
     lifetime, so successive or concurrent deliveries share the budget. Deliveries to several
     platforms run concurrently with ``asyncio.gather`` (or a TaskGroup) of :meth:`deliver` calls.
+
+    A delivery holds the ledger's lease ``deliver:<platform>`` (renewed every ``lease_ttl``/3
+    seconds on the clock), so another process cannot deliver on that platform meanwhile; in
+    this process, deliveries of one issue may overlap and still send each part once.
     """
 
     def __init__(
@@ -114,15 +141,19 @@ class DeliveryEngine:
         max_in_flight: int = 100,
         max_moves: int = 3,
         rng: random.Random | None = None,
+        lease_ttl: float = DEFAULT_LEASE_TTL,
     ) -> None:
         if max_in_flight < 1:
             raise ValueError("max_in_flight must be at least 1")
+        if lease_ttl <= 0:
+            raise ValueError("lease_ttl must be positive")
         self.ledger = ledger
         self.clock = clock
         self.backoff = backoff or Backoff()
         self.max_in_flight = max_in_flight
         self.max_moves = max_moves
         self.rng = rng or random.Random()
+        self.lease_ttl = lease_ttl
         self._pacers: dict[str, Pacer] = {}
 
     def pacer(self, platform: Platform) -> Pacer:
@@ -149,16 +180,65 @@ class DeliveryEngine:
         order per target. A target's failure never stops another: transient errors retry with
         backoff, a 429 defers that target only, ``TargetGone`` deactivates it, ``TargetMoved``
         follows the move, ``Rejected`` fails the part; after a failed part, that target's later
-        parts are skipped (marked failed) so a rerun sends them in order.
+        parts are skipped (marked failed) so a rerun sends them in order. A part another
+        delivery claimed first is left to it, with the rest of that target's parts.
 
         Raises:
             ValueError: ``messages`` is empty or a target is on another platform.
+            DeliveryBusy: another process holds this platform's delivery lease.
             sqlalchemy.exc.SQLAlchemyError: the ledger failed; nothing more is sent.
         """
         if not messages:
             raise ValueError("nothing to deliver: no messages")
+        async with self._lease(platform.name):
+            return await self._deliver(ref, platform, messages, targets, force, progress)
+
+    @contextlib.asynccontextmanager
+    async def _lease(self, platform: str) -> AsyncIterator[None]:
+        name = delivery_lease(platform)
+        lease = await self.ledger.acquire_lease(name, ttl=self.lease_ttl)
+        if lease.owner != self.ledger.owner:
+            raise DeliveryBusy(platform, holder=lease.owner, expires_at=lease.expires_at)
+        renewer = asyncio.create_task(self._renew(name), name=f"renew {name}")
+        try:
+            yield
+        finally:
+            renewer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await renewer
+            await self.ledger.release_lease(name)
+
+    async def _renew(self, name: str) -> None:
+        while True:
+            await self.clock.sleep(self.lease_ttl / 3)
+            try:
+                held = await self.ledger.renew_lease(name, ttl=self.lease_ttl)
+            except Exception:  # the next renewal may work; the claims stay conditional
+                log.exception("could not renew lease %s", name)
+                continue
+            if not held:
+                log.error("lost lease %s: another process took it over", name)
+                return
+
+    async def _deliver(
+        self,
+        ref: IssueRef,
+        platform: Platform,
+        messages: Sequence[Message],
+        targets: Sequence[Target],
+        force: bool,
+        progress: ProgressCallback | None,
+    ) -> DeliveryReport:
         plan = await self.ledger.plan(ref, platform.name, targets, len(messages), force=force)
-        reports = [TargetReport(tp.requested, already_sent=tp.already_sent) for tp in plan.targets]
+        reports = [
+            TargetReport(
+                tp.requested,
+                already_sent=tp.already_sent,
+                in_progress=tp.in_progress,
+                sent_revision=tp.sent_revision,
+            )
+            for tp in plan.targets
+        ]
         runs = [
             _Run(i, tp.target, list(tp.parts), report)
             for i, (tp, report) in enumerate(zip(plan.targets, reports, strict=True))
@@ -291,10 +371,22 @@ class _Fanout:
     async def _attempt(self, run: _Run) -> None:
         row = run.parts[run.pos]
         target = run.target
-        await self._ledger.claim(row.id)
+        resumed = row.attempts if row.state is PartState.IN_FLIGHT else None
+        if row.id in run.claimed:
+            resumed = None  # released by this run since: pending
+        if not await self._ledger.claim(row.id, resumed_attempts=resumed):
+            # another delivery has it: it sends this target's later parts too, in order
+            left = len(run.parts) - run.pos
+            log.info("%s: part %d is being sent by another delivery", target, row.part)
+            run.report.in_progress += left
+            return
+        run.claimed.add(row.id)
         run.attempts += 1
         try:
             message_id = await self._platform.send(target, self._messages[row.part])
+        except asyncio.CancelledError:
+            self._ledger.abandon(row.id)  # the send may have happened: like a crash
+            raise
         except RateLimited as exc:
             log.info("%s: rate limited, retry after %.1f s", target, exc.retry_after)
             self.pacer.defer(target, self._clock.monotonic() + exc.retry_after)
@@ -339,7 +431,7 @@ class _Fanout:
         skip = f"skipped: part {row.part} failed"
         await asyncio.gather(
             self._ledger.mark_failed(row.id, error),
-            *(self._ledger.mark_failed(p.id, skip) for p in later),
+            *(self._ledger.skip(p.id, skip) for p in later),
         )
         run.report.failed += 1
         run.report.skipped += len(later)

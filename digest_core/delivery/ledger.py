@@ -6,6 +6,11 @@ import asyncio
 import datetime as dt
 import json
 import logging
+import os
+import re
+import secrets
+import socket
+import sys
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -30,6 +35,7 @@ from sqlalchemy import (
     UniqueConstraint,
     and_,
     bindparam,
+    delete,
     event,
     func,
     insert,
@@ -38,11 +44,12 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.engine import Row
+from sqlalchemy.exc import IntegrityError, InvalidRequestError, NoSuchModuleError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import StaticPool
 
 from digest_core.clock import Clock, SystemClock
-from digest_core.errors import ConfigError
+from digest_core.errors import ConfigError, DeliveryError
 from digest_core.models import IssueRef
 from digest_core.platform import Target, TargetKind
 
@@ -51,7 +58,12 @@ log = logging.getLogger(__name__)
 #: Where the ledger lives unless config says otherwise (relative to the working directory).
 DEFAULT_LEDGER_URL = "sqlite+aiosqlite:///var/ledger.sqlite3"
 #: Bumped with every schema change; :data:`_MIGRATIONS` holds the step from each older version.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+#: The settings key the ledger URL comes from (named in configuration errors).
+CONFIG_KEY = "database_url"
+#: How long a lease lasts unless renewed; a crashed holder blocks others at most this long
+#: (less on the same host, where a dead holder's lease is taken over at once).
+DEFAULT_LEASE_TTL = 60.0
 #: SQLite's bound-parameter limit is 32766 since 3.32; stay far below it.
 _CHUNK = 500
 
@@ -64,6 +76,31 @@ class PartState(StrEnum):
     SENT = "sent"
     FAILED = "failed"
     GONE = "gone"
+
+
+class DayState(StrEnum):
+    """How far the post of one day got on one platform (:meth:`Ledger.day_state`)."""
+
+    NONE = "none"  # nothing planned
+    PARTIAL = "partial"  # some part of the current rows is pending or in flight
+    DONE = "done"  # every current row reached a final state (sent, failed or gone)
+
+
+class DeliveryBusy(DeliveryError):
+    """Another process is delivering on this platform (it holds the delivery lease).
+
+    ``holder`` names it (``host:pid:token``); ``expires_at`` is when its lease lapses unless
+    renewed. Retry once it is done (what it has sent is not sent again).
+    """
+
+    def __init__(self, platform: str, *, holder: str, expires_at: dt.datetime) -> None:
+        super().__init__(
+            f"another process is delivering on {platform}: lease held by {holder} "
+            f"until {expires_at:%Y-%m-%d %H:%M:%S} UTC unless renewed"
+        )
+        self.platform = platform
+        self.holder = holder
+        self.expires_at = expires_at
 
 
 class UTCDateTime(TypeDecorator[dt.datetime]):
@@ -145,6 +182,16 @@ subscribers = Table(
     Column("until", UTCDateTime),
 )
 
+#: Cross-process mutual exclusion (``deliver:<platform>``): one owner (a Ledger instance) at a
+#: time, until ``expires_at`` unless renewed.
+leases = Table(
+    "leases",
+    metadata,
+    Column("name", String(128), primary_key=True),
+    Column("owner", String(255), nullable=False),
+    Column("expires_at", UTCDateTime, nullable=False),
+)
+
 audit = Table(
     "audit",
     metadata,
@@ -158,8 +205,16 @@ audit = Table(
     Column("outcome", Text, nullable=False),
 )
 
-#: version -> DDL/data steps that bring a database from that version to the next.
-_MIGRATIONS: dict[int, Sequence[str]] = {}
+#: version -> DDL/data steps that bring a database from that version to the next (new tables
+#: need none: ``create_all`` adds them before the steps run).
+_MIGRATIONS: dict[int, Sequence[str]] = {
+    1: (),  # 2: the leases table
+}
+
+
+def delivery_lease(platform: str) -> str:
+    """The name of the lease a delivery on ``platform`` holds."""
+    return f"deliver:{platform}"
 
 
 @dataclass(frozen=True)
@@ -181,7 +236,14 @@ class TargetPlan:
     #: ``requested`` after following recorded moves (Telegram group -> supergroup)
     target: Target
     parts: tuple[PlannedPart, ...]
+    #: parts found sent (at this id or an earlier id of the target)
     already_sent: int
+    #: unsent parts left out because another delivery running now has them in flight
+    in_progress: int = 0
+    #: set when the target already got (part of) this day's issue under that other revision:
+    #: nothing of this revision is planned for it without ``force`` (``already_sent`` counts
+    #: the parts it got)
+    sent_revision: str | None = None
 
 
 @dataclass(frozen=True)
@@ -231,6 +293,29 @@ class DeliveryRecord:
 
 
 @dataclass(frozen=True)
+class InactiveTarget:
+    """A target deactivated because it went away (blocked, kicked, deleted, forbidden)."""
+
+    target: Target
+    #: when it was deactivated
+    since: dt.datetime
+    reason: str | None
+
+    @property
+    def id(self) -> str:
+        return self.target.id
+
+
+@dataclass(frozen=True)
+class Lease:
+    """A lease as it stands: held by ``owner`` until ``expires_at`` (aware UTC)."""
+
+    name: str
+    owner: str
+    expires_at: dt.datetime
+
+
+@dataclass(frozen=True)
 class AuditEntry:
     id: int
     at: dt.datetime
@@ -255,30 +340,112 @@ class LedgerStats:
         return self.rows_inserted + self.rows_updated
 
 
-def _state_update(**values: Any) -> Any:
+def _state_update(*where: Any, **values: Any) -> Any:
     return (
         update(parts)
-        .where(parts.c.id == bindparam("b_id"))
+        .where(parts.c.id == bindparam("b_id"), *where)
         .values(updated_at=bindparam("b_now"), **values)
     )
 
 
-# The per-part state changes the delivery engine makes, batched by the group-commit writer.
+#: the states a row may be claimed from (a row left in flight by a dead run: see ``claim``)
+_CLAIMABLE = (PartState.PENDING.value, PartState.FAILED.value)
+
+# The per-part state changes the delivery engine makes, batched by the group-commit writer
+# (claims are conditional and run apart: see ``Ledger._claim_batch``).
 _STATE_STATEMENTS: dict[str, Any] = {
-    "claim": _state_update(state=PartState.IN_FLIGHT.value, attempts=parts.c.attempts + 1),
+    # a sent row stays sent whatever else happens: the message is out
     "sent": _state_update(
         state=PartState.SENT.value, message_id=bindparam("b_message_id"), last_error=None
     ),
-    "release": _state_update(state=PartState.PENDING.value, last_error=bindparam("b_error")),
-    "failed": _state_update(state=PartState.FAILED.value, last_error=bindparam("b_error")),
+    "release": _state_update(
+        parts.c.state == PartState.IN_FLIGHT.value,
+        state=PartState.PENDING.value,
+        last_error=bindparam("b_error"),
+    ),
+    "failed": _state_update(
+        parts.c.state != PartState.SENT.value,
+        state=PartState.FAILED.value,
+        last_error=bindparam("b_error"),
+    ),
+    # a later part not attempted: only if no one holds or sent it
+    "skip": _state_update(
+        # no IN (...) here: an expanding parameter cannot go into executemany()
+        (parts.c.state == PartState.PENDING.value) | (parts.c.state == PartState.FAILED.value),
+        state=PartState.FAILED.value,
+        last_error=bindparam("b_error"),
+    ),
 }
 
 
-@dataclass
+@dataclass(frozen=True)
+class _Found:
+    """A row found while planning."""
+
+    id: int
+    state: PartState
+    #: the target id it is recorded under (an earlier id if the target moved since)
+    target: str
+
+    def rank(self, final: str) -> int:
+        """Which of two rows for one (target, part) counts: a sent one, else the current id's."""
+        return 2 if self.state is PartState.SENT else int(self.target == final)
+
+
+# Claims are built once: they run many times a second, and building a statement costs more
+# than running it.
+_CLAIM_VALUES: dict[str, Any] = {
+    "state": PartState.IN_FLIGHT.value,
+    "attempts": parts.c.attempts + 1,
+}
+#: the claims of a batch in one statement: the ids it returns are the rows claimed
+_CLAIM_RETURNING = (
+    update(parts)
+    .where(parts.c.id.in_(bindparam("b_ids", expanding=True)), parts.c.state.in_(_CLAIMABLE))
+    .values(updated_at=bindparam("b_now"), **_CLAIM_VALUES)
+    .returning(parts.c.id)
+)
+#: one claim, for databases without UPDATE … RETURNING
+_CLAIM_ONE = _state_update(parts.c.state.in_(_CLAIMABLE), **_CLAIM_VALUES)
+#: resuming a row a dead run left in flight, if no one resumed it since
+_CLAIM_RESUMED = _state_update(
+    parts.c.state == PartState.IN_FLIGHT.value,
+    parts.c.attempts == bindparam("b_attempts"),
+    **_CLAIM_VALUES,
+)
+
+
+@dataclass(eq=False)
 class _Op:
     kind: str
     params: dict[str, Any]
-    done: asyncio.Future[None]
+    done: asyncio.Future[bool]
+
+
+def _new_owner() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
+
+
+def _owner_dead(owner: str) -> bool:
+    """True if ``owner`` (``host:pid:token``) is a process on this host that no longer exists.
+
+    Only a certain death counts: another host, an unreadable owner, or a live pid (even a
+    reused one) keep the lease until it expires.
+    """
+    try:
+        host, pid_text, _ = owner.rsplit(":", 2)
+        pid = int(pid_text)
+    except ValueError:
+        return False
+    if sys.platform == "win32" or host != socket.gethostname() or pid <= 0 or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)  # signal 0: existence check only
+    except ProcessLookupError:
+        return True
+    except OSError:  # EPERM: alive, someone else's
+        return False
+    return False
 
 
 class Ledger:
@@ -289,19 +456,28 @@ class Ledger:
     group-commit writer: each call returns once its change is committed, and changes that arrive
     while a transaction runs share the next one, so many concurrent sends cost few transactions.
 
-    One process SHOULD own a ledger at a time: rows found in flight by :meth:`plan` are taken to
-    belong to a crashed run and are sent again.
+    Several deliveries may share a database, in one process or many: :meth:`claim` is
+    conditional, so a part is sent by one of them only, and :class:`DeliveryEngine` holds a
+    lease per platform (:meth:`acquire_lease`) so a second process is refused while the first
+    delivers. Each instance is one lease :attr:`owner`; rows it has in flight are live, and rows
+    in flight that no live delivery owns are taken for a crashed run's and sent again.
     """
 
-    def __init__(self, engine: AsyncEngine, *, clock: Clock) -> None:
+    def __init__(self, engine: AsyncEngine, *, clock: Clock, owner: str | None = None) -> None:
         self._engine = engine
         self._clock = clock
+        #: this instance's lease owner id, ``host:pid:token``
+        self.owner = owner or _new_owner()
         self._lock = asyncio.Lock()
         self._queue: list[_Op] = []
         self._kick = asyncio.Event()
         self._closing = False
         self._active = 0
         self._writer: asyncio.Task[None] | None = None
+        #: rows this instance claimed and has not settled: in flight in a live delivery
+        self._live: set[int] = set()
+        #: lease name -> how many holds this instance has on it (leases are reentrant)
+        self._holds: dict[str, int] = {}
         self.stats = LedgerStats()
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -309,18 +485,27 @@ class Ledger:
     @classmethod
     @asynccontextmanager
     async def open(
-        cls, url: str = DEFAULT_LEDGER_URL, *, clock: Clock | None = None, echo: bool = False
+        cls,
+        url: str = DEFAULT_LEDGER_URL,
+        *,
+        clock: Clock | None = None,
+        echo: bool = False,
+        owner: str | None = None,
     ) -> AsyncIterator[Ledger]:
         """Open (creating or migrating) the ledger at ``url``, any SQLAlchemy async URL.
 
         SQLite files get WAL, ``synchronous=NORMAL`` (a commit survives a killed process, not a
-        power cut) and a busy timeout; their folder is created.
+        power cut) and a busy timeout; their folder is created. ``owner`` names this instance
+        in leases (default ``host:pid:token``, which lets a dead holder on this host be
+        recognised); leases it still holds are released on close.
 
         Raises:
-            ConfigError: the URL is malformed or the database's schema is newer than this code.
+            ConfigError: the URL is malformed, names an unknown database, a synchronous or
+                missing driver, or the database's schema is newer than this code
+                (key ``database_url``; the password is never shown).
         """
         engine = _create_engine(url, echo=echo)
-        ledger = cls(engine, clock=clock or SystemClock())
+        ledger = cls(engine, clock=clock or SystemClock(), owner=owner)
         try:
             await ledger._migrate()
             ledger._writer = asyncio.create_task(ledger._write_loop(), name="ledger-writer")
@@ -334,6 +519,13 @@ class Ledger:
         self._kick.set()
         if self._writer is not None:
             await self._writer
+        if self._holds:
+            self._holds.clear()
+            try:
+                async with self._tx() as conn:
+                    await conn.execute(delete(leases).where(leases.c.owner == self.owner))
+            except Exception:  # they expire anyway
+                log.exception("could not release the leases of %s", self.owner)
 
     async def _migrate(self) -> None:
         async with self._tx() as conn:
@@ -345,7 +537,7 @@ class Ledger:
             if found > SCHEMA_VERSION:
                 raise ConfigError(
                     f"ledger schema version {found} is newer than this code ({SCHEMA_VERSION})",
-                    key="ledger.url",
+                    key=CONFIG_KEY,
                 )
             for version in range(found, SCHEMA_VERSION):
                 log.info("migrating ledger schema from version %d", version)
@@ -385,52 +577,89 @@ class Ledger:
 
         Without ``force``, the latest generation is completed: its rows that are pending, were
         in flight when a run died, failed or went gone are planned again; a (target, part) it
-        lacks is inserted as pending unless an older generation sent it. With ``force``, a new
-        generation is created and every part is planned again; older rows stay as history.
+        lacks is inserted as pending unless an older generation sent it. A target that already
+        got any part of this day's issue under another revision (a corrected file) gets nothing
+        of this one (:attr:`TargetPlan.sent_revision`). With ``force``, a new generation is
+        created and every part is planned again; older rows stay as history.
 
-        Targets are resolved through recorded moves; deactivated ones are left out and listed
-        in :attr:`Plan.inactive`. Duplicates (after resolving) are planned once.
+        Targets are resolved through recorded moves, and rows recorded under any id of a
+        target's move chain count as its own; deactivated targets are left out and listed in
+        :attr:`Plan.inactive`. Duplicates (after resolving) are planned once.
+
+        A row in flight is planned again only if no live delivery owns it: not one of this
+        instance's, and no other owner holds the platform's live delivery lease. A target with
+        a row in flight in a live delivery is left out (:attr:`TargetPlan.in_progress`), so its
+        parts keep their order.
 
         Raises:
-            ValueError: ``n_parts`` is less than 1.
+            ValueError: ``n_parts`` is less than 1, or a target is on another platform.
         """
         if n_parts < 1:
             raise ValueError("a delivery needs at least one part")
         now = self._clock.now()
         async with self._tx() as conn:
-            resolved, inactive = await self._resolve_targets(conn, platform, requested)
+            resolved, inactive, alias = await self._resolve_targets(conn, platform, requested)
             delivery_id, generation = await self._delivery_for(
                 conn, ref, platform, n_parts, force=force, now=now
             )
-            already: dict[str, int] = {}
-            wanted = {t.id for _, t in resolved}
-            # The latest generation is completed for the requested targets; a target it lacks
-            # gets rows unless an older generation already delivered that part.
-            current: dict[tuple[str, int], tuple[int, str]] = {}
+            foreign = await self._foreign_holder(conn, delivery_lease(platform), now)
+            # (resolved target id, part) -> the row of the latest generation to complete
+            current: dict[tuple[str, int], _Found] = {}
+            # parts an older generation of this revision sent
             sent_before: set[tuple[str, int]] = set()
+            # resolved target id -> other revision of the day -> parts sent under it
+            other_revisions: dict[str, dict[str, set[int]]] = {}
             if not force:
                 rows = await conn.execute(
                     select(
-                        parts.c.id, parts.c.delivery_id, parts.c.target, parts.c.part, parts.c.state
+                        parts.c.id,
+                        parts.c.delivery_id,
+                        parts.c.target,
+                        parts.c.part,
+                        parts.c.state,
+                        deliveries.c.revision,
                     )
                     .join(deliveries, parts.c.delivery_id == deliveries.c.id)
-                    .where(_issue_filter(ref, platform))
+                    .where(deliveries.c.issue_date == ref.date, deliveries.c.platform == platform)
                 )
-                for row_id, d_id, target, part, state in rows:
-                    if target not in wanted:
+                for row_id, d_id, stored, part, state, revision in rows:
+                    final = alias.get(stored)
+                    if final is None:
                         continue
                     if d_id == delivery_id:
-                        current[(target, part)] = (row_id, state)
+                        row = _Found(row_id, PartState(state), stored)
+                        key = (final, part)
+                        if key not in current or row.rank(final) > current[key].rank(final):
+                            current[key] = row
                     elif state == PartState.SENT:
-                        sent_before.add((target, part))
+                        if revision == ref.revision:
+                            sent_before.add((final, part))
+                        else:
+                            other_revisions.setdefault(final, {}).setdefault(revision, set())
+                            other_revisions[final][revision].add(part)
             inserts: list[dict[str, Any]] = []
             resets: list[int] = []
+            retarget: dict[str, list[int]] = {}
+            already: dict[str, int] = {}
+            superseded: dict[str, str] = {}
+            live: set[str] = set()
             for _, target in resolved:
-                for part in range(n_parts):
-                    key = (target.id, part)
+                keys = [(target.id, part) for part in range(n_parts)]
+                if target.id in other_revisions and not any(
+                    k in current or k in sent_before for k in keys
+                ):
+                    # the day's issue reached it under another revision: a correction is not
+                    # sent again without force
+                    revision, got = max(
+                        other_revisions[target.id].items(), key=lambda kv: (len(kv[1]), kv[0])
+                    )
+                    superseded[target.id] = revision
+                    already[target.id] = len(got)
+                    continue
+                for key in keys:
                     found = current.get(key)
                     if (found is None and key in sent_before) or (
-                        found is not None and found[1] == PartState.SENT
+                        found is not None and found.state is PartState.SENT
                     ):
                         already[target.id] = already.get(target.id, 0) + 1
                     elif found is None:
@@ -439,18 +668,31 @@ class Ledger:
                                 "delivery_id": delivery_id,
                                 "target": target.id,
                                 "kind": target.kind.value,
-                                "part": part,
+                                "part": key[1],
                                 "state": PartState.PENDING.value,
                                 "attempts": 0,
                                 "created_at": now,
                                 "updated_at": now,
                             }
                         )
-                    elif found[1] in (PartState.FAILED, PartState.GONE):
-                        resets.append(found[0])
+                    else:
+                        if found.target != target.id:  # recorded under an earlier id
+                            retarget.setdefault(target.id, []).append(found.id)
+                        if found.state in (PartState.FAILED, PartState.GONE):
+                            resets.append(found.id)
+                        elif found.state is PartState.IN_FLIGHT and (
+                            found.id in self._live or foreign is not None
+                        ):
+                            live.add(target.id)
             if inserts:
                 await conn.execute(insert(parts), inserts)
                 self.stats.rows_inserted += len(inserts)
+            for new_id, ids in retarget.items():
+                for chunk in _chunks(ids):
+                    await conn.execute(
+                        update(parts).where(parts.c.id.in_(chunk)).values(target=new_id)
+                    )
+                    self.stats.rows_updated += len(chunk)
             for chunk in _chunks(resets):
                 await conn.execute(
                     update(parts)
@@ -458,28 +700,51 @@ class Ledger:
                     .values(state=PartState.PENDING.value, updated_at=now)
                 )
                 self.stats.rows_updated += len(chunk)
+            finals = {t.id for _, t in resolved}
             todo: dict[str, list[PlannedPart]] = {}
-            rows = await conn.execute(
+            in_progress: dict[str, int] = {}
+            unsent = await conn.execute(
                 select(parts.c.id, parts.c.target, parts.c.part, parts.c.state, parts.c.attempts)
                 .where(parts.c.delivery_id == delivery_id, parts.c.state != PartState.SENT.value)
                 .order_by(parts.c.target, parts.c.part)
             )
-            for row_id, target, part, state, attempts in rows:
-                if target in wanted:
-                    todo.setdefault(target, []).append(
+            for row_id, target_id, part, state, attempts in unsent:
+                if target_id in live:
+                    in_progress[target_id] = in_progress.get(target_id, 0) + 1
+                elif target_id in finals:
+                    todo.setdefault(target_id, []).append(
                         PlannedPart(row_id, part, PartState(state), attempts)
                     )
         plans = tuple(
-            TargetPlan(req, t, tuple(todo.get(t.id, ())), already.get(t.id, 0))
+            TargetPlan(
+                req,
+                t,
+                tuple(todo.get(t.id, ())),
+                already.get(t.id, 0),
+                in_progress=in_progress.get(t.id, 0),
+                sent_revision=superseded.get(t.id),
+            )
             for req, t in resolved
         )
         if inactive:
             log.info("%s: skipping %d deactivated targets", platform, len(inactive))
+        if superseded:
+            log.info(
+                "%s %s rev %s: %d targets already got another revision of the day",
+                platform,
+                ref.date,
+                ref.revision,
+                len(superseded),
+            )
+        if live:
+            log.info("%s: %d targets are being delivered by another run", platform, len(live))
         return Plan(delivery_id, generation, ref, platform, n_parts, plans, tuple(inactive))
 
     async def _resolve_targets(
         self, conn: AsyncConnection, platform: str, requested: Sequence[Target]
-    ) -> tuple[list[tuple[Target, Target]], list[Target]]:
+    ) -> tuple[list[tuple[Target, Target]], list[Target], dict[str, str]]:
+        """(requested, resolved) pairs, the inactive requested targets, and every id of a
+        resolved target's move chain (those that led to it included) -> its resolved id."""
         known = {
             row.target_id: row
             for row in await conn.execute(
@@ -489,23 +754,48 @@ class Ledger:
                 )
             )
         }
+
+        def follow(target_id: str) -> str:
+            hops = 0
+            while (info := known.get(target_id)) is not None and info.moved_to and hops < 10:
+                target_id = info.moved_to
+                hops += 1
+            return str(target_id)
+
         resolved: list[tuple[Target, Target]] = []
         inactive: list[Target] = []
         seen: set[str] = set()
         for req in requested:
             if req.platform != platform:
                 raise ValueError(f"target {req} is not on platform {platform!r}")
-            current, hops = req, 0
-            while (info := known.get(current.id)) is not None and info.moved_to and hops < 10:
-                current = Target(platform, info.moved_to, req.kind)
-                hops += 1
+            current = Target(platform, follow(req.id), req.kind)
             info = known.get(current.id)
             if info is not None and not info.active and not info.moved_to:
                 inactive.append(req)
             elif current.id not in seen:
                 seen.add(current.id)
                 resolved.append((req, current))
-        return resolved, inactive
+        alias = {target_id: target_id for target_id in seen}
+        for moved_id, info in known.items():
+            if info.moved_to and (final := follow(moved_id)) in seen:
+                alias[moved_id] = final
+        return resolved, inactive, alias
+
+    async def _foreign_holder(
+        self, conn: AsyncConnection, name: str, now: dt.datetime
+    ) -> Lease | None:
+        """The lease ``name`` if another owner holds it and it is live (unexpired, holder not
+        known dead)."""
+        row = (
+            await conn.execute(
+                select(leases.c.owner, leases.c.expires_at).where(leases.c.name == name)
+            )
+        ).first()
+        if row is None or row.owner == self.owner or row.expires_at <= now:
+            return None
+        if _owner_dead(row.owner):
+            return None
+        return Lease(name, row.owner, row.expires_at)
 
     async def _delivery_for(
         self,
@@ -546,12 +836,20 @@ class Ledger:
 
     # -- per-part state changes (group commit) ------------------------------------------------
 
-    async def claim(self, row_id: int) -> None:
-        """Mark a row in flight (and count the attempt); returns once committed.
+    async def claim(self, row_id: int, *, resumed_attempts: int | None = None) -> bool:
+        """Mark a row in flight (and count the attempt) if no one else has it; returns once
+        committed, True if this call claimed it.
 
-        The caller MUST await this before sending, so a crash can only repeat in-flight rows.
+        A pending or failed row is claimed. A row a dead run left in flight (planned with state
+        ``IN_FLIGHT``) is claimed only with ``resumed_attempts`` equal to the attempts it was
+        planned with, so of two deliveries resuming it, one does. False means another delivery
+        has the row (or sent it): the caller MUST NOT send it. The caller MUST await this before
+        sending, so a crash can only repeat in-flight rows.
         """
-        await self._submit("claim", {"b_id": row_id})
+        params: dict[str, Any] = {"b_id": row_id}
+        if resumed_attempts is not None:
+            params["b_attempts"] = resumed_attempts
+        return await self._submit("claim", params)
 
     async def mark_sent(self, row_id: int, message_id: str) -> None:
         """Record a successful send and the platform's message id."""
@@ -562,17 +860,27 @@ class Ledger:
         await self._submit("release", {"b_id": row_id, "b_error": error})
 
     async def mark_failed(self, row_id: int, error: str) -> None:
-        """Give up on a row (retries exhausted, rejected payload, or skipped after a failure)."""
+        """Give up on a claimed row (retries exhausted, rejected payload); a sent row stays."""
         await self._submit("failed", {"b_id": row_id, "b_error": error})
 
-    async def _submit(self, kind: str, params: dict[str, Any]) -> None:
+    async def skip(self, row_id: int, error: str) -> None:
+        """Mark an unclaimed row failed (not attempted after an earlier part failed), unless
+        it is in flight or sent meanwhile."""
+        await self._submit("skip", {"b_id": row_id, "b_error": error})
+
+    def abandon(self, row_id: int) -> None:
+        """Forget that this instance has a row in flight (its delivery was cancelled): the
+        next plan takes it for a crashed run's and sends it again."""
+        self._live.discard(row_id)
+
+    async def _submit(self, kind: str, params: dict[str, Any]) -> bool:
         if self._writer is None or self._closing:
             raise RuntimeError("the ledger is not open")
         params["b_now"] = self._clock.now()
-        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        done: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self._queue.append(_Op(kind, params, done))
         self._kick.set()
-        await done
+        return await done
 
     async def _write_loop(self) -> None:
         while True:
@@ -583,11 +891,16 @@ class Ledger:
                     return
                 continue
             batch, self._queue = self._queue, []
+            claims: list[_Op] = []
             grouped: dict[str, list[dict[str, Any]]] = {}
             for op in batch:
-                grouped.setdefault(op.kind, []).append(op.params)
+                if op.kind == "claim":
+                    claims.append(op)
+                else:
+                    grouped.setdefault(op.kind, []).append(op.params)
             try:
                 async with self._tx() as conn:
+                    won = set(await self._claim_batch(conn, claims))
                     for kind, params in grouped.items():
                         await conn.execute(_STATE_STATEMENTS[kind], params)
             except Exception as exc:
@@ -595,11 +908,51 @@ class Ledger:
                 for op in batch:
                     if not op.done.done():
                         op.done.set_exception(exc)
+                continue
+            self.stats.rows_updated += len(batch) - len(claims) + len(won)
+            for op in batch:
+                row_id = op.params["b_id"]
+                ok = op.kind != "claim" or op in won
+                if op.kind == "claim":
+                    # a claim whose caller was cancelled is in flight with no one to send it:
+                    # left for the next plan, like a crashed run's
+                    if ok and not op.done.cancelled():
+                        self._live.add(row_id)
+                else:
+                    self._live.discard(row_id)
+                if not op.done.done():
+                    op.done.set_result(ok)
+
+    async def _claim_batch(self, conn: AsyncConnection, claims: list[_Op]) -> list[_Op]:
+        """Run the claims of one batch; returns those that won their row (one per row)."""
+        if not claims:
+            return []
+        now = max(op.params["b_now"] for op in claims)
+        won: list[_Op] = []
+        seen: set[int] = set()
+        plain: dict[int, _Op] = {}
+        for op in claims:
+            row_id = op.params["b_id"]
+            if row_id in seen:
+                continue  # a second claim of a row in one batch: the first one decides
+            seen.add(row_id)
+            if "b_attempts" in op.params:  # resuming a dead run's row: rare, one by one
+                if (await conn.execute(_CLAIM_RESUMED, op.params)).rowcount:
+                    won.append(op)
             else:
-                self.stats.rows_updated += len(batch)
-                for op in batch:
-                    if not op.done.done():
-                        op.done.set_result(None)
+                plain[row_id] = op
+        if not plain:
+            return won
+        if conn.dialect.update_returning:
+            for chunk in _chunks(list(plain)):
+                result = await conn.execute(_CLAIM_RETURNING, {"b_ids": chunk, "b_now": now})
+                won += [plain[row_id] for (row_id,) in result]
+        else:
+            for row_id, op in plain.items():
+                result = await conn.execute(_CLAIM_ONE, {"b_id": row_id, "b_now": now})
+                if result.rowcount:
+                    won.append(op)
+        return won
 
     # -- targets that went away or moved --------------------------------------------------------
 
@@ -663,6 +1016,7 @@ class Ledger:
                         )
                     )
                 }
+                self._live.difference_update(ids)
                 clash = [r.id for r in rows if (r.delivery_id, r.part) in taken]
                 moved = [r.id for r in rows if (r.delivery_id, r.part) not in taken]
                 for chunk in _chunks(moved):
@@ -690,12 +1044,55 @@ class Ledger:
         log.info("%s moved to %s", old, new.id)
         return moved
 
-    async def reactivate(self, target: Target) -> None:
-        """Let :meth:`plan` send to a deactivated target again (an admin action)."""
+    async def reactivate(self, target: Target) -> bool:
+        """Let :meth:`plan` send to a deactivated (gone or moved) target again: an admin action
+        after the bot got its rights back. A subscription that ended when the target was marked
+        gone is restored. Returns False if the target was not deactivated.
+        """
+        now = self._clock.now()
         async with self._tx() as conn:
-            await _upsert_target(
-                conn, target, active=True, moved_to=None, reason=None, now=self._clock.now()
+            found = (
+                await conn.execute(
+                    select(targets.c.active, targets.c.updated_at).where(
+                        targets.c.platform == target.platform, targets.c.target_id == target.id
+                    )
+                )
+            ).first()
+            if found is None or found.active:
+                return False
+            await _upsert_target(conn, target, active=True, moved_to=None, reason=None, now=now)
+            # mark_gone ends the subscription at the very time it deactivates the target
+            await conn.execute(
+                update(subscribers)
+                .where(
+                    subscribers.c.platform == target.platform,
+                    subscribers.c.chat_id == target.id,
+                    subscribers.c.active.is_(False),
+                    subscribers.c.until == found.updated_at,
+                )
+                .values(active=True, until=None)
             )
+        log.info("%s reactivated", target)
+        return True
+
+    async def inactive_targets(self, platform: str) -> list[InactiveTarget]:
+        """Targets of ``platform`` deactivated as gone (moved ones aside), latest first."""
+        async with self._tx() as conn:
+            rows = await conn.execute(
+                select(targets.c.target_id, targets.c.kind, targets.c.updated_at, targets.c.reason)
+                .where(
+                    targets.c.platform == platform,
+                    targets.c.active.is_(False),
+                    targets.c.moved_to.is_(None),
+                )
+                .order_by(targets.c.updated_at.desc(), targets.c.target_id)
+            )
+            return [
+                InactiveTarget(
+                    Target(platform, r.target_id, TargetKind(r.kind)), r.updated_at, r.reason
+                )
+                for r in rows
+            ]
 
     async def _mark_rows(
         self,
@@ -705,13 +1102,109 @@ class Ledger:
         error: str,
         now: dt.datetime,
     ) -> None:
-        for chunk in _chunks(list(row_ids)):
-            await conn.execute(
+        ids = list(row_ids)
+        self._live.difference_update(ids)
+        for chunk in _chunks(ids):
+            result = await conn.execute(
                 update(parts)
-                .where(parts.c.id.in_(chunk))
+                .where(parts.c.id.in_(chunk), parts.c.state != PartState.SENT.value)
                 .values(state=state.value, last_error=error, updated_at=now)
             )
-            self.stats.rows_updated += len(chunk)
+            self.stats.rows_updated += result.rowcount
+
+    # -- leases -------------------------------------------------------------------------------
+
+    async def acquire_lease(self, name: str, *, ttl: float = DEFAULT_LEASE_TTL) -> Lease:
+        """Take the lease ``name`` for ``ttl`` seconds, unless another owner holds it.
+
+        Returns the lease as it stands: this instance holds it iff ``lease.owner ==
+        self.owner``. It is free when no one holds it, it expired, or its holder is a process
+        of this host that no longer exists (a crashed run: taken over at once). Leases are
+        reentrant: each acquisition by the holder extends it and MUST be matched by one
+        :meth:`release_lease`. The holder SHOULD :meth:`renew_lease` well within ``ttl``.
+        """
+        if ttl <= 0:
+            raise ValueError("a lease needs a positive ttl")
+        for attempt in range(3):
+            try:
+                lease = await self._try_acquire(name, ttl)
+            except IntegrityError:  # another process inserted it first: look again
+                if attempt == 2:
+                    raise
+                continue
+            if lease.owner == self.owner:
+                self._holds[name] = self._holds.get(name, 0) + 1
+            return lease
+        raise AssertionError("unreachable")
+
+    async def _try_acquire(self, name: str, ttl: float) -> Lease:
+        now = self._clock.now()
+        mine = Lease(name, self.owner, now + dt.timedelta(seconds=ttl))
+        async with self._tx() as conn:
+            # write first: on SQLite the transaction takes the write lock before it reads
+            result = await conn.execute(
+                update(leases)
+                .where(
+                    leases.c.name == name,
+                    (leases.c.owner == self.owner) | (leases.c.expires_at <= now),
+                )
+                .values(owner=self.owner, expires_at=mine.expires_at)
+            )
+            if result.rowcount:
+                return mine
+            row = (
+                await conn.execute(
+                    select(leases.c.owner, leases.c.expires_at).where(leases.c.name == name)
+                )
+            ).first()
+            if row is None:
+                await conn.execute(
+                    insert(leases).values(name=name, owner=self.owner, expires_at=mine.expires_at)
+                )
+                return mine
+            if _owner_dead(row.owner):
+                result = await conn.execute(
+                    update(leases)
+                    .where(leases.c.name == name, leases.c.owner == row.owner)
+                    .values(owner=self.owner, expires_at=mine.expires_at)
+                )
+                if result.rowcount:
+                    log.warning("lease %s: took over from %s, which is gone", name, row.owner)
+                    return mine
+            return Lease(name, row.owner, row.expires_at)
+
+    async def renew_lease(self, name: str, *, ttl: float = DEFAULT_LEASE_TTL) -> bool:
+        """Extend a lease this instance holds to ``ttl`` seconds from now; False if it lost
+        it (it expired and another owner took it)."""
+        async with self._tx() as conn:
+            result = await conn.execute(
+                update(leases)
+                .where(leases.c.name == name, leases.c.owner == self.owner)
+                .values(expires_at=self._clock.now() + dt.timedelta(seconds=ttl))
+            )
+        return bool(result.rowcount)
+
+    async def release_lease(self, name: str) -> None:
+        """Undo one :meth:`acquire_lease`; the last one frees the lease for others."""
+        holds = self._holds.get(name, 0) - 1
+        if holds > 0:
+            self._holds[name] = holds
+            return
+        self._holds.pop(name, None)
+        async with self._tx() as conn:
+            await conn.execute(
+                delete(leases).where(leases.c.name == name, leases.c.owner == self.owner)
+            )
+
+    async def lease(self, name: str) -> Lease | None:
+        """The lease ``name`` as stored (possibly expired), or None."""
+        async with self._tx() as conn:
+            row = (
+                await conn.execute(
+                    select(leases.c.owner, leases.c.expires_at).where(leases.c.name == name)
+                )
+            ).first()
+        return None if row is None else Lease(name, row.owner, row.expires_at)
 
     # -- subscribers ----------------------------------------------------------------------------
 
@@ -876,8 +1369,76 @@ class Ledger:
     async def day_counts(
         self, day: dt.date, *, platform: str | None = None
     ) -> dict[PartState, int]:
-        """How many rows of a day's issue (any revision, all generations) are in each state."""
-        return await self._counts(deliveries.c.issue_date == day, platform=platform)
+        """How many of a day's current rows (see :meth:`day_state`) are in each state, summed
+        over platforms unless ``platform`` is given."""
+        totals = dict.fromkeys(PartState, 0)
+        for states in (await self._day_rows(day, platform)).values():
+            for state in states:
+                totals[state] += 1
+        return totals
+
+    async def day_state(self, day: dt.date, *, platform: str) -> DayState:
+        """How far the post of ``day`` got on ``platform``, judged by its current rows.
+
+        The current rows of a target are those of the latest generation it has in the day's
+        latest revision delivered on ``platform``; a target that has no rows there but got a
+        part under another revision counts as done (:meth:`plan` sends it nothing more without
+        ``force``); otherwise its rows of its latest delivery count. So stale rows of an older
+        generation or revision never make a completed day look partial.
+
+        Returns ``NONE`` without rows, ``PARTIAL`` if a current row is pending or in flight,
+        else ``DONE`` (failed and gone rows are final: they are reported, not retried here).
+        """
+        states = (await self._day_rows(day, platform)).get(platform, [])
+        if not states:
+            return DayState.NONE
+        if any(s in (PartState.PENDING, PartState.IN_FLIGHT) for s in states):
+            return DayState.PARTIAL
+        return DayState.DONE
+
+    async def _day_rows(self, day: dt.date, platform: str | None) -> dict[str, list[PartState]]:
+        """platform -> the states of the day's current rows (see :meth:`day_state`)."""
+        query = (
+            select(
+                deliveries.c.platform,
+                deliveries.c.id,
+                deliveries.c.revision,
+                deliveries.c.generation,
+                parts.c.target,
+                parts.c.state,
+            )
+            .join(deliveries, parts.c.delivery_id == deliveries.c.id)
+            .where(deliveries.c.issue_date == day)
+        )
+        latest = (
+            select(deliveries.c.platform, deliveries.c.revision)
+            .where(deliveries.c.issue_date == day)
+            .order_by(deliveries.c.id)
+        )
+        if platform is not None:
+            query = query.where(deliveries.c.platform == platform)
+            latest = latest.where(deliveries.c.platform == platform)
+        async with self._tx() as conn:
+            # the revision of each platform's latest delivery (later rows overwrite)
+            revision_of = {p: r for p, r in await conn.execute(latest)}
+            rows: dict[tuple[str, str], list[tuple[int, str, int, PartState]]] = {}
+            for p, d_id, revision, generation, target, state in await conn.execute(query):
+                rows.setdefault((p, target), []).append(
+                    (d_id, revision, generation, PartState(state))
+                )
+        found: dict[str, list[PartState]] = {}
+        for (p, _), mine in rows.items():
+            latest_revision = [r for r in mine if r[1] == revision_of[p]]
+            if latest_revision:
+                generation = max(r[2] for r in latest_revision)
+                chosen = [r[3] for r in latest_revision if r[2] == generation]
+            else:
+                sent = [r for r in mine if r[3] is PartState.SENT]
+                pool = sent or mine
+                d_id = max(r[0] for r in pool)
+                chosen = [r[3] for r in pool if r[0] == d_id]
+            found.setdefault(p, []).extend(chosen)
+        return found
 
     async def _counts(self, *where: Any, platform: str | None) -> dict[PartState, int]:
         query = (
@@ -920,19 +1481,59 @@ class Ledger:
 
 
 def _create_engine(url: str, *, echo: bool) -> AsyncEngine:
+    """An async engine for ``url``; every way the URL itself can be wrong is a ConfigError
+    naming ``database_url``, never showing the password."""
+    example = "e.g. sqlite+aiosqlite:///var/digest-bot.db or postgresql+asyncpg://user@host/db"
     try:
         parsed = make_url(url)
     except Exception as exc:
-        raise ConfigError(f"not a database URL: {url!r}", key="ledger.url") from exc
-    if parsed.get_backend_name() != "sqlite":
-        return create_async_engine(parsed, echo=echo, pool_pre_ping=True)
+        raise ConfigError(
+            f"not a database URL: {_redact(url)!r} ({example})", key=CONFIG_KEY
+        ) from exc
+    shown = parsed.render_as_string(hide_password=True)
+    sqlite = parsed.get_backend_name() == "sqlite"
     database = parsed.database or ""
-    if database in ("", ":memory:") or database.startswith("file::memory:"):
-        # one shared connection, or every connection would see its own empty database
-        engine = create_async_engine(parsed, echo=echo, poolclass=StaticPool)
-    else:
-        Path(database).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_async_engine(parsed, echo=echo)
+    in_memory = database in ("", ":memory:") or database.startswith("file::memory:")
+    try:
+        if sqlite and in_memory:
+            # one shared connection, or every connection would see its own empty database
+            engine = create_async_engine(parsed, echo=echo, poolclass=StaticPool)
+        elif sqlite:
+            engine = create_async_engine(parsed, echo=echo)
+        else:
+            engine = create_async_engine(parsed, echo=echo, pool_pre_ping=True)
+    except NoSuchModuleError as exc:
+        raise ConfigError(
+            f"{shown}: unknown database kind or driver {parsed.drivername!r} ({example})",
+            key=CONFIG_KEY,
+        ) from exc
+    except InvalidRequestError as exc:  # a synchronous driver
+        hint = "sqlite+aiosqlite" if sqlite else f"{parsed.get_backend_name()}+<async driver>"
+        raise ConfigError(
+            f"{shown}: driver {parsed.get_driver_name()!r} is not async; use {hint}:// ({example})",
+            key=CONFIG_KEY,
+        ) from exc
+    except ImportError as exc:
+        extra = (
+            " (pip install 'digest-bot[postgres]')"
+            if parsed.get_backend_name() == ("postgresql")
+            else ""
+        )
+        raise ConfigError(
+            f"{shown}: the database driver is not installed: {exc.name or exc}{extra}",
+            key=CONFIG_KEY,
+        ) from exc
+    except Exception as exc:  # bad query arguments and the like
+        raise ConfigError(f"{shown}: {type(exc).__name__}: {exc}", key=CONFIG_KEY) from exc
+    if not sqlite:
+        return engine
+    if not in_memory:
+        try:
+            Path(database).parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(
+                f"{shown}: cannot create the database's folder: {exc}", key=CONFIG_KEY
+            ) from exc
 
     @event.listens_for(engine.sync_engine, "connect")
     def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -946,6 +1547,11 @@ def _create_engine(url: str, *, echo: bool) -> AsyncEngine:
         cursor.close()
 
     return engine
+
+
+def _redact(url: str) -> str:
+    """``url`` with anything between ``user:`` and ``@`` hidden (it may not even parse)."""
+    return re.sub(r"(://[^/@:]*:)[^@]*@", r"\1***@", url)
 
 
 def _issue_filter(ref: IssueRef, platform: str) -> Any:

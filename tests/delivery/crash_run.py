@@ -1,7 +1,8 @@
 """The crash test's victim: one delivery to a slow FakePlatform that appends each send to a file.
 
 Run as ``python -m tests.delivery.crash_run --url URL --log FILE``; the test kills it with
-SIGKILL mid-way, then runs it again to completion.
+SIGKILL mid-way, then runs it again to completion. It exits with :data:`EXIT_BUSY` (and says
+who holds the lease) when another live process is delivering.
 """
 
 from __future__ import annotations
@@ -12,13 +13,14 @@ import logging
 import os
 
 from digest_core.clock import SystemClock
-from digest_core.delivery import DeliveryEngine, Ledger
+from digest_core.delivery import DeliveryBusy, DeliveryEngine, Ledger
 from digest_core.platform import PlatformLimits, Rate
 from digest_core.testing import FakePlatform, Sent, make_issue, make_messages, make_targets
 
 log = logging.getLogger(__name__)
 
 LIMITS = PlatformLimits(overall=Rate(500.0, 50), per_target={})
+EXIT_BUSY = 3
 
 
 async def run(args: argparse.Namespace) -> int:
@@ -34,9 +36,13 @@ async def run(args: argparse.Namespace) -> int:
         async with Ledger.open(args.url, clock=clock) as ledger:
             platform = FakePlatform(clock, limits=LIMITS, latency=args.latency, on_sent=record)
             engine = DeliveryEngine(ledger, clock=clock, max_in_flight=args.in_flight)
+            print(f"owner {ledger.owner}", flush=True)
             report = await engine.deliver(
                 make_issue().ref, platform, make_messages(args.parts), make_targets(args.targets)
             )
+    except DeliveryBusy as exc:
+        print(f"busy: {exc}", flush=True)
+        return EXIT_BUSY
     finally:
         os.close(fd)
     print(f"sent {report.sent}")

@@ -11,12 +11,15 @@ from pathlib import Path
 from digest_core.clock import SystemClock
 from digest_core.delivery import Ledger, PartState
 from digest_core.testing import make_issue
+from tests.delivery.crash_run import EXIT_BUSY
 
 ROOT = Path(__file__).resolve().parents[2]
 TARGETS, PARTS = 30, 3
 
 
-async def victim(url: str, log: Path, *extra: str) -> asyncio.subprocess.Process:
+async def victim(
+    url: str, log: Path, *extra: str, stdout: int = asyncio.subprocess.DEVNULL
+) -> asyncio.subprocess.Process:
     return await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -29,7 +32,7 @@ async def victim(url: str, log: Path, *extra: str) -> asyncio.subprocess.Process
         f"--parts={PARTS}",
         *extra,
         cwd=ROOT,
-        stdout=asyncio.subprocess.DEVNULL,
+        stdout=stdout,
     )
 
 
@@ -72,3 +75,30 @@ async def test_sigkill_mid_delivery_then_rerun(tmp_path: Path) -> None:
         assert firsts == list(range(PARTS))
     async with Ledger.open(url, clock=SystemClock()) as ledger:
         assert (await ledger.counts(ref))[PartState.SENT] == TARGETS * PARTS
+
+
+async def test_a_second_process_is_refused_while_the_first_delivers(tmp_path: Path) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'ledger.sqlite3'}"
+    log = tmp_path / "sent.log"
+    pipe = asyncio.subprocess.PIPE
+    first = await victim(url, log, "--latency=0.2", "--in-flight=2", stdout=pipe)
+    assert first.stdout is not None
+    owner = (await first.stdout.readline()).decode().split()[1]
+    for _ in range(3000):  # until it is surely delivering (holds the lease)
+        if lines(log) or first.returncode is not None:
+            break
+        await asyncio.sleep(0.01)
+    second = await victim(url, log, stdout=pipe)
+    out, _ = await second.communicate()
+    try:
+        assert second.returncode == EXIT_BUSY, out
+        assert "DeliveryBusy" not in out.decode()  # a clear message, not a traceback
+        assert f"lease held by {owner}" in out.decode()
+        assert first.returncode is None, "the first run finished before the second started"
+    finally:
+        first.send_signal(signal.SIGKILL)
+        await first.wait()
+    # the first process is gone: its lease is taken over at once, and the rest is sent
+    third = await victim(url, log)
+    assert await third.wait() == 0
+    assert set(lines(log)) == {(f"c{t}", p) for t in range(TARGETS) for p in range(PARTS)}

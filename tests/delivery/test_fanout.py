@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import random
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
 from digest_core.delivery import (
     TELEGRAM_LIMITS,
     Backoff,
+    DeliveryBusy,
     DeliveryEngine,
     Ledger,
     PartOutcome,
     PartState,
+    delivery_lease,
 )
 from digest_core.errors import (
     DeliveryError,
@@ -286,3 +290,134 @@ async def test_empty_deliveries(ledger: Ledger, clock: ManualClock) -> None:
     assert (await engine.deliver(REF, platform, PARTS, [])).targets == []
     with pytest.raises(ValueError):
         await engine.deliver(REF, platform, [], make_targets(1))
+
+
+async def test_two_deliveries_at_once_send_each_part_once(
+    ledger: Ledger, clock: ManualClock
+) -> None:
+    platform = FakePlatform(clock, limits=TELEGRAM_LIMITS, latency=0.5)
+    engine = engine_for(ledger, clock)
+    targets = make_targets(4)
+    first, second = await asyncio.gather(
+        engine.deliver(REF, platform, PARTS, targets),
+        engine.deliver(REF, platform, PARTS, targets),
+    )
+    assert all(parts_at(platform, t.id) == [0, 1, 2] for t in targets)
+    assert first.sent + second.sent == 12
+    # each target went to one of them whole; the other left it in progress
+    for a, b in zip(first.targets, second.targets, strict=True):
+        assert sorted([(a.sent, a.in_progress), (b.sent, b.in_progress)]) == [(0, 3), (3, 0)]
+    assert first.ok and second.ok
+    assert (await ledger.counts(REF))[PartState.SENT] == 12
+
+
+async def test_a_delivery_started_mid_way_leaves_targets_in_flight_to_the_first(
+    ledger: Ledger, clock: ManualClock
+) -> None:
+    platform = FakePlatform(clock, limits=FAST)
+    platform.script("c0", Slow(30.0))  # the first delivery is still sending c0's part 0
+    engine = engine_for(ledger, clock)
+    first = asyncio.create_task(engine.deliver(REF, platform, PARTS, make_targets(2)))
+    await clock.sleep(10.0)
+    second = await engine.deliver(REF, platform, PARTS, make_targets(2))
+    assert [(t.sent, t.already_sent, t.in_progress) for t in second.targets] == [
+        (0, 0, 3),
+        (0, 3, 0),
+    ]
+    assert (await first).sent == 6
+    assert parts_at(platform, "c0") == [0, 1, 2] and parts_at(platform, "c1") == [0, 1, 2]
+
+
+async def test_another_process_delivering_on_the_platform_makes_a_delivery_busy(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'ledger.sqlite3'}"
+    async with open_ledger(clock, url, owner="a") as a, open_ledger(clock, url, owner="b") as b:
+        slow = FakePlatform(clock, limits=TELEGRAM_LIMITS, latency=1.0)
+        other = FakePlatform(clock, name="other", limits=FAST)
+        # 90 messages to one group at 17/min take about five minutes: far past the lease ttl
+        group = [Target("fake", "-1", TargetKind.GROUP)]
+        running = asyncio.create_task(
+            engine_for(a, clock, lease_ttl=30.0).deliver(REF, slow, make_messages(90), group)
+        )
+        await clock.sleep(200.0)
+        assert not running.done()
+        with pytest.raises(DeliveryBusy, match="held by a") as caught:
+            await engine_for(b, clock).deliver(REF, slow, PARTS, make_targets(1))
+        assert caught.value.holder == "a" and caught.value.platform == "fake"
+        assert isinstance(caught.value, DeliveryError)
+        # another platform is not held up
+        elsewhere = make_targets(1, platform="other")
+        assert (await engine_for(b, clock).deliver(REF, other, PARTS, elsewhere)).ok
+        assert (await running).sent == 90
+        assert await a.lease(delivery_lease("fake")) is None  # released at the end
+        assert (await engine_for(b, clock).deliver(REF, slow, PARTS, make_targets(1))).ok
+        assert parts_at(slow, "-1") == list(range(90))
+
+
+async def test_a_cancelled_delivery_leaves_its_in_flight_part_to_the_next_one(
+    ledger: Ledger, clock: ManualClock
+) -> None:
+    platform = FakePlatform(clock, limits=FAST)
+    platform.script("c0", Slow(60.0))
+    engine = engine_for(ledger, clock)
+    doomed = asyncio.create_task(engine.deliver(REF, platform, PARTS, make_targets(1)))
+    await clock.sleep(1.0)
+    doomed.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await doomed
+    assert await ledger.lease(delivery_lease("fake")) is None
+    report = await engine.deliver(REF, platform, PARTS, make_targets(1))
+    assert report.ok and report.sent == 3  # part 0 was in flight: it may repeat, never be lost
+    assert parts_at(platform, "c0") == [0, 1, 2]
+
+
+async def test_a_rerun_after_a_move_mid_delivery_sends_nothing_again(
+    ledger: Ledger, clock: ManualClock
+) -> None:
+    platform = FakePlatform(clock, limits=FAST)
+    group = Target("fake", "-1", TargetKind.GROUP)
+    platform.script("-1", None, TargetMoved("upgraded to a supergroup", new_target="-1009"))
+    engine = engine_for(ledger, clock)
+    await engine.deliver(REF, platform, PARTS, [group])
+    again = await engine.deliver(REF, platform, PARTS, [group])
+    assert again.sent == 0 and again.targets[0].already_sent == 3
+    assert (parts_at(platform, "-1"), parts_at(platform, "-1009")) == ([0], [1, 2])
+
+
+async def test_a_skipped_inactive_target_fails_the_delivery_until_reactivated(
+    ledger: Ledger, clock: ManualClock
+) -> None:
+    platform = FakePlatform(clock, limits=FAST)
+    channel = Target("fake", "-100", TargetKind.CHANNEL)
+    platform.script("-100", TargetGone("Forbidden: bot is not a member of the channel chat"))
+    engine = engine_for(ledger, clock)
+    assert not (await engine.deliver(REF, platform, PARTS, [channel])).ok
+    later = await engine.deliver(REF, platform, PARTS, [channel, *make_targets(1)])
+    assert later.inactive == [channel] and later.gone == [] and not later.ok
+    [gone] = await ledger.inactive_targets("fake")
+    assert gone.id == "-100" and gone.reason is not None and "Forbidden" in gone.reason
+    assert await ledger.reactivate(channel)  # the bot got its rights back
+    back = await engine.deliver(REF, platform, PARTS, [channel])
+    assert back.ok and back.sent == 3 and parts_at(platform, "-100") == [0, 1, 2]
+
+
+async def test_a_corrected_issue_is_not_sent_again_without_force(
+    ledger: Ledger, clock: ManualClock
+) -> None:
+    platform = FakePlatform(clock, limits=FAST)
+    engine = engine_for(ledger, clock)
+    await engine.deliver(REF, platform, PARTS, make_targets(2))
+    corrected = make_issue(briefs=3).ref
+    assert corrected.date == REF.date and corrected.revision != REF.revision
+    fixed = make_messages(3, label="fixed")
+    report = await engine.deliver(corrected, platform, fixed, make_targets(3))
+    assert report.ok and report.sent == 3 and report.failed == 0
+    assert [(t.sent_revision, t.already_sent, t.sent) for t in report.targets] == [
+        (REF.revision, 3, 0),
+        (REF.revision, 3, 0),
+        (None, 0, 3),  # a new reader gets the corrected issue
+    ]
+    assert platform.sent_to("c2") == fixed
+    forced = await engine.deliver(corrected, platform, fixed, make_targets(3), force=True)
+    assert forced.sent == 9 and platform.sent_to("c0")[3:] == fixed

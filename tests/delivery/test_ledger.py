@@ -4,13 +4,24 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import importlib.util
+import socket
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import update
+from sqlalchemy import select, update
 
-from digest_core.delivery.ledger import SCHEMA_VERSION, Ledger, PartState, schema_version
+from digest_core.delivery.ledger import (
+    SCHEMA_VERSION,
+    DayState,
+    Ledger,
+    PartState,
+    _create_engine,
+    delivery_lease,
+    schema_version,
+)
 from digest_core.errors import ConfigError
 from digest_core.platform import Target, TargetKind
 from digest_core.testing import ManualClock, make_issue, make_targets, open_ledger
@@ -66,15 +77,94 @@ async def test_plan_adds_rows_for_new_targets_only(ledger: Ledger) -> None:
     assert [len(tp.parts) for tp in plan.targets] == [0, 0, 3]
 
 
-async def test_in_flight_rows_of_a_dead_run_are_planned_again(ledger: Ledger) -> None:
+async def test_in_flight_rows_of_a_dead_run_are_planned_again(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'ledger.sqlite3'}"
+    async with open_ledger(clock, url, owner="dead") as dead:  # claims part 0, then "dies"
+        plan = await dead.plan(REF, "fake", make_targets(1), 2)
+        assert await dead.claim(plan.targets[0].parts[0].id)
+    async with open_ledger(clock, url) as ledger:
+        resumed = await ledger.plan(REF, "fake", make_targets(1), 2)
+        assert [(p.part, p.state, p.attempts) for p in resumed.targets[0].parts] == [
+            (0, PartState.IN_FLIGHT, 1),
+            (1, PartState.PENDING, 0),
+        ]
+        assert [r.part for r in await ledger.in_flight(REF)] == [0]
+
+
+async def test_rows_in_flight_here_are_not_planned_again(ledger: Ledger) -> None:
+    plan = await ledger.plan(REF, "fake", make_targets(2), 2)
+    assert await ledger.claim(plan.targets[0].parts[0].id)  # a live delivery is sending it
+    again = await ledger.plan(REF, "fake", make_targets(2), 2)
+    # the whole target is left to that delivery, so its parts keep their order
+    assert [(len(tp.parts), tp.in_progress) for tp in again.targets] == [(0, 2), (2, 0)]
+
+
+async def test_claims_are_conditional(ledger: Ledger) -> None:
     plan = await ledger.plan(REF, "fake", make_targets(1), 2)
-    await ledger.claim(plan.targets[0].parts[0].id)
-    resumed = await ledger.plan(REF, "fake", make_targets(1), 2)
-    assert [(p.part, p.state, p.attempts) for p in resumed.targets[0].parts] == [
-        (0, PartState.IN_FLIGHT, 1),
-        (1, PartState.PENDING, 0),
+    first, second = plan.targets[0].parts
+    assert list(await asyncio.gather(ledger.claim(first.id), ledger.claim(first.id))) == [
+        True,
+        False,
     ]
-    assert [r.part for r in await ledger.in_flight(REF)] == [0]
+    assert not await ledger.claim(first.id)  # in flight: someone is sending it
+    await ledger.release(first.id, "TransientError: 502")
+    assert await ledger.claim(first.id)  # pending again
+    await ledger.mark_sent(first.id, "m1")
+    assert not await ledger.claim(first.id)  # sent stays sent
+    await ledger.mark_failed(first.id, "late")
+    await ledger.skip(second.id, "skipped")
+    assert await ledger.claim(second.id)  # failed rows are claimable
+    records = {r.part: r for r in await ledger.records(REF)}
+    assert (records[0].state, records[0].attempts) == (PartState.SENT, 2)
+    assert (records[1].state, records[1].attempts) == (PartState.IN_FLIGHT, 1)
+
+
+async def test_claims_are_conditional_without_update_returning(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ledger._engine.dialect, "update_returning", False)  # e.g. MySQL
+    plan = await ledger.plan(REF, "fake", make_targets(3), 1)
+    ids = [tp.parts[0].id for tp in plan.targets]
+    claims = [ledger.claim(i) for i in (*ids, ids[0])]
+    assert list(await asyncio.gather(*claims)) == [True, True, True, False]
+    assert not await ledger.claim(ids[1])
+    assert (await ledger.counts(REF))[PartState.IN_FLIGHT] == 3
+
+
+async def test_a_dead_runs_row_is_resumed_once(tmp_path: Path, clock: ManualClock) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'ledger.sqlite3'}"
+    async with open_ledger(clock, url, owner="dead") as dead:
+        plan = await dead.plan(REF, "fake", make_targets(1), 1)
+        assert await dead.claim(plan.targets[0].parts[0].id)
+    async with open_ledger(clock, url) as ledger:
+        a = (await ledger.plan(REF, "fake", make_targets(1), 1)).targets[0].parts[0]
+        b = (await ledger.plan(REF, "fake", make_targets(1), 1)).targets[0].parts[0]
+        assert a == b and a.state is PartState.IN_FLIGHT
+        assert not await ledger.claim(a.id)  # in flight: only a resume may take it
+        assert await ledger.claim(a.id, resumed_attempts=a.attempts)
+        assert not await ledger.claim(b.id, resumed_attempts=b.attempts)  # already resumed
+        [record] = await ledger.in_flight(REF)
+        assert record.attempts == 2
+
+
+async def test_rows_in_flight_under_another_owners_live_lease_are_left_alone(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'ledger.sqlite3'}"
+    async with open_ledger(clock, url, owner="a") as a, open_ledger(clock, url, owner="b") as b:
+        assert (await a.acquire_lease(delivery_lease("fake"), ttl=60)).owner == "a"
+        plan = await a.plan(REF, "fake", make_targets(2), 2)
+        assert await a.claim(plan.targets[0].parts[0].id)
+        seen = await b.plan(REF, "fake", make_targets(2), 2)
+        assert [(len(tp.parts), tp.in_progress) for tp in seen.targets] == [(0, 2), (2, 0)]
+        clock.advance(61)  # a stopped renewing: its lease lapsed, its rows are leftovers
+        later = await b.plan(REF, "fake", make_targets(2), 2)
+        assert [p.state for p in later.targets[0].parts] == [
+            PartState.IN_FLIGHT,
+            PartState.PENDING,
+        ]
 
 
 async def test_failed_rows_are_retried_by_the_next_plan(ledger: Ledger) -> None:
@@ -210,10 +300,230 @@ async def test_state_changes_after_close_are_refused(clock: ManualClock) -> None
         await ledger.claim(plan.targets[0].parts[0].id)
 
 
-async def test_day_counts_cover_every_revision_of_a_day(ledger: Ledger) -> None:
+async def test_day_counts_cover_the_current_rows_of_the_day(ledger: Ledger) -> None:
     corrected = make_issue(briefs=3).ref
     await send_all(ledger, make_targets(1))
-    await ledger.plan(corrected, "fake", make_targets(1), 2)
+    # a corrected file: c0 already has the day's issue, c1 gets the correction
+    await ledger.plan(corrected, "fake", make_targets(2), 2)
     counts = await ledger.day_counts(REF.date, platform="fake")
     assert (counts[PartState.SENT], counts[PartState.PENDING]) == (3, 2)
     assert sum((await ledger.day_counts(REF.date, platform="other")).values()) == 0
+    assert await ledger.day_state(REF.date, platform="fake") is DayState.PARTIAL
+    assert await ledger.day_state(REF.date, platform="other") is DayState.NONE
+
+
+async def test_a_forced_day_is_done_despite_stale_rows_of_an_older_generation(
+    ledger: Ledger,
+) -> None:
+    stale = await ledger.plan(REF, "fake", make_targets(1), 3)
+    assert await ledger.claim(stale.targets[0].parts[0].id)  # then the process died
+    ledger.abandon(stale.targets[0].parts[0].id)
+    assert await ledger.day_state(REF.date, platform="fake") is DayState.PARTIAL
+    forced = await ledger.plan(REF, "fake", make_targets(1), 3, force=True)
+    for part in forced.targets[0].parts:
+        assert await ledger.claim(part.id)
+        await ledger.mark_sent(part.id, "m")
+    assert await ledger.day_state(REF.date, platform="fake") is DayState.DONE
+    counts = await ledger.day_counts(REF.date, platform="fake")
+    assert (counts[PartState.SENT], counts[PartState.IN_FLIGHT], counts[PartState.PENDING]) == (
+        3,
+        0,
+        0,
+    )
+    # a target that got nothing of the stale generation still holds the day back
+    await ledger.plan(REF, "fake", make_targets(2), 3, force=True)
+    assert await ledger.day_state(REF.date, platform="fake") is DayState.PARTIAL
+
+
+async def test_a_day_sent_under_an_older_revision_stays_done(ledger: Ledger) -> None:
+    await send_all(ledger, make_targets(2))
+    corrected = make_issue(briefs=3).ref
+    plan = await ledger.plan(corrected, "fake", make_targets(2), 4)
+    assert [(tp.sent_revision, tp.already_sent, tp.parts) for tp in plan.targets] == [
+        (REF.revision, 3, ())
+    ] * 2
+    assert await ledger.day_state(REF.date, platform="fake") is DayState.DONE
+
+
+async def test_a_corrected_revision_goes_only_to_targets_without_the_day(ledger: Ledger) -> None:
+    targets = make_targets(3)
+    first = await ledger.plan(REF, "fake", targets, 3)
+    c0, c1, _ = first.targets
+    for part in c0.parts:  # c0 got the whole issue, c1 its first part, c2 nothing
+        assert await ledger.claim(part.id)
+        await ledger.mark_sent(part.id, "m")
+    assert await ledger.claim(c1.parts[0].id)
+    await ledger.mark_sent(c1.parts[0].id, "m")
+    corrected = make_issue(briefs=3).ref
+    plan = await ledger.plan(corrected, "fake", targets, 4)
+    assert [(tp.sent_revision, tp.already_sent, len(tp.parts)) for tp in plan.targets] == [
+        (REF.revision, 3, 0),
+        (REF.revision, 1, 0),
+        (None, 0, 4),
+    ]
+    forced = await ledger.plan(corrected, "fake", targets, 4, force=True)
+    assert [len(tp.parts) for tp in forced.targets] == [4, 4, 4]
+    assert all(tp.sent_revision is None for tp in forced.targets)
+
+
+async def test_rows_under_an_earlier_id_count_for_the_moved_target(ledger: Ledger) -> None:
+    old, new = Target("fake", "-1", TargetKind.GROUP), Target("fake", "-1009", TargetKind.GROUP)
+    plan = await ledger.plan(REF, "fake", [old], 3)
+    first, *rest = plan.targets[0].parts
+    assert await ledger.claim(first.id)
+    await ledger.mark_sent(first.id, "m")  # part 0 reached the old id, then it moved
+    await ledger.move_target(old, new, row_ids=[p.id for p in rest])
+    for requested in (old, new):  # config names either id
+        again = await ledger.plan(REF, "fake", [requested], 3)
+        assert [p.part for p in again.targets[0].parts] == [1, 2]
+        assert again.targets[0].already_sent == 1
+    assert (await ledger.counts(REF))[PartState.PENDING] == 2  # no row for part 0 at -1009
+
+
+async def test_a_move_recorded_on_a_later_day_is_followed_for_earlier_days(
+    ledger: Ledger,
+) -> None:
+    old, new = Target("fake", "-1", TargetKind.GROUP), Target("fake", "-1009", TargetKind.GROUP)
+    plan = await ledger.plan(REF, "fake", [old], 3)
+    first, *rest = plan.targets[0].parts
+    assert await ledger.claim(first.id)
+    await ledger.mark_sent(first.id, "m")
+    await ledger.mark_failed(rest[0].id, "TransientError: timeout")
+    await ledger.skip(rest[1].id, "skipped: part 1 failed")
+    # the next day's delivery finds the group migrated (rows of that day move, not these)
+    await ledger.move_target(old, new)
+    rerun = await ledger.plan(REF, "fake", [old], 3)
+    tp = rerun.targets[0]
+    assert tp.target == new and tp.already_sent == 1
+    assert [(p.part, p.state) for p in tp.parts] == [(1, PartState.PENDING), (2, PartState.PENDING)]
+    assert {(r.part, r.target) for r in await ledger.records(REF)} == {
+        (0, "-1"),
+        (1, "-1009"),
+        (2, "-1009"),
+    }
+
+
+async def test_gone_targets_are_listed_and_can_be_reactivated(
+    ledger: Ledger, clock: ManualClock
+) -> None:
+    channel = Target("fake", "-100", TargetKind.CHANNEL)
+    reader = Target("fake", "42", TargetKind.PRIVATE)
+    assert await ledger.subscribe("fake", "42")
+    assert not await ledger.reactivate(channel)  # it never went away
+    plan = await ledger.plan(REF, "fake", [channel, reader], 1)
+    for tp in plan.targets:
+        await ledger.mark_gone(tp.target, row_ids=[p.id for p in tp.parts], reason="Forbidden")
+    await ledger.move_target(Target("fake", "-7", TargetKind.GROUP), Target("fake", "-1007"))
+    gone = await ledger.inactive_targets("fake")
+    assert {(g.id, g.reason) for g in gone} == {("-100", "Forbidden"), ("42", "Forbidden")}
+    assert all(g.since == clock.now() for g in gone)
+    assert await ledger.inactive_targets("other") == []
+    assert await ledger.reactivate(channel)
+    assert await ledger.reactivate(reader)
+    assert not await ledger.reactivate(reader)
+    assert await ledger.inactive_targets("fake") == []
+    back = await ledger.plan(REF, "fake", [channel, reader], 1)
+    assert back.inactive == () and [len(tp.parts) for tp in back.targets] == [1, 1]
+    # the reader's subscription, ended when it was marked gone, is back
+    assert await ledger.subscribers("fake") == [reader]
+
+
+async def test_leases_exclude_other_owners_until_they_expire(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'ledger.sqlite3'}"
+    async with open_ledger(clock, url, owner="a") as a, open_ledger(clock, url, owner="b") as b:
+        assert (await a.acquire_lease("x", ttl=30)).owner == "a"
+        assert (await a.acquire_lease("x", ttl=30)).owner == "a"  # reentrant
+        held = await b.acquire_lease("x", ttl=30)
+        assert (held.owner, held.expires_at) == ("a", clock.now() + dt.timedelta(seconds=30))
+        clock.advance(20)
+        assert await a.renew_lease("x", ttl=30)
+        clock.advance(20)
+        assert (await b.acquire_lease("x", ttl=30)).owner == "a"  # renewed: still live
+        await a.release_lease("x")
+        assert (await b.acquire_lease("x", ttl=30)).owner == "a"  # one hold is left
+        await a.release_lease("x")
+        assert await a.lease("x") is None
+        assert (await b.acquire_lease("x", ttl=30)).owner == "b"
+        clock.advance(31)  # b died without renewing
+        assert (await a.acquire_lease("x", ttl=30)).owner == "a"
+        assert not await b.renew_lease("x", ttl=30)  # and knows it lost the lease
+
+
+async def test_the_lease_of_a_dead_process_on_this_host_is_taken_over_at_once(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-c", "pass")
+    await proc.wait()  # reaped: its pid names no process now
+    dead = f"{socket.gethostname()}:{proc.pid}:0"
+    url = f"sqlite+aiosqlite:///{tmp_path / 'ledger.sqlite3'}"
+    async with open_ledger(clock, url, owner=dead) as crashed:
+        assert (await crashed.acquire_lease("x", ttl=60)).owner == dead
+        async with open_ledger(clock, url) as ledger:
+            assert (await ledger.acquire_lease("x", ttl=60)).owner == ledger.owner
+    async with open_ledger(clock, url, owner="elsewhere:1:0") as remote:
+        assert (await remote.acquire_lease("y", ttl=60)).owner == "elsewhere:1:0"
+        async with open_ledger(clock, url) as ledger:  # another host: wait for expiry
+            assert (await ledger.acquire_lease("y", ttl=60)).owner == "elsewhere:1:0"
+
+
+async def test_closing_a_ledger_frees_its_leases(tmp_path: Path, clock: ManualClock) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'ledger.sqlite3'}"
+    async with open_ledger(clock, url, owner="a") as a:
+        await a.acquire_lease("x", ttl=60)
+    async with open_ledger(clock, url, owner="b") as b:
+        assert await b.lease("x") is None
+
+
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        ("not a url", "not a database URL"),
+        ("nosuchdb://user:hunter2@host/db", "unknown database kind"),
+        ("sqlite:///var/x.db", "not async; use sqlite+aiosqlite"),
+        ("postgresql+nosuchdriver://user:hunter2@host/db", "unknown database kind"),
+        ("sqlite+aiosqlite://user:hunter2@:bad:port/x", "not a database URL"),
+    ],
+)
+async def test_bad_database_urls_are_config_errors_without_the_password(
+    url: str, reason: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        async with Ledger.open(url):
+            pass
+    assert caught.value.key == "database_url"
+    assert reason in str(caught.value)
+    assert "hunter2" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("url", "driver", "hint"),
+    [
+        ("postgresql+asyncpg://user:hunter2@host/db", "asyncpg", "digest-bot[postgres]"),
+        ("mysql+aiomysql://user:hunter2@host/db", "aiomysql", "aiomysql"),
+    ],
+)
+def test_a_missing_driver_is_a_config_error(url: str, driver: str, hint: str) -> None:
+    if importlib.util.find_spec(driver) is not None:
+        pytest.skip(f"{driver} is installed here")
+    with pytest.raises(ConfigError, match="not installed") as caught:
+        _create_engine(url, echo=False)
+    assert caught.value.key == "database_url" and hint in str(caught.value)
+    assert "hunter2" not in str(caught.value) and "***" in str(caught.value)
+
+
+async def test_a_version_1_ledger_is_migrated_and_gets_leases(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'ledger.sqlite3'}"
+    async with Ledger.open(url, clock=clock) as ledger:
+        await send_all(ledger, make_targets(1))
+        async with ledger._tx() as conn:  # as the previous release left it
+            await conn.exec_driver_sql("DROP TABLE leases")
+            await conn.execute(update(schema_version).values(version=1))
+    async with Ledger.open(url, clock=clock) as ledger:
+        assert (await ledger.acquire_lease("x", ttl=60)).owner == ledger.owner
+        assert (await ledger.counts(REF))[PartState.SENT] == 3
+        async with ledger._tx() as conn:
+            assert (await conn.execute(select(schema_version.c.version))).scalar() == 2
