@@ -1,7 +1,9 @@
 """Fan-out benchmark: one 3-part issue to 10,000 fake targets under scaled Telegram pacing.
 
 Run ``python -m benchmarks.fanout`` (``--help`` for knobs). Each run is a fresh process (so peak
-RSS is that run's); the medians over ``--runs`` are printed last. Figures:
+RSS is that run's); the medians over ``--runs`` are printed last. The limits are
+``TELEGRAM_LIMITS.time_scaled(scale)``: Telegram's pacing on a clock running ``scale`` times
+faster (rates and bursts both scaled). Figures:
 
 * rate ratio: the ideal send-phase time at the overall limit ((messages - burst) / rate)
   divided by the measured one (first send to last); 1.0 is the limit, above it is a bug;
@@ -34,7 +36,7 @@ log = logging.getLogger(__name__)
 
 async def run_once(args: argparse.Namespace) -> dict[str, float]:
     clock = SystemClock()
-    limits = TELEGRAM_LIMITS.scaled(args.scale)
+    limits = TELEGRAM_LIMITS.time_scaled(args.scale)
     with tempfile.TemporaryDirectory() as tmp:
         url = args.url or f"sqlite+aiosqlite:///{Path(tmp) / 'ledger.sqlite3'}"
         async with Ledger.open(url, clock=clock) as ledger:
