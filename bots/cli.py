@@ -17,6 +17,7 @@ from digest_core.delivery import PartOutcome, PartState
 from digest_core.errors import ConfigError, DigestError, IssueFormatError
 from digest_core.loading import date_from_name, load_issue
 from digest_core.models import Issue
+from digest_core.platform import Target, TargetKind
 from digest_core.rendering import Flavor, Part, RenderOptions, preview, render
 from digest_core.service import describe_report
 from digest_core.settings import Settings, load_settings
@@ -136,6 +137,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", metavar="ID", help="only this chat/channel id")
     p.add_argument("--force", action="store_true", help="send everything again, as a new delivery")
     p.set_defaults(handler=cmd_post)
+
+    p = sub.add_parser(
+        "reactivate", parents=[common], help="post again to a target deactivated as gone"
+    )
+    p.add_argument("target", metavar="PLATFORM:ID", help="e.g. telegram:-1001234567890")
+    p.set_defaults(handler=cmd_reactivate)
 
     p = sub.add_parser(
         "status", parents=[common], help="next post, last delivery per target, failures"
@@ -326,6 +333,25 @@ class _Progress:
     def close(self) -> None:
         if self.enabled and self.done:
             sys.stderr.write("\n")
+
+
+def cmd_reactivate(args: argparse.Namespace, settings: Settings) -> int:
+    platform, _, target_id = args.target.rpartition(":")
+    if not platform or not target_id:
+        print("digest-bot: give the target as PLATFORM:ID, e.g. telegram:-100123", file=sys.stderr)
+        return EXIT_USAGE
+    return asyncio.run(_reactivate(settings, platform, target_id))
+
+
+async def _reactivate(settings: Settings, platform: str, target_id: str) -> int:
+    from bots.runtime import open_service
+
+    async with open_service(settings) as service:
+        target = Target(platform, target_id, TargetKind.CHANNEL)
+        changed = await service.ledger.reactivate(target)
+    outcome = "active again" if changed else "was not deactivated"
+    print(f"{platform}:{target_id}: {outcome}")
+    return EXIT_OK if changed else EXIT_FAILED
 
 
 def cmd_status(args: argparse.Namespace, settings: Settings) -> int:

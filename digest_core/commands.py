@@ -83,6 +83,10 @@ class AdminBackend(Protocol):
         """(Un)subscribe a private chat to the daily issue; False when nothing changed."""
         ...
 
+    async def reactivate(self, platform: str, target_id: str) -> bool:
+        """Send to a target deactivated as gone again; False if it was not deactivated."""
+        ...
+
     async def audit(self, request: Request, *, action: str, allowed: bool, outcome: str) -> None:
         """Record an admin action (or a refused attempt) in the audit log."""
         ...
@@ -106,7 +110,8 @@ HELP_TEXT = """AI 技术日报 机器人 · commands
 
 ADMIN_HELP = """管理员 / admins:
 /repost [YYYY-MM-DD] [force] — 重新推送（只补发缺失的部分；force 全部重发）/ repost
-/status — 下次推送时间、各目标最近一次推送、失败 / delivery status"""
+/status — 下次推送时间、各目标最近一次推送、失败 / delivery status
+/reactivate [平台:]ID — 恢复向已停用的目标推送 / resume posting to a deactivated target"""
 
 
 class Commands:
@@ -142,6 +147,7 @@ class Commands:
             "unsubscribe": (Commands.unsubscribe, "/unsubscribe"),
             "repost": (Commands.repost, "/repost [YYYY-MM-DD] [force]"),
             "status": (Commands.status, "/status"),
+            "reactivate": (Commands.reactivate, "/reactivate [PLATFORM:]ID"),
         }
 
     @property
@@ -376,6 +382,32 @@ class Commands:
         )
         await self.backend.audit(request, action="repost", allowed=True, outcome=summary)
         return self._text(request, summary, private=True)
+
+    async def reactivate(self, request: Request) -> Reply:
+        if Capability.REPOST not in request.capabilities:
+            return await self._refuse(request, "reactivate")
+        if len(request.args) != 1:
+            return self._usage(request, "请给出目标 ID / give the target id")
+        platform, _, target_id = request.args[0].rpartition(":")
+        platform = platform or request.platform
+        if self.backend is None:
+            return self._text(request, "推送服务未运行 / delivery is not running", status="usage")
+        changed = await self.backend.reactivate(platform, target_id)
+        outcome = "reactivated" if changed else "not deactivated"
+        await self.backend.audit(request, action="reactivate", allowed=True, outcome=outcome)
+        if not changed:
+            return self._text(
+                request,
+                f"{platform}:{target_id} 没有被停用。/ {platform}:{target_id} was not deactivated.",
+                status="not_found",
+                private=True,
+            )
+        return self._text(
+            request,
+            f"已恢复 {platform}:{target_id}，下次推送会发给它。"
+            f"\n{platform}:{target_id} is active again; the next post goes there.",
+            private=True,
+        )
 
     async def status(self, request: Request) -> Reply:
         if Capability.STATUS not in request.capabilities:

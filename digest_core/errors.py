@@ -8,6 +8,7 @@
     │   ├── IssueNotFound      no issue for that date / in the archive
     │   └── IssueFormatError   path, line, detail
     └── DeliveryError          platform, target
+        ├── DeliveryBusy       another process holds the delivery lease of the platform
         ├── TransientError     network, 5xx, timeouts: retry with backoff and jitter
         │   └── RateLimited    retry_after seconds
         ├── TargetGone         blocked, kicked, deleted, no permission: stop sending there
@@ -73,8 +74,25 @@ class DeliveryError(DigestError):
         self.platform = platform
         self.target = target
         self.detail = detail
-        where = f"{platform}:{target}" if platform or target else ""
+        where = ":".join(p for p in (platform, target) if p)
         super().__init__(f"{where}: {detail}" if where else detail)
+
+
+class DeliveryBusy(DeliveryError):
+    """Another process is delivering on this platform (it holds the delivery lease).
+
+    ``holder`` names it (``host:pid:token``); ``expires_at`` is when its lease lapses unless
+    renewed. Retry once it is done (what it has sent is not sent again).
+    """
+
+    def __init__(self, platform: str, *, holder: str, expires_at: dt.datetime):
+        super().__init__(
+            f"another process is delivering on {platform}: lease held by {holder} "
+            f"until {expires_at:%Y-%m-%d %H:%M:%S} UTC unless renewed",
+            platform=platform,
+        )
+        self.holder = holder
+        self.expires_at = expires_at
 
 
 class TransientError(DeliveryError):

@@ -59,7 +59,6 @@ class PlatformLimits:
             },
         )
 
-
     def time_scaled(self, factor: float) -> PlatformLimits:
         """The same limits on a clock running ``factor`` times faster: rates and bursts both
         scaled, so "29 per second, one at a time" becomes "2,900 per second, 100 per 1/29 s"

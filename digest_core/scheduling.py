@@ -19,6 +19,7 @@ from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.date import DateTrigger
 
 from digest_core.clock import Clock
+from digest_core.errors import DeliveryBusy
 
 log = logging.getLogger(__name__)
 
@@ -133,7 +134,15 @@ class DailyPoster:
             log.error("%s", message)
             await self._alert(message)
             return Outcome.GAVE_UP
-        await self._post(day)
+        try:
+            await self._post(day)
+        except DeliveryBusy as exc:
+            # another process (a `digest-bot post`) holds the delivery lease: what it sends is
+            # not sent again, so look again later for whatever it leaves
+            retry = self.clock.now() + self.config.retry_every
+            log.warning("%s; looking again at %s", exc, retry)
+            self._later(retry, day)
+            return Outcome.WAITING
         return Outcome.POSTED
 
     async def catch_up(self, *, report_missed: bool = True) -> list[tuple[dt.date, Outcome]]:

@@ -15,7 +15,7 @@ from typing import Protocol, runtime_checkable
 from digest_core.archive import Archive
 from digest_core.clock import Clock
 from digest_core.commands import Commands, Request
-from digest_core.delivery import DeliveryEngine, DeliveryReport, Ledger, PartState, ProgressCallback
+from digest_core.delivery import DeliveryEngine, DeliveryReport, Ledger, ProgressCallback
 from digest_core.errors import IssueNotFound
 from digest_core.models import Issue
 from digest_core.platform import Platform, Target, TargetKind
@@ -203,13 +203,7 @@ class DigestService:
         for name, platform in self.platforms.items():
             if not await self.targets(platform):
                 continue  # nothing to post there: it cannot hold the day back
-            counts = await self.ledger.day_counts(day, platform=name)
-            if not any(counts.values()):
-                states.append(PostState.NONE)
-            elif counts[PartState.PENDING] or counts[PartState.IN_FLIGHT]:
-                states.append(PostState.PARTIAL)
-            else:
-                states.append(PostState.DONE)
+            states.append(PostState((await self.ledger.day_state(day, platform=name)).value))
         if not states or all(s is PostState.NONE for s in states):
             return PostState.NONE
         if all(s is PostState.DONE for s in states):
@@ -252,6 +246,12 @@ class DigestService:
                 lines.append(f"  {target.id}: 最近 / last {when}")
             if len(targets) > 20:
                 lines.append(f"  … {len(targets) - 20} more")
+            for inactive in await self.ledger.inactive_targets(platform.name):
+                since = inactive.since.astimezone(self.zone)
+                lines.append(
+                    f"  {inactive.id}: 已停用 / deactivated {since:%m-%d %H:%M} "
+                    f"({inactive.reason or 'gone'}); /reactivate {platform.name}:{inactive.id}"
+                )
         failures = await self.ledger.failures(limit=5)
         if failures:
             lines.append("最近失败 / recent failures:")
@@ -261,6 +261,13 @@ class DigestService:
             ]
         lines += self.poster.notes[-3:]
         return "\n".join(lines)
+
+    async def reactivate(self, platform: str, target_id: str) -> bool:
+        if platform not in self.platforms:
+            return False
+        targets = {t.id: t for t in self.platforms[platform].channel_targets()}
+        target = targets.get(target_id, Target(platform, target_id, TargetKind.CHANNEL))
+        return await self.ledger.reactivate(target)
 
     async def subscribe(self, platform: str, chat: str, *, on: bool) -> bool:
         if on:
@@ -286,8 +293,23 @@ def describe_report(report: DeliveryReport) -> str:
     )
     lines = [head]
     for t in report.targets:
+        moved = f" → {t.moved_to}" if t.moved_to else ""
         if not t.complete or t.moved_to:
             why = "; ".join(t.errors[-2:]) or ("gone" if t.gone else "")
-            moved = f" → {t.moved_to}" if t.moved_to else ""
             lines.append(f"  {t.target.id}{moved}: {why}")
+        elif t.sent_revision:
+            lines.append(
+                f"  {t.target.id}: 已收到修订前的版本 {t.sent_revision}（force 可重发）/ "
+                f"already had revision {t.sent_revision}; force sends the correction"
+            )
+        elif t.in_progress:
+            lines.append(
+                f"  {t.target.id}: 另一次推送正在发送 / being sent by another delivery "
+                f"({t.in_progress} parts)"
+            )
+    for target in report.inactive:
+        lines.append(
+            f"  {target.id}: 已停用，未发送（/reactivate {target.id} 恢复）/ deactivated "
+            f"earlier, not sent (/reactivate {target.id} to resume)"
+        )
     return "\n".join(lines)

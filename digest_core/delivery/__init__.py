@@ -22,7 +22,6 @@ from digest_core.delivery.ledger import (
     SCHEMA_VERSION,
     AuditEntry,
     DayState,
-    DeliveryBusy,
     DeliveryRecord,
     InactiveTarget,
     Lease,
@@ -42,6 +41,7 @@ from digest_core.delivery.pacing import (
     Pacer,
     TokenBucket,
 )
+from digest_core.errors import DeliveryBusy  # re-exported: raised by DeliveryEngine.deliver
 
 __all__ = [
     "DEFAULT_LEASE_TTL",

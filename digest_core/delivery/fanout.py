@@ -13,14 +13,20 @@ from dataclasses import dataclass, field
 from digest_core.clock import Clock
 from digest_core.delivery.ledger import (
     DEFAULT_LEASE_TTL,
-    DeliveryBusy,
     Ledger,
     PartState,
     PlannedPart,
     delivery_lease,
 )
 from digest_core.delivery.pacing import Backoff, Pacer
-from digest_core.errors import DeliveryError, RateLimited, TargetGone, TargetMoved, TransientError
+from digest_core.errors import (
+    DeliveryBusy,
+    DeliveryError,
+    RateLimited,
+    TargetGone,
+    TargetMoved,
+    TransientError,
+)
 from digest_core.models import IssueRef
 from digest_core.platform import Platform, Target
 from digest_core.rendering import Message

@@ -49,7 +49,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 from sqlalchemy.pool import StaticPool
 
 from digest_core.clock import Clock, SystemClock
-from digest_core.errors import ConfigError, DeliveryError
+from digest_core.errors import ConfigError
 from digest_core.models import IssueRef
 from digest_core.platform import Target, TargetKind
 
@@ -84,23 +84,6 @@ class DayState(StrEnum):
     NONE = "none"  # nothing planned
     PARTIAL = "partial"  # some part of the current rows is pending or in flight
     DONE = "done"  # every current row reached a final state (sent, failed or gone)
-
-
-class DeliveryBusy(DeliveryError):
-    """Another process is delivering on this platform (it holds the delivery lease).
-
-    ``holder`` names it (``host:pid:token``); ``expires_at`` is when its lease lapses unless
-    renewed. Retry once it is done (what it has sent is not sent again).
-    """
-
-    def __init__(self, platform: str, *, holder: str, expires_at: dt.datetime) -> None:
-        super().__init__(
-            f"another process is delivering on {platform}: lease held by {holder} "
-            f"until {expires_at:%Y-%m-%d %H:%M:%S} UTC unless renewed"
-        )
-        self.platform = platform
-        self.holder = holder
-        self.expires_at = expires_at
 
 
 class UTCDateTime(TypeDecorator[dt.datetime]):

@@ -8,6 +8,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
+from digest_core.errors import DeliveryBusy
 from digest_core.scheduling import JOB_ID, DailyPoster, Outcome, PostState, ScheduleConfig
 from digest_core.testing import ManualClock
 
@@ -183,3 +184,16 @@ async def test_a_trigger_running_late_past_midnight_posts_the_due_day() -> None:
     w.files.update({DAY, DAY + dt.timedelta(days=1)})
     assert await w.poster.run_due() is Outcome.POSTED
     assert w.posted == [DAY]
+
+
+async def test_another_process_delivering_means_look_again_later() -> None:
+    clock = clock_at("2026-11-30 08:00")
+    w = World(clock)
+    w.files.add(DAY)
+
+    async def busy(day: dt.date) -> None:
+        raise DeliveryBusy("telegram", holder="other:1:x", expires_at=clock.now())
+
+    w.poster._post = busy
+    assert await w.poster.run_due() is Outcome.WAITING
+    assert w.alerts == []

@@ -16,7 +16,7 @@ from bots.runtime import open_service
 from digest_core.commands import ADMIN, Capability, Request
 from digest_core.rendering import Flavor, Message, preview
 from digest_core.scheduling import PostState
-from digest_core.service import DigestService
+from digest_core.service import DigestService, describe_report
 from digest_core.settings import load_settings
 from digest_core.testing import ManualClock
 
@@ -206,3 +206,29 @@ async def test_rendered_replies_are_reused_until_the_file_changes(
     path.write_text(text.replace("集合通信的拓扑账", "集合通信的拓扑总账"), encoding="utf-8")
     changed = await service.commands.handle(req("headline"))
     assert "集合通信的拓扑总账" in text_of(changed.messages)
+
+
+async def test_a_gone_channel_is_reported_and_can_be_reactivated(service: DigestService) -> None:
+    console = service.platforms["console"]
+    [target] = console.channel_targets()
+    await service.ledger.mark_gone(target, reason="Forbidden: bot was kicked")
+    [report] = await service.post(dt.date(2026, 11, 30))
+    assert not report.ok and report.sent == 0
+    assert "/reactivate stdout" in describe_report(report)
+    status = text_of((await service.commands.handle(req("status", admin=True))).messages)
+    assert "stdout: 已停用" in status and "bot was kicked" in status
+
+    refused = await service.commands.handle(req("reactivate", "console:stdout"))
+    assert refused.status == "refused"
+    done = await service.commands.handle(req("reactivate", "console:stdout", admin=True))
+    assert done.status == "ok"
+    again = await service.commands.handle(req("reactivate", "stdout", admin=True))
+    assert again.status == "not_found"  # the platform defaults to the requester's
+    [report] = await service.post(dt.date(2026, 11, 30))
+    assert report.ok and report.sent == 1
+    audit = [(e.action, e.allowed, e.outcome) for e in await service.ledger.audit_log()]
+    assert ("reactivate", False, "refused") in audit and (
+        "reactivate",
+        True,
+        "reactivated",
+    ) in audit
