@@ -7,6 +7,7 @@ import datetime as dt
 import heapq
 import itertools
 import logging
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -100,6 +101,26 @@ class ManualClock:
 
 #: ``ManualClock`` is also what the design calls the frozen clock.
 FrozenClock = ManualClock
+
+
+class PinnedClock:
+    """Real monotonic time and real sleeps, but a wall clock that starts at ``start``: for
+    end-to-end tests against doubles whose rate windows are real, on a chosen "today"."""
+
+    def __init__(self, start: dt.datetime) -> None:
+        if start.tzinfo is None:
+            raise ValueError("PinnedClock needs an aware start datetime")
+        self._start = start
+        self._t0 = time.monotonic()
+
+    def now(self) -> dt.datetime:
+        return self._start + dt.timedelta(seconds=time.monotonic() - self._t0)
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(max(0.0, seconds))
 
 
 @asynccontextmanager

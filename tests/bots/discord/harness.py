@@ -7,7 +7,6 @@ import contextlib
 import datetime as dt
 import shutil
 import threading
-import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from bots.discord import DiscordAdapter
 from bots.runtime import open_service
 from digest_core.service import DigestService
 from digest_core.settings import Settings, load_settings
+from digest_core.testing import PinnedClock
 from tests.fakes import discord_payloads as p
 from tests.fakes.discord_api import FakeDiscord
 
@@ -38,26 +38,9 @@ TWO_PARTS = dt.date(2026, 11, 27)
 MANAGE_GUILD = p.DEFAULT_MEMBER_PERMISSIONS | (1 << 5)
 
 
-class DayClock:
-    """The real clock, but ``now()`` starts at ``start``: real pacing, a fixed "today"."""
-
-    def __init__(self, start: dt.datetime) -> None:
-        self._start = start
-        self._t0 = time.monotonic()
-
-    def now(self) -> dt.datetime:
-        return self._start + dt.timedelta(seconds=time.monotonic() - self._t0)
-
-    def monotonic(self) -> float:
-        return time.monotonic()
-
-    async def sleep(self, seconds: float) -> None:
-        await asyncio.sleep(max(0.0, seconds))
-
-
-def clock_on(day: dt.date, hour: int = 9) -> DayClock:
+def clock_on(day: dt.date, hour: int = 9) -> PinnedClock:
     """A clock at ``hour``:00 Asia/Shanghai (UTC+8) on ``day``."""
-    return DayClock(dt.datetime(day.year, day.month, day.day, hour - 8, tzinfo=dt.UTC))
+    return PinnedClock(dt.datetime(day.year, day.month, day.day, hour - 8, tzinfo=dt.UTC))
 
 
 @contextlib.asynccontextmanager

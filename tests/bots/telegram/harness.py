@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import shutil
-import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from bots.telegram import TelegramAdapter
 from digest_core.delivery import TELEGRAM_LIMITS
 from digest_core.service import DigestService
 from digest_core.settings import Settings, load_settings
+from digest_core.testing import PinnedClock
 from tests.fakes.telegram_api import FakeTelegram, SentMessage
 
 REPO = Path(__file__).resolve().parents[3]
@@ -34,26 +34,6 @@ CHANNEL = -1001234567890
 CHANNEL_NAME = "@ai_digest"  # a second channel, by username
 GROUP = -4001  # a group chat where people use commands
 BOT = "digest_test_bot"
-
-
-class PinnedClock:
-    """Real monotonic time and sleeps (the double's flood windows are real), but a wall clock
-    that starts at a chosen moment, so "today" is an issue in the archive."""
-
-    def __init__(self, start: dt.datetime) -> None:
-        self._start = start
-        self._t0 = time.monotonic()
-
-    def now(self) -> dt.datetime:
-        return self._start + dt.timedelta(seconds=time.monotonic() - self._t0)
-
-    def monotonic(self) -> float:
-        return time.monotonic()
-
-    async def sleep(self, seconds: float) -> None:
-        import asyncio
-
-        await asyncio.sleep(max(0.0, seconds))
 
 
 def local(day: dt.date, hh: int, mm: int = 0) -> dt.datetime:
@@ -100,9 +80,14 @@ def write_config(
         f"enabled = {'true' if schedule else 'false'}",
         "catch_up_hours = 6",
         "[delivery]",
-        *(f"{k} = {json.dumps(v)}" for k, v in {"backoff_base_seconds": 0.01,
-                                                 "backoff_max_seconds": 0.05,
-                                                 **(delivery or {})}.items()),
+        *(
+            f"{k} = {json.dumps(v)}"
+            for k, v in {
+                "backoff_base_seconds": 0.01,
+                "backoff_max_seconds": 0.05,
+                **(delivery or {}),
+            }.items()
+        ),
         "[telegram]",
         *(f"{k} = {json.dumps(v)}" for k, v in tg.items()),
     ]
@@ -134,7 +119,12 @@ class Running:
     fake: FakeTelegram
 
     async def command(
-        self, text: str, *, user: int = ANN, chat: int | None = None, n: int = 1,
+        self,
+        text: str,
+        *,
+        user: int = ANN,
+        chat: int | None = None,
+        n: int = 1,
         timeout: float = 5.0,  # noqa: ASYNC109 - a bounded test helper
     ) -> list[SentMessage]:
         """Inject ``text`` from ``user`` (in ``chat``, default the private chat) and wait for
@@ -148,7 +138,11 @@ class Running:
 
 @asynccontextmanager
 async def running_bot(
-    settings: Settings, fake: FakeTelegram, *, clock: Any = None, scale: float = 1.0,
+    settings: Settings,
+    fake: FakeTelegram,
+    *,
+    clock: Any = None,
+    scale: float = 1.0,
     receive: bool = True,
 ) -> AsyncIterator[Running]:
     """The service from ``open_service`` with its Telegram adapter started (and stopped)."""
