@@ -159,9 +159,11 @@ async def run(
         finally:
             scheduler.shutdown(wait=False)
             if not await service.idle(SHUTDOWN_GRACE_SECONDS):
+                cancelled = await service.cancel_deliveries()
                 log.warning(
-                    "a delivery was still running after %.0f s; its in-flight parts are in the "
-                    "ledger and the next start resumes them",
+                    "stopped %d delivery(ies) still running after %.0f s; what they had not "
+                    "sent is in the ledger and the next start sends it",
+                    cancelled,
                     SHUTDOWN_GRACE_SECONDS,
                 )
             for adapter in reversed(started):

@@ -99,10 +99,10 @@ Handler = Callable[["Commands", Request], Awaitable[Reply]]
 
 HELP_TEXT = """AI 技术日报 机器人 · commands
 /today — 今天的日报（还没发布时给出最新一期）/ today's issue
-/headline — 今天的重点 / the headline story
+/headline [日期] — 重点 / the headline story (today's, or of a date)
 /briefs — 全部简讯 / all briefs;  /brief N — 第 N 条简讯 / brief N
-/classic — 经典回顾 / the classic review
-/toc — 本期目录 / table of contents
+/classic [日期] — 经典回顾 / the classic review
+/toc [日期] — 本期目录 / table of contents
 /issue YYYY-MM-DD — 某一天的日报 / the issue of a date
 /search 关键词 — 搜索往期 / search the archive
 /subscribe, /unsubscribe — 私信订阅每日推送 / daily issue by private message
@@ -136,11 +136,11 @@ class Commands:
             "start": (Commands.start, "/start [YYYY-MM-DD]"),
             "help": (Commands.help, "/help"),
             "today": (Commands.today, "/today"),
-            "headline": (Commands.headline, "/headline"),
+            "headline": (Commands.headline, "/headline [YYYY-MM-DD]"),
             "briefs": (Commands.briefs, "/briefs [N]"),
             "brief": (Commands.brief, "/brief N"),
-            "classic": (Commands.classic, "/classic"),
-            "toc": (Commands.toc, "/toc"),
+            "classic": (Commands.classic, "/classic [YYYY-MM-DD]"),
+            "toc": (Commands.toc, "/toc [YYYY-MM-DD]"),
             "issue": (Commands.issue, "/issue YYYY-MM-DD"),
             "search": (Commands.search, "/search 关键词"),
             "subscribe": (Commands.subscribe, "/subscribe"),
@@ -231,6 +231,18 @@ class Commands:
             messages[:0] = notice(note, request.flavor)
         return Reply(messages)
 
+    async def _dated_part(self, request: Request, part: Part) -> Reply:
+        """``part`` of today's issue, or of the issue of the one optional date argument."""
+        if not request.args:
+            return await self._part(request, part)
+        if len(request.args) > 1:
+            return self._usage(request, "参数太多 / too many arguments")
+        try:
+            date = dt.date.fromisoformat(request.args[0])
+        except ValueError:
+            return self._usage(request, f"“{request.args[0]}” 不是日期 / is not a date")
+        return Reply(self._render(request, self.archive.on(date), part))
+
     # ------------------------------------------------------------ reader commands
 
     async def start(self, request: Request) -> Reply:
@@ -254,13 +266,13 @@ class Commands:
         return await self._part(request, Part.ALL)
 
     async def headline(self, request: Request) -> Reply:
-        return await self._part(request, Part.HEADLINE)
+        return await self._dated_part(request, Part.HEADLINE)
 
     async def classic(self, request: Request) -> Reply:
-        return await self._part(request, Part.CLASSIC)
+        return await self._dated_part(request, Part.CLASSIC)
 
     async def toc(self, request: Request) -> Reply:
-        return await self._part(request, Part.TOC)
+        return await self._dated_part(request, Part.TOC)
 
     async def briefs(self, request: Request) -> Reply:
         if request.args:
@@ -284,12 +296,7 @@ class Commands:
     async def issue(self, request: Request) -> Reply:
         if len(request.args) != 1:
             return self._usage(request, "请给出日期 / give a date")
-        try:
-            date = dt.date.fromisoformat(request.args[0])
-        except ValueError:
-            return self._usage(request, f"“{request.args[0]}” 不是日期 / is not a date")
-        issue = self.archive.on(date)
-        return Reply(self._render(request, issue, Part.ALL))
+        return await self._dated_part(request, Part.ALL)
 
     async def search(self, request: Request) -> Reply:
         word = " ".join(request.args).strip()
@@ -373,7 +380,13 @@ class Commands:
                     f"确认重新推送 {date} 的日报？{what}\nRepost the issue of {date}?",
                     request.flavor,
                 ),
-                confirm=replace(request, confirmed=True),
+                # the resolved date goes into the confirmation: pressed after midnight, it
+                # still reposts the day that was asked about
+                confirm=replace(
+                    request,
+                    args=(date.isoformat(), *(("force",) if force else ())),
+                    confirmed=True,
+                ),
                 status="confirm",
                 private=True,
             )

@@ -72,6 +72,7 @@ class DigestService:
         self.zone = zone
         self.platforms = {p.name: p for p in platforms}
         self._locks: dict[tuple[dt.date, str], asyncio.Lock] = {}
+        self._posting: set[asyncio.Task[object]] = set()
         self._active = 0
         self._idle = asyncio.Event()
         self._idle.set()
@@ -123,12 +124,17 @@ class DigestService:
             ValueError: an unknown platform name.
         """
         issue = self.archive.on(day)
+        task = asyncio.current_task()
+        if task is not None:
+            self._posting.add(task)
         self._active += 1
         self._idle.clear()
         try:
             return await self._post(issue, platforms, only_target, force, progress)
         finally:
             self._active -= 1
+            if task is not None:
+                self._posting.discard(task)
             if not self._active:
                 self._idle.set()
 
@@ -139,6 +145,16 @@ class DigestService:
         except TimeoutError:
             return False
         return True
+
+    async def cancel_deliveries(self) -> int:
+        """Cancel the deliveries under way (on shutdown, after the grace period) and wait for
+        them to unwind: a part being sent stays in flight in the ledger and the next start
+        resends it; parts not started stay pending. Returns how many were cancelled."""
+        tasks = list(self._posting)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        return len(tasks)
 
     async def _post(
         self,

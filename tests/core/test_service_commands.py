@@ -99,6 +99,10 @@ async def test_today_before_todays_file_says_so_and_gives_the_latest(
         ("briefs", (), "ok", "【简讯】"),
         ("briefs", ("3",), "ok", "3."),
         ("headline", (), "ok", "【重点】"),
+        ("headline", ("2026-11-27",), "ok", "KV 缓存"),  # that day's headline, not today's
+        ("headline", ("2026-11-27", "x"), "usage", "too many arguments"),
+        ("classic", ("2026-11-29",), "ok", "LoRA"),  # the English issue's classic
+        ("toc", ("someday",), "usage", "/toc [YYYY-MM-DD]"),
         ("classic", (), "ok", "带着一个问题读"),
         ("toc", (), "ok", "AI 技术日报"),
         ("issue", ("2026-11-27",), "ok", "KV 缓存"),
@@ -232,3 +236,11 @@ async def test_a_gone_channel_is_reported_and_can_be_reactivated(service: Digest
         True,
         "reactivated",
     ) in audit
+
+
+async def test_repost_confirmation_carries_the_resolved_date(service: DigestService) -> None:
+    first = await service.commands.handle(req("repost", admin=True))
+    assert first.confirm is not None
+    assert first.confirm.args == ("2026-11-30",)  # pressed after midnight: still 11-30
+    forced = await service.commands.handle(req("repost", "force", admin=True))
+    assert forced.confirm is not None and forced.confirm.args == ("2026-11-30", "force")

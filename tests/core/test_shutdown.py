@@ -1,0 +1,82 @@
+"""Shutdown mid-delivery: cancelled deliveries leave the ledger resumable, never failed."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import io
+import shutil
+from pathlib import Path
+
+from bots.console import ConsolePlatform
+from digest_core.archive import Archive
+from digest_core.clock import SystemClock
+from digest_core.delivery import DeliveryEngine, Ledger, PartState
+from digest_core.platform import Target
+from digest_core.rendering import Message
+from digest_core.scheduling import ScheduleConfig
+from digest_core.service import DigestService
+
+ROOT = Path(__file__).resolve().parents[2]
+DAY = dt.date(2026, 11, 27)  # the long issue: several parts per target
+
+
+class SlowConsole(ConsolePlatform):
+    """A console with twenty targets whose sends take ``delay`` seconds."""
+
+    def __init__(self, delay: float):
+        super().__init__(out=io.StringIO(), interactive=False)
+        self.delay = delay
+        self.sent: list[tuple[str, str]] = []
+
+    def channel_targets(self) -> list[Target]:
+        return [Target("console", f"t{i}") for i in range(20)]
+
+    async def send(self, target: Target, message: Message) -> str:
+        await asyncio.sleep(self.delay)
+        self.sent.append((target.id, str(message.payload["text"])[:40]))
+        return await super().send(target, message)
+
+
+def service_for(ledger: Ledger, archive: Archive, platform: SlowConsole) -> DigestService:
+    clock = SystemClock()
+    return DigestService(
+        archive=archive,
+        ledger=ledger,
+        engine=DeliveryEngine(ledger, clock=clock),
+        clock=clock,
+        zone=dt.UTC,
+        schedule=ScheduleConfig(zone=dt.UTC, post_time=dt.time(8)),
+        platforms=[platform],
+    )
+
+
+async def test_cancelled_delivery_resumes_without_loss(tmp_path: Path) -> None:
+    archive_dir = tmp_path / "archive"
+    archive_dir.mkdir()
+    shutil.copy(ROOT / "archive" / f"{DAY}.txt", archive_dir)
+    archive = Archive(archive_dir)
+    url = f"sqlite+aiosqlite:///{tmp_path / 'ledger.db'}"
+
+    slow = SlowConsole(delay=30.0)
+    async with Ledger.open(url) as ledger:
+        service = service_for(ledger, archive, slow)
+        post = asyncio.create_task(service.post(DAY))
+        for _ in range(200):  # until every target has a part in flight
+            await asyncio.sleep(0.01)
+            if len(await ledger.in_flight()) == 20:
+                break
+        assert not await service.idle(0.05)
+        assert await service.cancel_deliveries() == 1
+        assert post.cancelled()
+        records = await ledger.records()
+        states = {r.state for r in records}
+        assert PartState.FAILED not in states and PartState.GONE not in states
+        assert slow.sent == []
+
+    fast = SlowConsole(delay=0.0)
+    async with Ledger.open(url) as ledger:
+        [report] = await service_for(ledger, archive, fast).post(DAY)
+        assert report.ok
+        parts = max(r.part for r in await ledger.records()) + 1
+        assert len(fast.sent) == 20 * parts  # everything, once: nothing was sent before
