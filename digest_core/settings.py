@@ -123,6 +123,10 @@ class TelegramSettings(_PlatformSettings):
     mode: str = "polling"
     #: long-polling: seconds one getUpdates call waits for updates (Telegram allows up to 50)
     poll_timeout_seconds: int = Field(default=10, ge=0, le=50)
+    #: seconds a Bot API call may wait for Telegram's answer (HTTP read and write timeouts);
+    #: unset: the adapter's 30 s. A send that times out may still have been delivered and is
+    #: sent again, so keep this generous: it trades slow failure detection for duplicates.
+    request_timeout_seconds: float | None = Field(default=None, gt=0, le=300)
     #: webhook mode: the public https URL Telegram calls; its path is the local path served
     webhook_url: str | None = None
     webhook_listen: str = "127.0.0.1"
@@ -179,7 +183,8 @@ class TelegramSettings(_PlatformSettings):
 class DiscordSettings(_PlatformSettings):
     """The Discord bot."""
 
-    #: role ids whose members may run admin commands (besides Manage Server)
+    #: role ids whose members may run admin commands (besides Manage Server); both count only
+    #: in a server that holds one of ``channels``
     admin_roles: list[int] = []
     #: Discord's REST API, or a rate-limit proxy in front of it; the gateway is asked from it
     api_base_url: str = "https://discord.com/api/v10"

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+import httpx
 from pydantic import SecretStr
 from telegram import (
     Bot,
@@ -78,6 +79,19 @@ GONE_DESCRIPTIONS = (
 #: queries; channel posts (our own) and member updates are of no use.
 ALLOWED_UPDATES = (Update.MESSAGE, Update.CALLBACK_QUERY)
 
+#: HTTP timeouts of Bot API calls, in seconds (PTB's defaults are 5, 5, 5 and 1). A send
+#: whose answer does not come within the read timeout is retried by the core, but Telegram
+#: may have accepted it: the post then appears twice. The read and write timeouts are
+#: therefore generous (``request_timeout_seconds`` in the settings overrides both); connect
+#: and pool timeouts can be shorter, as a request that times out there never left.
+CONNECT_TIMEOUT = 10.0
+READ_TIMEOUT = 30.0
+WRITE_TIMEOUT = 30.0
+POOL_TIMEOUT = 10.0
+#: getUpdates: PTB waits ``poll_timeout_seconds`` (the long poll) plus this read timeout
+#: (telegram.Bot.get_updates adds the two), so an idle poll never times out.
+GET_UPDATES_READ_MARGIN = 10.0
+
 #: A reply (not a ledgered delivery) waits out a 429 of at most this many seconds, at most
 #: this many times per message, before it is dropped.
 MAX_REPLY_RETRY_AFTER = 30.0
@@ -131,6 +145,18 @@ class TelegramAdapter:
     (long polling, or a webhook server when configured). Replies to commands go through the
     same pacing budget as deliveries (the service's engine pacer), so a broadcast and readers'
     commands together stay under Telegram's limits.
+
+    Timeouts and duplicates: a ``sendMessage`` whose answer does not come within the read
+    timeout (:data:`READ_TIMEOUT`, or ``request_timeout_seconds``) is a
+    :class:`~digest_core.errors.TransientError`, so the core sends it again. Telegram may have
+    accepted the first one, and the Bot API has no idempotency key, so the post can then
+    appear twice: deliberately at-least-once, as a lost post is worse than a rare duplicate.
+    The timeouts are generous to make this rare, and each such timeout is logged as a WARNING
+    naming the chat and the message.
+
+    Stopping: :meth:`stop` stops receiving first and keeps the bot usable until PTB has shut
+    down; a send while the adapter is not running is a ``TransientError`` (the part goes back
+    to pending and the next start sends it), never a contract breach.
     """
 
     name = "telegram"
@@ -159,6 +185,7 @@ class TelegramAdapter:
         self.on_answered = on_answered
         self._token = token
         self._app: App | None = None
+        self._stopping = False
         self._pacer: Pacer | None = None
         self._handlers: Handlers | None = None
         self._redactor = _RedactToken(token)
@@ -190,16 +217,56 @@ class TelegramAdapter:
             TargetGone: 403 (blocked, kicked), or "chat not found" and other no-rights 400s.
             TargetMoved: the group became a supergroup (``new_target`` is its id).
             Rejected: any other 400 (the payload is wrong), a 401/404/409.
-            TransientError: timeouts, network errors, 5xx.
+            TransientError: timeouts (the message may have arrived), network errors, 5xx,
+                or the adapter is not running (stopped, or not yet started).
         """
+        return await self._send(target, message, retried=True)
+
+    async def _send(self, target: Target, message: Message, *, retried: bool) -> str:
+        """:meth:`send`; ``retried`` tells the timeout warning whether a retry follows."""
+        app = self._app
+        if app is None:
+            raise TransientError(
+                "the Telegram adapter is not running", platform=self.name, target=target.id
+            )
         kwargs, extra = split_payload(message.payload)
         try:
-            sent = await self.bot.send_message(
+            sent = await app.bot.send_message(
                 chat_id=chat_id(target.id), **kwargs, api_kwargs=extra or None
             )
         except TelegramError as exc:
+            if isinstance(exc, TimedOut):
+                self._log_timeout(exc, target, message, retried=retried)
             raise translate(exc, target) from exc
+        except RuntimeError as exc:
+            # PTB's HTTP client closed under the send: stop() is shutting the adapter down
+            if self._app is app and not self._stopping:
+                raise
+            raise TransientError(
+                f"the Telegram adapter stopped during the send: {exc}",
+                platform=self.name,
+                target=target.id,
+            ) from exc
         return str(sent.message_id)
+
+    def _log_timeout(
+        self, exc: TimedOut, target: Target, message: Message, *, retried: bool
+    ) -> None:
+        what = f"sendMessage to chat {target.id} ({_excerpt(message)})"
+        if isinstance(exc.__cause__, httpx.ConnectTimeout | httpx.PoolTimeout) or (
+            "pool timeout" in exc.message.lower()
+        ):
+            log.info("telegram: %s timed out before it was sent: %s", what, exc)
+            return
+        log.warning(
+            "telegram: %s timed out after %g s: it may have arrived; %s",
+            what,
+            self._read_timeout(),
+            "it will be sent again (possibly a duplicate)" if retried else "not retried",
+        )
+
+    def _read_timeout(self) -> float:
+        return self.settings.request_timeout_seconds or READ_TIMEOUT
 
     # ------------------------------------------------------------ Adapter
 
@@ -274,18 +341,28 @@ class TelegramAdapter:
             log.info("telegram: long polling")
 
     async def stop(self) -> None:
-        """Stop receiving (updater, then application), then close the HTTP connections."""
-        app, self._app = self._app, None
-        if app is None:
+        """Stop receiving (updater, then application), then close the HTTP connections.
+
+        Sends keep working until PTB has shut down (``Application.stop`` waits for running
+        handlers, which may be delivering a /repost); after that they raise
+        :class:`TransientError`.
+        """
+        app = self._app
+        if app is None or self._stopping:
             return
-        # the order PTB requires: "This Application is still running!" otherwise
-        if app.updater is not None and app.updater.running:
-            await app.updater.stop()
-        if app.running:
-            await app.stop()
-        await app.shutdown()
-        for logger in _sdk_loggers():
-            logger.removeFilter(self._redactor)
+        self._stopping = True
+        try:
+            # the order PTB requires: "This Application is still running!" otherwise
+            if app.updater is not None and app.updater.running:
+                await app.updater.stop()
+            if app.running:
+                await app.stop()
+            await app.shutdown()
+        finally:
+            self._app = None
+            self._stopping = False
+            for logger in _sdk_loggers():
+                logger.removeFilter(self._redactor)
 
     # ------------------------------------------------------------ replies
 
@@ -313,7 +390,7 @@ class TelegramAdapter:
                 if await self.pace(target) and paced is not None:
                     paced.append(time.perf_counter() - before)
                 try:
-                    ids.append(await self.send(target, message))
+                    ids.append(await self._send(target, message, retried=False))
                     break
                 except RateLimited as exc:
                     pacer = self._get_pacer()
@@ -355,7 +432,14 @@ class TelegramAdapter:
             .concurrent_updates(True)
             # the delivery engine keeps up to 100 sends in flight; never queue on the pool
             .connection_pool_size(128)
-            .pool_timeout(10.0)
+            .connect_timeout(CONNECT_TIMEOUT)
+            .read_timeout(self._read_timeout())
+            .write_timeout(self.settings.request_timeout_seconds or WRITE_TIMEOUT)
+            .pool_timeout(POOL_TIMEOUT)
+            .get_updates_connect_timeout(CONNECT_TIMEOUT)
+            .get_updates_read_timeout(GET_UPDATES_READ_MARGIN)
+            .get_updates_write_timeout(WRITE_TIMEOUT)
+            .get_updates_pool_timeout(POOL_TIMEOUT)
         )
         return builder.build()
 
@@ -420,6 +504,13 @@ def split_payload(payload: dict[str, Any]) -> tuple[dict[str, Any], dict[str, An
         else:
             extra[key] = value
     return kwargs, extra
+
+
+def _excerpt(message: Message, width: int = 40) -> str:
+    """The start of a message's first line, to tell the parts of a post apart in logs."""
+    text = str(message.payload.get("text", ""))
+    first = text.strip().split("\n", 1)[0]
+    return repr(first[:width] + ("…" if len(first) > width else ""))
 
 
 def retry_seconds(value: float | dt.timedelta) -> float:
