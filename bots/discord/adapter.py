@@ -139,12 +139,77 @@ class DigestClient(discord.Client):
         self.settings = settings
         self.service: DigestService | None = None
         self.tree: app_commands.CommandTree[DigestClient] = app_commands.CommandTree(self)
+        #: configured channel (or thread) id -> the id of the server holding it, for those
+        #: resolved so far; Manage Server and ``admin_roles`` count only in these servers
+        self.channel_guilds: dict[int, int] = {}
         install_commands(self.tree)
 
     async def setup_hook(self) -> None:
         """Runs in ``login``: translations for sync, and buttons that outlive restarts."""
         await self.tree.set_translator(DigestTranslator())
         self.add_dynamic_items(SectionButton)
+
+    # ------------------------------------------------------------ where admins are admins
+
+    def admin_guild_ids(self) -> frozenset[int]:
+        """The servers holding at least one configured channel: the only ones where a member's
+        Manage Server / Administrator permission or ``admin_roles`` make them an admin.
+
+        Channels not resolved yet are looked up in the gateway cache (cheap, no request); one
+        that cannot be resolved grants nothing.
+        """
+        for channel_id in self._configured_ids():
+            if channel_id not in self.channel_guilds:
+                self._note_channel(channel_id, self.get_channel(channel_id))
+        return frozenset(self.channel_guilds.values())
+
+    async def resolve_channel_guilds(self) -> None:
+        """Map every configured channel to its server: from the cache, else ``GET
+        /channels/{id}`` (once per channel per ready; a channel that answers an error, is a
+        DM, or does not answer in time stays unresolved)."""
+        for channel_id in self._configured_ids():
+            if self._note_channel(channel_id, self.get_channel(channel_id)):
+                continue
+            try:
+                async with asyncio.timeout(self.settings.request_timeout_seconds):
+                    channel = await self.fetch_channel(channel_id)
+            except (discord.HTTPException, discord.InvalidData, TimeoutError, OSError) as exc:
+                log.warning(
+                    "discord: configured channel %s cannot be resolved (%s); its server's "
+                    "managers are not admins of the bot until it can",
+                    channel_id,
+                    exc,
+                )
+                continue
+            self._note_channel(channel_id, channel)
+        log.info(
+            "discord: admin servers (holding configured channels): %s",
+            sorted(set(self.channel_guilds.values())),
+        )
+
+    async def on_ready(self) -> None:
+        await self.resolve_channel_guilds()
+
+    async def on_guild_available(self, guild: discord.Guild) -> None:
+        self._note_guild(guild)
+
+    async def on_guild_join(self, guild: discord.Guild) -> None:
+        self._note_guild(guild)
+
+    def _note_guild(self, guild: discord.Guild) -> None:
+        """A GUILD_CREATE: configured channels (and threads) in ``guild`` map to it."""
+        for channel_id in self._configured_ids():
+            self._note_channel(channel_id, guild.get_channel_or_thread(channel_id))
+
+    def _note_channel(self, channel_id: int, channel: object) -> bool:
+        guild = getattr(channel, "guild", None)
+        if not isinstance(guild, discord.Guild):
+            return False
+        self.channel_guilds[channel_id] = guild.id
+        return True
+
+    def _configured_ids(self) -> list[int]:
+        return [int(c) for c in self.settings.channels]
 
 
 class ShardedDigestClient(DigestClient, discord.AutoShardedClient):

@@ -15,6 +15,9 @@ from digest_core.rendering import Flavor
 
 log = logging.getLogger(__name__)
 
+#: the platform name of Discord targets in the ledger and in core requests
+PLATFORM = "discord"
+
 #: English text (names and descriptions as Discord shows them by default) -> (简体, 繁體).
 #: Localized names follow Discord's rules: lowercase, no spaces, at most 32 characters.
 TRANSLATIONS: dict[str, tuple[str, str]] = {
@@ -60,6 +63,16 @@ TRANSLATIONS: dict[str, tuple[str, str]] = {
         "全部重发，而不只是补发缺失的部分",
         "全部重發，而不只是補發缺失的部分",
     ),
+    "reactivate": ("恢复推送", "恢復推送"),
+    "Admins: post to a deactivated channel again": (
+        "管理员：恢复向已停用的频道推送",
+        "管理員：恢復向已停用的頻道推送",
+    ),
+    "target": ("频道", "頻道"),
+    "Channel id (pick one from the list)": (
+        "频道 ID（可从列表中选）",
+        "頻道 ID（可從列表中選）",
+    ),
     "status": ("状态", "狀態"),
     "Admins: next post, last deliveries, failures": (
         "管理员：下次推送、最近的推送、失败",
@@ -92,18 +105,30 @@ class DigestTranslator(app_commands.Translator):
 
 def capabilities(interaction: discord.Interaction[Any]) -> frozenset[Capability]:
     """Admin capabilities of the user behind ``interaction``, checked here in code (servers can
-    override a command's ``default_permissions``): a user in ``admin_users``, or a server member
-    with Manage Server (or Administrator) or one of ``admin_roles``."""
-    settings = getattr(interaction.client, "settings", None)
+    override a command's ``default_permissions``).
+
+    A user in ``admin_users`` is an admin everywhere, DMs included. Manage Server,
+    Administrator and ``admin_roles`` count only in a server that holds one of the configured
+    channels (anyone can add a public bot to a server of their own and manage it); in a DM
+    nobody has server permissions.
+    """
+    client = interaction.client
+    settings = getattr(client, "settings", None)
     user = interaction.user
-    if settings is not None and user.id in settings.admin_users:
+    if settings is None:
+        return frozenset()
+    if user.id in settings.admin_users:
         return ADMIN
-    if interaction.guild_id is None or not isinstance(user, discord.Member):
+    guild_id = interaction.guild_id
+    if guild_id is None or not isinstance(user, discord.Member):
+        return frozenset()
+    admin_guilds = getattr(client, "admin_guild_ids", None)
+    if admin_guilds is None or guild_id not in admin_guilds():
         return frozenset()
     perms = interaction.permissions
     if perms.administrator or perms.manage_guild:
         return ADMIN
-    roles = set(settings.admin_roles) if settings is not None else set()
+    roles = set(settings.admin_roles)
     if roles and any(role.id in roles for role in user.roles):
         return ADMIN
     return frozenset()
@@ -137,7 +162,7 @@ async def run_command(
         request = Request(
             command,
             tuple(a for a in args if a),
-            platform="discord",
+            platform=PLATFORM,
             flavor=Flavor.DISCORD,
             user=str(interaction.user.id),
             chat=chat,
@@ -168,6 +193,41 @@ async def archive_dates(
     dates = sorted(service.archive.dates(), reverse=True)
     hits = [d.isoformat() for d in dates if typed in d.isoformat()]
     return [app_commands.Choice(name=d, value=d) for d in hits[:25]]
+
+
+async def inactive_channels(
+    interaction: discord.Interaction[Any], current: str
+) -> list[app_commands.Choice[str]]:
+    """Autocomplete for ``/reactivate``: the deactivated Discord targets (admins only; others
+    get no choices), latest first, those containing what was typed."""
+    service = service_of(interaction)
+    if service is None or Capability.REPOST not in capabilities(interaction):
+        return []
+    typed = current.strip().lower().removeprefix(f"{PLATFORM}:")
+    choices = []
+    for inactive in await service.ledger.inactive_targets(PLATFORM):
+        target_id = inactive.target.id
+        label = target_id
+        try:
+            channel = interaction.client.get_channel(int(target_id))
+        except ValueError:
+            channel = None
+        if channel is not None and getattr(channel, "name", None):
+            label += f" #{getattr(channel, 'name', '')}"
+        label += f" ({inactive.reason or 'gone'}, {inactive.since:%Y-%m-%d %H:%M})"
+        if typed and typed not in label.lower():
+            continue
+        choices.append(app_commands.Choice(name=label[:100], value=target_id))
+    return choices[:25]
+
+
+def reactivate_args(target: str) -> tuple[str, ...] | None:
+    """The core's argument for ``/reactivate target``: ``discord:ID`` for ``ID`` or
+    ``discord:ID``; None for another platform's target (not from a Discord server)."""
+    platform, _, target_id = target.strip().rpartition(":")
+    if platform and platform.lower() != PLATFORM:
+        return None
+    return (f"{PLATFORM}:{target_id.strip()}",)
 
 
 def install_commands(tree: app_commands.CommandTree[Any]) -> None:
@@ -243,6 +303,25 @@ def install_commands(tree: app_commands.CommandTree[Any]) -> None:
     @app_commands.default_permissions(manage_guild=True)
     async def status(interaction: discord.Interaction[Any]) -> None:
         await run_command(interaction, "status", ephemeral=True)
+
+    @tree.command(
+        name=_("reactivate"), description=_("Admins: post to a deactivated channel again")
+    )
+    @app_commands.rename(target=_("target"))
+    @app_commands.describe(target=_("Channel id (pick one from the list)"))
+    @app_commands.autocomplete(target=inactive_channels)
+    @app_commands.default_permissions(manage_guild=True)
+    async def reactivate(
+        interaction: discord.Interaction[Any], target: app_commands.Range[str, 1, 64]
+    ) -> None:
+        args = reactivate_args(target)
+        if args is None:
+            await interaction.response.send_message(
+                "这里只能恢复 Discord 频道。/ Only Discord channels can be reactivated here.",
+                ephemeral=True,
+            )
+            return
+        await run_command(interaction, "reactivate", *args, ephemeral=True)
 
     @tree.error
     async def on_error(

@@ -42,7 +42,7 @@ FaultKind = Literal[
     "bad_gateway",  # 502, an HTML body like Cloudflare's (discord.py retries)
     "unavailable",  # 503 (discord.py does NOT retry)
     "rate_limited",  # 429 with Via, retry_after from fail_next
-    "slow",  # answer normally after `delay` seconds
+    "slow",  # answer normally after `delay` seconds (with commit=True: act first, answer late)
 ]
 
 _ERROR_FAULTS: dict[str, tuple[int, int, str]] = {
@@ -231,6 +231,7 @@ class _Fault:
     retry_after: float
     delay: float
     is_global: bool
+    commit: bool = False
 
 
 @dataclass
@@ -663,14 +664,22 @@ class FakeDiscord:
         retry_after: float = 0.05,
         delay: float = 0.5,
         is_global: bool = False,
+        commit: bool = False,
     ) -> None:
         """Make the next `times` requests about `channel_id` (None: any request) fail with `kind`.
 
         A request is "about" a channel when the channel id is in its path, or it answers an
         interaction from that channel. `retry_after` applies to "rate_limited", `delay` to "slow".
+
+        "slow" waits `delay` before handling the request, so a client that gives up meanwhile
+        changed nothing. With ``commit=True`` the request is handled at once (a message is
+        created, with its nonce) and only the answer comes `delay` late: Discord accepted the
+        request, the client never heard so; a retry with the same nonce gets that message back.
         """
+        if commit and kind != "slow":
+            raise ValueError("commit applies to the 'slow' fault only")
         self._faults.setdefault(channel_id, []).append(
-            _Fault(kind, times, retry_after, delay, is_global)
+            _Fault(kind, times, retry_after, delay, is_global, commit)
         )
 
     # -- gateway control -------------------------------------------------------------------
@@ -794,6 +803,8 @@ class FakeDiscord:
         options: Mapping[str, Any],
         *,
         focused: str,
+        member_roles: Iterable[int] = (),
+        permissions: int = p.DEFAULT_MEMBER_PERMISSIONS,
         locale: str = "en-US",
         within: float = 5.0,
     ) -> InteractionRecord:
@@ -826,8 +837,8 @@ class FakeDiscord:
             channel_id,
             user,
             data,
-            member_roles=(),
-            permissions=p.DEFAULT_MEMBER_PERMISSIONS,
+            member_roles=member_roles,
+            permissions=permissions,
             locale=locale,
         )
         return await self._start_interaction(payload, wait=True, within=within)
@@ -1090,7 +1101,8 @@ class FakeDiscord:
         fault = self._take_fault(self._major_channel(request))
         if fault is not None:
             if fault.kind == "slow":
-                await asyncio.sleep(fault.delay)
+                if not fault.commit:
+                    await asyncio.sleep(fault.delay)
             else:
                 return self._count(self._fault_response(fault))
         bucket = self._bucket_for(meta, request)
@@ -1108,6 +1120,9 @@ class FakeDiscord:
         except ApiError as exc:
             response = _json(exc.body(), exc.status)
         response.headers.update(self._bucket_headers(bucket))
+        if fault is not None and fault.commit:
+            self._changed.set()  # done already; only the answer is late
+            await asyncio.sleep(fault.delay)
         return self._count(response)
 
     def _count(self, response: web.StreamResponse) -> web.StreamResponse:

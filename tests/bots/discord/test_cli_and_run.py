@@ -33,6 +33,7 @@ COMMANDS = {
     "unsubscribe",
     "repost",
     "status",
+    "reactivate",
 }
 
 
@@ -49,8 +50,8 @@ def test_discord_sync_and_invite_from_the_command_line(
         assert {c["name"] for c in fake.commands()} == COMMANDS
         assert main(["discord", "invite", "--config", config]) == 0
         out = capsys.readouterr().out
-    assert f"registered 10 commands for server {GUILD}" in out
-    assert "registered 10 commands for every server (global)" in out
+    assert f"registered {len(COMMANDS)} commands for server {GUILD}" in out
+    assert f"registered {len(COMMANDS)} commands for every server (global)" in out
     assert f"client_id={fake.application_id}&scope=bot+applications.commands&permissions=" in out
     assert fake.token not in out
 

@@ -42,7 +42,16 @@ COMMANDS = {
     "unsubscribe",
     "repost",
     "status",
+    "reactivate",
 }
+
+#: a server of someone else's that the (public) bot was added to: no configured channel there
+STRANGER_GUILD = 920_000_000_000_000_001
+STRANGER_CHANNEL = 920_000_000_000_000_011
+STRANGER = 920_000_000_000_000_031
+#: a server the bot joins after it started, holding a configured channel
+LATE_GUILD = 930_000_000_000_000_001
+LATE_CHANNEL = 930_000_000_000_000_011
 
 
 def answer(record: InteractionRecord) -> list[dict[str, Any]]:
@@ -104,6 +113,12 @@ async def test_sync_registers_every_command_with_chinese_localizations(
     assert date["autocomplete"] is True and date["name_localizations"]["zh-CN"] == "日期"
     # admin commands carry Manage Server as a hint (the code checks it again)
     assert int(registered["repost"]["default_member_permissions"]) == 1 << 5
+    assert int(registered["reactivate"]["default_member_permissions"]) == 1 << 5
+    reactivate = registered["reactivate"]
+    assert reactivate["name_localizations"] == {"zh-CN": "恢复推送", "zh-TW": "恢復推送"}
+    [target] = reactivate["options"]
+    assert target["autocomplete"] is True and target["required"] is True
+    assert target["name_localizations"]["zh-CN"] == "频道"
     assert registered["today"]["default_member_permissions"] is None
     for command in registered.values():
         assert "en-US" not in command.get("name_localizations", {})
@@ -390,3 +405,155 @@ async def test_slow_work_is_deferred_first_then_answered(bot: Any) -> None:
     [ack] = record.followups
     assert ack is record.original and ack.ephemeral and "已订阅" in ack.content
     assert len(await service.ledger.subscribers("discord")) == 1
+
+
+# ---------------------------------------------------------------------------- where admins count
+
+
+async def test_manage_server_in_another_server_grants_nothing(bot: Any) -> None:
+    """Anyone can add a public bot to a server they own: Manage Server there must not let them
+    read /status or repost to the digest's channels (reviewer's F2)."""
+    fake, service, _ = bot
+    await service.post(TODAY)
+    before = {c: len(fake.messages(c)) for c in CHANNELS}
+    await fake.add_guild(STRANGER_GUILD, "stranger's server", channels=[(STRANGER_CHANNEL, "x")])
+    owner = {"permissions": MANAGE_GUILD | (1 << 3)}  # Manage Server and Administrator
+    status = await fake.run_slash_command(
+        STRANGER_GUILD, STRANGER_CHANNEL, STRANGER, "status", {}, **owner
+    )
+    [reply] = answer(status)
+    assert reply["ephemeral"] and "只有管理员" in reply["content"]
+    assert str(CHANNELS[0]) not in reply["content"]
+    asked = await fake.run_slash_command(
+        STRANGER_GUILD, STRANGER_CHANNEL, STRANGER, "repost", {"force": True}, **owner
+    )
+    [reply] = answer(asked)
+    assert "只有管理员" in reply["content"] and original(asked).components == []
+    # a role id of the digest's server claimed in another server counts for nothing either
+    record = await fake.run_slash_command(
+        STRANGER_GUILD, STRANGER_CHANNEL, STRANGER, "status", {}, member_roles=[ADMIN_ROLE]
+    )
+    assert "只有管理员" in answer(record)[0]["content"]
+    assert {c: len(fake.messages(c)) for c in CHANNELS} == before
+    entries = await service.ledger.audit_log(platform="discord")
+    assert sorted(e.action for e in entries) == ["repost", "status", "status"]
+    assert not any(e.allowed for e in entries)
+    assert {e.user_id for e in entries} == {str(STRANGER)}
+    # in the digest's own server the same permission is enough
+    record = await fake.run_slash_command(
+        GUILD, OTHER_CHANNEL, MANAGER, "status", {}, permissions=MANAGE_GUILD
+    )
+    assert "discord: 3 个目标 / targets" in answer(record)[0]["content"]
+
+
+async def test_admin_users_are_admins_everywhere_and_dms_give_no_server_rights(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with fake_discord() as fake:
+        settings = make_settings(tmp_path, monkeypatch, fake, admin_users=[ADMIN_USER])
+        await sync_commands(settings.discord)
+        async with running_bot(settings) as (service, adapter):
+            await fake.add_guild(STRANGER_GUILD, "elsewhere", channels=[STRANGER_CHANNEL])
+            assert adapter.client is not None
+            dm = (await adapter.client.http.start_private_message(MANAGER))["id"]
+            # a DM: no member, no server permissions, whatever the payload claims
+            refused = await fake.run_slash_command(
+                None, int(dm), MANAGER, "status", {}, permissions=MANAGE_GUILD
+            )
+            [reply] = answer(refused)
+            assert reply["ephemeral"] and "只有管理员" in reply["content"]
+            # an explicit admin user: in a DM and in any server
+            for guild, channel in ((None, int(dm)), (STRANGER_GUILD, STRANGER_CHANNEL)):
+                record = await fake.run_slash_command(guild, channel, ADMIN_USER, "status", {})
+                [reply] = answer(record)
+                assert reply["ephemeral"] and "discord: 3 个目标 / targets" in reply["content"]
+            entries = await service.ledger.audit_log(platform="discord")
+        assert [(e.user_id, e.allowed) for e in entries] == [(str(MANAGER), False)]
+
+
+async def test_a_server_that_arrives_later_with_a_configured_channel_counts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with fake_discord() as fake:
+        # LATE_CHANNEL does not exist at ready (GET /channels answers 404): it grants nothing
+        settings = make_settings(tmp_path, monkeypatch, fake, channels=(*CHANNELS, LATE_CHANNEL))
+        await sync_commands(settings.discord)
+        await fake.add_guild(LATE_GUILD, "late", channels=[LATE_CHANNEL + 1])
+        async with running_bot(settings) as (_, adapter):
+            assert adapter.client is not None
+            await fake.wait_until(lambda: fake.counters.statuses[404] >= 1)
+            refused = await fake.run_slash_command(
+                LATE_GUILD, LATE_CHANNEL + 1, MANAGER, "status", {}, permissions=MANAGE_GUILD
+            )
+            assert "只有管理员" in answer(refused)[0]["content"]
+            assert adapter.client.admin_guild_ids() == {GUILD}
+            # the bot joins a server holding the configured channel: GUILD_CREATE maps it
+            await fake.add_guild(LATE_GUILD + 1, "later", channels=[LATE_CHANNEL])
+            record = await fake.run_slash_command(
+                LATE_GUILD + 1, LATE_CHANNEL, MANAGER, "status", {}, permissions=MANAGE_GUILD
+            )
+            assert "discord: 4 个目标 / targets" in answer(record)[0]["content"]
+            assert adapter.client.admin_guild_ids() == {GUILD, LATE_GUILD + 1}
+            assert adapter.client.channel_guilds[LATE_CHANNEL] == LATE_GUILD + 1
+
+
+# ---------------------------------------------------------------------------- /reactivate
+
+
+async def test_reactivate_brings_a_deleted_channel_back_end_to_end(bot: Any) -> None:
+    fake, service, _ = bot
+    gone = CHANNELS[1]
+    await fake.delete_channel(gone)
+    [report] = await service.post(TWO_PARTS)
+    assert [t.id for t in report.gone] == [str(gone)]
+    admin: dict[str, Any] = {"member_roles": [ADMIN_ROLE]}
+    status = await fake.run_slash_command(GUILD, CHANNELS[0], ADMIN_USER, "status", {}, **admin)
+    assert f"/reactivate discord:{gone}" in answer(status)[0]["content"]
+    # the deactivated channels autocomplete, for admins only
+    typed = await fake.run_autocomplete(
+        GUILD, CHANNELS[0], ADMIN_USER, "reactivate", {"target": ""}, focused="target", **admin
+    )
+    [choice] = typed.choices
+    assert choice["value"] == str(gone) and str(gone) in choice["name"]
+    typed = await fake.run_autocomplete(
+        GUILD, CHANNELS[0], ADMIN_USER, "reactivate", {"target": "nope"}, focused="target", **admin
+    )
+    assert typed.choices == []
+    typed = await fake.run_autocomplete(
+        GUILD, CHANNELS[0], READER, "reactivate", {"target": ""}, focused="target"
+    )
+    assert typed.choices == []
+    # a reader is refused privately (and audited)
+    refused = await fake.run_slash_command(
+        GUILD, CHANNELS[0], READER, "reactivate", {"target": str(gone)}
+    )
+    [reply] = answer(refused)
+    assert reply["ephemeral"] and "只有管理员" in reply["content"]
+    # the channel exists again (access restored); the admin reactivates it as /status says
+    await fake.add_channel(GUILD, gone, "digest-1")
+    done = await fake.run_slash_command(
+        GUILD, CHANNELS[0], ADMIN_USER, "reactivate", {"target": f"discord:{gone}"}, **admin
+    )
+    [reply] = answer(done)
+    assert reply["ephemeral"] and f"已恢复 discord:{gone}" in reply["content"]
+    assert await service.ledger.inactive_targets("discord") == []
+    again = await fake.run_slash_command(
+        GUILD, CHANNELS[0], ADMIN_USER, "reactivate", {"target": str(gone)}, **admin
+    )
+    assert "没有被停用" in answer(again)[0]["content"]
+    other = await fake.run_slash_command(
+        GUILD, CHANNELS[0], ADMIN_USER, "reactivate", {"target": "telegram:-100123"}, **admin
+    )
+    [reply] = answer(other)
+    assert reply["ephemeral"] and "只能恢复 Discord 频道" in reply["content"]
+    # the next post reaches it, once
+    [report] = await service.post(TODAY)
+    assert report.ok and not report.inactive
+    assert len(fake.messages(gone)) == 1
+    assert [len(fake.messages(c)) for c in (CHANNELS[0], CHANNELS[2])] == [3, 3]
+    entries = await service.ledger.audit_log(platform="discord")
+    assert sorted((e.action, e.user_id, e.allowed) for e in entries) == [
+        ("reactivate", str(READER), False),
+        ("reactivate", str(ADMIN_USER), True),  # reactivated
+        ("reactivate", str(ADMIN_USER), True),  # not deactivated
+    ]

@@ -291,3 +291,35 @@ def test_errors_are_translated_at_the_boundary(error: Exception, expected: type)
     assert (translated.platform, translated.target) == ("discord", "42")
     if isinstance(translated, RateLimited):
         assert translated.retry_after == (42.0 if isinstance(error, discord.RateLimited) else 3.0)
+
+
+async def test_a_part_discord_took_but_answered_too_late_is_retried_and_posted_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with fake_discord() as fake:
+        settings = make_settings(
+            tmp_path, monkeypatch, fake, channels=CHANNELS[:2], request_timeout_seconds=0.3
+        )
+        # Discord creates the first part in CHANNELS[1] at once, but the answer comes after
+        # the request timeout: the core retries that part, with the same nonce
+        fake.fail_next(CHANNELS[1], "slow", delay=1.0, commit=True)
+        async with running_bot(settings, receive=False) as (service, _):
+            [report] = await service.post(TWO_PARTS)
+            expected = expected_post(service.archive.on(TWO_PARTS))
+            records = await service.ledger.records(platform="discord")
+        assert report.ok and report.sent == 2 * 2
+        for channel in CHANNELS[:2]:
+            assert stored_payloads(fake, channel) == expected  # every part, once, in order
+        assert fake.counters.nonce_hits == 1
+        attempts = {(r.target, r.part): r.attempts for r in records}
+        assert attempts == {
+            (str(CHANNELS[0]), 0): 1,
+            (str(CHANNELS[0]), 1): 1,
+            (str(CHANNELS[1]), 0): 2,
+            (str(CHANNELS[1]), 1): 1,
+        }
+        # the ledger holds the id of the message Discord created the first time
+        first = fake.messages(CHANNELS[1])[0]
+        assert {r.message_id for r in records if r.target == str(CHANNELS[1]) and r.part == 0} == {
+            str(first.id)
+        }
