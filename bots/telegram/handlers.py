@@ -185,8 +185,35 @@ class Handlers:
         messages = reply.messages
         if reply.confirm is not None:
             messages = self._with_confirm_buttons(reply)
-        await self._send(chat.id, kind, messages, paced)
+        if reply.private and not private and reply.status != "refused":
+            # admin output (status, repost prompts and reports) goes to the admin privately,
+            # not to everyone in the group
+            await self._send_privately(user.id, chat.id, messages, paced)
+        else:
+            await self._send(chat.id, kind, messages, paced)
         self._timed(name, user.id, started, paced)
+
+    async def _send_privately(
+        self, user: int, group: int, messages: Sequence[Message], paced: list[float]
+    ) -> None:
+        """Send ``messages`` to ``user``'s private chat; if the user never started the bot,
+        say so in ``group`` without the private content."""
+        try:
+            await self.adapter.reply(user, TargetKind.PRIVATE, messages, paced=paced)
+            return
+        except TargetGone:
+            pass
+        except DeliveryError as exc:
+            log.warning("telegram: private reply to %s not sent: %s", user, exc)
+            return
+        bot = self.adapter.username
+        text = (
+            f"结果已设为私信：请先私信 @{bot} 发送 /start，再试一次。\n"
+            f"The answer is private: start a chat with @{bot} (send /start), then try again."
+        )
+        await self._send(
+            group, TargetKind.GROUP, notice(text, Flavor.TELEGRAM, mentions=True), paced
+        )
 
     async def on_text(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         """A private message that is not a command: point at /help."""

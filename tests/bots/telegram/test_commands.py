@@ -129,8 +129,22 @@ async def test_command_menu_is_set_in_chinese_and_english(bot: Running, fake: Fa
     assert set(menus) == {"", "zh"}
     zh = {c["command"]: c["description"] for c in menus["zh"]}
     en = {c["command"]: c["description"] for c in menus[""]}
-    assert zh.keys() == en.keys() >= {"today", "headline", "briefs", "brief", "classic", "issue",
-                                       "search", "subscribe", "unsubscribe", "help"}
+    assert (
+        zh.keys()
+        == en.keys()
+        >= {
+            "today",
+            "headline",
+            "briefs",
+            "brief",
+            "classic",
+            "issue",
+            "search",
+            "subscribe",
+            "unsubscribe",
+            "help",
+        }
+    )
     assert zh["today"] == "今天的日报" and en["today"] == "Today's issue"
     assert "repost" not in zh  # admin commands only in the admins' own menu
     # every menu entry is a command the bot answers
@@ -183,7 +197,9 @@ async def test_admins_are_not_rate_limited(bot: Running, fake: FakeTelegram) -> 
 
 
 async def test_the_token_never_reaches_the_log(
-    fake: FakeTelegram, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    fake: FakeTelegram,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.DEBUG)
@@ -287,3 +303,16 @@ async def test_digest_bot_run_answers_and_stops_cleanly(
     before = len(fake.requests)
     await asyncio.sleep(0.2)
     assert len(fake.requests) == before  # stopped: no more polling
+
+
+async def test_admin_output_asked_in_a_group_goes_to_the_admin_privately(
+    bot: Running, fake: FakeTelegram
+) -> None:
+    before = len(fake.sent(ADMIN))
+    fake.inject_message(GROUP, ADMIN, "/status")
+    status = (await fake.wait_for_messages(ADMIN, before + 1))[before]
+    assert "下次推送 / next post" in status.text
+    assert fake.sent(GROUP) == []  # nothing about targets in front of the group
+    fake.block(ADMIN)  # as if the admin never started the bot
+    [hint] = await bot.command("/status", user=ADMIN, chat=GROUP)
+    assert "/start" in hint.text and "next post" not in hint.text

@@ -57,8 +57,11 @@ async def bot(
 
 def _keyboard(message: SentMessage) -> list[tuple[str, str]]:
     assert message.reply_markup is not None
-    return [(b["text"], b["callback_data"]) for row in message.reply_markup["inline_keyboard"]
-            for b in row]
+    return [
+        (b["text"], b["callback_data"])
+        for row in message.reply_markup["inline_keyboard"]
+        for b in row
+    ]
 
 
 def _html(chat: int, fake: FakeTelegram) -> list[str]:
@@ -210,18 +213,22 @@ async def test_admin_repost_asks_then_reports_per_target(bot: Running, fake: Fak
 async def test_a_non_admin_repost_is_refused_and_audited(bot: Running, fake: FakeTelegram) -> None:
     refused = await bot.command("/repost 2026-11-27 force", user=BOB)
     assert "只有管理员" in refused[0].text and refused[0].reply_markup is None
-    # an admin asks in a group; a reader presses the admin's confirm button
-    prompt = (await bot.command("/repost", user=ADMIN, chat=GROUP))[0]
-    fake.inject_callback(GROUP, BOB, prompt.message_id, _keyboard(prompt)[0][1])
+    # an admin asks in a group: the prompt goes to the admin privately, not to the group
+    before = len(fake.sent(ADMIN))
+    fake.inject_message(GROUP, ADMIN, "/repost")
+    prompt = (await fake.wait_for_messages(ADMIN, before + 1))[before]
+    assert _keyboard(prompt) and fake.sent(GROUP) == []
+    # a reader presses the admin's confirm button anyway (a forged callback)
+    fake.inject_callback(ADMIN, BOB, prompt.message_id, _keyboard(prompt)[0][1])
     await _until(lambda: len(fake.answered_callbacks) == 1)
     assert fake.answered_callbacks[0]["show_alert"]
     assert "只有管理员" in fake.answered_callbacks[0]["text"]
     # the admin cancels
-    fake.inject_callback(GROUP, ADMIN, prompt.message_id, "cx")
+    fake.inject_callback(ADMIN, ADMIN, prompt.message_id, "cx")
     await _until(lambda: len(fake.answered_callbacks) == 2)
     await asyncio.sleep(0.1)
     assert all(fake.sent(c) == [] for c in CHANNELS)  # nothing was reposted
-    assert "已取消" in fake.chats[GROUP].messages[prompt.message_id]["text"]
+    assert "已取消" in fake.chats[ADMIN].messages[prompt.message_id]["text"]
     audit = await bot.service.ledger.audit_log(platform="telegram")
     assert sorted((a.user_id, a.action, a.allowed) for a in audit) == [
         (str(BOB), "repost", False), (str(BOB), "repost", False)
