@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import importlib
 import logging
 import signal
 from collections.abc import AsyncIterator
@@ -23,6 +24,11 @@ from digest_core.settings import Settings
 log = logging.getLogger(__name__)
 
 PLATFORMS = ("console", "telegram", "discord")
+#: (settings section and extra, adapter module, adapter class, SDK) of the chat platforms
+_CHAT_PLATFORMS = (
+    ("telegram", "bots.telegram", "TelegramAdapter", "python-telegram-bot"),
+    ("discord", "bots.discord", "DiscordAdapter", "discord.py"),
+)
 #: how long a shutdown waits for a delivery under way before leaving it to the next start
 SHUTDOWN_GRACE_SECONDS = 10.0
 
@@ -43,33 +49,27 @@ def build_adapters(
     if only is not None and only not in PLATFORMS:
         raise ConfigError(f"unknown platform {only!r} (choose from {', '.join(PLATFORMS)})")
     adapters: list[Adapter] = []
-    tg_token = settings.telegram.resolved_token()
-    dc_token = settings.discord.resolved_token()
-    if only in (None, "telegram") and tg_token is not None:
+    for name, module, cls, sdk in _CHAT_PLATFORMS:
+        section = getattr(settings, name)
+        token = section.resolved_token()
+        if only not in (None, name):
+            continue
+        if token is None:
+            if only == name:
+                raise ConfigError(
+                    f"--only {name} needs a token: set DIGEST_BOT_{name.upper()}__TOKEN "
+                    f"or {name}.token_file",
+                    key=f"{name}.token",
+                )
+            continue
         try:
-            from bots.telegram import TelegramAdapter
+            adapter_class = getattr(importlib.import_module(module), cls)
         except ImportError as exc:
             raise ConfigError(
-                "a Telegram token is set but python-telegram-bot is not installed: "
-                "pip install 'digest-bot[telegram]'"
+                f"a {name} token is set but {sdk} is not installed: "
+                f"pip install 'digest-bot[{name}]'"
             ) from exc
-        adapters.append(TelegramAdapter(settings.telegram, token=tg_token, clock=clock))
-    if only in (None, "discord") and dc_token is not None:
-        try:
-            from bots.discord import DiscordAdapter
-        except ImportError as exc:
-            raise ConfigError(
-                "a Discord token is set but discord.py is not installed: "
-                "pip install 'digest-bot[discord]'"
-            ) from exc
-        adapters.append(DiscordAdapter(settings.discord, token=dc_token, clock=clock))
-    for name, token in (("telegram", tg_token), ("discord", dc_token)):
-        if only == name and token is None:
-            raise ConfigError(
-                f"--only {name} needs a token: set DIGEST_BOT_{name.upper()}__TOKEN "
-                f"or {name}.token_file",
-                key=f"{name}.token",
-            )
+        adapters.append(adapter_class(section, token=token, clock=clock))
     if only == "console" or not adapters:
         from bots.console import ConsolePlatform
 
@@ -157,7 +157,9 @@ async def run(
             await stop.wait()
             log.info("stopping")
         finally:
-            scheduler.shutdown(wait=False)
+            # no new triggers; a post under way gets the grace period, then is cancelled (the
+            # ledger keeps what it had not sent); then nothing of ours may outlive the ledger
+            scheduler.pause()
             if not await service.idle(SHUTDOWN_GRACE_SECONDS):
                 cancelled = await service.cancel_deliveries()
                 log.warning(
@@ -166,6 +168,11 @@ async def run(
                     cancelled,
                     SHUTDOWN_GRACE_SECONDS,
                 )
+            if catch_up is not None:
+                catch_up.cancel()
+                await asyncio.gather(catch_up, return_exceptions=True)
+            await service.poster.stop()
+            scheduler.shutdown(wait=False)
             for adapter in reversed(started):
                 try:
                     await adapter.stop()
@@ -174,5 +181,3 @@ async def run(
             for sig in (signal.SIGINT, signal.SIGTERM):
                 with contextlib.suppress(NotImplementedError, RuntimeError):
                     loop.remove_signal_handler(sig)
-        if catch_up is not None and not catch_up.done():
-            catch_up.cancel()

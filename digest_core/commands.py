@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Protocol
@@ -441,7 +441,3 @@ def parse_command_line(line: str) -> tuple[str, tuple[str, ...]] | None:
     if not name:
         return None
     return name, tuple(rest)
-
-
-def split_args(values: Sequence[str]) -> tuple[str, ...]:
-    return tuple(v for v in values if v)

@@ -72,8 +72,8 @@ class DigestService:
         self.zone = zone
         self.platforms = {p.name: p for p in platforms}
         self._locks: dict[tuple[dt.date, str], asyncio.Lock] = {}
+        #: the tasks running post(): what shutdown waits for, then cancels
         self._posting: set[asyncio.Task[object]] = set()
-        self._active = 0
         self._idle = asyncio.Event()
         self._idle.set()
         self.commands = Commands(
@@ -125,17 +125,14 @@ class DigestService:
         """
         issue = self.archive.on(day)
         task = asyncio.current_task()
-        if task is not None:
-            self._posting.add(task)
-        self._active += 1
+        assert task is not None, "post() runs in a task"
+        self._posting.add(task)
         self._idle.clear()
         try:
             return await self._post(issue, platforms, only_target, force, progress)
         finally:
-            self._active -= 1
-            if task is not None:
-                self._posting.discard(task)
-            if not self._active:
+            self._posting.discard(task)
+            if not self._posting:
                 self._idle.set()
 
     async def idle(self, within: float) -> bool:
@@ -188,14 +185,14 @@ class DigestService:
         # platforms deliver concurrently; one failing never stops the others, and its error
         # is raised once all have finished
         results = await asyncio.gather(*(deliver(p) for p in chosen), return_exceptions=True)
-        reports = [r for r in results if isinstance(r, DeliveryReport)]
-        for platform, result in zip(chosen, results, strict=True):
-            if isinstance(result, BaseException):
-                log.error("delivery on %s failed: %s", platform.name, result)
-        for result in results:
-            if isinstance(result, BaseException):
-                raise result
-        return reports
+        errors = [
+            (p, r) for p, r in zip(chosen, results, strict=True) if isinstance(r, BaseException)
+        ]
+        for platform, error in errors:
+            log.error("delivery on %s failed: %s", platform.name, error)
+        if errors:
+            raise errors[0][1]
+        return [r for r in results if isinstance(r, DeliveryReport)]
 
     def _platform(self, name: str) -> Adapter:
         try:
