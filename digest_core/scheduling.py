@@ -7,6 +7,7 @@ fires (a DST fall-back day fires a 02:30 cron twice; a restart runs the catch-up
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import logging
 from collections.abc import Awaitable, Callable
@@ -73,6 +74,7 @@ class DailyPoster:
         self._post = post
         self._alert = alert
         self._scheduler: AsyncIOScheduler | None = None
+        self._running: set[asyncio.Task[object]] = set()
         #: what the last catch-up and triggers found, for /status
         self.notes: list[str] = []
 
@@ -190,7 +192,7 @@ class DailyPoster:
             # add_job would queue a second job
             scheduler.remove_job(JOB_ID)
         scheduler.add_job(
-            self.run_due,
+            self._triggered,
             CronTrigger(hour=t.hour, minute=t.minute, timezone=self.config.zone),
             id=JOB_ID,
             name="daily post",
@@ -201,11 +203,29 @@ class DailyPoster:
             misfire_grace_time=int(self.config.catch_up.total_seconds()) or 1,
         )
 
+    async def _triggered(self, day: dt.date | None = None) -> Outcome:
+        """What the scheduler runs: :meth:`run_due`, tracked so :meth:`stop` can end it."""
+        task = asyncio.current_task()
+        assert task is not None
+        self._running.add(task)
+        try:
+            return await self.run_due(day)
+        finally:
+            self._running.discard(task)
+
+    async def stop(self) -> None:
+        """Cancel triggers still running (on shutdown, once deliveries had their grace period)
+        and wait for them to unwind, so none outlives the ledger."""
+        tasks = list(self._running)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
     def _later(self, when: dt.datetime, day: dt.date) -> None:
         if self._scheduler is None:
             return
         self._scheduler.add_job(
-            self.run_due,
+            self._triggered,
             DateTrigger(run_date=when),
             args=[day],
             id=f"retry-{day.isoformat()}",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 from zoneinfo import ZoneInfo
 
@@ -197,3 +198,19 @@ async def test_another_process_delivering_means_look_again_later() -> None:
     w.poster._post = busy
     assert await w.poster.run_due() is Outcome.WAITING
     assert w.alerts == []
+
+
+async def test_stop_ends_a_trigger_still_running() -> None:
+    w = World(clock_at("2026-11-30 08:00"))
+    w.files.add(DAY)
+    never = asyncio.Event()
+
+    async def stuck_state(day: dt.date) -> PostState:
+        await never.wait()  # e.g. a ledger query when shutdown begins
+        return PostState.NONE
+
+    w.poster._state = stuck_state
+    trigger = asyncio.create_task(w.poster._triggered())
+    await asyncio.sleep(0.01)
+    await asyncio.wait_for(w.poster.stop(), 1)
+    assert trigger.cancelled() and w.posted == []
