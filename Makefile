@@ -1,23 +1,33 @@
 # Two entry points for a newcomer: `make run` and `make test`. Both create .venv and install
-# what they need the first time (and again whenever pyproject.toml changes).
+# what they need the first time (and again whenever pyproject.toml or a lock file changes),
+# from the lock files in requirements/, so a fresh clone gets exactly what CI tested.
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 ARGS   ?=
 
-.PHONY: run test lint bench clean
+# Run a step quietly: one line says what it does; its output is shown only if it fails.
+quiet = out=$$($(1) 2>&1) || { printf '%s\n' "$$out"; echo "failed: $(1)"; exit 1; }
+
+.PHONY: run test lint bench lock clean
 
 $(BIN)/python:
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
+	@echo "• creating $(VENV)"
+	@$(call quiet,$(PYTHON) -m venv $(VENV))
+	@$(call quiet,$(BIN)/python -m pip install --upgrade pip)
 
-$(VENV)/.run-deps: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e '.[telegram,discord]'
-	touch $@
+$(VENV)/.run-deps: pyproject.toml requirements/run.lock | $(BIN)/python
+	@echo "• installing the bot (requirements/run.lock)"
+	@$(call quiet,$(BIN)/python -m pip install -r requirements/run.lock)
+	@$(call quiet,$(BIN)/python -m pip install --no-deps -e .)
+	@touch $@
+	@echo "• the digest-bot command is $(BIN)/digest-bot (or run: source $(BIN)/activate)"
 
-$(VENV)/.dev-deps: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e '.[telegram,discord,postgres,dev]'
-	touch $@ $(VENV)/.run-deps
+$(VENV)/.dev-deps: pyproject.toml requirements/dev.lock | $(BIN)/python
+	@echo "• installing the bot and its test tools (requirements/dev.lock)"
+	@$(call quiet,$(BIN)/python -m pip install -r requirements/dev.lock)
+	@$(call quiet,$(BIN)/python -m pip install --no-deps -e .)
+	@touch $@ $(VENV)/.run-deps
 
 ## run: the bot on embedded defaults (console platform when no tokens are set)
 run: $(VENV)/.run-deps
@@ -37,6 +47,14 @@ lint: $(VENV)/.dev-deps
 bench: $(VENV)/.dev-deps
 	@for b in benchmarks/*.py; do m=$$(basename $$b .py); echo "== $$m"; \
 		$(BIN)/python -m benchmarks.$$m || exit 1; done
+
+## lock: re-resolve requirements/*.lock from pyproject.toml (after changing a dependency)
+lock: $(BIN)/python
+	@$(call quiet,$(BIN)/python -m pip install uv)
+	$(BIN)/uv pip compile pyproject.toml --python-version 3.11 -q --no-header \
+		--extra telegram --extra discord -o requirements/run.lock
+	$(BIN)/uv pip compile pyproject.toml --python-version 3.11 -q --no-header \
+		--extra telegram --extra discord --extra postgres --extra dev -o requirements/dev.lock
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis *.egg-info
