@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol, runtime_checkable
@@ -27,6 +28,30 @@ class Target:
 
     def __str__(self) -> str:
         return f"{self.platform}:{self.id}"
+
+
+@dataclass(frozen=True)
+class PartKey:
+    """Which part a send is: the identity of its ledger row (issue date, revision, platform,
+    generation, target, part), the same on every retry and after a restart.
+
+    A platform whose creates can be made idempotent derives its token from this (Discord's
+    ``nonce``). ``generation`` is part of it so a forced repost is a new part, not a repeat.
+    """
+
+    issue_date: dt.date
+    revision: str
+    generation: int
+    #: where the part goes (after recorded moves): also names the platform
+    target: Target
+    #: the part's index in the issue's rendering, from 0
+    part: int
+
+    def __str__(self) -> str:
+        return (
+            f"{self.target}/{self.issue_date.isoformat()}/{self.revision}"
+            f"/g{self.generation}/p{self.part}"
+        )
 
 
 @dataclass(frozen=True)
@@ -92,8 +117,15 @@ class Platform(Protocol):
     #: how channel posts are rendered (buttons, embeds, previews)
     post_options: RenderOptions
 
-    async def send(self, target: Target, message: Message) -> str:
+    async def send(self, target: Target, message: Message, *, key: PartKey | None = None) -> str:
         """Send one message to one target and return the platform's message id.
+
+        ``key`` names the part when the send is one of a delivery's (``None`` for one-off
+        sends such as alerts): it is equal on every retry of the part, also by a process
+        restarted after a crash, and different for another part, target or generation. A
+        platform with idempotent creates SHOULD derive its idempotency token from it, so that
+        resending a part whose outcome was unknown returns the message already created; the
+        others ignore it.
 
         Raises:
             RateLimited: the platform asked to wait (``retry_after``).

@@ -17,7 +17,7 @@ from digest_core.clock import Clock
 from digest_core.delivery.ledger import Ledger
 from digest_core.delivery.pacing import TELEGRAM_LIMITS
 from digest_core.models import Issue, Item
-from digest_core.platform import PlatformLimits, Target, TargetKind
+from digest_core.platform import PartKey, PlatformLimits, Target, TargetKind
 from digest_core.rendering import Flavor, Message, RenderOptions
 
 log = logging.getLogger(__name__)
@@ -179,6 +179,8 @@ class FakePlatform:
     on_sent: Callable[[Sent], None] | None = None
     sent: list[Sent] = field(default_factory=list)
     calls: list[tuple[Target, Message, float]] = field(default_factory=list)
+    #: the ``key`` of every call, in the order of :attr:`calls`
+    keys: list[PartKey | None] = field(default_factory=list)
     _scripts: dict[str, deque[Step]] = field(default_factory=dict)
     _always: dict[str, BaseException] = field(default_factory=dict)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
@@ -193,8 +195,9 @@ class FakePlatform:
         else:
             self._always[target_id] = error
 
-    async def send(self, target: Target, message: Message) -> str:
+    async def send(self, target: Target, message: Message, *, key: PartKey | None = None) -> str:
         self.calls.append((target, message, self.clock.monotonic()))
+        self.keys.append(key)
         queue = self._scripts.get(target.id)
         step: Step = queue.popleft() if queue else self._always.get(target.id)
         if isinstance(step, BaseException):

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, TextIO
 
 from digest_core.commands import ADMIN, Request, parse_command_line
-from digest_core.platform import PlatformLimits, Rate, Target, TargetKind
+from digest_core.platform import PartKey, PlatformLimits, Rate, Target, TargetKind
 from digest_core.rendering import Flavor, Message, RenderOptions, notice, preview
 
 if TYPE_CHECKING:
@@ -46,8 +46,8 @@ class ConsolePlatform:
 
     # ------------------------------------------------------------ Platform
 
-    async def send(self, target: Target, message: Message) -> str:
-        """Print ``message``; returns a running number as the message id."""
+    async def send(self, target: Target, message: Message, *, key: PartKey | None = None) -> str:
+        """Print ``message``; returns a running number as the message id (``key`` unused)."""
         message_id = str(next(self._ids))
         self.write(preview(message, self.flavor), header=f"── {target.id} #{message_id} ──")
         return message_id

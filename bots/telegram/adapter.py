@@ -49,7 +49,7 @@ from digest_core.errors import (
     TargetMoved,
     TransientError,
 )
-from digest_core.platform import PlatformLimits, Target, TargetKind
+from digest_core.platform import PartKey, PlatformLimits, Target, TargetKind
 from digest_core.rendering import Flavor, Message, RenderOptions, notice
 from digest_core.settings import TelegramSettings
 
@@ -209,8 +209,9 @@ class TelegramAdapter:
         """The bot's @username without the @ (known after start)."""
         return self.bot.username
 
-    async def send(self, target: Target, message: Message) -> str:
+    async def send(self, target: Target, message: Message, *, key: PartKey | None = None) -> str:
         """One ``sendMessage`` with ``chat_id`` plus the payload exactly; the message id.
+        (``key`` is unused: the Bot API has no idempotent send.)
 
         Raises:
             RateLimited: 429, with Telegram's retry_after.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import heapq
 import logging
 import random
@@ -28,7 +29,7 @@ from digest_core.errors import (
     TransientError,
 )
 from digest_core.models import IssueRef
-from digest_core.platform import Platform, Target
+from digest_core.platform import PartKey, Platform, Target
 from digest_core.rendering import Message
 
 log = logging.getLogger(__name__)
@@ -261,7 +262,8 @@ class DeliveryEngine:
             len(runs),
             resumed,
         )
-        fanout = _Fanout(self, platform, messages, progress)
+        key = functools.partial(PartKey, ref.date, ref.revision, plan.generation)
+        fanout = _Fanout(self, platform, messages, progress, key)
         await fanout.run(runs)
         fanout.pacer.forget_idle(self.clock.monotonic())
         report = DeliveryReport(
@@ -289,6 +291,7 @@ class _Fanout:
         platform: Platform,
         messages: Sequence[Message],
         progress: ProgressCallback | None,
+        key: Callable[[Target, int], PartKey],
     ) -> None:
         self._engine = engine
         self._ledger = engine.ledger
@@ -296,6 +299,7 @@ class _Fanout:
         self._platform = platform
         self._messages = messages
         self._progress = progress
+        self._key = key
         self.pacer = engine.pacer(platform)
         self._waiting: list[tuple[float, int, _Run]] = []
         self._ready: list[tuple[int, _Run]] = []
@@ -388,8 +392,9 @@ class _Fanout:
             return
         run.claimed.add(row.id)
         run.attempts += 1
+        key = self._key(target, row.part)  # the row's identity: the same after a restart
         try:
-            message_id = await self._platform.send(target, self._messages[row.part])
+            message_id = await self._platform.send(target, self._messages[row.part], key=key)
         except asyncio.CancelledError:
             self._ledger.abandon(row.id)  # the send may have happened: like a crash
             raise

@@ -12,7 +12,7 @@ from bots.console import ConsolePlatform
 from digest_core.archive import Archive
 from digest_core.clock import SystemClock
 from digest_core.delivery import DeliveryEngine, Ledger, PartState
-from digest_core.platform import Target
+from digest_core.platform import PartKey, Target
 from digest_core.rendering import Message
 from digest_core.scheduling import ScheduleConfig
 from digest_core.service import DigestService
@@ -32,10 +32,10 @@ class SlowConsole(ConsolePlatform):
     def channel_targets(self) -> list[Target]:
         return [Target("console", f"t{i}") for i in range(20)]
 
-    async def send(self, target: Target, message: Message) -> str:
+    async def send(self, target: Target, message: Message, *, key: PartKey | None = None) -> str:
         await asyncio.sleep(self.delay)
         self.sent.append((target.id, str(message.payload["text"])[:40]))
-        return await super().send(target, message)
+        return await super().send(target, message, key=key)
 
 
 def service_for(ledger: Ledger, archive: Archive, platform: SlowConsole) -> DigestService:

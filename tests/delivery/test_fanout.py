@@ -270,12 +270,12 @@ async def test_concurrency_is_bounded(ledger: Ledger, clock: ManualClock) -> Non
     in_flight, peak = 0, 0
 
     class Counting(FakePlatform):
-        async def send(self, target: Target, message: object) -> str:  # type: ignore[override]
+        async def send(self, target: Target, message: object, **kw: object) -> str:  # type: ignore[override]
             nonlocal in_flight, peak
             in_flight += 1
             peak = max(peak, in_flight)
             try:
-                return await super().send(target, message)  # type: ignore[arg-type]
+                return await super().send(target, message, **kw)  # type: ignore[arg-type]
             finally:
                 in_flight -= 1
 
