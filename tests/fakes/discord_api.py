@@ -54,8 +54,12 @@ _ERROR_FAULTS: dict[str, tuple[int, int, str]] = {
     "unavailable": (503, 0, "503: Service Unavailable"),
 }
 
-# How long Discord remembers a message nonce for `enforce_nonce` ("the past few minutes").
+# How long Discord remembers a message nonce for `enforce_nonce` ("the past few minutes"; the
+# exact figure is not documented).
 NONCE_WINDOW = 180.0
+# A create-message nonce: an int64, or a string of at most 25 characters (OpenAPI spec).
+NONCE_MAX_LENGTH = 25
+_INT64 = range(-(2**63), 2**63)
 
 # Gateway intents bits that gate message events.
 _GUILD_MESSAGES = 1 << 9
@@ -291,6 +295,29 @@ def _json(data: Any, status: int = 200, headers: Mapping[str, str] | None = None
     )
 
 
+def _valid_nonce(body: Json) -> int | str | None:
+    """The create-message ``nonce`` (an int64 or a string of at most 25 characters) and a
+    boolean ``enforce_nonce``, or a 400 like Discord's. (The codes for a wrong type are ours;
+    Discord does not document them.)"""
+    errors: Json = {}
+    nonce = body.get("nonce")
+    if isinstance(nonce, str):
+        if len(nonce) > NONCE_MAX_LENGTH:
+            message = f"Must be {NONCE_MAX_LENGTH} or fewer in length."
+            _put_error(errors, ["nonce"], "BASE_TYPE_MAX_LENGTH", message)
+    elif isinstance(nonce, int) and not isinstance(nonce, bool):
+        if nonce not in _INT64:
+            _put_error(errors, ["nonce"], "NUMBER_TYPE_MAX", "Int value is out of range.")
+    elif nonce is not None:
+        message = "Must be an integer or a string of 25 or fewer characters."
+        _put_error(errors, ["nonce"], "NONCE_TYPE_INVALID", message)
+    if body.get("enforce_nonce") is not None and not isinstance(body["enforce_nonce"], bool):
+        _put_error(errors, ["enforce_nonce"], "BASE_TYPE_BOOLEAN", "Must be either true or false.")
+    if errors:
+        raise ApiError(400, 50035, "Invalid Form Body", errors)
+    return nonce if isinstance(nonce, int | str) else None
+
+
 def _put_error(errors: Json, path: Iterable[str | int], code: str, message: str) -> None:
     node = errors
     for key in path:
@@ -472,6 +499,8 @@ class FakeDiscord:
         rate_scale: float = 1.0,
         interaction_deadline: float = 3.0,
         application_flags: int = 0,
+        nonce_window: float = NONCE_WINDOW,
+        create_latency: float = 0.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.token = token
@@ -487,6 +516,11 @@ class FakeDiscord:
         self.rate_scale = rate_scale
         self.interaction_deadline = interaction_deadline
         self.application_flags = application_flags
+        #: seconds a message nonce is remembered for ``enforce_nonce`` (on ``clock``)
+        self.nonce_window = nonce_window
+        #: every message create takes effect at once and is answered this many seconds late
+        #: (a slow API: a client killed meanwhile never learns that its message exists)
+        self.create_latency = create_latency
         self.clock = clock
         self.counters = Counters()
         self.identify_payloads: list[Json] = []
@@ -500,7 +534,7 @@ class FakeDiscord:
         self._global_commands: list[Json] = []
         self._guild_commands: dict[int, list[Json]] = {}
         self._faults: dict[int | None, list[_Fault]] = {}
-        # (channel id, nonce) -> (message, created at) for enforce_nonce
+        # (author id, nonce) -> (message, created at), for enforce_nonce
         self._nonces: dict[tuple[int, str], tuple[StoredMessage, float]] = {}
         self._buckets: dict[tuple[str, str], _Bucket] = {}
         self._global_count = 0
@@ -1368,25 +1402,29 @@ class FakeDiscord:
         channel = self._channel_or_404(int(request.match_info["channel_id"]))
         body = await self._read_body(request)
         validate_message(body)
-        nonce = body.get("nonce")
-        if nonce is not None and len(str(nonce)) > 25:
-            errors: Json = {}
-            _put_error(errors, ["nonce"], "BASE_TYPE_MAX_LENGTH", "Must be 25 or fewer in length.")
-            raise ApiError(400, 50035, "Invalid Form Body", errors)
-        key = (int(channel["id"]), str(nonce))
+        nonce = _valid_nonce(body)
+        # "If true and nonce is present, it will be checked for uniqueness in the past few
+        # minutes. If another message was created by the same author with the same nonce, that
+        # message will be returned and no new message will be created." The same author, in any
+        # channel: a nonce is not scoped to the channel.
+        key = (int(self.bot_user["id"]), str(nonce))
         if nonce is not None and body.get("enforce_nonce"):
-            # Discord returns the message created with this nonce in the last few minutes
-            # instead of creating another one.
             prior = self._nonces.get(key)
-            if prior is not None and self.clock() - prior[1] <= NONCE_WINDOW:
+            if prior is not None and self.clock() - prior[1] <= self.nonce_window:
                 self.counters.nonce_hits += 1
-                return _json(prior[0].as_payload())
+                return await self._answer_create(prior[0])
         msg = self._new_message(channel, body)
         msg.flags &= ~EPHEMERAL  # only interaction replies can be ephemeral
         self._keep(msg)
         if nonce is not None:
             self._nonces[key] = (msg, self.clock())
         await self.dispatch("MESSAGE_CREATE", msg.as_payload(with_guild=True))
+        return await self._answer_create(msg)
+
+    async def _answer_create(self, msg: StoredMessage) -> web.Response:
+        if self.create_latency > 0:
+            self._changed.set()  # done already; only the answer is late
+            await asyncio.sleep(self.create_latency)
         return _json(msg.as_payload())
 
     def _message_or_404(self, request: web.Request) -> StoredMessage:
@@ -1754,11 +1792,19 @@ async def point_discord_py_at(api_base: str) -> AsyncIterator[yarl.URL]:
 
 
 async def _serve(args: argparse.Namespace) -> None:
-    async with FakeDiscord(token=args.token, host=args.host, port=args.port) as dc:
-        await dc.add_guild(args.guild, "Fake Guild", channels=[(args.channel, "digest")])
+    async with FakeDiscord(
+        token=args.token,
+        host=args.host,
+        port=args.port,
+        nonce_window=args.nonce_window,
+        create_latency=args.create_latency,
+    ) as dc:
+        channels = [(args.channel + i, f"digest-{i}") for i in range(args.channels)]
+        await dc.add_guild(args.guild, "Fake Guild", channels=channels)
         print(f"api_base={dc.api_base} gateway={dc.gateway_url} token={dc.token}", flush=True)
         print(
-            f"application_id={dc.application_id} guild={args.guild} channel={args.channel}",
+            f"application_id={dc.application_id} guild={args.guild} channels={args.channel}"
+            f"..{args.channel + args.channels - 1}",
             flush=True,
         )
         await asyncio.sleep(args.seconds)
@@ -1772,6 +1818,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--token", default="fake-bot-token")
     parser.add_argument("--guild", type=int, default=100_000_000_000_000_001)
     parser.add_argument("--channel", type=int, default=100_000_000_000_000_002)
+    parser.add_argument("--channels", type=int, default=1, help="text channels from --channel on")
+    parser.add_argument(
+        "--create-latency", type=float, default=0.0, help="answer message creates this late"
+    )
+    parser.add_argument(
+        "--nonce-window", type=float, default=NONCE_WINDOW, help="enforce_nonce window, seconds"
+    )
     parser.add_argument("--seconds", type=float, default=3600.0, help="stop after this long")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO)

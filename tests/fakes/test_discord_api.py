@@ -14,6 +14,7 @@ import aiohttp
 import discord
 import pytest
 from discord import app_commands
+from discord.http import Route
 
 from tests.fakes import discord_payloads as p
 from tests.fakes.discord_api import EPHEMERAL, FakeDiscord, RateLimit, point_discord_py_at
@@ -625,3 +626,93 @@ async def test_own_messages_come_back_over_the_gateway(dc: FakeDiscord) -> None:
         sent = await client.get_partial_messageable(CHANNEL).send("echo")
         echoed = await waiter
     assert echoed.id == sent.id and echoed.guild is not None and echoed.guild.id == GUILD
+
+
+# -- enforce_nonce (https://discord.com/developers/docs/resources/message#create-message) ------
+
+
+async def _create(client: discord.Client, channel: int, **body: Any) -> dict[str, Any]:
+    route = Route("POST", "/channels/{channel_id}/messages", channel_id=channel)
+    data: dict[str, Any] = await client.http.request(route, json={"content": "x", **body})
+    return data
+
+
+async def test_enforce_nonce_returns_the_same_authors_message_from_any_channel(
+    dc: FakeDiscord,
+) -> None:
+    async with logged_in(dc) as client:
+        first = await _create(client, CHANNEL, nonce="part-1", enforce_nonce=True)
+        again = await _create(client, CHANNEL, nonce="part-1", enforce_nonce=True)
+        # a nonce is the author's, not the channel's: the message in CHANNEL comes back
+        elsewhere = await _create(client, OTHER_CHANNEL, nonce="part-1", enforce_nonce=True)
+        # without enforce_nonce the nonce is only echoed: a new message
+        unenforced = await _create(client, CHANNEL, nonce="part-1")
+        other = await _create(client, CHANNEL, nonce=12345, enforce_nonce=True)
+    assert first["id"] == again["id"] == elsewhere["id"]
+    assert elsewhere["channel_id"] == str(CHANNEL)
+    assert len({first["id"], unenforced["id"], other["id"]}) == 3
+    assert [m.id for m in dc.messages(CHANNEL)] == [
+        int(first["id"]),
+        int(unenforced["id"]),
+        int(other["id"]),
+    ]
+    assert dc.messages(OTHER_CHANNEL) == []
+    assert dc.counters.nonce_hits == 2
+
+
+async def test_a_nonce_is_enforced_only_within_the_window() -> None:
+    now = [1000.0]
+    async with FakeDiscord(nonce_window=60.0, clock=lambda: now[0]) as fake:
+        await fake.add_guild(GUILD, "Digest Guild", channels=[(CHANNEL, "digest")])
+        async with logged_in(fake) as client:
+            first = await _create(client, CHANNEL, nonce="part-1", enforce_nonce=True)
+            now[0] += 60.0  # the window's last moment
+            within = await _create(client, CHANNEL, nonce="part-1", enforce_nonce=True)
+            now[0] += 0.5
+            after = await _create(client, CHANNEL, nonce="part-1", enforce_nonce=True)
+            # the new message now holds the nonce for a window of its own
+            now[0] += 30.0
+            latest = await _create(client, CHANNEL, nonce="part-1", enforce_nonce=True)
+    assert first["id"] == within["id"] != after["id"] == latest["id"]
+    assert len(fake.messages(CHANNEL)) == 2
+    assert fake.counters.nonce_hits == 2
+
+
+@pytest.mark.parametrize(
+    ("body", "error_path"),
+    [
+        ({"nonce": "n" * 26}, "nonce"),
+        ({"nonce": 2**63}, "nonce"),
+        ({"nonce": -(2**63) - 1}, "nonce"),
+        ({"nonce": 1.5}, "nonce"),
+        ({"nonce": True}, "nonce"),
+        ({"nonce": ["a"]}, "nonce"),
+        ({"nonce": "n", "enforce_nonce": "yes"}, "enforce_nonce"),
+    ],
+)
+async def test_a_bad_nonce_is_rejected_like_discord(
+    dc: FakeDiscord, body: dict[str, Any], error_path: str
+) -> None:
+    async with logged_in(dc) as client:
+        with pytest.raises(discord.HTTPException) as info:
+            await _create(client, CHANNEL, **body)
+        # the limits themselves are accepted
+        await _create(client, CHANNEL, nonce="n" * 25, enforce_nonce=True)
+        await _create(client, CHANNEL, nonce=2**63 - 1, enforce_nonce=None)
+    assert (info.value.status, info.value.code) == (400, 50035)
+    assert f"In {error_path}:" in info.value.text
+    assert len(dc.messages(CHANNEL)) == 2
+
+
+async def test_a_slow_create_takes_effect_before_its_answer() -> None:
+    async with FakeDiscord(create_latency=5.0) as fake:
+        await fake.add_guild(GUILD, "Digest Guild", channels=[(CHANNEL, "digest")])
+        async with logged_in(fake) as client:
+            create = asyncio.create_task(_create(client, CHANNEL, nonce="n1", enforce_nonce=True))
+            await fake.wait_until(lambda: len(fake.messages(CHANNEL)) == 1)
+            assert not create.done()  # the client has not heard yet
+            create.cancel()  # it gives up, like a killed process
+            fake.create_latency = 0.0
+            again = await _create(client, CHANNEL, nonce="n1", enforce_nonce=True)
+    assert [m.id for m in fake.messages(CHANNEL)] == [int(again["id"])]
+    assert fake.counters.nonce_hits == 1
