@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
+import hashlib
 import logging
 import secrets
-from collections import OrderedDict
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +31,7 @@ from digest_core.errors import (
     TargetGone,
     TransientError,
 )
-from digest_core.platform import Target, TargetKind
+from digest_core.platform import PartKey, Target, TargetKind
 from digest_core.rendering import Flavor, Message, RenderOptions, notice
 from digest_core.settings import DiscordSettings
 
@@ -230,8 +231,6 @@ class DiscordAdapter:
 
     name = "discord"
     flavor = Flavor.DISCORD
-    #: message nonces remembered (see :meth:`_nonce`); a retry comes within the core's backoff
-    NONCES_KEPT = 20_000
     #: 50 requests/s per bot, 5 messages per 5 s per channel (see DISCORD_LIMITS)
     limits = DISCORD_LIMITS
     #: every message pings nobody, whatever its text
@@ -245,14 +244,16 @@ class DiscordAdapter:
         self._token = token
         self._pointer = ApiPointer()
         self._gateway: asyncio.Task[None] | None = None
-        self._nonces: OrderedDict[tuple[int, str], tuple[Message, str]] = OrderedDict()
 
     # ------------------------------------------------------------ Platform
 
-    async def send(self, target: Target, message: Message) -> str:
+    async def send(self, target: Target, message: Message, *, key: PartKey | None = None) -> str:
         """POST ``message.payload`` to the channel (or DM channel) ``target.id``.
 
-        Returns the new message's id.
+        Returns the new message's id. The create carries ``enforce_nonce`` with a nonce derived
+        from ``key`` (see :func:`part_nonce`), so a part resent within Discord's nonce window,
+        by a retry or by a process restarted after a crash, returns the message already
+        created instead of posting it twice. A send without ``key`` gets a random nonce.
 
         Raises:
             RateLimited: a 429 discord.py did not absorb (``retry_after`` from Discord).
@@ -270,7 +271,7 @@ class DiscordAdapter:
         payload = {
             **message.payload,
             "allowed_mentions": self.ALLOWED_MENTIONS,
-            "nonce": self._nonce(target, message),
+            "nonce": secrets.token_hex(12) if key is None else part_nonce(key),
             "enforce_nonce": True,
         }
         route = Route("POST", "/channels/{channel_id}/messages", channel_id=channel_id)
@@ -280,25 +281,6 @@ class DiscordAdapter:
         except Exception as exc:
             raise translate_error(exc, platform=self.name, target=target.id) from exc
         return str(data["id"])
-
-    def _nonce(self, target: Target, message: Message) -> str:
-        """One nonce per part per target per delivery: the core retries a part with the same
-        Message object, so a retry after a lost answer (a timeout) carries the same nonce and,
-        with ``enforce_nonce``, Discord returns the message it already created instead of
-        posting it twice. A forced repost renders new Messages, so it posts anew.
-
-        https://discord.com/developers/docs/resources/message#create-message (nonce, ≤ 25)
-        """
-        key = (id(message), target.id)
-        known = self._nonces.get(key)
-        if known is not None and known[0] is message:
-            self._nonces.move_to_end(key)
-            return known[1]
-        nonce = secrets.token_hex(12)
-        self._nonces[key] = (message, nonce)  # holding the Message keeps its id() unique
-        if len(self._nonces) > self.NONCES_KEPT:
-            self._nonces.popitem(last=False)
-        return nonce
 
     # ------------------------------------------------------------ Adapter
 
@@ -427,6 +409,37 @@ class DiscordAdapter:
         if self.client is None or self.client.is_closed():
             raise TransientError("the Discord client is not running", platform=self.name)
         return self.client
+
+
+def part_nonce(key: PartKey) -> str:
+    """The create-message ``nonce`` of one part: stable, ≤ 25 characters, unique in practice.
+
+    It is the SHA-256 of the key's fields, base64url, cut to 24 characters (144 bits; Discord
+    takes strings of at most 25): the same on every retry and after a restart, another for
+    another issue, revision, generation (a forced repost posts anew), target or part. Discord
+    matches nonces per author across all channels, so two different parts are confused only if
+    their truncated digests collide: for n parts sent within one window the chance is about
+    n² / 2¹⁴⁵, some 2·10⁻³² for a million parts. A collision would make Discord return the
+    other part's message, i.e. that part would be silently not posted.
+
+    The window is Discord's ("the past few minutes", undocumented beyond that): a part a killed
+    process left in flight and a restart resends after the window has passed is posted again
+    if the first create had gone through. That is at most one message per target (the ledger
+    claims part k+1 of a target only after part k is sent), so an outage longer than the window
+    can duplicate at most one part per target; a shorter one duplicates nothing.
+
+    https://discord.com/developers/docs/resources/message#create-message (nonce, enforce_nonce)
+    """
+    fields = (
+        key.target.platform,
+        key.target.id,
+        key.issue_date.isoformat(),
+        key.revision,
+        str(key.generation),
+        str(key.part),
+    )
+    digest = hashlib.sha256("\x1f".join(fields).encode()).digest()
+    return base64.urlsafe_b64encode(digest[:18]).decode("ascii")
 
 
 def translate_error(exc: BaseException, *, platform: str, target: str) -> DeliveryError:

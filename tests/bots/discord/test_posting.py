@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -10,11 +11,11 @@ import aiohttp
 import discord
 import pytest
 
-from bots.discord.adapter import DEFAULT_API_BASE, ApiPointer, translate_error
+from bots.discord.adapter import DEFAULT_API_BASE, ApiPointer, part_nonce, translate_error
 from digest_core.delivery import PartState
 from digest_core.errors import ConfigError, RateLimited, Rejected, TargetGone, TransientError
 from digest_core.models import Issue
-from digest_core.platform import Target, TargetKind
+from digest_core.platform import PartKey, Target, TargetKind
 from digest_core.rendering import Flavor, Message, Part, RenderOptions, render
 from digest_core.rendering.discord import check_message
 from digest_core.scheduling import Outcome
@@ -252,17 +253,43 @@ async def test_a_resent_part_carries_its_nonce_so_discord_creates_it_once(
         settings = make_settings(tmp_path, monkeypatch, fake)
         async with running_bot(settings, receive=False) as (_, adapter):
             target = Target("discord", str(CHANNELS[0]))
-            part = Message({"content": "part 1"})
-            # the core retries a part whose answer was lost with the same Message object
-            first = await adapter.send(target, part)
-            retried = await adapter.send(target, part)
-            # a new delivery (a forced repost) renders new Messages: posted anew
-            forced = await adapter.send(target, Message({"content": "part 1"}))
-            elsewhere = await adapter.send(Target("discord", str(CHANNELS[1])), part)
-        assert first == retried
-        assert len({first, forced, elsewhere}) == 3
-        assert [m.content for m in fake.messages(CHANNELS[0])] == ["part 1", "part 1"]
+            key = PartKey(TWO_PARTS, "rev1", 1, target, 0)
+            # a part resent (a retry, or a restarted process) has the same key: a new Message
+            first = await adapter.send(target, Message({"content": "part 1"}), key=key)
+            resent = await adapter.send(target, Message({"content": "part 1"}), key=key)
+            # a forced repost is a new generation: posted anew
+            forced = await adapter.send(
+                target, Message({"content": "part 1"}), key=replace(key, generation=2)
+            )
+            # the same part elsewhere (nonces are per author, not per channel)
+            there = Target("discord", str(CHANNELS[1]))
+            elsewhere = await adapter.send(
+                there, Message({"content": "part 1"}), key=replace(key, target=there)
+            )
+            # an alert or other one-off send has no key: never taken for another
+            unkeyed = [await adapter.send(target, Message({"content": "alert"})) for _ in "ab"]
+        assert first == resent
+        assert len({first, forced, elsewhere, *unkeyed}) == 5
+        contents = [m.content for m in fake.messages(CHANNELS[0])]
+        assert contents == ["part 1", "part 1", "alert", "alert"]
         assert fake.counters.nonce_hits == 1
+
+
+def test_part_nonces_are_stable_short_and_distinct() -> None:
+    target = Target("discord", str(CHANNELS[0]))
+    key = PartKey(TWO_PARTS, "rev1", 1, target, 0)
+    nonce = part_nonce(key)
+    assert nonce == part_nonce(PartKey(TWO_PARTS, "rev1", 1, Target("discord", target.id), 0))
+    assert len(nonce) <= 25 and nonce.isascii()
+    variants = [
+        replace(key, issue_date=TODAY),
+        replace(key, revision="rev2"),
+        replace(key, generation=2),
+        replace(key, target=Target("discord", str(CHANNELS[1]))),
+        replace(key, target=Target("telegram", target.id)),
+        replace(key, part=1),
+    ]
+    assert len({nonce, *map(part_nonce, variants)}) == 1 + len(variants)
 
 
 def _response(status: int, **headers: str) -> SimpleNamespace:
