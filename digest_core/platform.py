@@ -47,12 +47,6 @@ class PartKey:
     #: the part's index in the issue's rendering, from 0
     part: int
 
-    def __str__(self) -> str:
-        return (
-            f"{self.target}/{self.issue_date.isoformat()}/{self.revision}"
-            f"/g{self.generation}/p{self.part}"
-        )
-
 
 @dataclass(frozen=True)
 class Rate:
