@@ -254,25 +254,30 @@ def check_message(payload: Mapping[str, Any]) -> list[str]:
 # --- escaped, limit-sized pieces of text -----------------------------------------------------
 
 
-def _escaped_size(text: str) -> int:
-    return measure(escape(text))
-
-
 def escaped_chunks(text: str, limit: int) -> list[str]:
     """``text`` escaped, in pieces of at most ``limit`` split at sentences when it must be.
 
     ``"".join(unescape(p) for p in result) == text``.
     """
-    if _escaped_size(text) <= limit:
-        return [escape(text)]
+    esc = escape(text)
+    if measure(esc) <= limit:
+        return [esc]
+    sizes: dict[str, int] = {}  # each sentence (or character) is escaped once to size it
+
+    def escaped_size(piece: str) -> int:
+        size = sizes.get(piece)
+        if size is None:
+            size = sizes[piece] = measure(escape(piece))
+        return size
+
     pieces: list[str] = []
     for sentence in split_sentences(text):
-        if _escaped_size(sentence) <= limit:
+        if escaped_size(sentence) <= limit:
             pieces.append(sentence)
         else:
-            pieces += hard_cut(sentence, limit, _escaped_size)
+            pieces += hard_cut(sentence, limit, escaped_size)
     out: list[str] = []
-    for group in pack(pieces, limit, _escaped_size):
+    for group in pack(pieces, limit, escaped_size):
         chunk = "".join(group)
         esc = escape(chunk)
         if measure(esc) <= limit:
@@ -291,7 +296,8 @@ def _md_blocks(
     if bold and measure(f"**{prefix}{esc}**") <= limit:
         return [(sep, f"**{prefix}{esc}**")]
     room = limit - max(measure(prefix), measure(later))
-    pieces = escaped_chunks(text, room)
+    # the common case (it fits whole) without escaping the text a second time
+    pieces = [esc] if measure(esc) <= room else escaped_chunks(text, room)
     return [(sep if i == 0 else "\n", (later if i else prefix) + p) for i, p in enumerate(pieces)]
 
 
