@@ -159,8 +159,23 @@ def check_html(html: str) -> None:
     Raises:
         HtmlError: what is wrong and where.
     """
+    _check_events(parse(html))
+
+
+def checked_visible_text(html: str) -> str:
+    """:func:`check_html` and :func:`visible_text` of ``html`` in one parse.
+
+    Raises:
+        HtmlError: what is wrong and where.
+    """
+    events = parse(html)
+    _check_events(events)
+    return "".join(ev.text for ev in events if isinstance(ev, Text))
+
+
+def _check_events(events: list[Event]) -> None:
     stack: list[str] = []
-    for ev in parse(html):
+    for ev in events:
         if isinstance(ev, Text):
             continue
         if ev.name not in ALLOWED_TAGS:

@@ -33,7 +33,8 @@ URL_MENTIONS = {"@everyone": "@%65veryone", "@here": "@%68ere"}
 # ends before an "@everyone" / "@here" in it, which is then defused like any other text.
 _URL_CHAR = r"(?!@(?:everyone|here))[^\s<>"
 _URL_IN_TEXT = re.compile(rf"https?://(?:{_URL_CHAR}])*{_URL_CHAR}.,:;\"')\]]")
-# What _escape_plain changes: the characters escaped anywhere and "@"; then, at a line start, "1. " (its dot) and "# ", "- ", "+ " (the marker).
+# What _escape_plain changes: the characters escaped anywhere and "@"; then, at a line start,
+# "1. " (its dot) and "# ", "- ", "+ " (the marker).
 _ANYWHERE_CLASS = "".join(re.escape(c) for c in sorted(ESCAPED_ANYWHERE))
 _ANYWHERE = re.compile(f"[{_ANYWHERE_CLASS}]")
 _NEEDS_ESCAPE = re.compile(f"[{_ANYWHERE_CLASS}@]")

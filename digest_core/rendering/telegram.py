@@ -18,11 +18,10 @@ from digest_core.rendering import (
     button_data,
 )
 from digest_core.rendering.html import (
-    check_html,
+    checked_visible_text,
     escape_attr,
     escape_text,
     text_with_links,
-    visible_text,
 )
 from digest_core.rendering.split import split_sentences, utf16_len
 
@@ -322,20 +321,15 @@ def _split(tokens: Sequence[_Token], limit: int) -> list[tuple[bool, list[_Token
     continued = False
     while toks:
         room = limit - (utf16_len(CONTINUED + "\n") if continued else 0)
-        # the latest break of each level, and the cuts inside the latest text run that has any
+        # the latest break of each level up to (and including) the token that does not fit
         best: dict[_Cut, _Pos] = {}
-        inner: dict[_Cut, _Pos] = {}
+        starts: list[int] = []  # the room used before each of those tokens
         used = 0
         fits_all = True
         for i, tok in enumerate(toks):
-            if isinstance(tok, _Break):
-                if i:
-                    best[tok.level] = _Pos(i)
-            elif not tok.atomic:
-                k = _fit(tok.text, room - used)
-                found = _inner_cuts(tok.text, k)
-                if found:
-                    inner = {level: _Pos(i, offset) for level, offset in found.items()}
+            if isinstance(tok, _Break) and i:
+                best[tok.level] = _Pos(i)
+            starts.append(used)
             n = _size(tok)
             if used + n > room:
                 fits_all = False
@@ -344,7 +338,7 @@ def _split(tokens: Sequence[_Token], limit: int) -> list[tuple[bool, list[_Token
         if fits_all:
             messages.append((continued, _strip_breaks(toks)))
             break
-        best = best or inner
+        best = best or _latest_inner_cuts(toks, starts, room)
         if not best:
             raise ValueError("cannot split: a label or separator run is longer than a message")
         level = max(best)
@@ -361,6 +355,22 @@ def _split(tokens: Sequence[_Token], limit: int) -> list[tuple[bool, list[_Token
         messages.append((continued, _strip_breaks(head)))
         continued = level is not _Cut.ITEM
     return messages
+
+
+def _latest_inner_cuts(
+    toks: Sequence[_Token], starts: Sequence[int], room: int
+) -> dict[_Cut, _Pos]:
+    """The cuts (:func:`_inner_cuts`) inside the latest text run among the first
+    ``len(starts)`` tokens that has any, where ``starts[i]`` of ``room`` is used before token
+    ``i``; empty when none has. Looked for only when no break can end the message, from the
+    end backwards, so most texts are never searched for sentence ends."""
+    for i in range(len(starts) - 1, -1, -1):
+        tok = toks[i]
+        if isinstance(tok, _Text) and not tok.atomic:
+            found = _inner_cuts(tok.text, _fit(tok.text, room - starts[i]))
+            if found:
+                return {level: _Pos(i, offset) for level, offset in found.items()}
+    return {}
 
 
 def _strip_breaks(tokens: Iterable[_Token]) -> list[_Token]:
@@ -394,7 +404,9 @@ def _to_html(tokens: Iterable[_Text]) -> str:
 def _layout(issue: Issue, part: Part, brief: int | None) -> list[_Token]:
     """The tokens of ``part``, with mentions in issue text (never in links) muted."""
     return [
-        replace(t, text=mute_mentions(t.text)) if isinstance(t, _Text) and not t.atomic else t
+        replace(t, text=mute_mentions(t.text))
+        if isinstance(t, _Text) and not t.atomic and "@" in t.text
+        else t
         for t in _layout_tokens(issue, part, brief)
     ]
 
@@ -472,8 +484,7 @@ def render(
             texts.insert(0, _glue(CONTINUED + "\n"))
         html = _to_html(texts)
         # a renderer bug must never reach the API as a 400
-        check_html(html)
-        if utf16_len(visible_text(html)) > MAX_TEXT_UTF16:
+        if utf16_len(checked_visible_text(html)) > MAX_TEXT_UTF16:
             raise AssertionError(f"rendered message exceeds {MAX_TEXT_UTF16} UTF-16 units")
         preview: dict[str, Any] = {"is_disabled": True}
         url = issue.headline.url

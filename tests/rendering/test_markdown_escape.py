@@ -1,4 +1,4 @@
-"""Discord escaping: the regex escaper gives exactly what the per-character loop it replaced gave."""
+"""Discord escaping: the regex escaper gives exactly what the per-character loop it replaced did."""
 
 from __future__ import annotations
 
