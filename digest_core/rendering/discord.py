@@ -374,11 +374,14 @@ def _embed_messages(issue: Issue, part: Part, entries: Sequence[Entry]) -> list[
     """Content-only messages for an oversized header, then items packed as embeds."""
     contents = pack_blocks([_header(issue, part)], CONTENT_LIMIT, measure)
     units = [_item_embeds(issue, entry) for entry in entries]
+    # flow asks about growing groups of the same embeds: size each one once (by identity, as
+    # the embeds are dicts and all alive until this returns)
+    sizes = {id(e): embed_chars(e) for unit in units for e in unit}
 
     def fits(group: list[Json]) -> bool:
         return (
             len(group) <= EMBEDS_PER_MESSAGE
-            and sum(embed_chars(e) for e in group) <= EMBED_TOTAL_LIMIT
+            and sum(sizes[id(e)] for e in group) <= EMBED_TOTAL_LIMIT
         )
 
     groups = flow(units, fits)

@@ -106,6 +106,8 @@ def _unescape(raw: str, where: int) -> str:
             raise HtmlError(f"invalid character reference at offset {offset}")
         return chr(code)
 
+    if "&" not in raw and "<" not in raw and ">" not in raw:
+        return raw  # most text runs: nothing to decode or to complain about
     if "&#" in raw or _BAD_RE.search(raw):
         return _ENTITY_RE.sub(decode, raw)  # slow path, also finds what is wrong
     # only &lt; &gt; &quot; &amp; (entities never overlap; &amp; last so its "&" stays literal)
@@ -139,6 +141,8 @@ def parse(html: str) -> list[Event]:
             if m["attrs"].strip():
                 raise HtmlError(f"closing tag </{name}> with attributes at offset {lt}")
             events.append(Close(name))
+        elif not m["attrs"]:
+            events.append(Open(name))
         else:
             attrs = tuple(
                 (a["name"].lower(), _unescape(a["value"] or "", lt))

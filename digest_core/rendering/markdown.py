@@ -34,15 +34,18 @@ URL_MENTIONS = {"@everyone": "@%65veryone", "@here": "@%68ere"}
 _URL_CHAR = r"(?!@(?:everyone|here))[^\s<>"
 _URL_IN_TEXT = re.compile(rf"https?://(?:{_URL_CHAR}])*{_URL_CHAR}.,:;\"')\]]")
 # What _escape_plain changes: the characters escaped anywhere and "@"; then, at a line start,
-# "1. " (its dot) and "# ", "- ", "+ " (the marker).
-_ANYWHERE_CLASS = "".join(re.escape(c) for c in sorted(ESCAPED_ANYWHERE))
-_ANYWHERE = re.compile(f"[{_ANYWHERE_CLASS}]")
-_NEEDS_ESCAPE = re.compile(f"[{_ANYWHERE_CLASS}@]")
-_ORDERED = r"([ \t]*\d+)\.(?=[ \t])"
-_MARKER = f"([ \\t]*)([{''.join(re.escape(c) for c in sorted(ESCAPED_AT_LINE_START))}])"
-# (ordered list, marker) at every line start, or only at those after a line break
-_AT_LINE_START = (re.compile(rf"(?m)^{_ORDERED}"), re.compile(rf"(?m)^{_MARKER}"))
-_AFTER_LINE_BREAK = (re.compile(rf"(?<=\n){_ORDERED}"), re.compile(rf"(?<=\n){_MARKER}"))
+# "1. " (before its dot) and "# ", "- ", "+ " (before the marker). A line-start match ends where
+# the backslash goes. The patterns after a line break begin with the literal "\n", which the
+# regex engine looks for quickly ("^" in multiline mode is tried at every position).
+_ANYWHERE = re.compile("[" + "".join(re.escape(c) for c in sorted(ESCAPED_ANYWHERE)) + "]")
+_NEEDS_ESCAPE = re.compile(_ANYWHERE.pattern[:-1] + "@]")
+_LINE_MARKER = (
+    r"[ \t]*(?:\d+(?=\.[ \t])|(?=["
+    + "".join(re.escape(c) for c in sorted(ESCAPED_AT_LINE_START))
+    + "]))"
+)
+_AT_LINE_START = re.compile(_LINE_MARKER)  # used with match(): at the start of the text only
+_AFTER_LINE_BREAK = re.compile("\n" + _LINE_MARKER)
 _EVERYONE = re.compile(r"@(?:everyone|here)")
 _MENTION = re.compile(r"<@[!&]?\d+>|<#\d+>")
 
@@ -80,12 +83,23 @@ def _escape_plain(text: str, line_start: bool) -> str:
     the line-start passes find on the escaped text exactly the places they would find on ``text``.
     """
     if _NEEDS_ESCAPE.search(text) is not None:
-        text = _ANYWHERE.sub(r"\\\g<0>", text)
+        # a function, not a template: Python 3.11 runs templates with group references in Python
+        text = _ANYWHERE.sub(_backslash_before, text)
         if "@" in text:
             text = text.replace("@", "@" + ZWSP)
-    ordered, marker = _AT_LINE_START if line_start else _AFTER_LINE_BREAK
-    text = ordered.sub(r"\g<1>\\.", text)
-    return marker.sub(r"\g<1>\\\g<2>", text)
+    if line_start and (m := _AT_LINE_START.match(text)):
+        text = f"{text[: m.end()]}\\{text[m.end() :]}"
+    if "\n" in text:
+        text = _AFTER_LINE_BREAK.sub(_backslash_after, text)
+    return text
+
+
+def _backslash_before(m: re.Match[str]) -> str:
+    return "\\" + m.group()
+
+
+def _backslash_after(m: re.Match[str]) -> str:
+    return m.group() + "\\"
 
 
 def unescape(text: str) -> str:
