@@ -82,6 +82,8 @@ Event = Text | Open | Close
 
 def escape_text(text: str) -> str:
     """Escape ``text`` for use between tags: ``&``, ``<`` and ``>``."""
+    if "&" not in text and "<" not in text and ">" not in text:
+        return text
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
@@ -124,33 +126,50 @@ def parse(html: str) -> list[Event]:
     Raises:
         HtmlError: a stray ``<``, ``>`` or ``&``, or a malformed tag or entity.
     """
-    events: list[Event] = []
+    return [
+        Text(value) if kind == _TEXT else Open(value, attrs) if kind == _OPEN else Close(value)
+        for kind, value, attrs in _lex(html)
+    ]
+
+
+# What _lex makes of a text run, an opening tag and a closing tag: (kind, text or tag name,
+# attributes) tuples, which cost far less to make than Event objects.
+_TEXT, _OPEN, _CLOSE = "text", "open", "close"
+_Lexeme = tuple[str, str, tuple[tuple[str, str], ...]]
+
+
+def _lex(html: str) -> list[_Lexeme]:
+    """:func:`parse` as :data:`_Lexeme` tuples (same checks, same errors)."""
+    lexemes: list[_Lexeme] = []
+    append = lexemes.append
     pos = 0
-    while pos < len(html):
+    n = len(html)
+    while pos < n:
         lt = html.find("<", pos)
-        end = len(html) if lt < 0 else lt
+        end = n if lt < 0 else lt
         if end > pos:
-            events.append(Text(_unescape(html[pos:end], pos)))
+            append((_TEXT, _unescape(html[pos:end], pos), ()))
         if lt < 0:
             break
         m = _TAG_RE.match(html, lt)
         if m is None:
             raise HtmlError(f"malformed tag at offset {lt}: {html[lt : lt + 30]!r}")
-        name = m["name"].lower()
-        if m["close"]:
-            if m["attrs"].strip():
+        close, name, raw_attrs = m.group("close", "name", "attrs")
+        name = name.lower()
+        if close:
+            if raw_attrs.strip():
                 raise HtmlError(f"closing tag </{name}> with attributes at offset {lt}")
-            events.append(Close(name))
-        elif not m["attrs"]:
-            events.append(Open(name))
+            append((_CLOSE, name, ()))
+        elif not raw_attrs:
+            append((_OPEN, name, ()))
         else:
             attrs = tuple(
                 (a["name"].lower(), _unescape(a["value"] or "", lt))
-                for a in _ATTR_RE.finditer(m["attrs"])
+                for a in _ATTR_RE.finditer(raw_attrs)
             )
-            events.append(Open(name, attrs))
+            append((_OPEN, name, attrs))
         pos = m.end()
-    return events
+    return lexemes
 
 
 def check_html(html: str) -> None:
@@ -163,7 +182,7 @@ def check_html(html: str) -> None:
     Raises:
         HtmlError: what is wrong and where.
     """
-    _check_events(parse(html))
+    _check(_lex(html))
 
 
 def checked_visible_text(html: str) -> str:
@@ -172,40 +191,41 @@ def checked_visible_text(html: str) -> str:
     Raises:
         HtmlError: what is wrong and where.
     """
-    events = parse(html)
-    _check_events(events)
-    return "".join(ev.text for ev in events if isinstance(ev, Text))
+    lexemes = _lex(html)
+    _check(lexemes)
+    return "".join([value for kind, value, _ in lexemes if kind == _TEXT])
 
 
-def _check_events(events: list[Event]) -> None:
+def _check(lexemes: list[_Lexeme]) -> None:
+    """The tag-level checks of :func:`check_html` on a lexically valid document."""
     stack: list[str] = []
-    for ev in events:
-        if isinstance(ev, Text):
+    for kind, name, attrs in lexemes:
+        if kind == _TEXT:
             continue
-        if ev.name not in ALLOWED_TAGS:
-            raise HtmlError(f"tag <{ev.name}> is not supported by Telegram")
-        if isinstance(ev, Close):
-            if not stack or stack[-1] != ev.name:
+        if name not in ALLOWED_TAGS:
+            raise HtmlError(f"tag <{name}> is not supported by Telegram")
+        if kind == _CLOSE:
+            if not stack or stack[-1] != name:
                 open_tag = stack[-1] if stack else None
-                raise HtmlError(f"</{ev.name}> does not close the open tag {open_tag!r}")
+                raise HtmlError(f"</{name}> does not close the open tag {open_tag!r}")
             stack.pop()
             continue
-        allowed = ALLOWED_TAGS[ev.name]
+        allowed = ALLOWED_TAGS[name]
         seen: set[str] = set()
-        for key, value in ev.attrs:
+        for key, value in attrs:
             if key not in allowed:
-                raise HtmlError(f"attribute {key!r} is not allowed on <{ev.name}>")
+                raise HtmlError(f"attribute {key!r} is not allowed on <{name}>")
             if key in seen:
-                raise HtmlError(f"attribute {key!r} repeated on <{ev.name}>")
+                raise HtmlError(f"attribute {key!r} repeated on <{name}>")
             seen.add(key)
             if not allowed[key].fullmatch(value):
-                raise HtmlError(f"bad value {value!r} for {key!r} on <{ev.name}>")
-        required = _REQUIRED_ATTRS.get(ev.name)
+                raise HtmlError(f"bad value {value!r} for {key!r} on <{name}>")
+        required = _REQUIRED_ATTRS.get(name)
         if required is not None and required not in seen:
-            raise HtmlError(f"<{ev.name}> needs a {required!r} attribute")
-        if ev.name in _NO_SELF_NESTING and ev.name in stack:
-            raise HtmlError(f"<{ev.name}> must not be nested in another <{ev.name}>")
-        stack.append(ev.name)
+            raise HtmlError(f"<{name}> needs a {required!r} attribute")
+        if name in _NO_SELF_NESTING and name in stack:
+            raise HtmlError(f"<{name}> must not be nested in another <{name}>")
+        stack.append(name)
     if stack:
         raise HtmlError(f"unclosed tags at end: {stack}")
 

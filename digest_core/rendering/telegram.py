@@ -381,18 +381,19 @@ def _strip_breaks(tokens: Iterable[_Token]) -> list[_Token]:
 def _to_html(tokens: Iterable[_Text]) -> str:
     """Render text runs, opening and closing only the tags that change between runs."""
     out: list[str] = []
-    stack: list[_Tag] = []
+    stack: tuple[_Tag, ...] = ()
     for tok in tokens:
         if not tok.text:
             continue
-        common = 0
-        while common < min(len(stack), len(tok.tags)) and stack[common] == tok.tags[common]:
-            common += 1
-        for name, _ in reversed(stack[common:]):
-            out.append(f"</{name}>")
-        for name, attrs in tok.tags[common:]:
-            out.append(f"<{name}{attrs}>")
-        stack = list(tok.tags)
+        if tok.tags != stack:  # most runs have the tags of the run before them
+            common = 0
+            while common < min(len(stack), len(tok.tags)) and stack[common] == tok.tags[common]:
+                common += 1
+            for name, _ in reversed(stack[common:]):
+                out.append(f"</{name}>")
+            for name, attrs in tok.tags[common:]:
+                out.append(f"<{name}{attrs}>")
+            stack = tok.tags
         out.append(escape_text(tok.text))
     out.extend(f"</{name}>" for name, _ in reversed(stack))
     return "".join(out)
