@@ -15,7 +15,7 @@ from digest_core.rendering.split import utf16_len
 
 log = logging.getLogger(__name__)
 
-SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # --- the oracle: html.parse / check_html as they were, on Event objects ------------------------
 

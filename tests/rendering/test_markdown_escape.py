@@ -14,7 +14,7 @@ from digest_core.rendering.markdown import ZWSP, escape, unescape
 
 log = logging.getLogger(__name__)
 
-SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # --- the oracle: markdown.escape as it was before it used regular expressions ------------------
 # Kept verbatim (names prefixed "_ref") so the fast version is checked against the behaviour the
