@@ -13,6 +13,7 @@ from typing import TextIO
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
+from bots.inflight import InFlight
 from digest_core.archive import Archive
 from digest_core.clock import Clock, SystemClock
 from digest_core.delivery import Backoff, DeliveryEngine, Ledger
@@ -29,8 +30,14 @@ _CHAT_PLATFORMS = (
     ("telegram", "bots.telegram", "TelegramAdapter", "python-telegram-bot"),
     ("discord", "bots.discord", "DiscordAdapter", "discord.py"),
 )
-#: how long a shutdown waits for a delivery under way before leaving it to the next start
-SHUTDOWN_GRACE_SECONDS = 10.0
+#: a shutdown, from the signal to the last adapter closed, takes at most this long
+SHUTDOWN_BUDGET_SECONDS = 10.0
+#: of which it waits this long for a delivery under way before leaving it to the next start
+SHUTDOWN_GRACE_SECONDS = 6.0
+#: and this long for commands being answered (as long as a delivery is still finishing)
+COMMAND_GRACE_SECONDS = 3.0
+#: then, at most this long telling the users of cancelled commands to try again
+APOLOGY_SECONDS = 1.5
 
 
 def build_adapters(
@@ -40,8 +47,11 @@ def build_adapters(
     clock: Clock,
     stdin: TextIO | None = None,
     out: TextIO | None = None,
+    in_flight: InFlight | None = None,
 ) -> list[Adapter]:
     """The platforms to run: each one whose token is set, or the console when none is.
+
+    ``in_flight`` tracks the command handlers of all of them (each makes its own without).
 
     Raises:
         ConfigError: ``only`` names a platform without a token, or its SDK is not installed.
@@ -69,11 +79,11 @@ def build_adapters(
                 f"a {name} token is set but {sdk} is not installed: "
                 f"pip install 'digest-bot[{name}]'"
             ) from exc
-        adapters.append(adapter_class(section, token=token, clock=clock))
+        adapters.append(adapter_class(section, token=token, clock=clock, in_flight=in_flight))
     if only == "console" or not adapters:
         from bots.console import ConsolePlatform
 
-        adapters.append(ConsolePlatform(out=out, stdin=stdin))
+        adapters.append(ConsolePlatform(out=out, stdin=stdin, in_flight=in_flight))
     return adapters
 
 
@@ -85,10 +95,13 @@ async def open_service(
     clock: Clock | None = None,
     stdin: TextIO | None = None,
     out: TextIO | None = None,
+    in_flight: InFlight | None = None,
 ) -> AsyncIterator[DigestService]:
     """The service with its ledger open and its adapters built (not yet started)."""
     clock = clock or SystemClock()
-    adapters = build_adapters(settings, only=only, clock=clock, stdin=stdin, out=out)
+    adapters = build_adapters(
+        settings, only=only, clock=clock, stdin=stdin, out=out, in_flight=in_flight
+    )
     d = settings.delivery
     async with Ledger.open(settings.database_url, clock=clock) as ledger:
         engine = DeliveryEngine(
@@ -129,13 +142,20 @@ async def run(
     stdin: TextIO | None = None,
     out: TextIO | None = None,
 ) -> None:
-    """Run until SIGINT/SIGTERM (or ``stop`` is set): schedule, catch-up, commands."""
+    """Run until SIGINT/SIGTERM (or ``stop`` is set): schedule, catch-up, commands.
+
+    Stopping takes at most :data:`SHUTDOWN_BUDGET_SECONDS`, whatever is being answered: see
+    :func:`_shut_down`.
+    """
     stop = stop or asyncio.Event()
+    in_flight = InFlight()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
-    async with open_service(settings, only=only, clock=clock, stdin=stdin, out=out) as service:
+    async with open_service(
+        settings, only=only, clock=clock, stdin=stdin, out=out, in_flight=in_flight
+    ) as service:
         scheduler = AsyncIOScheduler(timezone=settings.zone, event_loop=loop)
         if settings.schedule.enabled:
             service.poster.install(scheduler)
@@ -157,27 +177,60 @@ async def run(
             await stop.wait()
             log.info("stopping")
         finally:
-            # no new triggers; a post under way gets the grace period, then is cancelled (the
-            # ledger keeps what it had not sent); then nothing of ours may outlive the ledger
-            scheduler.pause()
-            if not await service.idle(SHUTDOWN_GRACE_SECONDS):
-                cancelled = await service.cancel_deliveries()
-                log.warning(
-                    "stopped %d delivery(ies) still running after %.0f s; what they had not "
-                    "sent is in the ledger and the next start sends it",
-                    cancelled,
-                    SHUTDOWN_GRACE_SECONDS,
-                )
-            if catch_up is not None:
-                catch_up.cancel()
-                await asyncio.gather(catch_up, return_exceptions=True)
-            await service.poster.stop()
-            scheduler.shutdown(wait=False)
-            for adapter in reversed(started):
-                try:
-                    await adapter.stop()
-                except Exception:
-                    log.exception("stopping %s failed", adapter.name)
+            await _shut_down(service, scheduler, started, in_flight, catch_up)
             for sig in (signal.SIGINT, signal.SIGTERM):
                 with contextlib.suppress(NotImplementedError, RuntimeError):
                     loop.remove_signal_handler(sig)
+
+
+async def _shut_down(
+    service: DigestService,
+    scheduler: AsyncIOScheduler,
+    started: list[Adapter],
+    in_flight: InFlight,
+    catch_up: asyncio.Task[object] | None,
+) -> None:
+    """Stop within :data:`SHUTDOWN_BUDGET_SECONDS`, adapters still connected until the end.
+
+    No new triggers, and new commands are told to try again. A post under way gets
+    :data:`SHUTDOWN_GRACE_SECONDS`, then is cancelled (the ledger keeps what it had not sent
+    and the next start sends it); commands being answered get :data:`COMMAND_GRACE_SECONDS`
+    (or as long as the post), then are cancelled and their users told to try again. Then
+    nothing of ours may outlive the ledger: the catch-up and the poster end, and each
+    adapter closes within what is left of the budget.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + SHUTDOWN_BUDGET_SECONDS
+
+    def left() -> float:
+        return max(0.0, deadline - loop.time())
+
+    scheduler.pause()
+    in_flight.close()
+    posted, answered = await asyncio.gather(
+        service.idle(SHUTDOWN_GRACE_SECONDS), in_flight.idle(COMMAND_GRACE_SECONDS)
+    )
+    if not posted:
+        cancelled = await service.cancel_deliveries()
+        log.warning(
+            "stopped %d delivery(ies) still running after %.0f s; what they had not "
+            "sent is in the ledger and the next start sends it",
+            cancelled,
+            SHUTDOWN_GRACE_SECONDS,
+        )
+    if not answered:
+        cut = await in_flight.cancel(within=min(1.0, left() / 4))
+        log.warning("cancelled %d command(s) still being answered; telling them to retry", cut)
+    await in_flight.apologise(within=min(APOLOGY_SECONDS, left() / 2))
+    if catch_up is not None:
+        catch_up.cancel()
+        await asyncio.gather(catch_up, return_exceptions=True)
+    await service.poster.stop()
+    scheduler.shutdown(wait=False)
+    for adapter in reversed(started):
+        try:
+            await asyncio.wait_for(adapter.stop(), timeout=max(left(), 0.5))
+        except TimeoutError:
+            log.warning("%s did not stop within the shutdown budget; left to close", adapter.name)
+        except Exception:
+            log.exception("stopping %s failed", adapter.name)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import logging
 import sys
@@ -11,6 +12,7 @@ import threading
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, TextIO
 
+from bots.inflight import RESTARTING, InFlight
 from digest_core.commands import ADMIN, Request, parse_command_line
 from digest_core.platform import PartKey, PlatformLimits, Rate, Target, TargetKind
 from digest_core.rendering import Flavor, Message, RenderOptions, notice, preview
@@ -36,9 +38,15 @@ class ConsolePlatform:
     target = Target("console", "stdout", TargetKind.CHANNEL)
 
     def __init__(
-        self, *, out: TextIO | None = None, stdin: TextIO | None = None, interactive: bool = True
+        self,
+        *,
+        out: TextIO | None = None,
+        stdin: TextIO | None = None,
+        interactive: bool = True,
+        in_flight: InFlight | None = None,
     ):
         self._out = out or sys.stdout
+        self.in_flight = in_flight or InFlight()
         self._stdin = stdin
         self._interactive = interactive
         self._ids = itertools.count(1)
@@ -78,10 +86,12 @@ class ConsolePlatform:
         self._task = asyncio.create_task(self._serve(service), name="console-commands")
 
     async def stop(self) -> None:
+        """Stop reading commands; one being answered is cut short and the operator told."""
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+            await self.in_flight.apologise(within=1.0)
 
     async def _serve(self, service: DigestService) -> None:
         async for line in read_lines(self._stdin):
@@ -104,14 +114,24 @@ class ConsolePlatform:
                 confirmed=True,
             )
             try:
-                reply = await service.commands.handle(request)
+                reply = await self.in_flight.run(
+                    f"console {line.strip()}",
+                    functools.partial(service.commands.handle, request),
+                    apologise=self._restarting,
+                )
             except Exception:  # a command must never end the console
                 log.exception("command %r failed", line.strip())
+                continue
+            if reply is None:  # shutting down; the operator was told
                 continue
             self._out.write(f"> {line.strip()}\n")
             for m in reply.messages:
                 self.write(preview(m, self.flavor))
         log.info("stdin closed; the bot keeps running (Ctrl-C to stop)")
+
+    async def _restarting(self) -> None:
+        for m in notice(RESTARTING, self.flavor):
+            self.write(preview(m, self.flavor))
 
 
 async def read_lines(stream: TextIO | None = None) -> AsyncIterator[str]:

@@ -21,6 +21,7 @@ from pydantic import SecretStr
 
 from bots.discord.commands import DigestTranslator, install_commands
 from bots.discord.views import SectionButton
+from bots.inflight import InFlight
 from digest_core.clock import Clock
 from digest_core.delivery import DISCORD_LIMITS
 from digest_core.errors import (
@@ -139,6 +140,8 @@ class DigestClient(discord.Client):
         )
         self.settings = settings
         self.service: DigestService | None = None
+        #: the command handlers under way (see bots.inflight); None while only syncing
+        self.in_flight: InFlight | None = None
         self.tree: app_commands.CommandTree[DigestClient] = app_commands.CommandTree(self)
         #: configured channel (or thread) id -> the id of the server holding it, for those
         #: resolved so far; Manage Server and ``admin_roles`` count only in these servers
@@ -236,8 +239,22 @@ class DiscordAdapter:
     #: every message pings nobody, whatever its text
     ALLOWED_MENTIONS: dict[str, list[str]] = {"parse": []}  # noqa: RUF012
 
-    def __init__(self, settings: DiscordSettings, *, token: SecretStr, clock: Clock) -> None:
+    #: On :meth:`stop`, interactions being answered get this long to finish before they are
+    #: cancelled and told to try again (``digest-bot run`` has done this already, within its
+    #: shutdown budget), and the notices this long to go out.
+    STOP_GRACE_SECONDS = 3.0
+    APOLOGY_SECONDS = 1.5
+
+    def __init__(
+        self,
+        settings: DiscordSettings,
+        *,
+        token: SecretStr,
+        clock: Clock,
+        in_flight: InFlight | None = None,
+    ) -> None:
         self.settings = settings
+        self.in_flight = in_flight or InFlight()
         self.clock = clock
         self.post_options = RenderOptions(buttons=True, embeds=settings.embeds)
         self.client: DigestClient | None = None
@@ -321,6 +338,7 @@ class DiscordAdapter:
             self._pointer.restore()
             raise
         client.service = service
+        client.in_flight = self.in_flight
         self.client = client
         if not receive:
             return
@@ -353,10 +371,20 @@ class DiscordAdapter:
             )
 
     async def stop(self) -> None:
-        """Close the client (finishes the gateway task) and restore discord.py's host."""
+        """Close the client (finishes the gateway task) and restore discord.py's host.
+
+        Interactions still being answered get :attr:`STOP_GRACE_SECONDS`, then are cancelled
+        and told to try again (a deferred one gets a follow-up instead of "thinking…" forever);
+        interactions arriving meanwhile are told at once.
+        """
         client, self.client = self.client, None
         try:
             if client is not None:
+                if client.in_flight is not None:
+                    client.in_flight.close()
+                    if not await client.in_flight.idle(self.STOP_GRACE_SECONDS):
+                        await client.in_flight.cancel(within=1.0)
+                    await client.in_flight.apologise(within=self.APOLOGY_SECONDS)
                 await client.close()
             if self._gateway is not None:
                 with contextlib.suppress(asyncio.CancelledError, Exception):

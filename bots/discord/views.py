@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import discord
 
+from bots.inflight import RESTARTING, InFlight
 from digest_core.commands import Reply, Request
 from digest_core.errors import IssueNotFound
 from digest_core.models import Section
@@ -49,6 +50,35 @@ Work = Callable[[], Awaitable[Reply]]
 def service_of(interaction: discord.Interaction[Any]) -> DigestService | None:
     """The running service behind ``interaction.client`` (None when the bot only syncs)."""
     return getattr(interaction.client, "service", None)
+
+
+def in_flight_of(interaction: discord.Interaction[Any]) -> InFlight | None:
+    """The tracker of command handlers behind ``interaction.client`` (None when it only syncs)."""
+    return getattr(interaction.client, "in_flight", None)
+
+
+async def tell_restarting(interaction: discord.Interaction[Any]) -> None:
+    """:data:`~bots.inflight.RESTARTING`, to the user only: the initial response if it is still
+    open, else a follow-up (after a defer, it replaces "thinking…")."""
+    if interaction.response.is_done():
+        await interaction.followup.send(RESTARTING, ephemeral=True)
+    else:
+        await interaction.response.send_message(RESTARTING, ephemeral=True)
+
+
+async def tracked(
+    interaction: discord.Interaction[Any], answer: Callable[[], Awaitable[Reply | None]]
+) -> Reply | None:
+    """Run ``answer`` through the client's in-flight tracker: a shutdown may cut it short,
+    and the user is then told to try again (at once, once the shutdown has begun)."""
+    in_flight = in_flight_of(interaction)
+    if in_flight is None:
+        return await answer()
+    return await in_flight.run(
+        f"discord interaction {interaction.id}",
+        answer,
+        apologise=lambda: tell_restarting(interaction),
+    )
 
 
 class PayloadEmbed(discord.Embed):
@@ -107,17 +137,28 @@ async def respond(
     ``ephemeral`` is the answer's visibility as far as known before the work runs (it decides
     the defer); a reply the core marks ``private`` is always ephemeral. A confirmation reply
     gets Confirm/Cancel buttons. Returns the reply, or None when the work failed (the user
-    then gets an apology and the error is logged).
+    then gets an apology and the error is logged) or a shutdown cut it short (the user is told
+    to try again).
     """
+    return await tracked(interaction, lambda: _respond(interaction, work, ephemeral=ephemeral))
+
+
+async def _respond(
+    interaction: discord.Interaction[Any], work: Work, *, ephemeral: bool
+) -> Reply | None:
     task = asyncio.ensure_future(work())
-    done, _ = await asyncio.wait({task}, timeout=DEFER_AFTER_SECONDS)
-    if not done:
-        try:
-            await interaction.response.defer(ephemeral=ephemeral, thinking=True)
-        except discord.HTTPException:
-            # too late to answer; let the work finish (it may be an admin action) unheard
-            task.add_done_callback(_log_unheard)
-            raise
+    try:
+        done, _ = await asyncio.wait({task}, timeout=DEFER_AFTER_SECONDS)
+        if not done:
+            try:
+                await interaction.response.defer(ephemeral=ephemeral, thinking=True)
+            except discord.HTTPException:
+                # too late to answer; let the work finish (it may be an admin action) unheard
+                task.add_done_callback(_log_unheard)
+                raise
+    except asyncio.CancelledError:
+        task.cancel()  # the work is ours to end (awaiting it below ends it with us)
+        raise
     try:
         reply = await task
     except Exception:
@@ -249,6 +290,10 @@ class ConfirmView(discord.ui.View):
 async def respond_followup(interaction: discord.Interaction[Any], work: Work) -> Reply | None:
     """Run ``work`` after the interaction was answered and send its reply as ephemeral
     follow-ups (the interaction token lasts 15 minutes)."""
+    return await tracked(interaction, lambda: _respond_followup(interaction, work))
+
+
+async def _respond_followup(interaction: discord.Interaction[Any], work: Work) -> Reply | None:
     try:
         reply = await work()
     except Exception:

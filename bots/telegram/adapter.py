@@ -37,6 +37,7 @@ from telegram.error import (
 from telegram.ext import Application, ApplicationBuilder, ExtBot
 from telegram.warnings import PTBDeprecationWarning
 
+from bots.inflight import RESTARTING, InFlight
 from bots.telegram.handlers import AnswerTiming, Handlers
 from digest_core.clock import Clock
 from digest_core.delivery import TELEGRAM_LIMITS, Pacer
@@ -97,6 +98,12 @@ GET_UPDATES_READ_MARGIN = 10.0
 MAX_REPLY_RETRY_AFTER = 30.0
 MAX_REPLY_ATTEMPTS = 4
 
+#: On :meth:`TelegramAdapter.stop`, commands being answered get this long to finish before
+#: they are cancelled and their users told to try again (``digest-bot run`` has done this
+#: already, within its shutdown budget), and the notices this long to go out.
+STOP_GRACE_SECONDS = 3.0
+APOLOGY_SECONDS = 1.5
+
 #: The command menu (setMyCommands): Chinese for language_code "zh", English for everyone else.
 #: Descriptions 1-256 characters (telegram.constants.BotCommandLimit).
 MENU_ZH = (
@@ -156,7 +163,9 @@ class TelegramAdapter:
 
     Stopping: :meth:`stop` stops receiving first and keeps the bot usable until PTB has shut
     down; a send while the adapter is not running is a ``TransientError`` (the part goes back
-    to pending and the next start sends it), never a contract breach.
+    to pending and the next start sends it), never a contract breach. Commands being answered
+    are tracked in ``in_flight``: they get :data:`STOP_GRACE_SECONDS`, then are cancelled and
+    their users told to try again, so a stop never waits on a long reply.
     """
 
     name = "telegram"
@@ -173,10 +182,13 @@ class TelegramAdapter:
         clock: Clock,
         limits: PlatformLimits | None = None,
         on_answered: Callable[[AnswerTiming], None] | None = None,
+        in_flight: InFlight | None = None,
     ) -> None:
         """``limits`` overrides the pacing model (benchmarks against a scaled double);
-        ``on_answered`` is told how long each command took (benchmarks; MUST NOT raise)."""
+        ``on_answered`` is told how long each command took (benchmarks; MUST NOT raise);
+        ``in_flight`` tracks the command handlers (shared by the runtime's adapters)."""
         self.settings = settings
+        self.in_flight = in_flight or InFlight()
         self.clock = clock
         if limits is not None:
             self.limits = limits
@@ -357,6 +369,13 @@ class TelegramAdapter:
             if app.updater is not None and app.updater.running:
                 await app.updater.stop()
             if app.running:
+                # Application.stop waits for every handler, however long its reply takes:
+                # bound that, and tell whoever was cut short (updates already fetched are
+                # told at once)
+                self.in_flight.close()
+                if not await self.in_flight.idle(STOP_GRACE_SECONDS):
+                    await self.in_flight.cancel(within=1.0)
+                await self.in_flight.apologise(within=APOLOGY_SECONDS)
                 await app.stop()
             await app.shutdown()
         finally:
@@ -399,6 +418,18 @@ class TelegramAdapter:
                     if attempt == MAX_REPLY_ATTEMPTS or exc.retry_after > MAX_REPLY_RETRY_AFTER:
                         raise
         return ids
+
+    async def tell_restarting(self, chat: int | str, kind: TargetKind) -> None:
+        """Send :data:`~bots.inflight.RESTARTING` to ``chat`` at once: during a shutdown
+        there is no time to wait for the pacing budget, so the message is only accounted.
+
+        Raises:
+            DeliveryError: it could not be sent.
+        """
+        target = Target(self.name, str(chat), kind)
+        self._get_pacer().take(target, self.clock.monotonic())
+        for message in notice(RESTARTING, self.flavor):
+            await self._send(target, message, retried=False)
 
     async def pace(self, target: Target) -> float:
         """Wait until ``target`` (and the bot as a whole) may get a message; seconds waited."""

@@ -6,7 +6,7 @@ import contextlib
 import html
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any
@@ -16,6 +16,7 @@ from telegram.constants import CallbackQueryLimit, ChatType, InlineKeyboardButto
 from telegram.error import TelegramError
 from telegram.ext import CallbackQueryHandler, ContextTypes, MessageHandler, filters
 
+from bots.inflight import RESTARTING
 from digest_core.commands import ADMIN, Reply, Request, parse_command_line
 from digest_core.delivery import TokenBucket
 from digest_core.errors import DeliveryError, IssueNotFound, TargetGone
@@ -49,6 +50,9 @@ MAX_CALLBACK_DATA = InlineKeyboardButtonLimit.MAX_CALLBACK_DATA
 MAX_ANSWER_TEXT = CallbackQueryLimit.ANSWER_CALLBACK_QUERY_TEXT_LENGTH
 #: Users whose rate-limit state is kept before full (idle) buckets are forgotten.
 MAX_TRACKED_USERS = 10_000
+
+#: a PTB handler callback of ours
+Callback = Callable[[Update, ContextTypes.DEFAULT_TYPE], Coroutine[Any, Any, None]]
 
 CONFIRM_LABEL = "确认 / Confirm"
 CANCEL_LABEL = "取消 / Cancel"
@@ -137,16 +141,50 @@ class Handlers:
 
     def install(self, app: Application[Any, Any, Any, Any, Any, Any]) -> None:
         app.add_handler(
-            MessageHandler(filters.UpdateType.MESSAGE & filters.COMMAND, self.on_command)
+            MessageHandler(
+                filters.UpdateType.MESSAGE & filters.COMMAND, self._tracked(self.on_command)
+            )
         )
         app.add_handler(
             MessageHandler(
                 filters.UpdateType.MESSAGE & filters.ChatType.PRIVATE & filters.TEXT,
-                self.on_text,
+                self._tracked(self.on_text),
             )
         )
-        app.add_handler(CallbackQueryHandler(self.on_button))
+        app.add_handler(CallbackQueryHandler(self._tracked(self.on_button)))
         app.add_error_handler(self.on_error)
+
+    def _tracked(self, callback: Callback) -> Callback:
+        """``callback`` run through the adapter's in-flight tracker: a shutdown may cut it
+        short, and then the user is told to try again (see :meth:`_restarting`)."""
+
+        async def handle(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+            await self.adapter.in_flight.run(
+                f"telegram update {update.update_id}",
+                lambda: callback(update, context),
+                apologise=lambda: self._restarting(update),
+            )
+
+        return handle
+
+    async def _restarting(self, update: Update) -> None:
+        """Tell the sender of ``update`` that the bot is restarting: a message in the chat
+        of a command; for a button press, an alert, or (the press was answered already, as a
+        confirmation is) a message to the chat of the prompt, or privately from a channel."""
+        query = update.callback_query
+        if query is not None:
+            with contextlib.suppress(TelegramError):
+                await query.answer(RESTARTING, show_alert=True)
+                return
+            chat = query.message.chat if query.message is not None else None
+            if chat is None or chat.type == ChatType.CHANNEL:
+                await self.adapter.tell_restarting(query.from_user.id, TargetKind.PRIVATE)
+            else:
+                await self.adapter.tell_restarting(chat.id, kind_of(chat.type))
+            return
+        chat = update.effective_chat
+        if chat is not None and chat.type != ChatType.CHANNEL:
+            await self.adapter.tell_restarting(chat.id, kind_of(chat.type))
 
     # ------------------------------------------------------------ commands
 
@@ -383,6 +421,11 @@ class Handlers:
 
     async def on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
         log.error("telegram: handling an update failed", exc_info=context.error)
+
+
+def kind_of(chat_type: str) -> TargetKind:
+    """The pacing kind of a chat that is not a channel."""
+    return TargetKind.PRIVATE if chat_type == ChatType.PRIVATE else TargetKind.GROUP
 
 
 def confirm_data(request: Request) -> str | None:

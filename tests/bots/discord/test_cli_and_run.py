@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,6 +22,7 @@ from tests.bots.discord.harness import (
     CHANNELS,
     GUILD,
     READER,
+    REPO,
     TODAY,
     clock_on,
     fake_discord,
@@ -86,3 +94,58 @@ async def test_digest_bot_run_catches_up_the_post_answers_and_stops(
         assert check_message(post.request) == []
         assert post.components  # the section buttons
     assert fake.counters.gateway["identify"] == 1
+
+
+def test_sigterm_tells_a_deferred_interaction_to_try_again_before_exiting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue #8: a /subscribe deferred ("thinking…") when SIGTERM comes gets a follow-up
+    saying the bot is restarting before the real `digest-bot run` process exits, instead of
+    thinking forever."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, name="fake-discord", daemon=True)
+    thread.start()
+
+    def on_fake(coro: Any, timeout: float = 30) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, loop).result(timeout)
+
+    manager = fake_discord()
+    fake = on_fake(manager.__aenter__())
+    log = tmp_path / "bot.log"
+    try:
+        make_settings(tmp_path, monkeypatch, fake, guild_ready_timeout_seconds=0.05)
+        config = str(tmp_path / "digest-bot.toml")
+        assert main(["discord", "sync", "--guild", str(GUILD), "--config", config]) == 0
+        env = {**os.environ, "DIGEST_BOT_DISCORD__TOKEN": fake.token}
+        with log.open("wb") as out:
+            bot = subprocess.Popen(
+                [sys.executable, "-m", "bots.cli", "run", "--only", "discord", "--config", config],
+                cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 30  # until connected and ready
+            while "digest-bot running on discord" not in log.read_text():
+                assert time.monotonic() < deadline and bot.poll() is None, log.read_text()
+                time.sleep(0.05)
+            # opening the DM channel hangs: the bot defers, and is still working at SIGTERM
+            loop.call_soon_threadsafe(lambda: fake.fail_next(None, "slow", delay=60))
+            record = on_fake(fake.run_slash_command(GUILD, CHANNELS[0], READER, "subscribe"))
+            assert record.callback_type == 5 and not record.followups  # "thinking…"
+            bot.send_signal(signal.SIGTERM)
+            code = bot.wait(30)
+        finally:
+            if bot.poll() is None:
+                bot.kill()
+                bot.wait(10)
+        assert code == 0, log.read_text()[-3000:]
+        # the follow-up came before the process ended, and replaced "thinking…"
+        [notice] = record.followups
+        assert notice is record.original and notice.ephemeral
+        assert "机器人正在重启，请稍后重试" in notice.content
+        assert "The bot is restarting, please try again" in notice.content
+    finally:
+        on_fake(manager.__aexit__(None, None, None))
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
+        loop.close()

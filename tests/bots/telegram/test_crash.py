@@ -166,3 +166,49 @@ def test_digest_bot_post_delivers_once_and_exits(
     with httpx.Client(base_url=fake_url) as client:
         sent = _sent(client)
     assert Counter(_key(m) for m in sent) == {(c, p): 1 for c in CHANNELS[:2] for p in range(2)}
+
+
+def test_sigterm_while_a_reply_hangs_tells_the_reader_and_exits(
+    fake_url: str, tmp_path: Path
+) -> None:
+    """Issue #8: a command whose answer does not come back (a send the Bot API holds for a
+    minute) no longer holds a SIGTERM up: the reader is told to try again, then the process
+    exits cleanly, without waiting for the answer."""
+    reader = SUBSCRIBERS[0]
+    config = write_config(tmp_path, base_url=fake_url + "/bot", channels=[], days=[TODAY])
+    log = tmp_path / "bot.log"
+    with httpx.Client(base_url=fake_url) as client:
+        client.post(
+            "/_fake/fail_next",
+            json={"chat_id": reader, "kind": "slow", "delay": 120, "method": "sendMessage"},
+        )
+        bot = _bot(config, log)
+        try:
+            _wait_requests(client, lambda r: any(x["method"] == "getUpdates" for x in r), log)
+            client.post(
+                "/_fake/inject_message",
+                json={"chat_id": reader, "from_user": reader, "text": f"/issue {TODAY}"},
+            )
+            # the answer is on its way and hangs at the double
+            _wait_requests(client, lambda r: any(x["chat_id"] == reader for x in r), log)
+            bot.send_signal(signal.SIGTERM)
+            code = bot.wait(30)
+        finally:
+            if bot.poll() is None:
+                bot.kill()
+                bot.wait(10)
+        assert code == 0, log.read_text()[-3000:]
+        # what the reader got before the process ended: the notice, and not the held answer
+        [notice] = _sent(client)
+        assert notice["chat_id"] == reader
+        assert "机器人正在重启，请稍后重试" in str(notice["text"])
+        assert "The bot is restarting, please try again" in str(notice["text"])
+
+
+def _wait_requests(client: httpx.Client, condition: object, log: Path) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if condition(client.get("/_fake/requests").json()["result"]):  # type: ignore[operator]
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out; bot log:\n{log.read_text()[-3000:]}")
