@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from bots.network import network_reason
 from digest_core.archive import Archive
 from digest_core.delivery import PartOutcome, PartState
 from digest_core.errors import ConfigError, DigestError, IssueFormatError
@@ -44,7 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.handler(args, settings))
     except ConfigError as exc:
         print(f"digest-bot: configuration error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return EXIT_FAILED
     except DigestError as exc:
         print(f"digest-bot: {exc}", file=sys.stderr)
         if isinstance(exc.__cause__, IssueFormatError):  # the editor's detail behind it
@@ -52,6 +53,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_FAILED
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:
+        # a server that cannot be reached is the user's network, not a bug: one line
+        reason = network_reason(exc)
+        if reason is None:
+            raise
+        print(f"digest-bot: cannot reach the server: {reason}; check the network", file=sys.stderr)
+        return EXIT_FAILED
 
 
 def _common_options(default: Any) -> argparse.ArgumentParser:

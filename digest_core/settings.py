@@ -9,12 +9,15 @@ and are held as ``SecretStr`` so they never show in reprs, logs or dumps.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
 import os
 import re
 import tomllib
+import types
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Union, get_args, get_origin
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import (
@@ -27,7 +30,12 @@ from pydantic import (
     model_validator,
 )
 from pydantic.fields import FieldInfo
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    SettingsError,
+)
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
@@ -105,9 +113,12 @@ class _PlatformSettings(_Section):
         try:
             text = self.token_file.read_text(encoding="utf-8").strip()
         except OSError as exc:
-            raise ConfigError(f"cannot read token file {self.token_file}: {exc.strerror}") from exc
+            raise ConfigError(
+                f"cannot read token file {self.token_file}: {exc.strerror}; point it at a "
+                "readable file holding only the bot token"
+            ) from exc
         if not text:
-            raise ConfigError(f"token file {self.token_file} is empty")
+            raise ConfigError(f"token file {self.token_file} is empty; write the bot token into it")
         return SecretStr(text)
 
 
@@ -338,6 +349,78 @@ def _message(err: Any) -> str:
     return str(err["msg"]).removeprefix("Value error, ")
 
 
+#: examples shown when an environment variable of a list setting is not a JSON list
+_LIST_EXAMPLES = {
+    "telegram.channels": '["@my_channel"]',
+    "telegram.admins": "[123456789]",
+    "discord.channels": '["123456789012345678"]',
+    "discord.admin_roles": "[123456789012345678]",
+    "discord.admin_users": "[123456789012345678]",
+}
+
+
+def _json_kind(annotation: Any) -> str | None:
+    """ "list" or "object" when pydantic-settings reads a field's env value as JSON."""
+    origin = get_origin(annotation)
+    if origin in (Union, types.UnionType):
+        kinds = {_json_kind(a) for a in get_args(annotation) if a is not type(None)}
+        kinds.discard(None)
+        return kinds.pop() if len(kinds) == 1 else None
+    if origin in (list, tuple, set, frozenset) or annotation in (list, tuple, set, frozenset):
+        return "list"
+    if origin is dict or annotation is dict:
+        return "object"
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return "object"
+    return None
+
+
+def _check_env_json(environ: Mapping[str, str]) -> None:
+    """Refuse a ``DIGEST_BOT_*`` variable of a list or table setting whose value is not JSON
+    of that shape, naming the variable and showing the expected form (pydantic-settings
+    would raise a long SettingsError naming only the section).
+
+    Raises:
+        ConfigError: ``file`` is ``environment VARIABLE``.
+    """
+    for name, value in environ.items():
+        if not name.upper().startswith(ENV_PREFIX):
+            continue
+        path = name[len(ENV_PREFIX) :].lower().split("__")
+        model: type[BaseModel] = Settings
+        field: FieldInfo | None = None
+        for i, part in enumerate(path):
+            field = model.model_fields.get(part)
+            if field is None:
+                break
+            inner = field.annotation
+            if i < len(path) - 1:
+                if not (isinstance(inner, type) and issubclass(inner, BaseModel)):
+                    field = None
+                    break
+                model = inner
+        if field is None:
+            continue
+        kind = _json_kind(field.annotation)
+        if kind is None:
+            continue
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            parsed = None
+        if kind == "list" and not isinstance(parsed, list):
+            example = _LIST_EXAMPLES.get(".".join(path), '["…"]')
+            raise ConfigError(
+                f"expected a JSON list such as '{example}'", file=f"environment {name}"
+            )
+        if kind == "object" and not isinstance(parsed, dict):
+            raise ConfigError(
+                'expected a JSON object such as \'{"key": "value"}\', or set one '
+                f"{name}__KEY variable per key",
+                file=f"environment {name}",
+            )
+
+
 def load_settings(
     path: Path | str | None = None, *, overrides: dict[str, Any] | None = None
 ) -> Settings:
@@ -357,8 +440,11 @@ def load_settings(
     else:
         data = {}
     loaded = type("Settings", (Settings,), {"_toml": data, "__module__": __name__})
+    _check_env_json(os.environ)
     try:
         settings: Settings = loaded(**(overrides or {}))
+    except SettingsError as exc:  # a DIGEST_BOT_* value pydantic-settings cannot parse
+        raise ConfigError(f"{exc}; check the {ENV_PREFIX}* environment variables") from exc
     except ValidationError as exc:
         errors = exc.errors()
         key = _key(errors[0]["loc"])
@@ -375,7 +461,15 @@ def load_settings(
         try:
             getattr(settings, name).resolved_token()
         except ConfigError as exc:
-            raise ConfigError(
-                exc.detail, file=cfg if data else None, key=f"{name}.token_file"
-            ) from exc
+            # the environment wins over the file: when it set the path, blame it
+            variable = _env_name(f"{name}.token_file")
+            where = f"environment {variable}" if variable else (cfg if data else None)
+            raise ConfigError(exc.detail, file=where, key=f"{name}.token_file") from exc
     return settings
+
+
+def _env_name(key: str) -> str | None:
+    """The ``DIGEST_BOT_*`` variable setting ``key`` as it is spelled in the environment
+    (matched case-insensitively, as pydantic-settings does), or None."""
+    wanted = ENV_PREFIX + key.replace(".", "__").upper()
+    return next((n for n in os.environ if n.upper() == wanted), None)

@@ -22,6 +22,7 @@ from pydantic import SecretStr
 from bots.discord.commands import DigestTranslator, install_commands
 from bots.discord.views import SectionButton
 from bots.inflight import InFlight
+from bots.network import network_reason
 from digest_core.clock import Clock
 from digest_core.delivery import DISCORD_LIMITS
 from digest_core.errors import (
@@ -93,10 +94,14 @@ class ApiPointer:
                 resp.raise_for_status()
                 gateway = yarl.URL(str((await resp.json(content_type=None))["url"]))
         except (aiohttp.ClientError, TimeoutError, OSError, ValueError, KeyError, TypeError) as exc:
-            raise ConfigError(
-                f"cannot ask {base}/gateway for the gateway address: {exc!r}",
-                key="discord.api_base_url",
-            ) from exc
+            reason = network_reason(exc)
+            detail = (
+                f"cannot reach Discord at {base}: {reason}; check the network or this setting"
+                if reason is not None
+                else f"{base}/gateway did not answer with a gateway address ({exc!r}); is "
+                "this Discord's API (or a proxy of it)?"
+            )
+            raise ConfigError(detail, key="discord.api_base_url") from exc
         if self._saved is None:
             self._saved = Route.BASE, DiscordWebSocket.DEFAULT_GATEWAY
         Route.BASE, DiscordWebSocket.DEFAULT_GATEWAY = base, gateway

@@ -12,6 +12,7 @@ from typing import Any
 import discord
 
 from bots.discord.adapter import DigestClient, point_discord_py_at
+from bots.network import network_reason
 from digest_core.errors import ConfigError, DigestError
 from digest_core.settings import DiscordSettings, Settings
 
@@ -62,7 +63,15 @@ def invite_url(client_id: int) -> str:
     return discord.utils.oauth_url(client_id, permissions=BOT_PERMISSIONS, scopes=INVITE_SCOPES)
 
 
+def _quiet_sdk(settings: Settings) -> None:
+    """A one-shot set-up command shows its result, not discord.py's start-up chatter (voice
+    support missing, logging in); ``log_level = "DEBUG"`` keeps it."""
+    if settings.log_level != "DEBUG":
+        logging.getLogger("discord").setLevel(logging.ERROR)
+
+
 def cmd_sync(args: argparse.Namespace, settings: Settings) -> int:
+    _quiet_sdk(settings)
     names = asyncio.run(sync_commands(settings.discord, guild=args.guild))
     where = f"server {args.guild}" if args.guild else "every server (global)"
     print(f"registered {len(names)} commands for {where}: {', '.join('/' + n for n in names)}")
@@ -70,6 +79,7 @@ def cmd_sync(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_invite(args: argparse.Namespace, settings: Settings) -> int:
+    _quiet_sdk(settings)
     client_id = args.client_id or asyncio.run(application_id(settings.discord))
     print(invite_url(client_id))
     return 0
@@ -115,7 +125,8 @@ async def logged_in(settings: DiscordSettings) -> AsyncIterator[DigestClient]:
 
     Raises:
         ConfigError: no token, Discord refused it, or ``api_base_url`` does not answer.
-        DigestError: Discord could not be reached.
+        DigestError: Discord could not be reached, at login or later in the ``with`` block
+            (one line: where, why, and what to check).
     """
     token = settings.resolved_token()
     if token is None:
@@ -129,8 +140,26 @@ async def logged_in(settings: DiscordSettings) -> AsyncIterator[DigestClient]:
                 await client.login(token.get_secret_value())
             except discord.LoginFailure as exc:
                 raise ConfigError("Discord refused the token (401)", key="discord.token") from exc
-            except (discord.HTTPException, OSError) as exc:
-                raise DigestError(f"cannot log in to Discord: {exc!r}") from exc
-            yield client
+            except (discord.HTTPException, OSError, TimeoutError) as exc:
+                error = _unreachable(settings, exc)
+                raise error or DigestError(f"cannot log in to Discord: {exc}") from exc
+            try:
+                yield client
+            except (OSError, TimeoutError) as exc:  # aiohttp's connection errors are OSErrors
+                error = _unreachable(settings, exc)
+                if error is None:
+                    raise
+                raise error from exc
         finally:
             await client.close()
+
+
+def _unreachable(settings: DiscordSettings, exc: BaseException) -> DigestError | None:
+    """The one-line error for a network failure (DNS, refused, timeout); None for others."""
+    reason = network_reason(exc)
+    if reason is None:
+        return None
+    return DigestError(
+        f"cannot reach Discord at {settings.api_base_url}: {reason}; "
+        "check the network or [discord] api_base_url"
+    )

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -150,11 +155,11 @@ def test_archive_list_and_search(workdir: Path) -> None:
     assert none.returncode == 1
 
 
-def test_bad_config_value_names_key_and_exits_2(workdir: Path) -> None:
+def test_bad_config_value_names_key_and_exits_1(workdir: Path) -> None:
     cfg = workdir / "config" / "digest-bot.toml"
     cfg.write_text(cfg.read_text(encoding="utf-8").replace('"08:00"', '"8 点"'), encoding="utf-8")
     out = cli(workdir, "archive", "list")
-    assert out.returncode == 2
+    assert out.returncode == 1
     assert "schedule.post_time" in out.stderr and "HH:MM" in out.stderr
 
 
@@ -198,3 +203,94 @@ def test_run_console_answers_typed_commands_and_stops_on_sigterm(workdir: Path) 
     assert "AI Tech Daily" in out  # the English issue of 2026-11-29
     assert "用法 / usage: /brief N" in out
     assert "stopping" in err
+
+
+# ---------------------------------------------------------------- issue #8: one line, exit 1
+
+
+def cli_with(cwd: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """:func:`cli` with extra environment variables."""
+    return subprocess.run(
+        [sys.executable, "-m", "bots.cli", *args],
+        cwd=cwd, input="", capture_output=True, text=True, env={**cli_env(), **env}, timeout=60,
+    )  # fmt: skip
+
+
+def assert_one_line(out: subprocess.CompletedProcess[str], *fragments: str) -> None:
+    """Exit 1 and one line of error on stderr (besides timestamped log records)."""
+    assert out.returncode == 1, out.stderr
+    assert "Traceback" not in out.stderr
+    [line] = [x for x in out.stderr.splitlines() if not re.match(r"\d{4}-\d\d-\d\d ", x)]
+    for fragment in fragments:
+        assert fragment in line, line
+
+
+def test_an_env_list_that_is_not_json_is_one_line_naming_the_variable(workdir: Path) -> None:
+    out = cli_with(workdir, {"DIGEST_BOT_TELEGRAM__CHANNELS": "@foo"}, "archive", "list")
+    assert_one_line(
+        out, """DIGEST_BOT_TELEGRAM__CHANNELS: expected a JSON list such as '["@my_channel"]'"""
+    )
+
+
+def test_a_bad_token_file_variable_is_blamed_on_the_variable(workdir: Path) -> None:
+    missing = workdir / "no-such-token"
+    out = cli_with(workdir, {"DIGEST_BOT_TELEGRAM__TOKEN_FILE": str(missing)}, "status")
+    assert_one_line(out, "environment DIGEST_BOT_TELEGRAM__TOKEN_FILE", str(missing), "point it at")
+    assert "digest-bot.toml" not in out.stderr
+
+
+def test_discord_sync_without_a_network_is_one_line(workdir: Path) -> None:
+    """The host cannot be resolved (.invalid never is), or nothing listens there any more
+    when the bot logs in (the gateway was asked from a server that then went away)."""
+    env = {"DIGEST_BOT_DISCORD__TOKEN": "abc"}
+    unresolvable = "http://discord.invalid/api/v10"
+    out = cli_with(
+        workdir, {**env, "DIGEST_BOT_DISCORD__API_BASE_URL": unresolvable}, "discord", "sync"
+    )
+    assert_one_line(
+        out, f"cannot reach Discord at {unresolvable}: cannot resolve discord.invalid",
+        "check the network",
+    )  # fmt: skip
+
+    with _answer_once({"url": "ws://127.0.0.1:9"}) as base:
+        out = cli_with(
+            workdir, {**env, "DIGEST_BOT_DISCORD__API_BASE_URL": base}, "discord", "sync"
+        )
+    port = base.split(":")[2].split("/")[0]
+    assert_one_line(
+        out, f"cannot reach Discord at {base}: cannot connect to 127.0.0.1:{port} "
+        "(connection refused); check the network or [discord] api_base_url",
+    )  # fmt: skip
+
+
+@contextlib.contextmanager
+def _answer_once(body: dict[str, str]) -> Iterator[str]:
+    """An HTTP server that answers one request with ``body`` as JSON, then stops listening;
+    yields its base URL (``http://127.0.0.1:PORT/api/v10``)."""
+
+    class Once(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Once)
+    port = server.server_address[1]
+
+    def serve() -> None:
+        server.handle_request()
+        server.server_close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{port}/api/v10"
+    finally:
+        if thread.is_alive():
+            server.server_close()

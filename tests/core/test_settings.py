@@ -118,3 +118,69 @@ def test_database_password_is_never_echoed(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         load_settings(cfg)
     assert "hunter2" not in str(info.value) and "***" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "expected"),
+    [
+        (
+            "DIGEST_BOT_TELEGRAM__CHANNELS",
+            "@foo",
+            """DIGEST_BOT_TELEGRAM__CHANNELS: expected a JSON list such as '["@my_channel"]'""",
+        ),
+        (
+            "DIGEST_BOT_TELEGRAM__CHANNELS",
+            '"@foo"',  # JSON, but not a list
+            """DIGEST_BOT_TELEGRAM__CHANNELS: expected a JSON list such as '["@my_channel"]'""",
+        ),
+        (
+            "digest_bot_discord__admin_roles",  # matched case-insensitively, as it is read
+            "123, 456",
+            "digest_bot_discord__admin_roles: expected a JSON list such as '[123456789012345678]'",
+        ),
+        (
+            "DIGEST_BOT_DISCORD",
+            "channels=1",
+            'DIGEST_BOT_DISCORD: expected a JSON object such as \'{"key": "value"}\'',
+        ),
+    ],
+)
+def test_env_value_that_is_not_the_json_expected_names_the_variable_and_the_form(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, variable: str, value: str, expected: str
+) -> None:
+    """Issue #8: such a value gave a 40-line pydantic-settings trace naming only the section."""
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(ConfigError) as info:
+        load_settings(write(tmp_path, '[telegram]\nchannels = ["@ai_digest"]\n'))
+    assert info.value.file == f"environment {variable}"
+    assert str(info.value).startswith(f"environment {expected}")
+    assert "\n" not in str(info.value)
+
+
+def test_env_json_lists_still_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DIGEST_BOT_TELEGRAM__CHANNELS", '["@ai_digest", -100123]')
+    monkeypatch.setenv("DIGEST_BOT_DISCORD__ADMIN_ROLES", "[7]")
+    settings = load_settings(write(tmp_path, ""))
+    assert settings.telegram.channels == ["@ai_digest", "-100123"]
+    assert settings.discord.admin_roles == [7]
+
+
+def test_a_bad_token_file_variable_is_blamed_not_the_config_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue #8: the error named the TOML file although the variable set the path."""
+    missing = tmp_path / "missing"
+    monkeypatch.setenv("DIGEST_BOT_TELEGRAM__TOKEN_FILE", str(missing))
+    cfg = write(tmp_path, 'timezone = "Asia/Shanghai"\n')  # a file with content
+    with pytest.raises(ConfigError) as info:
+        load_settings(cfg)
+    assert info.value.file == "environment DIGEST_BOT_TELEGRAM__TOKEN_FILE"
+    assert str(cfg) not in str(info.value)
+    assert f"cannot read token file {missing}" in str(info.value)
+    assert "point it at a readable file holding only the bot token" in str(info.value)
+    # set in the file, the file is named
+    monkeypatch.delenv("DIGEST_BOT_TELEGRAM__TOKEN_FILE")
+    cfg = write(tmp_path, f'[telegram]\ntoken_file = "{missing}"\n')
+    with pytest.raises(ConfigError) as info:
+        load_settings(cfg)
+    assert info.value.file == str(cfg) and info.value.key == "telegram.token_file"

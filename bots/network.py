@@ -1,0 +1,70 @@
+"""Failures to reach a server (DNS, refused, reset, timeout) as one short reason for people."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import ssl
+from collections.abc import Iterator
+
+log = logging.getLogger(__name__)
+
+
+def network_reason(exc: BaseException) -> str | None:
+    """Why a server could not be reached, in a few words, when ``exc`` or an exception it was
+    raised from is an aiohttp, httpx or socket connection failure; None for anything else
+    (an HTTP error answer, a bug)."""
+    for error in _chain(exc):
+        reason = _reason(error)
+        if reason is not None:
+            return reason
+    return None
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+def _reason(error: BaseException) -> str | None:
+    try:
+        import aiohttp
+    except ImportError:  # pragma: no cover - discord.py brings it
+        aiohttp = None  # type: ignore[assignment]
+    try:
+        import httpx
+    except ImportError:  # pragma: no cover - python-telegram-bot brings it
+        httpx = None  # type: ignore[assignment]
+    if aiohttp is not None:
+        if isinstance(error, aiohttp.ClientConnectorDNSError):
+            return f"cannot resolve {error.host} ({_os_reason(error.os_error)})"
+        if isinstance(error, aiohttp.ClientConnectorError):
+            return f"cannot connect to {error.host}:{error.port} ({_os_reason(error.os_error)})"
+        if isinstance(error, aiohttp.ServerTimeoutError):
+            return "no answer in time"
+        if isinstance(error, aiohttp.ClientConnectionError):
+            return str(error) or type(error).__name__
+    if httpx is not None:
+        if isinstance(error, httpx.TimeoutException):
+            return "no answer in time"
+        if isinstance(error, httpx.TransportError):
+            return str(error) or type(error).__name__
+    if isinstance(error, socket.gaierror):
+        return f"cannot resolve the host name ({_os_reason(error)})"
+    if isinstance(error, ssl.SSLError):
+        return f"TLS failed ({error.reason or error})"
+    if isinstance(error, TimeoutError):
+        return "no answer in time"
+    if isinstance(error, ConnectionError):
+        return _os_reason(error)
+    return None
+
+
+def _os_reason(error: OSError) -> str:
+    if isinstance(error, ConnectionRefusedError):
+        return "connection refused"
+    return error.strerror or str(error) or type(error).__name__
