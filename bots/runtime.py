@@ -207,10 +207,9 @@ async def _shut_down(
 
     scheduler.pause()
     in_flight.close()
-    posted, answered = await asyncio.gather(
-        service.idle(SHUTDOWN_GRACE_SECONDS), in_flight.idle(COMMAND_GRACE_SECONDS)
-    )
-    if not posted:
+    # both graces run at once; a /repost is a delivery: it ends with the deliveries' grace
+    answering = asyncio.ensure_future(in_flight.idle(COMMAND_GRACE_SECONDS))
+    if not await service.idle(SHUTDOWN_GRACE_SECONDS):
         cancelled = await service.cancel_deliveries()
         log.warning(
             "stopped %d delivery(ies) still running after %.0f s; what they had not "
@@ -218,7 +217,7 @@ async def _shut_down(
             cancelled,
             SHUTDOWN_GRACE_SECONDS,
         )
-    if not answered:
+    if not await answering:
         cut = await in_flight.cancel(within=min(1.0, left() / 4))
         log.warning("cancelled %d command(s) still being answered; telling them to retry", cut)
     await in_flight.apologise(within=min(APOLOGY_SECONDS, left() / 2))

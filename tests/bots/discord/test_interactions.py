@@ -557,3 +557,19 @@ async def test_reactivate_brings_a_deleted_channel_back_end_to_end(bot: Any) -> 
         ("reactivate", str(ADMIN_USER), True),  # reactivated
         ("reactivate", str(ADMIN_USER), True),  # not deactivated
     ]
+
+
+async def test_while_stopping_commands_and_buttons_are_told_to_try_again_at_once(
+    bot: Any,
+) -> None:
+    """Once a shutdown has begun, an interaction is not started (it could not finish): the
+    user is told at once, privately, that the bot is restarting."""
+    fake, service, adapter = bot
+    await service.post(TWO_PARTS)
+    post = fake.messages(CHANNELS[0])[-1]
+    adapter.in_flight.close()  # what the runtime does first on SIGTERM
+    command = await fake.run_slash_command(GUILD, CHANNELS[0], READER, "today")
+    button = await fake.press_button(CHANNELS[0], post.id, f"dg:{TWO_PARTS}:briefs", READER)
+    for record in (command, button):
+        assert record.callback_type == 4 and record.ephemeral
+        assert "The bot is restarting, please try again" in original(record).content

@@ -27,6 +27,7 @@ from digest_core.platform import Target, TargetKind
 from digest_core.rendering import notice
 from tests.bots.telegram.harness import (
     ADMIN,
+    BOB,
     CHANNEL,
     TODAY,
     PinnedClock,
@@ -250,6 +251,9 @@ async def test_stopping_run_during_a_confirmed_repost_fails_nothing(
         finally:
             stop.set()
             await asyncio.wait_for(task, 20)
+        # the admin's repost was cut short: told so (the press was answered already, so in
+        # the chat of the prompt), not left with "working…"
+        assert "The bot is restarting, please try again" in fake.sent(ADMIN)[-1].text
 
         async with running_bot(settings, fake) as bot:  # the next start
             records = await bot.service.ledger.records(platform="telegram")
@@ -260,3 +264,23 @@ async def test_stopping_run_during_a_confirmed_repost_fails_nothing(
         copies = Counter(_key(m) for m in fake.sent() if m.chat_id in targets)
         assert set(copies) == expected
         assert sum(n - 1 for n in copies.values()) <= in_flight
+
+
+async def test_stop_cuts_a_hanging_reply_short_and_tells_the_reader(
+    fake: FakeTelegram, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The adapter's own stop (without the runtime's budget, as in a test or ``post``) no
+    longer waits for a reply the Bot API does not answer: after its grace the handler is
+    cancelled and the reader told to try again."""
+    from bots.telegram import adapter as telegram_adapter
+
+    monkeypatch.setattr(telegram_adapter, "STOP_GRACE_SECONDS", 0.2)
+    settings = settings_for(write_config(tmp_path, base_url=fake.base_url), fake, monkeypatch)
+    fake.fail_next(BOB, "slow", method="sendMessage", delay=60)
+    async with running_bot(settings, fake) as bot:
+        fake.inject_message(BOB, BOB, f"/issue {TODAY}")
+        await _until(lambda: any(r.chat_id == BOB for r in fake.calls("sendMessage")))
+        stopping = asyncio.create_task(bot.adapter.stop())
+        await asyncio.wait_for(stopping, 10)
+    [told] = fake.sent(BOB)  # the held answer never came back before the stop
+    assert "The bot is restarting, please try again" in told.text
