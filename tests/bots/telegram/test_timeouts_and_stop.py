@@ -274,7 +274,7 @@ async def test_stop_cuts_a_hanging_reply_short_and_tells_the_reader(
     cancelled and the reader told to try again."""
     from bots.telegram import adapter as telegram_adapter
 
-    monkeypatch.setattr(telegram_adapter, "STOP_GRACE_SECONDS", 0.2)
+    monkeypatch.setattr(telegram_adapter, "STOP_GRACE_SECONDS", 0.2, raising=False)
     settings = settings_for(write_config(tmp_path, base_url=fake.base_url), fake, monkeypatch)
     fake.fail_next(BOB, "slow", method="sendMessage", delay=60)
     async with running_bot(settings, fake) as bot:
