@@ -46,7 +46,7 @@ class ConsolePlatform:
         in_flight: InFlight | None = None,
     ):
         self._out = out or sys.stdout
-        self.in_flight = in_flight or InFlight()
+        self.in_flight = in_flight if in_flight is not None else InFlight()
         self._stdin = stdin
         self._interactive = interactive
         self._ids = itertools.count(1)

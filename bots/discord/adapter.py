@@ -259,7 +259,7 @@ class DiscordAdapter:
         in_flight: InFlight | None = None,
     ) -> None:
         self.settings = settings
-        self.in_flight = in_flight or InFlight()
+        self.in_flight = in_flight if in_flight is not None else InFlight()
         self.clock = clock
         self.post_options = RenderOptions(buttons=True, embeds=settings.embeds)
         self.client: DigestClient | None = None

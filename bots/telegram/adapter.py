@@ -188,7 +188,7 @@ class TelegramAdapter:
         ``on_answered`` is told how long each command took (benchmarks; MUST NOT raise);
         ``in_flight`` tracks the command handlers (shared by the runtime's adapters)."""
         self.settings = settings
-        self.in_flight = in_flight or InFlight()
+        self.in_flight = in_flight if in_flight is not None else InFlight()
         self.clock = clock
         if limits is not None:
             self.limits = limits
