@@ -13,12 +13,15 @@ log = logging.getLogger(__name__)
 def network_reason(exc: BaseException) -> str | None:
     """Why a server could not be reached, in a few words, when ``exc`` or an exception it was
     raised from is an aiohttp, httpx or socket connection failure; None for anything else
-    (an HTTP error answer, a bug)."""
+    (an HTTP error answer, a bug). The most specific reason in the chain wins (httpx's
+    "All connection attempts failed" hides a refused connection)."""
+    general: str | None = None
     for error in _chain(exc):
-        reason = _reason(error)
-        if reason is not None:
+        reason, specific = _reason(error)
+        if reason is not None and specific:
             return reason
-    return None
+        general = general or reason
+    return general
 
 
 def _chain(exc: BaseException) -> Iterator[BaseException]:
@@ -30,7 +33,8 @@ def _chain(exc: BaseException) -> Iterator[BaseException]:
         current = current.__cause__ or current.__context__
 
 
-def _reason(error: BaseException) -> str | None:
+def _reason(error: BaseException) -> tuple[str | None, bool]:
+    """(the reason, whether it is specific) for one exception of a chain."""
     try:
         import aiohttp
     except ImportError:  # pragma: no cover - discord.py brings it
@@ -41,27 +45,28 @@ def _reason(error: BaseException) -> str | None:
         httpx = None  # type: ignore[assignment]
     if aiohttp is not None:
         if isinstance(error, aiohttp.ClientConnectorDNSError):
-            return f"cannot resolve {error.host} ({_os_reason(error.os_error)})"
+            return f"cannot resolve {error.host} ({_os_reason(error.os_error)})", True
         if isinstance(error, aiohttp.ClientConnectorError):
-            return f"cannot connect to {error.host}:{error.port} ({_os_reason(error.os_error)})"
+            where = f"{error.host}:{error.port}"
+            return f"cannot connect to {where} ({_os_reason(error.os_error)})", True
         if isinstance(error, aiohttp.ServerTimeoutError):
-            return "no answer in time"
+            return "no answer in time", True
         if isinstance(error, aiohttp.ClientConnectionError):
-            return str(error) or type(error).__name__
+            return str(error) or type(error).__name__, False
     if httpx is not None:
         if isinstance(error, httpx.TimeoutException):
-            return "no answer in time"
+            return "no answer in time", True
         if isinstance(error, httpx.TransportError):
-            return str(error) or type(error).__name__
+            return str(error) or type(error).__name__, False
     if isinstance(error, socket.gaierror):
-        return f"cannot resolve the host name ({_os_reason(error)})"
+        return f"cannot resolve the host name ({_os_reason(error)})", True
     if isinstance(error, ssl.SSLError):
-        return f"TLS failed ({error.reason or error})"
+        return f"TLS failed ({error.reason or error})", True
     if isinstance(error, TimeoutError):
-        return "no answer in time"
+        return "no answer in time", True
     if isinstance(error, ConnectionError):
-        return _os_reason(error)
-    return None
+        return _os_reason(error), True
+    return None, False
 
 
 def _os_reason(error: OSError) -> str:

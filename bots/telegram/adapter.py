@@ -38,6 +38,7 @@ from telegram.ext import Application, ApplicationBuilder, ExtBot
 from telegram.warnings import PTBDeprecationWarning
 
 from bots.inflight import RESTARTING, InFlight
+from bots.network import network_reason
 from bots.telegram.handlers import AnswerTiming, Handlers
 from digest_core.clock import Clock
 from digest_core.delivery import TELEGRAM_LIMITS, Pacer
@@ -315,7 +316,12 @@ class TelegramAdapter:
             raise ConfigError("Telegram refused the bot token", key="telegram.token") from exc
         except TelegramError as exc:
             self._app = None
-            raise TransientError(f"cannot reach the Bot API: {exc}", platform=self.name) from exc
+            reason = network_reason(exc) or str(exc)
+            raise TransientError(
+                f"cannot reach the Bot API at {self.settings.api_base_url}: {reason}; check "
+                "the network or [telegram] api_base_url",
+                platform=self.name,
+            ) from exc
         log.info("telegram: logged in as @%s", app.bot.username)
         if not receive:
             return

@@ -294,3 +294,48 @@ def _answer_once(body: dict[str, str]) -> Iterator[str]:
     finally:
         if thread.is_alive():
             server.server_close()
+
+
+def test_an_unreachable_bot_api_is_one_line(workdir: Path) -> None:
+    port = _closed_port()
+    base = f"http://127.0.0.1:{port}/bot"
+    env = {"DIGEST_BOT_TELEGRAM__TOKEN": "1:abc", "DIGEST_BOT_TELEGRAM__API_BASE_URL": base}
+    out = cli_with(workdir, env, "post", "--platform", "telegram", "--date", "2026-11-26")
+    assert_one_line(
+        out, f"cannot reach the Bot API at {base}: connection refused; check the network "
+        "or [telegram] api_base_url",
+    )  # fmt: skip
+
+
+async def test_network_reasons_of_real_connection_failures() -> None:
+    """What the CLI prints for aiohttp, httpx and socket failures, from real ones; anything
+    else is not a network failure (the CLI then lets it show as the bug it is)."""
+    import aiohttp
+    import httpx
+
+    from bots.network import network_reason
+    from digest_core.errors import TransientError
+
+    port = _closed_port()
+    async with aiohttp.ClientSession() as session:
+        with pytest.raises(aiohttp.ClientError) as aio:
+            await session.get(f"http://127.0.0.1:{port}/")
+    assert network_reason(aio.value) == f"cannot connect to 127.0.0.1:{port} (connection refused)"
+    async with httpx.AsyncClient() as client:
+        with pytest.raises(httpx.ConnectError) as hx:
+            await client.get(f"http://127.0.0.1:{port}/")
+    try:  # as adapters raise it: translated, the cause kept
+        raise TransientError("send failed") from hx.value
+    except TransientError as wrapped:
+        assert network_reason(wrapped) == "connection refused"
+    assert network_reason(ValueError("not a network error")) is None
+
+
+def _closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+    return port
