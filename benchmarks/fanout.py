@@ -10,6 +10,13 @@ faster (rates and bursts both scaled). Figures:
 * CPU ms per message over the whole ``deliver`` call (planning included);
 * peak RSS of the process;
 * ledger rows written (inserted + updated) per second of ``deliver``, and transactions.
+
+``--subscribers N`` runs the planning scale case instead (no sends): ``Ledger.plan`` of a 3-part
+issue to N private chats on a fresh SQLite file, then a re-post through ``deliver`` with nothing
+left to send, then ``records(limit=1)`` (what start-up asks). Figures: wall time of each, the
+event loop's longest stall during each (a probe task sleeps 10 ms in a loop and records its
+largest overshoot; the target is at most 100 ms), and the peak RSS growth of the first plan per
+subscriber (the target is at most 1 KB).
 """
 
 from __future__ import annotations
@@ -24,14 +31,24 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator, Awaitable
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import TypeVar
+
+from sqlalchemy import update
 
 from digest_core.clock import SystemClock
-from digest_core.delivery import TELEGRAM_LIMITS, DeliveryEngine, Ledger
+from digest_core.delivery import TELEGRAM_LIMITS, DeliveryEngine, Ledger, PartState
+from digest_core.delivery.ledger import parts
 from digest_core.platform import TargetKind
 from digest_core.testing import FakePlatform, make_issue, make_messages, make_targets
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+#: the stall probe's sleep
+PROBE_TICK = 0.010
 
 
 async def run_once(args: argparse.Namespace) -> dict[str, float]:
@@ -69,6 +86,84 @@ async def run_once(args: argparse.Namespace) -> dict[str, float]:
     }
 
 
+class StallProbe:
+    """A task that sleeps :data:`PROBE_TICK` in a loop and keeps the largest overshoot: how long
+    the event loop was blocked at worst while it ran."""
+
+    def __init__(self) -> None:
+        self.worst = 0.0
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[StallProbe]:
+        self.worst = 0.0
+        task = asyncio.create_task(self._probe())
+        await asyncio.sleep(0)
+        try:
+            yield self
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    async def _probe(self) -> None:
+        while True:
+            before = time.perf_counter()
+            await asyncio.sleep(PROBE_TICK)
+            self.worst = max(self.worst, time.perf_counter() - before - PROBE_TICK)
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * resource.getpagesize() / 2**20
+
+
+async def _timed(probe: StallProbe, work: Awaitable[T]) -> tuple[T, float, float]:
+    """``work``'s result, its wall seconds and the longest loop stall (ms) while it ran."""
+    async with probe.running():
+        wall0 = time.perf_counter()
+        result = await work
+        wall = time.perf_counter() - wall0
+    return result, wall, probe.worst * 1000
+
+
+async def scale_once(args: argparse.Namespace) -> dict[str, float]:
+    """The planning scale case (see the module docstring)."""
+    clock = SystemClock()
+    probe = StallProbe()
+    n = args.subscribers
+    with tempfile.TemporaryDirectory() as tmp:
+        url = args.url or f"sqlite+aiosqlite:///{Path(tmp) / 'ledger.sqlite3'}"
+        async with Ledger.open(url, clock=clock) as ledger:
+            platform = FakePlatform(clock, name="telegram")
+            engine = DeliveryEngine(ledger, clock=clock)
+            ref = make_issue().ref
+            targets = make_targets(n, platform="telegram")
+            messages = make_messages(args.parts)
+            rss0 = _rss_mb()
+            plan, plan_s, plan_stall = await _timed(
+                probe, ledger.plan(ref, "telegram", targets, args.parts)
+            )
+            peak_growth = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 - rss0
+            planned = sum(len(tp.parts) for tp in plan.targets)
+            assert planned == n * args.parts, planned
+            del plan
+            async with ledger._tx() as conn:  # as if every part had been sent
+                await conn.execute(update(parts).values(state=PartState.SENT.value, message_id="m"))
+            report, repost_s, repost_stall = await _timed(
+                probe, engine.deliver(ref, platform, messages, targets)
+            )
+            assert report.sent == 0 and report.ok and not platform.calls
+            _, records_s, _ = await _timed(probe, ledger.records(limit=1))
+    return {
+        "plan_s": plan_s,
+        "plan_stall_ms": plan_stall,
+        "plan_rss_mb": peak_growth,
+        "plan_rss_kb_per_sub": peak_growth * 1024 / n,
+        "repost_s": repost_s,
+        "repost_stall_ms": repost_stall,
+        "records1_ms": records_s * 1000,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--targets", type=int, default=10_000)
@@ -79,10 +174,14 @@ def main() -> None:
     parser.add_argument("--in-flight", type=int, default=100)
     parser.add_argument("--url", default="", help="ledger URL (default: a temp SQLite file)")
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument(
+        "--subscribers", type=int, default=0, help="run the planning scale case with N chats"
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(asyncio.run(run_once(args))))
+        once = scale_once if args.subscribers else run_once
+        print(json.dumps(asyncio.run(once(args))))
         return
     child_argv = [
         f"--targets={args.targets}",
@@ -92,6 +191,7 @@ def main() -> None:
         f"--latency={args.latency}",
         f"--in-flight={args.in_flight}",
         f"--url={args.url}",
+        f"--subscribers={args.subscribers}",
     ]
     results = []
     for i in range(args.runs):
@@ -104,12 +204,25 @@ def main() -> None:
         result = json.loads(out)
         results.append(result)
         print(f"run {i + 1}: " + ", ".join(f"{k}={v:.4g}" for k, v in result.items()))
-    print(
-        f"median of {len(results)} runs ({args.targets} targets x {args.parts} parts, "
-        f"Telegram limits x{args.scale:g}, {args.kind} chats):"
-    )
-    for key in results[0]:
-        print(f"  {key:>15}: {statistics.median(r[key] for r in results):.4g}")
+    if args.subscribers:
+        print(
+            f"median of {len(results)} runs (planning {args.subscribers} subscribers x "
+            f"{args.parts} parts; targets: stall <= 100 ms, RSS growth <= 1 KB/subscriber):"
+        )
+    else:
+        print(
+            f"median of {len(results)} runs ({args.targets} targets x {args.parts} parts, "
+            f"Telegram limits x{args.scale:g}, {args.kind} chats):"
+        )
+    medians = {key: statistics.median(r[key] for r in results) for key in results[0]}
+    for key, value in medians.items():
+        print(f"  {key:>19}: {value:.4g}")
+    if args.subscribers:
+        print(
+            f"  stall/limit: plan {medians['plan_stall_ms'] / 100:.2f}, "
+            f"re-post {medians['repost_stall_ms'] / 100:.2f}; "
+            f"RSS/limit: {medians['plan_rss_kb_per_sub'] / 1:.2f}"
+        )
 
 
 if __name__ == "__main__":

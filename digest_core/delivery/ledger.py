@@ -24,6 +24,7 @@ from sqlalchemy import (
     Date,
     DateTime,
     Dialect,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -35,10 +36,12 @@ from sqlalchemy import (
     UniqueConstraint,
     and_,
     bindparam,
+    cast,
     delete,
     event,
     func,
     insert,
+    literal,
     make_url,
     select,
     update,
@@ -46,7 +49,10 @@ from sqlalchemy import (
 from sqlalchemy.engine import Row
 from sqlalchemy.exc import IntegrityError, InvalidRequestError, NoSuchModuleError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.pool import StaticPool
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.functions import FunctionElement
 
 from digest_core.clock import Clock, SystemClock
 from digest_core.errors import ConfigError
@@ -193,6 +199,36 @@ audit = Table(
 _MIGRATIONS: dict[int, Sequence[str]] = {
     1: (),  # 2: the leases table
 }
+
+
+class db_time(FunctionElement[dt.datetime]):  # noqa: N801 (an SQL function)
+    """The database's clock plus ``seconds``, as the ledger stores datetimes (naive UTC).
+
+    Leases are judged by this one clock, never a host's: with the hosts' clocks apart (or one
+    jumping), a live lease still looks live to everyone.
+    """
+
+    type = UTCDateTime()
+    inherit_cache = True
+    name = "db_time"
+
+    def __init__(self, seconds: float = 0.0) -> None:
+        super().__init__(cast(literal(float(seconds), Float()), Float()))
+
+
+@compiles(db_time, "sqlite")
+def _db_time_sqlite(element: db_time, compiler: SQLCompiler, **kw: Any) -> str:
+    # the text SQLAlchemy stores a DateTime as on SQLite ('YYYY-MM-DD HH:MM:SS.ffffff'), so
+    # comparisons with stored values are text comparisons of one format
+    seconds = compiler.process(element.clauses, **kw)
+    return f"(strftime('%Y-%m-%d %H:%M:%f', julianday('now') + ({seconds}) / 86400.0) || '000')"
+
+
+@compiles(db_time)
+def _db_time_default(element: db_time, compiler: SQLCompiler, **kw: Any) -> str:
+    # PostgreSQL (and any SQL with AT TIME ZONE and make_interval): naive UTC, like the columns
+    seconds = compiler.process(element.clauses, **kw)
+    return f"((CURRENT_TIMESTAMP AT TIME ZONE 'UTC') + make_interval(secs => {seconds}))"
 
 
 def delivery_lease(platform: str) -> str:
@@ -585,7 +621,7 @@ class Ledger:
             delivery_id, generation = await self._delivery_for(
                 conn, ref, platform, n_parts, force=force, now=now
             )
-            foreign = await self._foreign_holder(conn, delivery_lease(platform), now)
+            foreign = await self._foreign_holder(conn, delivery_lease(platform))
             # (resolved target id, part) -> the row of the latest generation to complete
             current: dict[tuple[str, int], _Found] = {}
             # parts an older generation of this revision sent
@@ -764,17 +800,19 @@ class Ledger:
                 alias[moved_id] = final
         return resolved, inactive, alias
 
-    async def _foreign_holder(
-        self, conn: AsyncConnection, name: str, now: dt.datetime
-    ) -> Lease | None:
-        """The lease ``name`` if another owner holds it and it is live (unexpired, holder not
-        known dead)."""
+    async def _foreign_holder(self, conn: AsyncConnection, name: str) -> Lease | None:
+        """The lease ``name`` if another owner holds it and it is live (unexpired by the
+        database's clock, holder not known dead)."""
         row = (
             await conn.execute(
-                select(leases.c.owner, leases.c.expires_at).where(leases.c.name == name)
+                select(
+                    leases.c.owner,
+                    leases.c.expires_at,
+                    (leases.c.expires_at > db_time()).label("live"),
+                ).where(leases.c.name == name)
             )
         ).first()
-        if row is None or row.owner == self.owner or row.expires_at <= now:
+        if row is None or row.owner == self.owner or not row.live:
             return None
         if _owner_dead(row.owner):
             return None
@@ -1121,49 +1159,54 @@ class Ledger:
         raise AssertionError("unreachable")
 
     async def _try_acquire(self, name: str, ttl: float) -> Lease:
-        now = self._clock.now()
-        mine = Lease(name, self.owner, now + dt.timedelta(seconds=ttl))
+        # Expiry is set and judged by the database's clock (db_time), so hosts whose clocks
+        # disagree, or a clock that jumps, cannot both think they hold the lease.
+        expires = db_time(ttl)
         async with self._tx() as conn:
             # write first: on SQLite the transaction takes the write lock before it reads
             result = await conn.execute(
                 update(leases)
                 .where(
                     leases.c.name == name,
-                    (leases.c.owner == self.owner) | (leases.c.expires_at <= now),
+                    (leases.c.owner == self.owner) | (leases.c.expires_at <= db_time()),
                 )
-                .values(owner=self.owner, expires_at=mine.expires_at)
+                .values(owner=self.owner, expires_at=expires)
             )
-            if result.rowcount:
-                return mine
+            if not result.rowcount:
+                row = (
+                    await conn.execute(
+                        select(leases.c.owner, leases.c.expires_at).where(leases.c.name == name)
+                    )
+                ).first()
+                if row is None:
+                    await conn.execute(
+                        insert(leases).values(name=name, owner=self.owner, expires_at=expires)
+                    )
+                elif not _owner_dead(row.owner):
+                    return Lease(name, row.owner, row.expires_at)
+                elif (
+                    await conn.execute(
+                        update(leases)
+                        .where(leases.c.name == name, leases.c.owner == row.owner)
+                        .values(owner=self.owner, expires_at=expires)
+                    )
+                ).rowcount:
+                    log.warning("lease %s: took over from %s, which is gone", name, row.owner)
             row = (
                 await conn.execute(
                     select(leases.c.owner, leases.c.expires_at).where(leases.c.name == name)
                 )
-            ).first()
-            if row is None:
-                await conn.execute(
-                    insert(leases).values(name=name, owner=self.owner, expires_at=mine.expires_at)
-                )
-                return mine
-            if _owner_dead(row.owner):
-                result = await conn.execute(
-                    update(leases)
-                    .where(leases.c.name == name, leases.c.owner == row.owner)
-                    .values(owner=self.owner, expires_at=mine.expires_at)
-                )
-                if result.rowcount:
-                    log.warning("lease %s: took over from %s, which is gone", name, row.owner)
-                    return mine
+            ).one()
             return Lease(name, row.owner, row.expires_at)
 
     async def renew_lease(self, name: str, *, ttl: float = DEFAULT_LEASE_TTL) -> bool:
-        """Extend a lease this instance holds to ``ttl`` seconds from now; False if it lost
-        it (it expired and another owner took it)."""
+        """Extend a lease this instance holds to ``ttl`` seconds from now (the database's
+        clock); False if it lost it (it expired and another owner took it)."""
         async with self._tx() as conn:
             result = await conn.execute(
                 update(leases)
                 .where(leases.c.name == name, leases.c.owner == self.owner)
-                .values(expires_at=self._clock.now() + dt.timedelta(seconds=ttl))
+                .values(expires_at=db_time(ttl))
             )
         return bool(result.rowcount)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import datetime as dt
 import logging
 import os
 
@@ -23,8 +24,18 @@ LIMITS = PlatformLimits(overall=Rate(500.0, 50), per_target={})
 EXIT_BUSY = 3
 
 
+class SkewedClock(SystemClock):
+    """The real clock with a wall clock ``skew`` seconds off: a host whose clock is wrong."""
+
+    def __init__(self, skew: float) -> None:
+        self.skew = dt.timedelta(seconds=skew)
+
+    def now(self) -> dt.datetime:
+        return super().now() + self.skew
+
+
 async def run(args: argparse.Namespace) -> int:
-    clock = SystemClock()
+    clock = SkewedClock(args.skew)
     fd = os.open(args.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
     def record(sent: Sent) -> None:
@@ -57,6 +68,7 @@ def main() -> None:
     parser.add_argument("--parts", type=int, default=3)
     parser.add_argument("--latency", type=float, default=0.0)
     parser.add_argument("--in-flight", type=int, default=16)
+    parser.add_argument("--skew", type=float, default=0.0, help="wall clock off by, s")
     raise SystemExit(asyncio.run(run(parser.parse_args())))
 
 

@@ -8,6 +8,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from digest_core.clock import SystemClock
 from digest_core.delivery import Ledger, PartState
 from digest_core.testing import make_issue
@@ -77,7 +79,12 @@ async def test_sigkill_mid_delivery_then_rerun(tmp_path: Path) -> None:
         assert (await ledger.counts(ref))[PartState.SENT] == TARGETS * PARTS
 
 
-async def test_a_second_process_is_refused_while_the_first_delivers(tmp_path: Path) -> None:
+@pytest.mark.parametrize("skew", [0, 120, -120])
+async def test_a_second_process_is_refused_while_the_first_delivers(
+    tmp_path: Path, skew: int
+) -> None:
+    """Also when the second's wall clock is 120 s ahead of the first's (or behind): the
+    lease's expiry is judged by the database's clock."""
     url = f"sqlite+aiosqlite:///{tmp_path / 'ledger.sqlite3'}"
     log = tmp_path / "sent.log"
     pipe = asyncio.subprocess.PIPE
@@ -88,7 +95,7 @@ async def test_a_second_process_is_refused_while_the_first_delivers(tmp_path: Pa
         if lines(log) or first.returncode is not None:
             break
         await asyncio.sleep(0.01)
-    second = await victim(url, log, stdout=pipe)
+    second = await victim(url, log, f"--skew={skew}", stdout=pipe)
     out, _ = await second.communicate()
     try:
         assert second.returncode == EXIT_BUSY, out

@@ -159,7 +159,8 @@ async def test_rows_in_flight_under_another_owners_live_lease_are_left_alone(
         assert await a.claim(plan.targets[0].parts[0].id)
         seen = await b.plan(REF, "fake", make_targets(2), 2)
         assert [(len(tp.parts), tp.in_progress) for tp in seen.targets] == [(0, 2), (2, 0)]
-        clock.advance(61)  # a stopped renewing: its lease lapsed, its rows are leftovers
+        assert await a.renew_lease(delivery_lease("fake"), ttl=0.2)
+        await asyncio.sleep(0.3)  # a stopped renewing: its lease lapsed, its rows are leftovers
         later = await b.plan(REF, "fake", make_targets(2), 2)
         assert [p.state for p in later.targets[0].parts] == [
             PartState.IN_FLIGHT,
@@ -431,24 +432,50 @@ async def test_gone_targets_are_listed_and_can_be_reactivated(
 async def test_leases_exclude_other_owners_until_they_expire(
     tmp_path: Path, clock: ManualClock
 ) -> None:
+    """Expiry is the database's clock: a short real ttl stands for a lapsed lease."""
     url = f"sqlite+aiosqlite:///{tmp_path / 'ledger.sqlite3'}"
     async with open_ledger(clock, url, owner="a") as a, open_ledger(clock, url, owner="b") as b:
         assert (await a.acquire_lease("x", ttl=30)).owner == "a"
         assert (await a.acquire_lease("x", ttl=30)).owner == "a"  # reentrant
         held = await b.acquire_lease("x", ttl=30)
-        assert (held.owner, held.expires_at) == ("a", clock.now() + dt.timedelta(seconds=30))
-        clock.advance(20)
-        assert await a.renew_lease("x", ttl=30)
-        clock.advance(20)
+        real_now = dt.datetime.now(dt.UTC)
+        assert held.owner == "a"
+        assert abs(held.expires_at - (real_now + dt.timedelta(seconds=30))) < dt.timedelta(
+            seconds=5
+        )
+        assert await a.renew_lease("x", ttl=0.3)
         assert (await b.acquire_lease("x", ttl=30)).owner == "a"  # renewed: still live
         await a.release_lease("x")
         assert (await b.acquire_lease("x", ttl=30)).owner == "a"  # one hold is left
         await a.release_lease("x")
         assert await a.lease("x") is None
-        assert (await b.acquire_lease("x", ttl=30)).owner == "b"
-        clock.advance(31)  # b died without renewing
+        assert (await b.acquire_lease("x", ttl=0.2)).owner == "b"
+        await asyncio.sleep(0.3)  # b died without renewing
         assert (await a.acquire_lease("x", ttl=30)).owner == "a"
         assert not await b.renew_lease("x", ttl=30)  # and knows it lost the lease
+
+
+async def test_a_host_whose_clock_is_ahead_cannot_take_a_live_lease(tmp_path: Path) -> None:
+    """Two processes 120 s apart: lease expiry is judged by the database's clock, so the one
+    ahead neither takes the live lease nor plans the rows in flight under it."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'ledger.sqlite3'}"
+    now = dt.datetime.now(dt.UTC)
+    behind, ahead = ManualClock(now), ManualClock(now + dt.timedelta(seconds=120))
+    async with (
+        open_ledger(behind, url, owner="a") as a,
+        open_ledger(ahead, url, owner="b") as b,
+    ):
+        assert (await a.acquire_lease(delivery_lease("fake"), ttl=60)).owner == "a"
+        plan = await a.plan(REF, "fake", make_targets(1), 2)
+        assert await a.claim(plan.targets[0].parts[0].id)
+        held = await b.acquire_lease(delivery_lease("fake"), ttl=60)
+        assert held.owner == "a"
+        assert not await b.renew_lease(delivery_lease("fake"), ttl=60)
+        seen = await b.plan(REF, "fake", make_targets(1), 2)
+        assert [(len(tp.parts), tp.in_progress) for tp in seen.targets] == [(0, 2)]
+        # and the one behind still holds it after renewing
+        assert await a.renew_lease(delivery_lease("fake"), ttl=60)
+        assert (await a.lease(delivery_lease("fake"))) == (await b.lease(delivery_lease("fake")))
 
 
 async def test_the_lease_of_a_dead_process_on_this_host_is_taken_over_at_once(
