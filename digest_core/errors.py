@@ -10,7 +10,8 @@
     └── DeliveryError          platform, target
         ├── DeliveryBusy       another process holds the delivery lease of the platform
         ├── TransientError     network, 5xx, timeouts: retry with backoff and jitter
-        │   └── RateLimited    retry_after seconds
+        │   ├── RateLimited    retry_after seconds
+        │   └── OutcomeUnknown cut after the request may have left: retried, may be a duplicate
         ├── TargetGone         blocked, kicked, deleted, no permission: stop sending there
         ├── TargetMoved        new id (Telegram group -> supergroup)
         └── Rejected           the platform refused our payload: a bug, never retried
@@ -105,6 +106,15 @@ class RateLimited(TransientError):
     def __init__(self, detail: str, *, retry_after: float, platform: str = "", target: str = ""):
         self.retry_after = float(retry_after)
         super().__init__(detail, platform=platform, target=target)
+
+
+class OutcomeUnknown(TransientError):
+    """The send was cut after the request may have reached the platform (a read timeout, a
+    stop or a dropped connection mid-send): the message may have arrived.
+
+    The core records the part as outcome-unknown (counted with the parts in flight, as a
+    possible duplicate) and sends it again: at least once, never silently "not sent".
+    """
 
 
 class TargetGone(DeliveryError):

@@ -304,6 +304,12 @@ def describe_report(report: DeliveryReport) -> str:
         f"{report.platform} {report.ref.date}: 发送 / sent {report.sent}, "
         f"失败 / failed {report.failed}, 失效 / gone {len(report.gone)}"
     )
+    if report.unknown or report.maybe_twice:
+        # a cut send may have arrived: counted apart, never as "not sent"
+        head += (
+            f", 结果未知（下次重发）/ outcome unknown (sent again next time) {report.unknown}, "
+            f"可能重复 / possibly twice {report.maybe_twice}"
+        )
     lines = [head]
     for t in report.targets:
         moved = f" → {t.moved_to}" if t.moved_to else ""

@@ -45,6 +45,7 @@ from digest_core.delivery import TELEGRAM_LIMITS, Pacer
 from digest_core.errors import (
     ConfigError,
     DeliveryError,
+    OutcomeUnknown,
     RateLimited,
     Rejected,
     TargetGone,
@@ -164,7 +165,9 @@ class TelegramAdapter:
 
     Stopping: :meth:`stop` stops receiving first and keeps the bot usable until PTB has shut
     down; a send while the adapter is not running is a ``TransientError`` (the part goes back
-    to pending and the next start sends it), never a contract breach. Commands being answered
+    to pending and the next start sends it), never a contract breach. A send cut by the stop,
+    like a read timeout, is :class:`~digest_core.errors.OutcomeUnknown`: the core keeps the
+    part counted in flight (it may have arrived) and sends it again. Commands being answered
     are tracked in ``in_flight``: they get :data:`STOP_GRACE_SECONDS`, then are cancelled and
     their users told to try again, so a stop never waits on a long reply.
     """
@@ -249,6 +252,8 @@ class TelegramAdapter:
                 chat_id=chat_id(target.id), **kwargs, api_kwargs=extra or None
             )
         except TelegramError as exc:
+            if self._app is not app or self._stopping:
+                raise self._cut(exc, target) from exc
             if isinstance(exc, TimedOut):
                 self._log_timeout(exc, target, message, retried=retried)
             raise translate(exc, target) from exc
@@ -256,20 +261,22 @@ class TelegramAdapter:
             # PTB's HTTP client closed under the send: stop() is shutting the adapter down
             if self._app is app and not self._stopping:
                 raise
-            raise TransientError(
-                f"the Telegram adapter stopped during the send: {exc}",
-                platform=self.name,
-                target=target.id,
-            ) from exc
+            raise self._cut(exc, target) from exc
         return str(sent.message_id)
+
+    def _cut(self, exc: Exception, target: Target) -> OutcomeUnknown:
+        """A send cut by :meth:`stop`: the request may have reached Telegram."""
+        return OutcomeUnknown(
+            f"the Telegram adapter stopped during the send (it may have arrived): {exc}",
+            platform=self.name,
+            target=target.id,
+        )
 
     def _log_timeout(
         self, exc: TimedOut, target: Target, message: Message, *, retried: bool
     ) -> None:
         what = f"sendMessage to chat {target.id} ({_excerpt(message)})"
-        if isinstance(exc.__cause__, httpx.ConnectTimeout | httpx.PoolTimeout) or (
-            "pool timeout" in exc.message.lower()
-        ):
+        if not _may_have_arrived(exc):
             log.info("telegram: %s timed out before it was sent: %s", what, exc)
             return
         log.warning(
@@ -574,9 +581,20 @@ def translate(exc: TelegramError, target: Target) -> DeliveryError:
         if any(d in exc.message.lower() for d in GONE_DESCRIPTIONS):
             return TargetGone(str(exc), **where)
         return Rejected(str(exc), **where)
+    if isinstance(exc, TimedOut) and _may_have_arrived(exc):
+        return OutcomeUnknown(f"{type(exc).__name__}: {exc} (it may have arrived)", **where)
     if isinstance(exc, TimedOut | NetworkError):
         return TransientError(f"{type(exc).__name__}: {exc}", **where)
     return Rejected(f"{type(exc).__name__}: {exc}", **where)
+
+
+def _may_have_arrived(exc: TimedOut) -> bool:
+    """False for a timeout before the request left (connecting, or waiting for a pooled
+    connection); True for a read or write timeout, which Telegram may have acted on."""
+    return not (
+        isinstance(exc.__cause__, httpx.ConnectTimeout | httpx.PoolTimeout)
+        or "pool timeout" in exc.message.lower()
+    )
 
 
 def _sdk_loggers() -> list[logging.Logger]:

@@ -19,6 +19,7 @@ from digest_core.delivery.fanout import (
 from digest_core.delivery.ledger import (
     DEFAULT_LEASE_TTL,
     DEFAULT_LEDGER_URL,
+    MAYBE_SENT,
     SCHEMA_VERSION,
     AuditEntry,
     DayState,
@@ -47,6 +48,7 @@ __all__ = [
     "DEFAULT_LEASE_TTL",
     "DEFAULT_LEDGER_URL",
     "DISCORD_LIMITS",
+    "MAYBE_SENT",
     "SCHEMA_VERSION",
     "TELEGRAM_LIMITS",
     "AuditEntry",

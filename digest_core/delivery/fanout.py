@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from digest_core.clock import Clock
 from digest_core.delivery.ledger import (
     DEFAULT_LEASE_TTL,
+    MAYBE_SENT,
     Ledger,
     PartState,
     PlannedPart,
@@ -23,6 +24,7 @@ from digest_core.delivery.pacing import Backoff, Pacer
 from digest_core.errors import (
     DeliveryBusy,
     DeliveryError,
+    OutcomeUnknown,
     RateLimited,
     TargetGone,
     TargetMoved,
@@ -66,6 +68,12 @@ class TargetReport:
     moved_to: str | None = None
     #: left to another delivery of this issue running at the same time (it reports them)
     in_progress: int = 0
+    #: given up with the outcome unknown (a send was cut after the request may have left):
+    #: they may have arrived; recorded ``UNKNOWN``, counted in flight, sent again next time
+    unknown: int = 0
+    #: sent in this run after an earlier attempt (or a crashed run) may have sent them: they
+    #: may have arrived twice
+    maybe_twice: int = 0
     #: the target already had this day's issue under that other revision, so this revision
     #: was not sent there (``force`` sends it)
     sent_revision: str | None = None
@@ -73,9 +81,9 @@ class TargetReport:
 
     @property
     def complete(self) -> bool:
-        """Nothing failed, was skipped or went away (parts in progress elsewhere are not
-        failures)."""
-        return not self.gone and self.failed == 0 and self.skipped == 0
+        """Nothing failed, was skipped, went away or was left of unknown outcome (parts in
+        progress elsewhere are not failures)."""
+        return not self.gone and self.failed == 0 and self.skipped == 0 and self.unknown == 0
 
 
 @dataclass
@@ -108,6 +116,16 @@ class DeliveryReport:
         return sum(t.in_progress for t in self.targets)
 
     @property
+    def unknown(self) -> int:
+        """Parts left of unknown outcome (possible duplicates, sent again next time)."""
+        return sum(t.unknown for t in self.targets)
+
+    @property
+    def maybe_twice(self) -> int:
+        """Parts sent in this run that an earlier, cut attempt may have sent already."""
+        return sum(t.maybe_twice for t in self.targets)
+
+    @property
     def ok(self) -> bool:
         """Every requested target has every part (or this day's issue under another
         revision, or it is being sent by a concurrent delivery); a deactivated one fails it."""
@@ -125,6 +143,9 @@ class _Run:
     moves: int = 0
     #: rows this run claimed at least once (a row left in flight is resumed only once)
     claimed: set[int] = field(default_factory=set)
+    #: rows that may have arrived already: planned in flight or unknown, or an attempt of
+    #: this run was cut (OutcomeUnknown)
+    uncertain: set[int] = field(default_factory=set)
 
 
 class DeliveryEngine:
@@ -247,13 +268,19 @@ class DeliveryEngine:
             for tp in plan.targets
         ]
         runs = [
-            _Run(i, tp.target, list(tp.parts), report)
+            _Run(
+                i,
+                tp.target,
+                list(tp.parts),
+                report,
+                uncertain={p.id for p in tp.parts if p.state in MAYBE_SENT},
+            )
             for i, (tp, report) in enumerate(zip(plan.targets, reports, strict=True))
             if tp.parts
         ]
-        resumed = sum(1 for r in runs for p in r.parts if p.state is PartState.IN_FLIGHT)
+        resumed = sum(len(r.uncertain) for r in runs)
         log.info(
-            "%s %s rev %s generation %d: %d parts to %d targets (%d resumed in flight)",
+            "%s %s rev %s generation %d: %d parts to %d targets (%d may have arrived)",
             platform.name,
             ref.date,
             ref.revision,
@@ -270,12 +297,14 @@ class DeliveryEngine:
             ref, platform.name, plan.delivery_id, plan.generation, reports, list(plan.inactive)
         )
         log.info(
-            "%s %s: sent %d, failed %d, gone %d",
+            "%s %s: sent %d (%d possibly twice), failed %d, gone %d, outcome unknown %d",
             platform.name,
             ref.date,
             report.sent,
+            report.maybe_twice,
             report.failed,
             len(report.gone),
+            report.unknown,
         )
         return report
 
@@ -402,6 +431,10 @@ class _Fanout:
             log.info("%s: rate limited, retry after %.1f s", target, exc.retry_after)
             self.pacer.defer(target, self._clock.monotonic() + exc.retry_after)
             await self._retry(run, row, exc, backoff=False)
+        except OutcomeUnknown as exc:
+            log.warning("%s part %d: outcome unknown, will send again: %s", target, row.part, exc)
+            run.uncertain.add(row.id)
+            await self._retry(run, row, exc, backoff=True)
         except TransientError as exc:
             await self._retry(run, row, exc, backoff=True)
         except TargetGone as exc:
@@ -416,6 +449,8 @@ class _Fanout:
         else:
             await self._ledger.mark_sent(row.id, message_id)
             run.report.sent += 1
+            if row.id in run.uncertain:
+                run.report.maybe_twice += 1
             self._tell(target, row.part, PartState.SENT, message_id=message_id)
             run.pos += 1
             run.attempts = 0
@@ -425,9 +460,15 @@ class _Fanout:
     async def _retry(self, run: _Run, row: PlannedPart, exc: Exception, *, backoff: bool) -> None:
         policy = self._engine.backoff
         if run.attempts >= policy.max_attempts:
-            await self._fail(run, row, exc, note=f" (after {run.attempts} attempts)")
+            if row.id in run.uncertain:
+                await self._give_up_unknown(run, row, exc)
+            else:
+                await self._fail(run, row, exc, note=f" (after {run.attempts} attempts)")
             return
-        await self._ledger.release(row.id, str(exc))
+        if row.id in run.uncertain:
+            await self._ledger.mark_unknown(row.id, f"{type(exc).__name__}: {exc}")
+        else:
+            await self._ledger.release(row.id, str(exc))
         now = self._clock.monotonic()
         if backoff:
             wait = policy.delay(run.attempts, self._engine.rng)
@@ -448,6 +489,24 @@ class _Fanout:
         run.report.skipped += len(later)
         run.report.errors.append(f"part {row.part}: {error}")
         self._tell(run.target, row.part, PartState.FAILED, error=error)
+        for p in later:
+            self._tell(run.target, p.part, PartState.FAILED, error=skip)
+
+    async def _give_up_unknown(self, run: _Run, row: PlannedPart, exc: Exception) -> None:
+        """Retries ran out on a part that may have arrived: it stays UNKNOWN (never "not
+        sent"), its later parts are skipped, and the next delivery sends it again."""
+        error = f"{type(exc).__name__}: {exc} (after {run.attempts} attempts; outcome unknown)"
+        log.warning("%s part %d: %s", run.target, row.part, error)
+        later = run.parts[run.pos + 1 :]
+        skip = f"skipped: part {row.part} outcome unknown"
+        await asyncio.gather(
+            self._ledger.mark_unknown(row.id, error),
+            *(self._ledger.skip(p.id, skip) for p in later),
+        )
+        run.report.unknown += 1
+        run.report.skipped += len(later)
+        run.report.errors.append(f"part {row.part}: {error}")
+        self._tell(run.target, row.part, PartState.UNKNOWN, error=error)
         for p in later:
             self._tell(run.target, p.part, PartState.FAILED, error=skip)
 

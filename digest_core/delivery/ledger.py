@@ -75,20 +75,29 @@ _CHUNK = 500
 
 
 class PartState(StrEnum):
-    """The life of one ledger row: pending -> in_flight -> sent | failed | gone."""
+    """The life of one ledger row: pending -> in_flight -> sent | failed | gone | unknown.
+
+    ``unknown`` rows (a send cut after the request may have left) count with the rows in
+    flight as possible duplicates, and are sent again like pending ones (at least once).
+    """
 
     PENDING = "pending"
     IN_FLIGHT = "in_flight"  # committed before the send: the only rows a crash can repeat
     SENT = "sent"
     FAILED = "failed"
     GONE = "gone"
+    UNKNOWN = "unknown"  # outcome unknown: the message may have arrived; retried
+
+
+#: the states of rows that may have reached their target without being recorded sent
+MAYBE_SENT = frozenset({PartState.IN_FLIGHT, PartState.UNKNOWN})
 
 
 class DayState(StrEnum):
     """How far the post of one day got on one platform (:meth:`Ledger.day_state`)."""
 
     NONE = "none"  # nothing planned
-    PARTIAL = "partial"  # some part of the current rows is pending or in flight
+    PARTIAL = "partial"  # some part of the current rows is pending, in flight or unknown
     DONE = "done"  # every current row reached a final state (sent, failed or gone)
 
 
@@ -201,7 +210,7 @@ _MIGRATIONS: dict[int, Sequence[str]] = {
 }
 
 
-class db_time(FunctionElement[dt.datetime]):  # noqa: N801 (an SQL function)
+class db_time(FunctionElement[dt.datetime]):
     """The database's clock plus ``seconds``, as the ledger stores datetimes (naive UTC).
 
     Leases are judged by this one clock, never a host's: with the hosts' clocks apart (or one
@@ -242,7 +251,8 @@ class PlannedPart:
 
     id: int
     part: int
-    #: the state found when planning: IN_FLIGHT means a crashed run may already have sent it
+    #: the state found when planning: IN_FLIGHT (a crashed run's) or UNKNOWN (a cut send) mean
+    #: it may already have arrived
     state: PartState
     attempts: int
 
@@ -368,7 +378,7 @@ def _state_update(*where: Any, **values: Any) -> Any:
 
 
 #: the states a row may be claimed from (a row left in flight by a dead run: see ``claim``)
-_CLAIMABLE = (PartState.PENDING.value, PartState.FAILED.value)
+_CLAIMABLE = (PartState.PENDING.value, PartState.FAILED.value, PartState.UNKNOWN.value)
 
 # The per-part state changes the delivery engine makes, batched by the group-commit writer
 # (claims are conditional and run apart: see ``Ledger._claim_batch``).
@@ -380,6 +390,12 @@ _STATE_STATEMENTS: dict[str, Any] = {
     "release": _state_update(
         parts.c.state == PartState.IN_FLIGHT.value,
         state=PartState.PENDING.value,
+        last_error=bindparam("b_error"),
+    ),
+    # the send was cut after the request may have left: not "not sent"
+    "unknown": _state_update(
+        parts.c.state == PartState.IN_FLIGHT.value,
+        state=PartState.UNKNOWN.value,
         last_error=bindparam("b_error"),
     ),
     "failed": _state_update(
@@ -877,8 +893,17 @@ class Ledger:
         await self._submit("sent", {"b_id": row_id, "b_message_id": message_id})
 
     async def release(self, row_id: int, error: str) -> None:
-        """Put an in-flight row back to pending after an attempt failed and will be retried."""
+        """Put an in-flight row back to pending after an attempt failed and will be retried.
+
+        Only for a send known not to have reached the platform; MUST NOT be used when it may
+        have (use :meth:`mark_unknown`)."""
         await self._submit("release", {"b_id": row_id, "b_error": error})
+
+    async def mark_unknown(self, row_id: int, error: str) -> None:
+        """Record that an in-flight row's send was cut after the request may have left: the
+        row is ``UNKNOWN`` (a possible duplicate, counted with the rows in flight) and is
+        claimed again like a pending one, so it is sent at least once."""
+        await self._submit("unknown", {"b_id": row_id, "b_error": error})
 
     async def mark_failed(self, row_id: int, error: str) -> None:
         """Give up on a claimed row (retries exhausted, rejected payload); a sent row stays."""
@@ -1374,8 +1399,9 @@ class Ledger:
         return await self.records(ref, platform=platform, states=[PartState.FAILED], limit=limit)
 
     async def in_flight(self, ref: IssueRef | None = None) -> list[PartRecord]:
-        """Rows in flight: after a crash, the only parts a rerun may send twice."""
-        return await self.records(ref, states=[PartState.IN_FLIGHT])
+        """Rows in flight or of unknown outcome (:data:`MAYBE_SENT`): the only parts a rerun
+        may send twice."""
+        return await self.records(ref, states=MAYBE_SENT)
 
     async def last_sent(self, platform: str, target_id: str) -> PartRecord | None:
         """The most recent part sent to a target, or None."""
@@ -1412,13 +1438,14 @@ class Ledger:
         ``force``); otherwise its rows of its latest delivery count. So stale rows of an older
         generation or revision never make a completed day look partial.
 
-        Returns ``NONE`` without rows, ``PARTIAL`` if a current row is pending or in flight,
-        else ``DONE`` (failed and gone rows are final: they are reported, not retried here).
+        Returns ``NONE`` without rows, ``PARTIAL`` if a current row is pending, in flight or
+        of unknown outcome, else ``DONE`` (failed and gone rows are final: they are reported,
+        not retried here).
         """
         states = (await self._day_rows(day, platform)).get(platform, [])
         if not states:
             return DayState.NONE
-        if any(s in (PartState.PENDING, PartState.IN_FLIGHT) for s in states):
+        if any(s is PartState.PENDING or s in MAYBE_SENT for s in states):
             return DayState.PARTIAL
         return DayState.DONE
 

@@ -13,6 +13,7 @@ import pytest
 from digest_core.delivery import (
     TELEGRAM_LIMITS,
     Backoff,
+    DayState,
     DeliveryBusy,
     DeliveryEngine,
     Ledger,
@@ -22,6 +23,7 @@ from digest_core.delivery import (
 )
 from digest_core.errors import (
     DeliveryError,
+    OutcomeUnknown,
     RateLimited,
     Rejected,
     TargetGone,
@@ -421,3 +423,57 @@ async def test_a_corrected_issue_is_not_sent_again_without_force(
     assert platform.sent_to("c2") == fixed
     forced = await engine.deliver(corrected, platform, fixed, make_targets(3), force=True)
     assert forced.sent == 9 and platform.sent_to("c0")[3:] == fixed
+
+
+async def test_a_cut_send_is_outcome_unknown_counted_in_flight_and_sent_again(
+    ledger: Ledger, clock: ManualClock
+) -> None:
+    """A send cut after the request may have left is never put back as "not sent": the row
+    is UNKNOWN (counted with the rows in flight) between attempts, retried, and the report
+    says it may have arrived twice."""
+    platform = FakePlatform(clock, limits=FAST)
+    cut = OutcomeUnknown("read timeout", platform="fake", target="c0")
+    states: list[PartState] = []
+
+    async def state_between_attempts() -> None:
+        await clock.sleep(0.001)  # after the cut, before the backoff ends
+        [row] = [r for r in await ledger.records(REF, target="c0") if r.part == 0]
+        states.append(row.state)
+
+    platform.script("c0", cut)
+    watcher = asyncio.create_task(state_between_attempts())
+    engine = engine_for(ledger, clock, backoff=Backoff(base=1.0, cap=1.0))
+    report = await engine.deliver(REF, platform, PARTS, make_targets(2))
+    await watcher
+    assert states == [PartState.UNKNOWN]
+    assert report.ok and report.sent == 6 and report.maybe_twice == 1
+    assert parts_at(platform, "c0") == [0, 1, 2]
+    assert (await ledger.counts(REF))[PartState.SENT] == 6
+
+
+async def test_retries_running_out_on_a_cut_send_leave_it_unknown_not_failed(
+    ledger: Ledger, clock: ManualClock
+) -> None:
+    platform = FakePlatform(clock, limits=FAST)
+    cut = OutcomeUnknown("stopped during the send", platform="fake", target="c0")
+    plain = TransientError("502", platform="fake", target="c0")
+    platform.script("c0", cut, plain, plain)  # the last attempt's error is a plain one
+    outcomes: list[PartOutcome] = []
+    engine = engine_for(ledger, clock, backoff=Backoff(base=0.1, max_attempts=3))
+    report = await engine.deliver(REF, platform, PARTS, make_targets(2), progress=outcomes.append)
+    [c0, c1] = report.targets
+    assert (c0.unknown, c0.failed, c0.skipped, c0.sent) == (1, 0, 2, 0)
+    assert c1.complete and not report.ok and report.unknown == 1
+    assert [(o.part, o.state) for o in outcomes if o.target.id == "c0"] == [
+        (0, PartState.UNKNOWN),
+        (1, PartState.FAILED),
+        (2, PartState.FAILED),
+    ]
+    [maybe] = await ledger.in_flight(REF)
+    assert (maybe.target, maybe.part, maybe.state) == ("c0", 0, PartState.UNKNOWN)
+    assert await ledger.day_state(REF.date, platform="fake") is DayState.PARTIAL
+    # the next delivery sends it again (at least once) and says it may be a duplicate
+    again = await engine.deliver(REF, platform, PARTS, make_targets(2))
+    assert again.ok and again.sent == 3 and again.maybe_twice == 1
+    assert parts_at(platform, "c0") == [0, 1, 2]
+    assert await ledger.day_state(REF.date, platform="fake") is DayState.DONE
