@@ -16,13 +16,15 @@ issue to N private chats on a fresh SQLite file, then a re-post through ``delive
 left to send, then ``records(limit=1)`` (what start-up asks). Figures: wall time of each, the
 event loop's longest stall during each (a probe task sleeps 10 ms in a loop and records its
 largest overshoot; the target is at most 100 ms), and the peak RSS growth of the first plan per
-subscriber (the target is at most 1 KB).
+subscriber (the target is at most 1 KB). For context, as the machine's load moves the stall:
+the longest garbage-collector pass during the plan, and one full pass over the heap before it.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import logging
 import resource
@@ -86,6 +88,30 @@ async def run_once(args: argparse.Namespace) -> dict[str, float]:
     }
 
 
+class GcWatch:
+    """The longest pass of the garbage collector while watching: a full pass stalls the loop
+    for a time that grows with every object alive (the 100k targets themselves included)."""
+
+    def __init__(self) -> None:
+        self.worst = 0.0
+        self._start = 0.0
+
+    def _callback(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._start = time.perf_counter()
+        else:
+            self.worst = max(self.worst, time.perf_counter() - self._start)
+
+    @asynccontextmanager
+    async def watching(self) -> AsyncIterator[GcWatch]:
+        self.worst = 0.0
+        gc.callbacks.append(self._callback)
+        try:
+            yield self
+        finally:
+            gc.callbacks.remove(self._callback)
+
+
 class StallProbe:
     """A task that sleeps :data:`PROBE_TICK` in a loop and keeps the largest overshoot: how long
     the event loop was blocked at worst while it ran."""
@@ -138,10 +164,14 @@ async def scale_once(args: argparse.Namespace) -> dict[str, float]:
             ref = make_issue().ref
             targets = make_targets(n, platform="telegram")
             messages = make_messages(args.parts)
+            gc0 = time.perf_counter()
+            gc.collect()  # what one full pass over this heap costs on this machine now
+            gc_full = time.perf_counter() - gc0
             rss0 = _rss_mb()
-            plan, plan_s, plan_stall = await _timed(
-                probe, ledger.plan(ref, "telegram", targets, args.parts)
-            )
+            async with GcWatch().watching() as gcs:
+                plan, plan_s, plan_stall = await _timed(
+                    probe, ledger.plan(ref, "telegram", targets, args.parts)
+                )
             peak_growth = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 - rss0
             planned = sum(len(tp.parts) for tp in plan.targets)
             assert planned == n * args.parts, planned
@@ -156,6 +186,8 @@ async def scale_once(args: argparse.Namespace) -> dict[str, float]:
     return {
         "plan_s": plan_s,
         "plan_stall_ms": plan_stall,
+        "plan_gc_max_ms": gcs.worst * 1000,
+        "gc_full_pass_ms": gc_full * 1000,
         "plan_rss_mb": peak_growth,
         "plan_rss_kb_per_sub": peak_growth * 1024 / n,
         "repost_s": repost_s,

@@ -36,6 +36,9 @@ from digest_core.rendering import Message
 
 log = logging.getLogger(__name__)
 
+#: loops over every target yield to the event loop this often
+_YIELD_EVERY = 2000
+
 
 @dataclass(frozen=True)
 class PartOutcome:
@@ -52,7 +55,7 @@ class PartOutcome:
 ProgressCallback = Callable[[PartOutcome], None]
 
 
-@dataclass
+@dataclass(slots=True)
 class TargetReport:
     """What one delivery did for one requested target."""
 
@@ -132,7 +135,7 @@ class DeliveryReport:
         return not self.inactive and all(t.complete for t in self.targets)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class _Run:
     order: int
     target: Target
@@ -258,26 +261,22 @@ class DeliveryEngine:
         progress: ProgressCallback | None,
     ) -> DeliveryReport:
         plan = await self.ledger.plan(ref, platform.name, targets, len(messages), force=force)
-        reports = [
-            TargetReport(
+        reports: list[TargetReport] = []
+        runs: list[_Run] = []
+        for i, tp in enumerate(plan.target_plans()):
+            if i % _YIELD_EVERY == 0:
+                await asyncio.sleep(0)  # 100k subscribers must not stall the loop
+            told = TargetReport(
                 tp.requested,
                 already_sent=tp.already_sent,
                 in_progress=tp.in_progress,
                 sent_revision=tp.sent_revision,
             )
-            for tp in plan.targets
-        ]
-        runs = [
-            _Run(
-                i,
-                tp.target,
-                list(tp.parts),
-                report,
-                uncertain={p.id for p in tp.parts if p.state in MAYBE_SENT},
-            )
-            for i, (tp, report) in enumerate(zip(plan.targets, reports, strict=True))
-            if tp.parts
-        ]
+            reports.append(told)
+            if tp.rows:
+                todo = list(tp.parts)
+                uncertain = {p.id for p in todo if p.state in MAYBE_SENT}
+                runs.append(_Run(i, tp.target, todo, told, uncertain=uncertain))
         resumed = sum(len(r.uncertain) for r in runs)
         log.info(
             "%s %s rev %s generation %d: %d parts to %d targets (%d may have arrived)",
@@ -293,6 +292,7 @@ class DeliveryEngine:
         fanout = _Fanout(self, platform, messages, progress, key)
         await fanout.run(runs)
         fanout.pacer.forget_idle(self.clock.monotonic())
+        await asyncio.sleep(0)
         report = DeliveryReport(
             ref, platform.name, plan.delivery_id, plan.generation, reports, list(plan.inactive)
         )
@@ -337,7 +337,9 @@ class _Fanout:
 
     async def run(self, runs: list[_Run]) -> None:
         now = self._clock.monotonic()
-        for run in runs:
+        for i, run in enumerate(runs):
+            if i % _YIELD_EVERY == 0:
+                await asyncio.sleep(0)
             self._push(run, now)
         try:
             async with asyncio.TaskGroup() as tasks:

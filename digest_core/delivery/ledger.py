@@ -11,7 +11,7 @@ import re
 import secrets
 import socket
 import sys
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from enum import StrEnum
@@ -36,6 +36,7 @@ from sqlalchemy import (
     UniqueConstraint,
     and_,
     bindparam,
+    case,
     cast,
     delete,
     event,
@@ -64,7 +65,7 @@ log = logging.getLogger(__name__)
 #: Where the ledger lives unless config says otherwise (relative to the working directory).
 DEFAULT_LEDGER_URL = "sqlite+aiosqlite:///var/ledger.sqlite3"
 #: Bumped with every schema change; :data:`_MIGRATIONS` holds the step from each older version.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 #: The settings key the ledger URL comes from (named in configuration errors).
 CONFIG_KEY = "database_url"
 #: How long a lease lasts unless renewed; a crashed holder blocks others at most this long
@@ -72,6 +73,9 @@ CONFIG_KEY = "database_url"
 DEFAULT_LEASE_TTL = 60.0
 #: SQLite's bound-parameter limit is 32766 since 3.32; stay far below it.
 _CHUNK = 500
+#: targets planned per transaction: bounds the time the event loop spends on one batch
+#: (benchmarks/fanout.py --subscribers) and the rows held in memory
+_PLAN_BATCH = 500
 
 
 class PartState(StrEnum):
@@ -156,6 +160,8 @@ parts = Table(
     UniqueConstraint("delivery_id", "target", "part"),
     Index("ix_parts_state", "state"),
     Index("ix_parts_target", "target"),
+    # newest first (records(), last_sent(), the start-up "any rows?") without a sort
+    Index("ix_parts_updated", "updated_at", "id"),
 )
 
 targets = Table(
@@ -207,6 +213,8 @@ audit = Table(
 #: need none: ``create_all`` adds them before the steps run).
 _MIGRATIONS: dict[int, Sequence[str]] = {
     1: (),  # 2: the leases table
+    # 3: the index behind records(); the state "unknown" needs no DDL (state is free text)
+    2: ("CREATE INDEX IF NOT EXISTS ix_parts_updated ON parts (updated_at, id)",),
 }
 
 
@@ -245,7 +253,7 @@ def delivery_lease(platform: str) -> str:
     return f"deliver:{platform}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PlannedPart:
     """One ledger row a delivery still has to send."""
 
@@ -257,14 +265,17 @@ class PlannedPart:
     attempts: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TargetPlan:
     """What one requested target still needs."""
 
     requested: Target
     #: ``requested`` after following recorded moves (Telegram group -> supergroup)
     target: Target
-    parts: tuple[PlannedPart, ...]
+    #: the parts to send as plain ``(id, part, state, attempts)`` tuples, read as
+    #: :attr:`parts`: a plan for 100k targets stays small, and plain tuples of numbers and
+    #: strings drop out of the garbage collector's passes (which otherwise stall the loop)
+    rows: tuple[tuple[int, int, str, int], ...]
     #: parts found sent (at this id or an earlier id of the target)
     already_sent: int
     #: unsent parts left out because another delivery running now has them in flight
@@ -273,6 +284,11 @@ class TargetPlan:
     #: nothing of this revision is planned for it without ``force`` (``already_sent`` counts
     #: the parts it got)
     sent_revision: str | None = None
+
+    @property
+    def parts(self) -> tuple[PlannedPart, ...]:
+        """The parts to send, in part order."""
+        return tuple(PlannedPart(i, p, PartState(s), a) for i, p, s, a in self.rows)
 
 
 @dataclass(frozen=True)
@@ -284,9 +300,30 @@ class Plan:
     ref: IssueRef
     platform: str
     n_parts: int
-    targets: tuple[TargetPlan, ...]
+    #: one plain tuple per planned target (:data:`_Entry`), read as :attr:`targets`: plain
+    #: tuples of strings and numbers drop out of the garbage collector's passes, whose cost
+    #: grows with every object alive and stalls the loop at 100k targets
+    entries: tuple[_Entry, ...]
     #: requested targets skipped because they are deactivated (gone)
     inactive: tuple[Target, ...]
+
+    @property
+    def targets(self) -> tuple[TargetPlan, ...]:
+        """What each requested target still needs, in request order."""
+        return tuple(self.target_plans())
+
+    def target_plans(self) -> Iterator[TargetPlan]:
+        """:attr:`targets` one at a time (a caller with many targets yields between them)."""
+        platform = self.platform
+        for req_id, kind, final, rows, already, in_progress, revision in self.entries:
+            requested = Target(platform, req_id, TargetKind(kind))
+            target = requested if final == req_id else Target(platform, final, requested.kind)
+            yield TargetPlan(requested, target, rows, already, in_progress, revision)
+
+
+#: a planned target as :class:`Plan` keeps it: (requested id, kind, resolved id, rows,
+#: already sent, in progress, sent revision), the fields of :class:`TargetPlan`
+_Entry = tuple[str, str, str, tuple[tuple[int, int, str, int], ...], int, int, str | None]
 
 
 @dataclass(frozen=True)
@@ -425,6 +462,66 @@ class _Found:
     def rank(self, final: str) -> int:
         """Which of two rows for one (target, part) counts: a sent one, else the current id's."""
         return 2 if self.state is PartState.SENT else int(self.target == final)
+
+
+@dataclass(frozen=True, slots=True)
+class _Batch:
+    """What every batch of one :meth:`Ledger.plan` shares."""
+
+    ref: IssueRef
+    n_parts: int
+    delivery_id: int
+    #: the day's deliveries on the platform -> their revision (empty with ``force``)
+    revisions: dict[int, str]
+    #: another owner holds the platform's live delivery lease
+    foreign: bool
+    now: dt.datetime
+
+
+class _Moves:
+    """A platform's recorded target moves and deactivations, to resolve requested targets."""
+
+    def __init__(self, platform: str, rows: Iterable[Row[Any]]) -> None:
+        self.platform = platform
+        #: target id -> (active, moved_to) of the targets deactivated or moved
+        self.known: dict[str, tuple[bool, str | None]] = {
+            row.target_id: (row.active, row.moved_to) for row in rows
+        }
+        #: resolved target ids seen so far (a duplicate is planned once)
+        self.seen: set[str] = set()
+        #: resolved target id -> the earlier ids that lead to it
+        self.earlier: dict[str, list[str]] = {}
+        for moved_id, (_, moved_to) in self.known.items():
+            if moved_to:
+                self.earlier.setdefault(self.follow(moved_id), []).append(moved_id)
+
+    def follow(self, target_id: str) -> str:
+        hops = 0
+        while (info := self.known.get(target_id)) is not None and info[1] and hops < 10:
+            target_id = str(info[1])
+            hops += 1
+        return target_id
+
+    def resolve(
+        self, requested: Sequence[Target], inactive: list[Target]
+    ) -> list[tuple[Target, Target]]:
+        """(requested, resolved) pairs of targets not seen before; inactive requested targets
+        are appended to ``inactive``."""
+        pairs: list[tuple[Target, Target]] = []
+        for req in requested:
+            final = self.follow(req.id) if self.known else req.id
+            current = req if final == req.id else Target(self.platform, final, req.kind)
+            info = self.known.get(final)
+            if info is not None and not info[0] and not info[1]:
+                inactive.append(req)
+            elif final not in self.seen:
+                self.seen.add(final)
+                pairs.append((req, current))
+        return pairs
+
+    def ids_of(self, final: str) -> list[str]:
+        """Every id rows of the resolved target ``final`` may be recorded under."""
+        return [final, *self.earlier.get(final, ())]
 
 
 # Claims are built once: they run many times a second, and building a statement costs more
@@ -626,141 +723,58 @@ class Ledger:
         a row in flight in a live delivery is left out (:attr:`TargetPlan.in_progress`), so its
         parts keep their order.
 
+        Targets are planned in batches of :data:`_PLAN_BATCH`, each in its own transaction, so
+        a large fan-out neither blocks the event loop nor holds the day's rows in memory; a
+        batch whose parts were all sent costs one aggregate query.
+
         Raises:
             ValueError: ``n_parts`` is less than 1, or a target is on another platform.
         """
         if n_parts < 1:
             raise ValueError("a delivery needs at least one part")
+        for req in requested:
+            if req.platform != platform:
+                raise ValueError(f"target {req} is not on platform {platform!r}")
         now = self._clock.now()
         async with self._tx() as conn:
-            resolved, inactive, alias = await self._resolve_targets(conn, platform, requested)
+            moves = _Moves(
+                platform,
+                await conn.execute(
+                    select(targets.c.target_id, targets.c.active, targets.c.moved_to).where(
+                        targets.c.platform == platform,
+                        (targets.c.active.is_(False)) | (targets.c.moved_to.is_not(None)),
+                    )
+                ),
+            )
             delivery_id, generation = await self._delivery_for(
                 conn, ref, platform, n_parts, force=force, now=now
             )
             foreign = await self._foreign_holder(conn, delivery_lease(platform))
-            # (resolved target id, part) -> the row of the latest generation to complete
-            current: dict[tuple[str, int], _Found] = {}
-            # parts an older generation of this revision sent
-            sent_before: set[tuple[str, int]] = set()
-            # resolved target id -> other revision of the day -> parts sent under it
-            other_revisions: dict[str, dict[str, set[int]]] = {}
+            # the day's deliveries on the platform -> their revision (none read with force)
+            revisions: dict[int, str] = {}
             if not force:
-                rows = await conn.execute(
-                    select(
-                        parts.c.id,
-                        parts.c.delivery_id,
-                        parts.c.target,
-                        parts.c.part,
-                        parts.c.state,
-                        deliveries.c.revision,
-                    )
-                    .join(deliveries, parts.c.delivery_id == deliveries.c.id)
-                    .where(deliveries.c.issue_date == ref.date, deliveries.c.platform == platform)
-                )
-                for row_id, d_id, stored, part, state, revision in rows:
-                    final = alias.get(stored)
-                    if final is None:
-                        continue
-                    if d_id == delivery_id:
-                        row = _Found(row_id, PartState(state), stored)
-                        key = (final, part)
-                        if key not in current or row.rank(final) > current[key].rank(final):
-                            current[key] = row
-                    elif state == PartState.SENT:
-                        if revision == ref.revision:
-                            sent_before.add((final, part))
-                        else:
-                            other_revisions.setdefault(final, {}).setdefault(revision, set())
-                            other_revisions[final][revision].add(part)
-            inserts: list[dict[str, Any]] = []
-            resets: list[int] = []
-            retarget: dict[str, list[int]] = {}
-            already: dict[str, int] = {}
-            superseded: dict[str, str] = {}
-            live: set[str] = set()
-            for _, target in resolved:
-                keys = [(target.id, part) for part in range(n_parts)]
-                if target.id in other_revisions and not any(
-                    k in current or k in sent_before for k in keys
-                ):
-                    # the day's issue reached it under another revision: a correction is not
-                    # sent again without force
-                    revision, got = max(
-                        other_revisions[target.id].items(), key=lambda kv: (len(kv[1]), kv[0])
-                    )
-                    superseded[target.id] = revision
-                    already[target.id] = len(got)
-                    continue
-                for key in keys:
-                    found = current.get(key)
-                    if (found is None and key in sent_before) or (
-                        found is not None and found.state is PartState.SENT
-                    ):
-                        already[target.id] = already.get(target.id, 0) + 1
-                    elif found is None:
-                        inserts.append(
-                            {
-                                "delivery_id": delivery_id,
-                                "target": target.id,
-                                "kind": target.kind.value,
-                                "part": key[1],
-                                "state": PartState.PENDING.value,
-                                "attempts": 0,
-                                "created_at": now,
-                                "updated_at": now,
-                            }
+                revisions = {
+                    d_id: revision
+                    for d_id, revision in await conn.execute(
+                        select(deliveries.c.id, deliveries.c.revision).where(
+                            deliveries.c.issue_date == ref.date,
+                            deliveries.c.platform == platform,
                         )
-                    else:
-                        if found.target != target.id:  # recorded under an earlier id
-                            retarget.setdefault(target.id, []).append(found.id)
-                        if found.state in (PartState.FAILED, PartState.GONE):
-                            resets.append(found.id)
-                        elif found.state is PartState.IN_FLIGHT and (
-                            found.id in self._live or foreign is not None
-                        ):
-                            live.add(target.id)
-            if inserts:
-                await conn.execute(insert(parts), inserts)
-                self.stats.rows_inserted += len(inserts)
-            for new_id, ids in retarget.items():
-                for chunk in _chunks(ids):
-                    await conn.execute(
-                        update(parts).where(parts.c.id.in_(chunk)).values(target=new_id)
                     )
-                    self.stats.rows_updated += len(chunk)
-            for chunk in _chunks(resets):
-                await conn.execute(
-                    update(parts)
-                    .where(parts.c.id.in_(chunk))
-                    .values(state=PartState.PENDING.value, updated_at=now)
-                )
-                self.stats.rows_updated += len(chunk)
-            finals = {t.id for _, t in resolved}
-            todo: dict[str, list[PlannedPart]] = {}
-            in_progress: dict[str, int] = {}
-            unsent = await conn.execute(
-                select(parts.c.id, parts.c.target, parts.c.part, parts.c.state, parts.c.attempts)
-                .where(parts.c.delivery_id == delivery_id, parts.c.state != PartState.SENT.value)
-                .order_by(parts.c.target, parts.c.part)
-            )
-            for row_id, target_id, part, state, attempts in unsent:
-                if target_id in live:
-                    in_progress[target_id] = in_progress.get(target_id, 0) + 1
-                elif target_id in finals:
-                    todo.setdefault(target_id, []).append(
-                        PlannedPart(row_id, part, PartState(state), attempts)
-                    )
-        plans = tuple(
-            TargetPlan(
-                req,
-                t,
-                tuple(todo.get(t.id, ())),
-                already.get(t.id, 0),
-                in_progress=in_progress.get(t.id, 0),
-                sent_revision=superseded.get(t.id),
-            )
-            for req, t in resolved
-        )
+                }
+        batch = _Batch(ref, n_parts, delivery_id, revisions, foreign is not None, now)
+        entries: list[_Entry] = []
+        inactive: list[Target] = []
+        superseded = live = 0
+        for start in range(0, len(requested), _PLAN_BATCH):
+            pairs = moves.resolve(requested[start : start + _PLAN_BATCH], inactive)
+            if pairs:
+                async with self._tx() as conn:
+                    found = await self._plan_batch(conn, batch, pairs, moves)
+                entries += found
+                superseded += sum(1 for e in found if e[6] is not None)
+                live += sum(1 for e in found if e[5])
+            await asyncio.sleep(0)  # let the loop breathe between batches
         if inactive:
             log.info("%s: skipping %d deactivated targets", platform, len(inactive))
         if superseded:
@@ -769,52 +783,153 @@ class Ledger:
                 platform,
                 ref.date,
                 ref.revision,
-                len(superseded),
+                superseded,
             )
         if live:
-            log.info("%s: %d targets are being delivered by another run", platform, len(live))
-        return Plan(delivery_id, generation, ref, platform, n_parts, plans, tuple(inactive))
+            log.info("%s: %d targets are being delivered by another run", platform, live)
+        return Plan(
+            delivery_id, generation, ref, platform, n_parts, tuple(entries), tuple(inactive)
+        )
 
-    async def _resolve_targets(
-        self, conn: AsyncConnection, platform: str, requested: Sequence[Target]
-    ) -> tuple[list[tuple[Target, Target]], list[Target], dict[str, str]]:
-        """(requested, resolved) pairs, the inactive requested targets, and every id of a
-        resolved target's move chain (those that led to it included) -> its resolved id."""
-        known = {
-            row.target_id: row
-            for row in await conn.execute(
-                select(targets.c.target_id, targets.c.active, targets.c.moved_to).where(
-                    targets.c.platform == platform,
-                    (targets.c.active.is_(False)) | (targets.c.moved_to.is_not(None)),
+    async def _plan_batch(
+        self,
+        conn: AsyncConnection,
+        batch: _Batch,
+        pairs: list[tuple[Target, Target]],
+        moves: _Moves,
+    ) -> list[_Entry]:
+        """Plan one batch of (requested, resolved) targets (see :meth:`plan`)."""
+        delivery_id, n_parts, now = batch.delivery_id, batch.n_parts, batch.now
+        finals = [t.id for _, t in pairs]
+        if batch.revisions:
+            # the common re-post: every part of every target of the batch is already sent
+            # (no state in the WHERE: SQLite would pick ix_parts_state over the unique index)
+            sent = and_(parts.c.state == PartState.SENT.value, parts.c.part < n_parts)
+            n_sent = (
+                await conn.execute(
+                    select(func.coalesce(func.sum(case((sent, 1), else_=0)), 0)).where(
+                        parts.c.delivery_id == delivery_id, parts.c.target.in_(finals)
+                    )
                 )
+            ).scalar_one()
+            if n_sent == len(finals) * n_parts:
+                return [(req.id, req.kind.value, t.id, (), n_parts, 0, None) for req, t in pairs]
+        # (resolved target id, part) -> the row of the latest generation to complete
+        current: dict[tuple[str, int], _Found] = {}
+        # parts an older generation of this revision sent
+        sent_before: set[tuple[str, int]] = set()
+        # resolved target id -> other revision of the day -> parts sent under it
+        other_revisions: dict[str, dict[str, set[int]]] = {}
+        if batch.revisions:
+            alias = {a: f for f in finals for a in moves.ids_of(f)}
+            rows = await conn.execute(
+                select(parts.c.id, parts.c.delivery_id, parts.c.target, parts.c.part, parts.c.state)
+                .where(parts.c.delivery_id.in_(list(batch.revisions)))
+                .where(parts.c.target.in_(list(alias)))
             )
-        }
-
-        def follow(target_id: str) -> str:
-            hops = 0
-            while (info := known.get(target_id)) is not None and info.moved_to and hops < 10:
-                target_id = info.moved_to
-                hops += 1
-            return str(target_id)
-
-        resolved: list[tuple[Target, Target]] = []
-        inactive: list[Target] = []
-        seen: set[str] = set()
-        for req in requested:
-            if req.platform != platform:
-                raise ValueError(f"target {req} is not on platform {platform!r}")
-            current = Target(platform, follow(req.id), req.kind)
-            info = known.get(current.id)
-            if info is not None and not info.active and not info.moved_to:
-                inactive.append(req)
-            elif current.id not in seen:
-                seen.add(current.id)
-                resolved.append((req, current))
-        alias = {target_id: target_id for target_id in seen}
-        for moved_id, info in known.items():
-            if info.moved_to and (final := follow(moved_id)) in seen:
-                alias[moved_id] = final
-        return resolved, inactive, alias
+            for row_id, d_id, stored, part, state in rows:
+                final = alias[stored]
+                if d_id == delivery_id:
+                    row = _Found(row_id, PartState(state), stored)
+                    key = (final, part)
+                    if key not in current or row.rank(final) > current[key].rank(final):
+                        current[key] = row
+                elif state == PartState.SENT:
+                    revision = batch.revisions[d_id]
+                    if revision == batch.ref.revision:
+                        sent_before.add((final, part))
+                    else:
+                        other_revisions.setdefault(final, {}).setdefault(revision, set())
+                        other_revisions[final][revision].add(part)
+        inserts: list[dict[str, Any]] = []
+        resets: list[int] = []
+        retarget: dict[str, list[int]] = {}
+        already: dict[str, int] = {}
+        superseded: dict[str, str] = {}
+        live: set[str] = set()
+        for _, target in pairs:
+            keys = [(target.id, part) for part in range(n_parts)]
+            if target.id in other_revisions and not any(
+                k in current or k in sent_before for k in keys
+            ):
+                # the day's issue reached it under another revision: a correction is not
+                # sent again without force
+                revision, got = max(
+                    other_revisions[target.id].items(), key=lambda kv: (len(kv[1]), kv[0])
+                )
+                superseded[target.id] = revision
+                already[target.id] = len(got)
+                continue
+            for key in keys:
+                found = current.get(key)
+                if (found is None and key in sent_before) or (
+                    found is not None and found.state is PartState.SENT
+                ):
+                    already[target.id] = already.get(target.id, 0) + 1
+                elif found is None:
+                    inserts.append(
+                        {
+                            "delivery_id": delivery_id,
+                            "target": target.id,
+                            "kind": target.kind.value,
+                            "part": key[1],
+                            "state": PartState.PENDING.value,
+                            "attempts": 0,
+                            "created_at": now,
+                            "updated_at": now,
+                        }
+                    )
+                else:
+                    if found.target != target.id:  # recorded under an earlier id
+                        retarget.setdefault(target.id, []).append(found.id)
+                    if found.state in (PartState.FAILED, PartState.GONE):
+                        resets.append(found.id)
+                    elif found.state is PartState.IN_FLIGHT and (
+                        found.id in self._live or batch.foreign
+                    ):
+                        live.add(target.id)
+        if inserts:
+            await conn.execute(insert(parts), inserts)
+            self.stats.rows_inserted += len(inserts)
+        for new_id, ids in retarget.items():
+            for chunk in _chunks(ids):
+                await conn.execute(update(parts).where(parts.c.id.in_(chunk)).values(target=new_id))
+                self.stats.rows_updated += len(chunk)
+        for chunk in _chunks(resets):
+            await conn.execute(
+                update(parts)
+                .where(parts.c.id.in_(chunk))
+                .values(state=PartState.PENDING.value, updated_at=now)
+            )
+            self.stats.rows_updated += len(chunk)
+        todo: dict[str, list[tuple[int, int, str, int]]] = {}
+        in_progress: dict[str, int] = {}
+        unsent = await conn.execute(
+            select(parts.c.id, parts.c.target, parts.c.part, parts.c.state, parts.c.attempts)
+            .where(
+                parts.c.delivery_id == delivery_id,
+                parts.c.state != PartState.SENT.value,
+                parts.c.target.in_(finals),
+            )
+            .order_by(parts.c.target, parts.c.part)
+        )
+        for row_id, target_id, part, state, attempts in unsent:
+            if target_id in live:
+                in_progress[target_id] = in_progress.get(target_id, 0) + 1
+            else:
+                todo.setdefault(target_id, []).append((row_id, part, state, attempts))
+        return [
+            (
+                req.id,
+                req.kind.value,
+                t.id,
+                tuple(todo.get(t.id, ())),
+                already.get(t.id, 0),
+                in_progress.get(t.id, 0),
+                superseded.get(t.id),
+            )
+            for req, t in pairs
+        ]
 
     async def _foreign_holder(self, conn: AsyncConnection, name: str) -> Lease | None:
         """The lease ``name`` if another owner holds it and it is live (unexpired by the

@@ -14,12 +14,14 @@ import pytest
 from sqlalchemy import select, update
 
 from digest_core.delivery.ledger import (
+    _PLAN_BATCH,
     SCHEMA_VERSION,
     DayState,
     Ledger,
     PartState,
     _create_engine,
     delivery_lease,
+    parts,
     schema_version,
 )
 from digest_core.errors import ConfigError
@@ -553,4 +555,78 @@ async def test_a_version_1_ledger_is_migrated_and_gets_leases(
         assert (await ledger.acquire_lease("x", ttl=60)).owner == ledger.owner
         assert (await ledger.counts(REF))[PartState.SENT] == 3
         async with ledger._tx() as conn:
-            assert (await conn.execute(select(schema_version.c.version))).scalar() == 2
+            assert (await conn.execute(select(schema_version.c.version))).scalar() == SCHEMA_VERSION
+
+
+async def test_a_version_2_ledger_is_migrated_and_gets_the_records_index(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'ledger.sqlite3'}"
+    async with Ledger.open(url, clock=clock) as ledger:
+        await send_all(ledger, make_targets(2))
+        async with ledger._tx() as conn:  # as the previous release left it
+            await conn.exec_driver_sql("DROP INDEX ix_parts_updated")
+            await conn.execute(update(schema_version).values(version=2))
+    async with Ledger.open(url, clock=clock) as ledger:
+        async with ledger._tx() as conn:
+            assert (await conn.execute(select(schema_version.c.version))).scalar() == 3
+            plan = (
+                await conn.exec_driver_sql(
+                    "EXPLAIN QUERY PLAN SELECT id FROM parts ORDER BY updated_at DESC, id DESC"
+                    " LIMIT 1"
+                )
+            ).all()
+        assert any("ix_parts_updated" in str(step) for step in plan), plan
+        assert "TEMP B-TREE" not in str(plan)  # no sort
+        assert (await ledger.counts(REF))[PartState.SENT] == 6
+        # a row of the new state round-trips through the old file
+        row = (await ledger.plan(REF, "fake", make_targets(3), 3)).targets[2].parts[0]
+        assert await ledger.claim(row.id)
+        await ledger.mark_unknown(row.id, "OutcomeUnknown: cut")
+        assert [r.state for r in await ledger.in_flight(REF)] == [PartState.UNKNOWN]
+
+
+async def test_a_large_plan_commits_other_ledger_work_between_its_batches(
+    ledger: Ledger,
+) -> None:
+    """Planning 100k subscribers must not hold the ledger (or the loop) for its whole length:
+    a state change submitted while a plan of several batches runs commits before it ends."""
+    other = make_issue(dt.date(2026, 10, 26)).ref
+    row = (await ledger.plan(other, "fake", make_targets(1), 1)).targets[0].parts[0]
+    assert await ledger.claim(row.id)
+    done: list[str] = []
+
+    async def big_plan() -> None:
+        await ledger.plan(REF, "fake", make_targets(4 * _PLAN_BATCH), 3)
+        done.append("plan")
+
+    task = asyncio.create_task(big_plan())
+    await asyncio.sleep(0)
+    assert ledger.busy  # the plan's first transaction is running
+    await ledger.mark_sent(row.id, "m1")
+    done.append("sent")
+    await task
+    assert done == ["sent", "plan"]
+
+
+async def test_planning_in_batches_matches_targets_across_batches(ledger: Ledger) -> None:
+    n = 2 * _PLAN_BATCH + _PLAN_BATCH // 2
+    targets = make_targets(n)
+    await send_all(ledger, targets, 2)
+    # one part failed at a target of the second batch; the first target moved, and its new
+    # id is requested in the last batch; one new subscriber; one duplicate request
+    failed = (await ledger.records(REF, target=f"c{_PLAN_BATCH + 7}"))[0]
+    async with ledger._tx() as conn:
+        await conn.execute(
+            update(parts).where(parts.c.id == failed.id).values(state=PartState.FAILED.value)
+        )
+    moved = Target("fake", "m0", TargetKind.PRIVATE)
+    await ledger.move_target(targets[0], moved)
+    requested = [*targets[1:], moved, Target("fake", "new", TargetKind.PRIVATE), targets[3]]
+    plan = await ledger.plan(REF, "fake", requested, 2)
+    todo = {tp.target.id: [p.part for p in tp.parts] for tp in plan.targets if tp.parts}
+    assert todo == {f"c{_PLAN_BATCH + 7}": [failed.part], "new": [0, 1]}
+    assert len(plan.targets) == n + 1  # the duplicate once
+    by_id = {tp.target.id: tp for tp in plan.targets}
+    assert by_id["m0"].already_sent == 2 and by_id["m0"].requested == moved
+    assert sum(tp.already_sent for tp in plan.targets) == 2 * n - 1
