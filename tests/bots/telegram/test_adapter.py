@@ -6,6 +6,7 @@ import datetime as dt
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
+import httpx
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -31,6 +32,7 @@ from bots.telegram.handlers import (
 from digest_core.commands import Request
 from digest_core.errors import (
     DeliveryError,
+    OutcomeUnknown,
     RateLimited,
     Rejected,
     TargetGone,
@@ -153,6 +155,12 @@ async def test_a_token_the_api_refuses_stops_the_start(
 # ---------------------------------------------------------------- translation table
 
 
+def _connect_timeout() -> TimedOut:
+    error = TimedOut()
+    error.__cause__ = httpx.ConnectTimeout("connect")
+    return error
+
+
 @pytest.mark.parametrize(
     ("make", "expected"),
     [
@@ -165,7 +173,8 @@ async def test_a_token_the_api_refuses_stops_the_start(
         (lambda: BadRequest("need administrator rights in the channel chat"), TargetGone),
         (lambda: BadRequest("Can't parse entities: unclosed tag"), Rejected),
         (lambda: BadRequest("Message is too long"), Rejected),
-        (lambda: TimedOut(), TransientError),
+        (lambda: TimedOut(), OutcomeUnknown),  # a read timeout: it may have arrived
+        (_connect_timeout, TransientError),  # it never left
         (lambda: NetworkError("Bad Gateway"), TransientError),
         (lambda: InvalidToken(), Rejected),
         (lambda: Conflict("terminated by other getUpdates request"), Rejected),
