@@ -15,7 +15,13 @@ from typing import Protocol, runtime_checkable
 from digest_core.archive import Archive
 from digest_core.clock import Clock
 from digest_core.commands import Commands, Request
-from digest_core.delivery import DeliveryEngine, DeliveryReport, Ledger, ProgressCallback
+from digest_core.delivery import (
+    DeliveryEngine,
+    DeliveryReport,
+    Ledger,
+    PartState,
+    ProgressCallback,
+)
 from digest_core.errors import IssueNotFound
 from digest_core.models import Issue
 from digest_core.platform import Platform, Target, TargetKind
@@ -271,6 +277,15 @@ class DigestService:
             lines += [
                 f"  {f.platform}:{f.target} {f.issue_date} #{f.part + 1}: {f.last_error}"
                 for f in failures
+            ]
+        unknown = await self.ledger.records(states=[PartState.UNKNOWN], limit=5)
+        if unknown:
+            lines.append(
+                "结果未知，将重发（可能重复）/ outcome unknown, to be sent again (possibly twice):"
+            )
+            lines += [
+                f"  {u.platform}:{u.target} {u.issue_date} #{u.part + 1}: {u.last_error}"
+                for u in unknown
             ]
         lines += self.poster.notes[-3:]
         return "\n".join(lines)

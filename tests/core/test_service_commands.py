@@ -14,11 +14,12 @@ import pytest
 
 from bots.runtime import open_service
 from digest_core.commands import ADMIN, Capability, Request
+from digest_core.delivery import DeliveryReport, TargetReport
 from digest_core.rendering import Flavor, Message, preview
 from digest_core.scheduling import PostState
 from digest_core.service import DigestService, describe_report
 from digest_core.settings import load_settings
-from digest_core.testing import ManualClock
+from digest_core.testing import ManualClock, make_issue
 
 ROOT = Path(__file__).resolve().parents[2]
 # 09:00 in Shanghai on 2026-11-30: the bundled archive's newest issue is today's
@@ -244,3 +245,17 @@ async def test_repost_confirmation_carries_the_resolved_date(service: DigestServ
     assert first.confirm.args == ("2026-11-30",)  # pressed after midnight: still 11-30
     forced = await service.commands.handle(req("repost", "force", admin=True))
     assert forced.confirm is not None and forced.confirm.args == ("2026-11-30", "force")
+
+
+async def test_status_and_reports_count_parts_of_unknown_outcome(service: DigestService) -> None:
+    """A cut send may have arrived: admins see it apart, never among the parts not sent."""
+    [target] = service.platforms["console"].channel_targets()
+    ref = make_issue().ref
+    [row] = (await service.ledger.plan(ref, "console", [target], 1)).targets[0].parts
+    assert await service.ledger.claim(row.id)
+    await service.ledger.mark_unknown(row.id, "OutcomeUnknown: read timeout")
+    status = text_of((await service.commands.handle(req("status", admin=True))).messages)
+    assert "outcome unknown" in status and "read timeout" in status
+    report = DeliveryReport(ref, "console", 1, 1, [TargetReport(target, unknown=1)], [])
+    assert not report.ok
+    assert "outcome unknown (sent again next time) 1" in describe_report(report)
