@@ -329,13 +329,17 @@ class _Progress:
         self.enabled = enabled
         self.done = 0
         self.failed = 0
+        self.unknown = 0
 
     def update(self, outcome: PartOutcome) -> None:
         self.done += 1
-        if outcome.state is not PartState.SENT:
+        if outcome.state is PartState.UNKNOWN:
+            self.unknown += 1  # it may have arrived: not "not sent"
+        elif outcome.state is not PartState.SENT:
             self.failed += 1
         if self.enabled:
-            sys.stderr.write(f"\r{self.done} parts done, {self.failed} not sent")
+            unknown = f", {self.unknown} outcome unknown" if self.unknown else ""
+            sys.stderr.write(f"\r{self.done} parts done, {self.failed} not sent{unknown}")
             sys.stderr.flush()
 
     def close(self) -> None:
