@@ -17,7 +17,8 @@ left to send, then ``records(limit=1)`` (what start-up asks). Figures: wall time
 event loop's longest stall during each (a probe task sleeps 10 ms in a loop and records its
 largest overshoot; the target is at most 100 ms), and the peak RSS growth of the first plan per
 subscriber (the target is at most 1 KB). For context, as the machine's load moves the stall:
-the longest garbage-collector pass during the plan, and one full pass over the heap before it.
+the longest garbage-collector pass during the plan, and one full pass over the heap before it
+(``--gc-freeze`` takes the objects alive before planning out of the collector's passes).
 """
 
 from __future__ import annotations
@@ -164,6 +165,9 @@ async def scale_once(args: argparse.Namespace) -> dict[str, float]:
             ref = make_issue().ref
             targets = make_targets(n, platform="telegram")
             messages = make_messages(args.parts)
+            if args.gc_freeze:  # what a runtime may do once started: old objects out of GC
+                gc.collect()
+                gc.freeze()
             gc0 = time.perf_counter()
             gc.collect()  # what one full pass over this heap costs on this machine now
             gc_full = time.perf_counter() - gc0
@@ -209,6 +213,11 @@ def main() -> None:
     parser.add_argument(
         "--subscribers", type=int, default=0, help="run the planning scale case with N chats"
     )
+    parser.add_argument(
+        "--gc-freeze",
+        action="store_true",
+        help="scale case: gc.freeze() the objects alive before planning (the targets too)",
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -224,6 +233,7 @@ def main() -> None:
         f"--in-flight={args.in_flight}",
         f"--url={args.url}",
         f"--subscribers={args.subscribers}",
+        *(["--gc-freeze"] if args.gc_freeze else []),
     ]
     results = []
     for i in range(args.runs):
