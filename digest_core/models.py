@@ -5,17 +5,43 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import re
+import urllib.parse
 from enum import StrEnum
 from functools import cached_property
 from typing import Annotated, Any
 
+from annotated_types import MaxLen
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-URL_RE = re.compile(r"^https?://\S+$")
+# --- caps -----------------------------------------------------------------------------------
+# One place for every size limit of an issue, so the loaders, the JSON schema (maxItems,
+# maxLength) and the README agree. A real issue is far inside all of them (4-8 briefs of one to
+# three short paragraphs); they exist so that a runaway or hostile file is refused at its line
+# instead of freezing the bot or producing hundreds of messages.
+
+#: Briefs in one issue.
+MAX_BRIEFS = 200
+#: Body paragraphs in one item.
+MAX_PARAGRAPHS = 200
+#: Source links of one item.
+MAX_LINKS = 20
+#: Characters in a title or the masthead. A real title is under 60; the cap is generous (the
+#: renderers already cut what Discord's 256-character embed titles cannot show) and keeps one
+#: title well inside one message.
+MAX_TITLE_CHARS = 500
+#: Characters in one paragraph, the lede or a reading question. A real paragraph is a few
+#: hundred; at most two Telegram messages (4096) carry one paragraph this long.
+MAX_PARAGRAPH_CHARS = 8000
 #: The longest source link accepted, in characters. Real article URLs are far shorter; browsers
 #: and chat clients handle up to about this much, and a renderer can always fit a link this
 #: long in a Discord message (2000 characters) or embed description (4096) once escaped.
 MAX_URL_CHARS = 2000
+
+#: What a link line starts with, in the text format and in the model (lower case, as written).
+URL_PREFIXES: tuple[str, ...] = ("http://", "https://")
+#: A source link as the text format sees it: a line that is only an http(s) URL. The model's
+#: :func:`url_problem` is stricter; a line starting with a prefix is a link line either way.
+URL_RE = re.compile(r"^https?://\S+$")
 #: What introduces an item's reading question, in Chinese and English.
 QUESTION_MARKERS: tuple[str, ...] = (
     "带着一个问题读：",
@@ -24,6 +50,146 @@ QUESTION_MARKERS: tuple[str, ...] = (
 )
 #: The marker written when serialising a question back to text.
 QUESTION_MARKER = "带着一个问题读："
+
+# --- characters -----------------------------------------------------------------------------
+
+#: Characters no text of an issue may hold: C0 controls but tab (which is read as a space),
+#: DEL and the C1 controls (ESC and CSI start terminal escape sequences, NUL truncates strings
+#: in C libraries), and the bidi embeddings, overrides and isolates that reorder what a reader
+#: or a terminal shows (U+202A-U+202E, U+2066-U+2069).
+_FORBIDDEN = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+#: Names of the characters people meet most, for messages.
+_CHAR_NAMES = {
+    "\x00": "NUL",
+    "\x1b": "ESC, which starts terminal escape sequences",
+    "\x7f": "DEL",
+    "\x9b": "CSI, which starts terminal escape sequences",
+    "\u202a": "LEFT-TO-RIGHT EMBEDDING",
+    "\u202b": "RIGHT-TO-LEFT EMBEDDING",
+    "\u202c": "POP DIRECTIONAL FORMATTING",
+    "\u202d": "LEFT-TO-RIGHT OVERRIDE",
+    "\u202e": "RIGHT-TO-LEFT OVERRIDE",
+    "\u2066": "LEFT-TO-RIGHT ISOLATE",
+    "\u2067": "RIGHT-TO-LEFT ISOLATE",
+    "\u2068": "FIRST STRONG ISOLATE",
+    "\u2069": "POP DIRECTIONAL ISOLATE",
+}
+
+
+def char_problem(value: str) -> str | None:
+    """Why ``value`` may not be issue text (a forbidden character, named), or ``None``.
+
+    Tab is allowed here: the model turns it into a space. Line breaks are forbidden (every
+    text of an issue is one line).
+    """
+    m = _FORBIDDEN.search(value)
+    if m is None:
+        return None
+    char = m[0]
+    if char in "\n\r":
+        return "must be a single line (the text format is one line per paragraph)"
+    kind = "bidi control" if char >= "\u2000" else "control character"
+    name = _CHAR_NAMES.get(char)
+    named = f"U+{ord(char):04X}" + (f" ({name})" if name else "")
+    return f"holds the {kind} {named} at column {m.start() + 1}; remove it"
+
+
+def escape(text: str) -> str:
+    """``text`` with every non-printable character written as a Python escape (``\\x1b``,
+    ``\\u202e``, ``\\t``), so quoting file content in a message never reaches a terminal raw."""
+    if text.isprintable():
+        return text
+    return "".join(
+        c if c.isprintable() or c == " " else c.encode("unicode_escape").decode("ascii")
+        for c in text
+    )
+
+
+def shorten(text: str, limit: int = 60) -> str:
+    """The first ``limit`` characters of ``text`` (``…`` marks a cut), escaped for messages."""
+    return escape(text if len(text) <= limit else text[: limit - 1] + "…")
+
+
+def url_problem(value: str) -> str | None:
+    """Why ``value`` is not an acceptable source link, or ``None``.
+
+    A link is an absolute ``http://`` or ``https://`` URL (the scheme written in lower case,
+    as the text format recognises link lines by it) that :func:`urllib.parse.urlsplit` reads
+    with a host and a valid port, has no user info (``https://bank.example@evil.example/``
+    shows one host and opens another), and holds no whitespace, quotes (``"`` and `````),
+    ``<``, ``>``, backslash or invisible character (controls, bidi and zero-width characters:
+    anything :meth:`str.isprintable` refuses). It is at most :data:`MAX_URL_CHARS` long.
+    The answer quotes at most 60 characters of the value, escaped.
+    """
+    if len(value) > MAX_URL_CHARS:
+        return (
+            f"is {len(value)} characters long; at most {MAX_URL_CHARS} are allowed "
+            f"(starts {shorten(value)!r})"
+        )
+    shown = repr(shorten(value))
+    if not value.startswith(URL_PREFIXES):
+        return f"is not an http(s) URL (it must start with http:// or https://): {shown}"
+    bad = next((c for c in value if not c.isprintable() or c in ' "`<>\\'), None)
+    if bad is not None:
+        what = "a space" if bad.isspace() else f"the character {escape(bad)!r}"
+        return f"is not an http(s) URL: it holds {what}: {shown}"
+    try:
+        parts = urllib.parse.urlsplit(value)
+        parts.port  # noqa: B018  # raises ValueError for a bad port
+    except ValueError as exc:
+        return f"is not an http(s) URL ({exc}): {shown}"
+    if "@" in parts.netloc:
+        return (
+            "is not an http(s) URL: it has user info before an @ in the host part, which "
+            f"disguises where the link goes: {shown}"
+        )
+    host = parts.hostname or ""
+    if not re.fullmatch(r"[\w.-]+|[0-9a-f:.]+", host) or host.strip(".") == "":
+        return f"is not an http(s) URL: it has no valid host: {shown}"
+    return None
+
+
+def text_problem(value: str, limit: int) -> str | None:
+    """Why ``value`` (already stripped) may not be a text of at most ``limit`` characters."""
+    if not value:
+        return "must not be empty"
+    problem = char_problem(value)
+    if problem is not None:
+        return problem
+    if len(value) > limit:
+        return (
+            f"is {len(value)} characters long; at most {limit} are allowed "
+            f"(starts {shorten(value, 40)!r})"
+        )
+    return None
+
+
+def _text(limit: int) -> AfterValidator:
+    def check(value: str) -> str:
+        value = value.replace("\t", " ").strip()
+        problem = text_problem(value, limit)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
+    return AfterValidator(check)
+
+
+def _url(value: str) -> str:
+    value = value.strip()
+    problem = url_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
+# The validator gives the message; MaxLen (never reached) puts the cap in the JSON schema.
+#: A one-line text of at most :data:`MAX_TITLE_CHARS` (title, masthead).
+Title = Annotated[str, _text(MAX_TITLE_CHARS), MaxLen(MAX_TITLE_CHARS)]
+#: A one-line text of at most :data:`MAX_PARAGRAPH_CHARS` (paragraph, lede, question).
+Line = Annotated[str, _text(MAX_PARAGRAPH_CHARS), MaxLen(MAX_PARAGRAPH_CHARS)]
+#: A source link, as :func:`url_problem` defines it.
+Url = Annotated[str, AfterValidator(_url), MaxLen(MAX_URL_CHARS)]
 
 
 class Section(StrEnum):
@@ -42,39 +208,20 @@ class Section(StrEnum):
 _LABELS = {Section.HEADLINE: "重点", Section.BRIEFS: "简讯", Section.CLASSIC: "经典回顾"}
 
 
-def _one_line(value: str) -> str:
-    value = value.strip()
-    if not value:
-        raise ValueError("must not be empty")
-    if "\n" in value or "\r" in value:
-        raise ValueError("must be a single line (the text format is one line per paragraph)")
-    return value
-
-
-def _url(value: str) -> str:
-    value = value.strip()
-    if not URL_RE.match(value):
-        raise ValueError(f"not an http(s) URL: {value!r}")
-    if len(value) > MAX_URL_CHARS:
-        raise ValueError(
-            f"URL is {len(value)} characters long; at most {MAX_URL_CHARS} are allowed "
-            f"(starts {value[:60]!r})"
-        )
-    return value
-
-
-Line = Annotated[str, AfterValidator(_one_line)]
-Url = Annotated[str, AfterValidator(_url)]
-
-
 class Item(BaseModel):
-    """One story: a title, one or more paragraphs, source links and an optional reading question."""
+    """One story: a title, one or more paragraphs, source links and an optional reading question.
+
+    Every text is one line without control or bidi characters (a tab becomes a space). Caps:
+    a title of at most MAX_TITLE_CHARS characters; 1 to MAX_PARAGRAPHS paragraphs and a
+    question of at most MAX_PARAGRAPH_CHARS each; at most MAX_LINKS links, each an http(s)
+    URL as url_problem defines it.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    title: Line
-    paragraphs: tuple[Line, ...] = Field(min_length=1)
-    links: tuple[Url, ...] = ()
+    title: Title
+    paragraphs: tuple[Line, ...] = Field(min_length=1, max_length=MAX_PARAGRAPHS)
+    links: tuple[Url, ...] = Field(default=(), max_length=MAX_LINKS)
     question: Line | None = None
 
     @property
@@ -93,17 +240,18 @@ class Item(BaseModel):
 class Issue(BaseModel):
     """One day's digest.
 
-    ``revision`` is a stable hash of the content (date included): a corrected file yields a new
-    revision, an unchanged one the same, whatever the file format it came from.
+    At most :data:`MAX_BRIEFS` briefs; the masthead is capped like a title, the lede like a
+    paragraph. ``revision`` is a stable hash of the content (date included): a corrected file
+    yields a new revision, an unchanged one the same, whatever the file format it came from.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     date: dt.date
-    masthead: Line = "AI 技术日报"
+    masthead: Title = "AI 技术日报"
     lede: Line | None = None
     headline: Item
-    briefs: tuple[Item, ...] = ()
+    briefs: tuple[Item, ...] = Field(default=(), max_length=MAX_BRIEFS)
     classic: Item | None = None
 
     @cached_property

@@ -8,7 +8,7 @@ import logging
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import yaml
 from pydantic import TypeAdapter, ValidationError
@@ -27,6 +27,8 @@ StructuredSuffix = Literal[".json", ".yaml", ".yml"]
 MAX_NESTING = 32
 
 _DATE = TypeAdapter(dt.date)
+#: How many validation problems one error message lists (a huge bad file has thousands).
+_MAX_SHOWN = 5
 
 
 def format_loc(loc: Loc) -> str:
@@ -34,19 +36,38 @@ def format_loc(loc: Loc) -> str:
     return ".".join(str(part) for part in loc) or "(top level)"
 
 
-def validation_problems(exc: ValidationError) -> list[tuple[Loc, str]]:
-    """Each problem pydantic found, as (field path, plain message), in pydantic's order."""
-    out: list[tuple[Loc, str]] = []
-    for err in exc.errors(include_url=False):
+class Problem(NamedTuple):
+    """One problem pydantic found: the field path, a plain message, and the path to look the
+    line up by (for a list over its cap, the first element past it)."""
+
+    loc: Loc
+    msg: str
+    at: Loc
+
+
+def validation_problems(exc: ValidationError) -> list[Problem]:
+    """Each problem pydantic found, in pydantic's order. Messages never quote input raw: the
+    model's own messages escape what they quote, pydantic's quote nothing."""
+    out: list[Problem] = []
+    for err in exc.errors(include_url=False, include_input=False):
         loc: Loc = tuple(err["loc"])
+        at = loc
         kind = err["type"]
+        ctx = err.get("ctx") or {}
         if kind == "missing":
             msg = "required but missing"
         elif kind == "extra_forbidden":
             msg = "unknown field (not part of the issue schema)"
+        elif kind == "too_long" and "actual_length" in ctx:
+            cap = int(ctx["max_length"])
+            msg = (
+                f"{ctx['actual_length']} entries; at most {cap} are allowed "
+                f"(the first one too many is {format_loc((*loc, cap))})"
+            )
+            at = (*loc, cap)
         else:
             msg = str(err["msg"]).removeprefix("Value error, ")
-        out.append((loc, msg))
+        out.append(Problem(loc, msg, at))
     return out
 
 
@@ -114,8 +135,10 @@ def load_structured(
         return Issue.model_validate(fields)
     except ValidationError as exc:
         problems = validation_problems(exc)
-        detail = "; ".join(f"{format_loc(loc)}: {msg}" for loc, msg in problems)
-        raise IssueFormatError(path, find_line(problems[0][0]), detail) from exc
+        detail = "; ".join(f"{format_loc(p.loc)}: {p.msg}" for p in problems[:_MAX_SHOWN])
+        if len(problems) > _MAX_SHOWN:
+            detail += f"; and {len(problems) - _MAX_SHOWN} more problems"
+        raise IssueFormatError(path, find_line(problems[0].at), detail) from exc
 
 
 def dump_json(issue: Issue) -> str:
@@ -333,6 +356,7 @@ def _check_duplicate_keys(node: yaml.Node, *, path: str | Path) -> None:
 __all__ = [
     "MAX_NESTING",
     "Loc",
+    "Problem",
     "StructuredSuffix",
     "decode_utf8",
     "dump_json",

@@ -13,7 +13,23 @@ from pydantic import ValidationError
 
 from digest_core.errors import IssueFormatError
 from digest_core.loading.structured import Loc, format_loc, validation_problems
-from digest_core.models import QUESTION_MARKER, QUESTION_MARKERS, URL_RE, Issue, Item, Section
+from digest_core.models import (
+    MAX_BRIEFS,
+    MAX_LINKS,
+    MAX_PARAGRAPH_CHARS,
+    MAX_PARAGRAPHS,
+    MAX_TITLE_CHARS,
+    QUESTION_MARKER,
+    QUESTION_MARKERS,
+    URL_PREFIXES,
+    Issue,
+    Item,
+    Section,
+    char_problem,
+    shorten,
+    text_problem,
+    url_problem,
+)
 
 log = logging.getLogger(__name__)
 
@@ -45,16 +61,22 @@ def parse_text(text: str, *, path: str | Path = "<text>", date: dt.date) -> Issu
 
     The rules are FORMAT.md's: line 1 is the masthead; before the first section only the lede
     (``本期重点：…``) and blank lines may appear; a section label line opens a section; an item is a
-    title line, body lines (one paragraph each) and link lines. A new item starts at the first
+    title line, body lines (one paragraph each) and link lines. A line starting with ``http://``
+    or ``https://`` is a link line and MUST be a valid link (see ``models.url_problem``).
+    No line may hold a control character (tab excepted: it reads as a space) or a bidi control,
+    and the model's caps (briefs, paragraphs and links per item, text lengths) are checked at
+    the line that passes them, so a huge file fails fast. A new item starts at the first
     non-link line after links, or after a blank line; a linkless item therefore runs on until a
     blank line or a section label (the parser cannot tell a following title from a paragraph, so
     writers MUST put a blank line after a linkless item). A body line starting with one of
     ``QUESTION_MARKERS`` is the item's reading question and MUST be its last body line; without
     one, a marker inside the last paragraph splits it into paragraph and question.
 
+    Time is linear in the size of the text.
+
     Raises:
         IssueFormatError: ``path:line: detail`` for the first problem found, naming the item and
-            what was expected instead.
+            what was expected instead; quoted file content is shortened and escaped.
     """
     return _Parser(str(path), date).parse(text)
 
@@ -103,7 +125,7 @@ def question_marker(item: Item) -> str:
 
 
 def _quote(text: str, limit: int = 40) -> str:
-    return f'"{text if len(text) <= limit else text[: limit - 1] + "…"}"'
+    return f'"{shorten(text, limit)}"'
 
 
 def _marker_at_start(line: str) -> str | None:
@@ -144,6 +166,7 @@ class _Parser:
         self.section_line: dict[Section, int] = {}
         self.items: dict[Section, list[_Draft]] = {s: [] for s in Section}
         self.draft: _Draft | None = None
+        self.last_line = 0
 
     def fail(self, line: int | None, detail: str) -> IssueFormatError:
         return IssueFormatError(self.path, line, detail)
@@ -153,11 +176,26 @@ class _Parser:
         if not text.strip():
             raise self.fail(1, "the file is empty; expected the masthead (e.g. AI 技术日报)")
         lines = text.split("\n")
+        self.check_chars(lines[0], 1)
         self.read_masthead(lines[0].strip())
         for number, raw in enumerate(lines[1:], start=2):
+            self.check_chars(raw, number)
             self.read_line(raw.strip(), number)
+        self.last_line = len(lines) - (lines[-1] == "")
         self.close_section()
         return self.build()
+
+    def check_chars(self, raw: str, number: int) -> None:
+        if "\t" in raw:
+            raw = raw.replace("\t", " ")
+        problem = char_problem(raw)
+        if problem is not None:
+            raise self.fail(number, f"the line {problem}")
+
+    def check_text(self, what: str, text: str, limit: int, number: int) -> None:
+        problem = text_problem(text, limit)
+        if problem is not None:
+            raise self.fail(number, f"{what} {problem}")
 
     def read_masthead(self, line: str) -> None:
         if not line:
@@ -167,6 +205,7 @@ class _Parser:
         elif line.startswith(LEDE_PREFIXES):
             found = "the lede"
         else:
+            self.check_text("the masthead", line, MAX_TITLE_CHARS, 1)
             self.masthead = line
             return
         raise self.fail(1, f"line 1 must be the masthead (e.g. AI 技术日报) but it is {found}")
@@ -178,7 +217,7 @@ class _Parser:
             self.open_section(SECTION_LABELS[line], number)
         elif self.section is None:
             self.read_preamble(line, number)
-        elif URL_RE.match(line):
+        elif line.startswith(URL_PREFIXES):
             self.read_link(line, number)
         elif self.draft is None or self.draft.links:
             self.start_item(line, number)
@@ -196,6 +235,7 @@ class _Parser:
         lede = line[len(prefix) :].strip()
         if not lede:
             raise self.fail(number, f"the lede line has no text after {prefix}")
+        self.check_text("the lede", lede, MAX_PARAGRAPH_CHARS, number)
         self.lede = (lede, number)
 
     def open_section(self, section: Section, number: int) -> None:
@@ -233,9 +273,17 @@ class _Parser:
                 f"the {self.section.value} section holds exactly one item, "
                 f"found a second: {_quote(line)}",
             )
+        items = self.items[self.section]
+        if len(items) >= MAX_BRIEFS:  # only the briefs section gets here with items
+            raise self.fail(
+                number,
+                f"too many briefs: an issue holds at most {MAX_BRIEFS}, and this line starts "
+                f"brief {len(items) + 1} ({_quote(line)})",
+            )
         self.close_item()
         self.draft = _Draft(self.section, line, number)
-        self.items[self.section].append(self.draft)
+        self.check_text(f"the title of {self.draft.name}", line, MAX_TITLE_CHARS, number)
+        items.append(self.draft)
 
     def read_link(self, line: str, number: int) -> None:
         draft = self.draft
@@ -248,6 +296,13 @@ class _Parser:
             )
         if not draft.paragraphs:
             raise self.no_body(draft)
+        problem = url_problem(line)
+        if problem is not None:
+            raise self.fail(number, f"{draft.name}: the link on line {number} {problem}")
+        if len(draft.links) >= MAX_LINKS:
+            raise self.fail(
+                number, f"{draft.name} has more than {MAX_LINKS} links; at most {MAX_LINKS} allowed"
+            )
         draft.links.append((line, number))
 
     def read_body(self, draft: _Draft, line: str, number: int) -> None:
@@ -259,11 +314,20 @@ class _Parser:
             )
         marker = _marker_at_start(line)
         if marker is None:
+            if len(draft.paragraphs) >= MAX_PARAGRAPHS:
+                raise self.fail(
+                    number,
+                    f"{draft.name} has more than {MAX_PARAGRAPHS} paragraphs; at most "
+                    f"{MAX_PARAGRAPHS} are allowed (one line is one paragraph)",
+                )
+            self.check_text(f"{draft.name}: the paragraph", line, MAX_PARAGRAPH_CHARS, number)
             draft.paragraphs.append((line, number))
             return
         question = line[len(marker) :].strip()
         if not question:
             raise self.fail(number, f"{draft.name} has an empty reading question after {marker}")
+        what = f"{draft.name}: the reading question"
+        self.check_text(what, question, MAX_PARAGRAPH_CHARS, number)
         draft.question = (question, number)
 
     def close_item(self) -> None:
@@ -284,6 +348,8 @@ class _Parser:
                     )
                 draft.paragraphs[-1] = (last[:pos].rstrip(), number)
                 draft.question = (question, number)
+                if not draft.paragraphs[-1][0]:  # a guard: the marker is never at the start
+                    raise self.fail(number, f"{draft.name}: the paragraph must not be empty")
 
     def no_body(self, draft: _Draft) -> IssueFormatError:
         if draft.question is not None:
@@ -292,15 +358,19 @@ class _Parser:
 
     def build(self) -> Issue:
         if not self.items[Section.HEADLINE]:
-            raise self.fail(
-                None, f"no headline: the issue needs a {Section.HEADLINE.label} section"
-            )
+            raise self.no_headline()
         lines: dict[Loc, int] = {("masthead",): 1}
         fields: dict[str, Any] = {"date": self.date, "masthead": self.masthead}
         if self.lede is not None:
             fields["lede"] = self.lede[0]
             lines[("lede",)] = self.lede[1]
-        items = {s: [self.item_fields(d, lines) for d in self.items[s]] for s in Section}
+        items = {
+            s: [
+                self.item_fields(d, lines, n if s is Section.BRIEFS else None)
+                for n, d in enumerate(self.items[s])
+            ]
+            for s in Section
+        }
         fields["headline"] = items[Section.HEADLINE][0]
         fields["briefs"] = items[Section.BRIEFS]
         if items[Section.CLASSIC]:
@@ -308,14 +378,28 @@ class _Parser:
         try:
             return Issue.model_validate(fields)
         except ValidationError as exc:  # the parser checks the model's rules, so this is a guard
-            loc, msg = validation_problems(exc)[0]
-            line = next((lines[loc[:n]] for n in range(len(loc), 0, -1) if loc[:n] in lines), None)
+            loc, msg, at = validation_problems(exc)[0]
+            line = next((lines[at[:n]] for n in range(len(at), 0, -1) if at[:n] in lines), None)
             raise self.fail(line, f"{format_loc(loc)}: {msg}") from exc
 
-    def item_fields(self, draft: _Draft, lines: dict[Loc, int]) -> dict[str, Any]:
+    def no_headline(self) -> IssueFormatError:
+        """No 重点 section: name the line where it was expected, before the first section there
+        is, or after the last line when the file has none."""
+        label = Section.HEADLINE.label
+        if self.section_line:
+            section, line = min(self.section_line.items(), key=lambda kv: kv[1])
+            where = f"expected it before the {section.label} section, which opens here"
+        else:
+            line = self.last_line + 1
+            where = "expected it after the masthead and lede, but the file ends here"
+        return self.fail(line, f"no headline: the issue needs a {label} section; {where}")
+
+    def item_fields(
+        self, draft: _Draft, lines: dict[Loc, int], index: int | None
+    ) -> dict[str, Any]:
         base: Loc = (draft.section.value,)
-        if draft.section is Section.BRIEFS:
-            base += (self.items[Section.BRIEFS].index(draft),)
+        if index is not None:
+            base += (index,)
         lines[base] = lines[(*base, "title")] = draft.line
         for n, (_, line) in enumerate(draft.paragraphs):
             lines[(*base, "paragraphs", n)] = line
@@ -352,8 +436,8 @@ def _check_representable(issue: Issue) -> None:
             what = f"paragraph {n}" if n else "the title"
             if line in SECTION_LABELS:
                 raise fail(name, f"{what} is the section label {_quote(line)}")
-            if URL_RE.match(line):
-                raise fail(name, f"{what} is a bare link, which reads back as a source link")
+            if line.startswith(URL_PREFIXES):
+                raise fail(name, f"{what} starts with a link, so it would read back as a link line")
             if _marker_at_start(line):
                 raise fail(name, f"{what} starts with a question marker")
         if item.question is None and _marker_inside(item.paragraphs[-1]):

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from digest_core.errors import IssueFormatError
 from digest_core.loading import dump_text, load_issue, parse_text, question_marker
-from digest_core.models import QUESTION_MARKER, URL_RE, Issue, Item
+from digest_core.models import QUESTION_MARKER, Issue, Item, url_problem
 
 DATA = Path(__file__).parent / "data"
 SEED = Path(__file__).resolve().parents[2] / ".." / "shared" / "seeds" / "000_2e92f0f1f4d646fc.txt"
@@ -192,10 +192,45 @@ def test_linkless_brief_ends_only_at_a_blank_line_or_label() -> None:
 def test_briefs_and_classic_are_optional_but_headline_is_required() -> None:
     issue = parse_text(text_of("D", "重点", "H", "p"), date=DAY)
     assert issue.briefs == () and issue.classic is None
+
+
+# The line where the 重点 section was expected (it had none before issue #8).
+NO_HEADLINE = [
+    (
+        text_of("D", "简讯", "B", "p"),
+        2,
+        "no headline: the issue needs a 重点 section; "
+        "expected it before the 简讯 section, which opens here",
+    ),
+    (
+        text_of("D", "本期重点：一句话。", "", "经典回顾", "C", "p", "简讯", "B", "p"),
+        4,
+        "no headline: the issue needs a 重点 section; "
+        "expected it before the 经典回顾 section, which opens here",
+    ),
+    (
+        text_of("D", "本期重点：一句话。"),
+        3,
+        "no headline: the issue needs a 重点 section; "
+        "expected it after the masthead and lede, but the file ends here",
+    ),
+    (
+        "D\r\n\r\n",
+        3,
+        "no headline: the issue needs a 重点 section; "
+        "expected it after the masthead and lede, but the file ends here",
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "line", "detail"), NO_HEADLINE)
+def test_a_missing_headline_names_the_line_where_it_was_expected(
+    text: str, line: int, detail: str
+) -> None:
     with pytest.raises(IssueFormatError) as exc:
-        parse_text(text_of("D", "简讯", "B", "p"), date=DAY)
-    assert exc.value.line is None
-    assert str(exc.value) == "<text>: no headline: the issue needs a 重点 section"
+        parse_text(text, path="2026-03-02.txt", date=DAY)
+    assert (exc.value.line, exc.value.detail) == (line, detail)
+    assert str(exc.value) == f"2026-03-02.txt:{line}: {detail}"
 
 
 def test_question_line_becomes_the_question_in_every_marker_form() -> None:
@@ -431,7 +466,7 @@ UNREPRESENTABLE: list[tuple[str, Issue, str]] = [
     (
         "paragraph is a URL",
         Issue(date=DAY, headline=_item(paragraphs=("https://example.org",))),
-        'headline "标题": paragraph 1 is a bare link, which reads back as a source link; '
+        'headline "标题": paragraph 1 starts with a link, so it would read back as a link line; '
         "the text format cannot hold it",
     ),
     (
@@ -475,18 +510,24 @@ def test_marker_in_last_paragraph_is_fine_when_the_item_has_a_question() -> None
 # Pieces that sit near the format's boundaries, mixed into arbitrary text.
 _TRICKY = [
     "<b>", "&amp;", "*_~|", "@everyone", "本期重点：", "重点", "Briefs", "带着一个问题读：",
-    "A question to read with:", "https://", "：", " ", "\u3000", "\t", "\x85", "\u2028", "\ufeff",
+    "A question to read with:", "https://", "：", " ", "\u3000", "\t", "\u2028", "\ufeff",
 ]  # fmt: skip
-_chars = st.characters(exclude_categories=["Cs"], exclude_characters="\r\n")
+# Any character the model accepts: no controls (tab aside) and no bidi controls (issue #8).
+_chars = st.characters(
+    exclude_categories=["Cs", "Cc"],
+    exclude_characters="\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069",
+)
 _plain = st.text(_chars, min_size=1, max_size=8)
 _line = st.lists(
     st.one_of(_plain, _plain, _plain, st.sampled_from(_TRICKY)), min_size=1, max_size=4
 ).map(lambda parts: "".join(parts).strip() or "x")
 _url = st.builds(
-    "{}://{}".format,
+    "{}://{}{}{}".format,
     st.sampled_from(["http", "https"]),
-    st.text(st.characters(exclude_categories=("Cs", "Z", "Cc")), min_size=1, max_size=15),
-).filter(lambda u: URL_RE.match(u) is not None)
+    st.from_regex(r"[a-z0-9][a-z0-9.-]{0,12}", fullmatch=True),
+    st.sampled_from(["", ":8080"]),
+    st.text(st.characters(exclude_categories=("Cs", "Z", "C")), max_size=15).map("/{}".format),
+).filter(lambda u: url_problem(u) is None)
 _items = st.builds(
     Item,
     title=_line,

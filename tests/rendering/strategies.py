@@ -7,11 +7,13 @@ from hypothesis import strategies as st
 from digest_core.models import MAX_URL_CHARS
 
 #: Pieces of generated URLs: what could close a masked link or an autolink, read as markdown or
-#: as a mention, and characters that are longer in UTF-16 or when escaped.
+#: as a mention, and characters that are longer in UTF-16 or when escaped. Only what the model
+#: accepts in a link (issue #8 refuses quotes, ``<>``, backquotes, backslashes and invisible
+#: characters; tests that need those build unvalidated items).
 URL_PARTS = (
     *"abcXYZ019-._~/?=&#%:;,+!$*|^{}",
-    *"()<>[]@&\"'`\\",
-    "@everyone", "@here", "@alice", "<@123>", "<#7>", "%40", "%28", "中文", "😀", "\u200b",
+    *"()[]@&'",
+    "@everyone", "@here", "@alice", "%3C@123%3E", "%3C#7%3E", "%40", "%28", "中文", "😀",
 )  # fmt: skip
 
 
