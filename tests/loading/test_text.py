@@ -12,7 +12,17 @@ from hypothesis import strategies as st
 
 from digest_core.errors import IssueFormatError
 from digest_core.loading import dump_text, load_issue, parse_text, question_marker
-from digest_core.models import QUESTION_MARKER, Issue, Item, url_problem
+from digest_core.models import (
+    MAX_BRIEFS,
+    MAX_LINKS,
+    MAX_PARAGRAPH_CHARS,
+    MAX_PARAGRAPHS,
+    MAX_TITLE_CHARS,
+    QUESTION_MARKER,
+    Issue,
+    Item,
+    url_problem,
+)
 
 DATA = Path(__file__).parent / "data"
 SEED = Path(__file__).resolve().parents[2] / ".." / "shared" / "seeds" / "000_2e92f0f1f4d646fc.txt"
@@ -583,3 +593,275 @@ def test_seed_issue_loads_completely() -> None:
     kept = [url for _, item in issue.items() for url in item.links]
     assert kept == urls
     assert parse_text(dump_text(issue), date=issue.date) == issue
+
+
+# --- issue #8: caps, linear loading, characters, links --------------------------------------
+
+
+def briefs_file(n: int, *, title: str = "同一个标题") -> str:
+    """An issue with ``n`` briefs, all with the same title: brief k's title is on line 3k + 4."""
+    lines = ["AI 技术日报", "重点", "头条", "正文。", "https://example.org/h", "简讯"]
+    for k in range(n):
+        lines += [title, "正文。", f"https://example.org/b/{k}"]
+    return text_of(*lines)
+
+
+def test_the_201st_brief_is_refused_at_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "2026-03-02.txt"
+    path.write_text(briefs_file(MAX_BRIEFS + 1), encoding="utf-8")
+    with pytest.raises(IssueFormatError) as exc:
+        load_issue(path)
+    line = 3 * (MAX_BRIEFS + 1) + 4
+    assert str(exc.value) == (
+        f"{path}:{line}: too many briefs: an issue holds at most 200, "
+        'and this line starts brief 201 ("同一个标题")'
+    )
+
+
+def test_a_huge_file_stops_at_the_cap_instead_of_reading_everything() -> None:
+    # the issue's 60,000-brief file: refused at the 201st brief (before: minutes of list.index)
+    with pytest.raises(IssueFormatError) as exc:
+        parse_text(briefs_file(60_000), path="big.txt", date=DAY)
+    assert exc.value.line == 3 * 201 + 4
+
+
+def test_200_briefs_with_identical_titles_load_in_order_and_round_trip() -> None:
+    issue = parse_text(briefs_file(MAX_BRIEFS), date=DAY)
+    assert len(issue.briefs) == MAX_BRIEFS
+    assert {b.title for b in issue.briefs} == {"同一个标题"}
+    assert [b.links[0] for b in issue.briefs] == [
+        f"https://example.org/b/{k}" for k in range(MAX_BRIEFS)
+    ]
+    assert parse_text(dump_text(issue), date=DAY) == issue
+
+
+def _cap_cases() -> list[tuple[str, str, int, str]]:
+    many_paragraphs = "\n".join(f"段落{k}。" for k in range(MAX_PARAGRAPHS + 1))
+    many_links = "\n".join(f"https://example.org/{k}" for k in range(MAX_LINKS + 1))
+    return [
+        (
+            "201 paragraphs",
+            good_with({9: many_paragraphs}),
+            9 + MAX_PARAGRAPHS,
+            f'brief "标题乙" has more than {MAX_PARAGRAPHS} paragraphs; at most '
+            f"{MAX_PARAGRAPHS} are allowed (one line is one paragraph)",
+        ),
+        (
+            "21 links",
+            good_with({10: many_links}),
+            10 + MAX_LINKS,
+            f'brief "标题乙" has more than {MAX_LINKS} links; at most {MAX_LINKS} allowed',
+        ),
+        (
+            "long title",
+            good_with({8: "题" * (MAX_TITLE_CHARS + 1)}),
+            8,
+            f'the title of brief "{"题" * 39}…" is {MAX_TITLE_CHARS + 1} characters long; '
+            f"at most {MAX_TITLE_CHARS} are allowed (starts '{'题' * 39}…')",
+        ),
+        (
+            "long paragraph",
+            good_with({9: "字" * (MAX_PARAGRAPH_CHARS + 1)}),
+            9,
+            f'brief "标题乙": the paragraph is {MAX_PARAGRAPH_CHARS + 1} characters long; '
+            f"at most {MAX_PARAGRAPH_CHARS} are allowed (starts '{'字' * 39}…')",
+        ),
+        (
+            "long question",
+            good_with({9: "段落乙。\n带着一个问题读：" + "问" * (MAX_PARAGRAPH_CHARS + 1)}),
+            10,
+            f'brief "标题乙": the reading question is {MAX_PARAGRAPH_CHARS + 1} characters '
+            f"long; at most {MAX_PARAGRAPH_CHARS} are allowed (starts '{'问' * 39}…')",
+        ),
+        (
+            "long lede",
+            good_with({2: "本期重点：" + "句" * (MAX_PARAGRAPH_CHARS + 1)}),
+            2,
+            f"the lede is {MAX_PARAGRAPH_CHARS + 1} characters long; "
+            f"at most {MAX_PARAGRAPH_CHARS} are allowed (starts '{'句' * 39}…')",
+        ),
+        (
+            "long masthead",
+            good_with({1: "刊" * (MAX_TITLE_CHARS + 1)}),
+            1,
+            f"the masthead is {MAX_TITLE_CHARS + 1} characters long; "
+            f"at most {MAX_TITLE_CHARS} are allowed (starts '{'刊' * 39}…')",
+        ),
+    ]
+
+
+@pytest.mark.parametrize(("case", "text", "line", "detail"), _cap_cases(), ids=lambda c: c)
+def test_caps_are_refused_at_the_line_that_passes_them(
+    case: str, text: str, line: int, detail: str
+) -> None:
+    with pytest.raises(IssueFormatError) as exc:
+        parse_text(text, path="2026-03-02.txt", date=DAY)
+    assert (exc.value.line, exc.value.detail) == (line, detail), case
+
+
+def test_everything_at_its_cap_loads() -> None:
+    text = good_with(
+        {
+            1: "刊" * MAX_TITLE_CHARS,
+            8: "题" * MAX_TITLE_CHARS,
+            9: "\n".join(["字" * MAX_PARAGRAPH_CHARS] * MAX_PARAGRAPHS),
+            10: "\n".join(f"https://example.org/{k}" for k in range(MAX_LINKS)),
+        }
+    )
+    issue = parse_text(text, date=DAY)
+    assert len(issue.briefs[0].paragraphs) == MAX_PARAGRAPHS
+    assert len(issue.briefs[0].links) == MAX_LINKS
+    assert parse_text(dump_text(issue), date=DAY) == issue
+
+
+FORBIDDEN_CHARS = [
+    ("NUL", "\x00", "U+0000 (NUL)"),
+    ("bell", "\x07", "U+0007"),
+    ("ANSI colour", "\x1b[31m", "U+001B (ESC, which starts terminal escape sequences)"),
+    ("DEL", "\x7f", "U+007F (DEL)"),
+    ("C1 CSI", "\x9b31m", "U+009B (CSI, which starts terminal escape sequences)"),
+    ("vertical tab", "\x0b", "U+000B"),
+]
+BIDI_CHARS = [
+    ("RLO", "\u202e", "U+202E (RIGHT-TO-LEFT OVERRIDE)"),
+    ("LRE", "\u202a", "U+202A (LEFT-TO-RIGHT EMBEDDING)"),
+    ("RLI", "\u2067", "U+2067 (RIGHT-TO-LEFT ISOLATE)"),
+    ("PDI", "\u2069", "U+2069 (POP DIRECTIONAL ISOLATE)"),
+]
+
+
+@pytest.mark.parametrize(("name", "chars", "named"), FORBIDDEN_CHARS + BIDI_CHARS, ids=lambda c: c)
+@pytest.mark.parametrize("line", [1, 2, 4, 5, 8, 9, 13])
+def test_control_and_bidi_characters_are_refused_at_their_line(
+    name: str, chars: str, named: str, line: int
+) -> None:
+    text = good_with({line: GOOD[line - 1][:2] + chars + GOOD[line - 1][2:]})
+    with pytest.raises(IssueFormatError) as exc:
+        parse_text(text, path="2026-03-02.txt", date=DAY)
+    kind = "bidi control" if chars >= "\u2000" else "control character"
+    assert exc.value.line == line
+    assert exc.value.detail == f"the line holds the {kind} {named} at column 3; remove it"
+    assert str(exc.value).isprintable(), "the message itself never carries the character"
+
+
+def test_a_control_character_in_a_link_line_is_refused_at_its_line() -> None:
+    with pytest.raises(IssueFormatError) as exc:
+        parse_text(good_with({10: "https://example.org/b\x1b]8;;"}), date=DAY)
+    assert exc.value.line == 10
+    assert "U+001B" in exc.value.detail and str(exc.value).isprintable()
+
+
+def test_tab_reads_as_a_space_and_surrounding_tabs_are_whitespace() -> None:
+    issue = parse_text(good_with({8: "\t标题\t乙\t", 9: "段落\t\t乙。"}), date=DAY)
+    assert issue.briefs[0].title == "标题 乙"
+    assert issue.briefs[0].paragraphs == ("段落  乙。",)
+
+
+def test_other_invisible_characters_are_kept() -> None:
+    # zero-width space, LRM/RLM marks, line separator and no-break space are text, not controls
+    title = "标题\u200b\u200e\u200f\u2028\u00a0乙"
+    assert parse_text(good_with({8: title}), date=DAY).briefs[0].title == title
+
+
+BAD_LINKS = [
+    (
+        "markup after a quote",
+        'https://example.org/"><script>alert(1)</script>',
+        """it holds the character '"': 'https://example.org/"><script>alert(1)</script>'""",
+    ),
+    (
+        "user info",
+        "https://user@evil.example/",
+        "it has user info before an @ in the host part, which disguises where the link goes: "
+        "'https://user@evil.example/'",
+    ),
+    (
+        "a trusted name as user info",
+        "https://bank.example.com@evil.example/login",
+        "it has user info before an @ in the host part, which disguises where the link goes: "
+        "'https://bank.example.com@evil.example/login'",
+    ),
+    ("a space", "https://example.org/a b", "it holds a space: 'https://example.org/a b'"),
+    (
+        "a full-width space",
+        "https://example.org/a\u3000b",
+        "it holds a space: 'https://example.org/a\\\\u3000b'",
+    ),
+    (
+        "angle brackets",
+        "https://example.org/<x>",
+        "it holds the character '<': 'https://example.org/<x>'",
+    ),
+    (
+        "backslash",
+        "https://example.org\\@x.org",
+        "it holds the character '\\\\': 'https://example.org\\\\@x.org'",
+    ),
+    (
+        "a soft hyphen",
+        "https://exam\u00adple.org/",
+        "it holds the character '\\\\xad': 'https://exam\\\\xadple.org/'",
+    ),
+    (
+        "a zero-width space",
+        "https://exam\u200bple.org/",
+        "it holds the character '\\\\u200b': 'https://exam\\\\u200bple.org/'",
+    ),
+    ("no host", "https:///path", "it has no valid host: 'https:///path'"),
+    ("bare scheme", "http://", "it has no valid host: 'http://'"),
+    (
+        "bad port",
+        "https://example.org:99999/",
+        "(Port out of range 0-65535): 'https://example.org:99999/'",
+    ),
+    ("bad IPv6", "https://[::1/", "(Invalid IPv6 URL): 'https://[::1/'"),
+    (
+        "long and bad: quoted short",
+        "https://example.org/" + "a" * 100 + " tail",
+        "it holds a space: 'https://example.org/" + "a" * 39 + "…'",
+    ),
+]
+
+
+@pytest.mark.parametrize(("case", "link", "why"), BAD_LINKS, ids=[b[0] for b in BAD_LINKS])
+def test_a_bad_link_line_is_an_error_at_its_line(case: str, link: str, why: str) -> None:
+    with pytest.raises(IssueFormatError) as exc:
+        parse_text(good_with({10: link}), path="2026-03-02.txt", date=DAY)
+    assert exc.value.line == 10, case
+    detail = exc.value.detail
+    assert detail.startswith('brief "标题乙": the link on line 10 is not an http(s) URL'), detail
+    assert detail.endswith(why), detail
+    assert str(exc.value).isprintable()
+
+
+@pytest.mark.parametrize(
+    "link",
+    [
+        "https://例子.测试/路径?q=一&lang=zh#节",
+        "https://[2001:db8::1]:8443/x",
+        "https://en.wikipedia.org/wiki/Ohm's_law",
+        "http://example.org/@everyone?u=@here",
+        "https://example.org/a_(b)*c~|{}^",
+        "https://sub-domain.example.org:8080/",
+    ],
+)
+def test_good_links_pass(link: str) -> None:
+    assert parse_text(good_with({10: link}), date=DAY).briefs[0].links == (link,)
+
+
+def test_a_line_starting_with_a_link_is_a_link_line_not_body_text() -> None:
+    # before issue #8 this was a paragraph holding a broken link
+    with pytest.raises(IssueFormatError) as exc:
+        parse_text(good_with({9: "段落乙。\nhttps://example.org/b 这是说明"}), date=DAY)
+    assert exc.value.line == 10
+    assert "it holds a space" in exc.value.detail
+    # a link inside a line stays body text
+    issue = parse_text(good_with({9: "见 https://example.org/b 这是说明"}), date=DAY)
+    assert issue.briefs[0].paragraphs == ("见 https://example.org/b 这是说明",)
+
+
+def test_quoted_titles_in_messages_are_escaped() -> None:
+    # U+3000 is allowed text but not printable: the message spells it out
+    with pytest.raises(IssueFormatError) as exc:
+        parse_text(good_with({9: None, 8: "标题\u3000乙"}), date=DAY)
+    assert exc.value.detail == 'brief "标题\\u3000乙" has a title but no body'
