@@ -46,13 +46,18 @@ class Problem(NamedTuple):
 
 
 def validation_problems(exc: ValidationError) -> list[Problem]:
-    """Each problem pydantic found, in pydantic's order. Messages never quote input raw: the
-    model's own messages escape what they quote, pydantic's quote nothing."""
+    """Each problem pydantic found, in pydantic's order, less the echo of a list that is too
+    short only because its items failed. Messages never quote input raw: the model's own
+    messages escape what they quote, pydantic's quote nothing."""
     out: list[Problem] = []
-    for err in exc.errors(include_url=False, include_input=False):
+    errors = exc.errors(include_url=False, include_input=False)
+    inner = {tuple(err["loc"])[:n] for err in errors for n in range(len(err["loc"]))}
+    for err in errors:
         loc: Loc = tuple(err["loc"])
         at = loc
         kind = err["type"]
+        if kind == "too_short" and loc in inner:
+            continue  # "at least 1 item" only because an item inside failed: that one says why
         ctx = err.get("ctx") or {}
         if kind == "missing":
             msg = "required but missing"

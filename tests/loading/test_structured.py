@@ -24,7 +24,15 @@ from digest_core.loading import (
     structured,
 )
 from digest_core.loading.structured import MAX_NESTING, StructuredSuffix
-from digest_core.models import Issue
+from digest_core.models import (
+    MAX_BRIEFS,
+    MAX_LINKS,
+    MAX_PARAGRAPH_CHARS,
+    MAX_PARAGRAPHS,
+    MAX_TITLE_CHARS,
+    Issue,
+    issue_json_schema,
+)
 from tests.loading.test_text import issues
 
 DATA = Path(__file__).parent / "data"
@@ -430,3 +438,176 @@ def test_issue_files_are_at_most_1_mib(tmp_path: Path) -> None:
     with pytest.raises(IssueFormatError) as exc:
         load_issue(big)
     assert exc.value.detail == "the file is 9437184 bytes; an issue file is at most 1 MiB"
+
+
+# --- issue #8: caps, characters and links in the structured forms --------------------------
+
+
+def _issue_data(briefs: int) -> dict[str, object]:
+    brief = {"title": "同一个标题", "paragraphs": ["一段。"], "links": ["https://example.org/b"]}
+    return {
+        "date": "2026-03-06",
+        "headline": {"title": "标题", "paragraphs": ["段落。"]},
+        "briefs": [brief] * briefs,
+    }
+
+
+def test_201_briefs_in_yaml_are_refused_at_the_201st() -> None:
+    text = dump_yaml(load_structured(json.dumps(_issue_data(MAX_BRIEFS)), suffix=".json"))
+    text += "- title: 多一条\n  paragraphs:\n  - 一段。\n"
+    first_extra = text.count("\n", 0, text.index("- title: 多一条")) + 1
+    with pytest.raises(IssueFormatError) as exc:
+        load_structured(text, path="x.yaml", suffix=".yaml")
+    assert exc.value.line == first_extra
+    assert exc.value.detail == (
+        "briefs: 201 entries; at most 200 are allowed (the first one too many is briefs.200)"
+    )
+
+
+def test_201_briefs_in_json_name_the_json_location() -> None:
+    with pytest.raises(IssueFormatError) as exc:
+        load_structured(json.dumps(_issue_data(MAX_BRIEFS + 1)), path="x.json", suffix=".json")
+    assert str(exc.value) == (
+        "x.json: briefs: 201 entries; at most 200 are allowed (the first one too many is "
+        "briefs.200)"
+    )
+
+
+def test_200_identical_briefs_load_from_json_and_yaml() -> None:
+    issue = load_structured(json.dumps(_issue_data(MAX_BRIEFS)), suffix=".json")
+    assert len(issue.briefs) == MAX_BRIEFS
+    assert load_structured(dump_yaml(issue), suffix=".yaml") == issue
+    assert parse_text(dump_text(issue), date=issue.date) == issue
+
+
+YAML_CAPS = [
+    (
+        "paragraphs",
+        "headline:\n  title: t\n  paragraphs:\n" + "  - p\n" * (MAX_PARAGRAPHS + 1),
+        4 + MAX_PARAGRAPHS,
+        "headline.paragraphs: 201 entries; at most 200 are allowed "
+        "(the first one too many is headline.paragraphs.200)",
+    ),
+    (
+        "links",
+        "headline:\n  title: t\n  paragraphs: [p]\n  links:\n"
+        + "  - https://example.org/\n" * (MAX_LINKS + 1),
+        5 + MAX_LINKS,
+        "headline.links: 21 entries; at most 20 are allowed "
+        "(the first one too many is headline.links.20)",
+    ),
+    (
+        "title length",
+        f"headline:\n  title: {'t' * (MAX_TITLE_CHARS + 1)}\n  paragraphs: [p]\n",
+        2,
+        f"headline.title: is {MAX_TITLE_CHARS + 1} characters long; at most {MAX_TITLE_CHARS} "
+        f"are allowed (starts '{'t' * 39}…')",
+    ),
+]
+
+
+@pytest.mark.parametrize(("case", "text", "line", "detail"), YAML_CAPS, ids=lambda c: c)
+def test_yaml_caps_name_the_field_and_line(case: str, text: str, line: int, detail: str) -> None:
+    with pytest.raises(IssueFormatError) as exc:
+        load_structured("date: 2026-03-06\n" + text, path="x.yaml", suffix=".yaml")
+    assert (exc.value.line, exc.value.detail) == (line + 1, detail), case
+
+
+STRUCTURED_CHARS = [
+    (
+        "ESC in a YAML title",
+        ".yaml",
+        'date: 2026-03-06\nheadline:\n  title: "a\\e[31mred"\n  paragraphs: [p]\n',
+        3,
+        "headline.title: holds the control character U+001B (ESC, which starts terminal escape "
+        "sequences) at column 2; remove it",
+    ),
+    (
+        "RLO in a JSON paragraph",
+        ".json",
+        '{"date": "2026-03-06", "headline": {"title": "t", "paragraphs": ["a\\u202eb"]}}',
+        None,
+        "headline.paragraphs.0: holds the bidi control U+202E (RIGHT-TO-LEFT OVERRIDE) at "
+        "column 2; remove it",
+    ),
+    (
+        "NUL in a JSON lede",
+        ".json",
+        '{"date": "2026-03-06", "lede": "x\\u0000", '
+        '"headline": {"title": "t", "paragraphs": ["p"]}}',
+        None,
+        "lede: holds the control character U+0000 (NUL) at column 2; remove it",
+    ),
+    (
+        "C1 NEL in YAML",
+        ".yaml",
+        'date: 2026-03-06\nheadline:\n  title: t\n  paragraphs: ["a\\Nb"]\n',
+        4,
+        "headline.paragraphs.0: holds the control character U+0085 at column 2; remove it",
+    ),
+    (
+        "user info in a JSON link",
+        ".json",
+        '{"date": "2026-03-06", "headline": {"title": "t", "paragraphs": ["p"], '
+        '"links": ["https://user@evil.example/"]}}',
+        None,
+        "headline.links.0: is not an http(s) URL: it has user info before an @ in the host "
+        "part, which disguises where the link goes: 'https://user@evil.example/'",
+    ),
+    (
+        "markup in a YAML link",
+        ".yaml",
+        "date: 2026-03-06\nheadline:\n  title: t\n  paragraphs: [p]\n  links:\n"
+        "  - 'https://x.org/\"><script>'\n",
+        6,
+        """headline.links.0: is not an http(s) URL: it holds the character '"': """
+        """'https://x.org/"><script>'""",
+    ),
+    (
+        "ANSI escape in a YAML link",
+        ".yaml",
+        'date: 2026-03-06\nheadline:\n  title: t\n  paragraphs: [p]\n  links: ["https://x.org/\\e[2J"]\n',
+        5,
+        "headline.links.0: is not an http(s) URL: it holds the character '\\\\x1b': "
+        "'https://x.org/\\\\x1b[2J'",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "suffix", "data", "line", "detail"),
+    STRUCTURED_CHARS,
+    ids=[c[0] for c in STRUCTURED_CHARS],
+)
+def test_structured_characters_and_links_name_the_field(
+    case: str, suffix: str, data: str, line: int | None, detail: str
+) -> None:
+    with pytest.raises(IssueFormatError) as exc:
+        load_structured(data, path=f"x{suffix}", suffix=".yaml" if suffix == ".yaml" else ".json")
+    assert (exc.value.line, exc.value.detail) == (line, detail), case
+    assert str(exc.value).isprintable()
+
+
+def test_a_tab_in_structured_text_becomes_a_space() -> None:
+    data = '{"date": "2026-03-06", "headline": {"title": "a\\tb", "paragraphs": ["p\\t"]}}'
+    issue = load_structured(data, suffix=".json")
+    assert (issue.headline.title, issue.headline.paragraphs) == ("a b", ("p",))
+
+
+def test_a_file_with_many_problems_lists_the_first_few() -> None:
+    data = _issue_data(40)
+    data["briefs"] = [{"title": "t", "paragraphs": ["p"], "links": ["ftp://x"]}] * 40
+    with pytest.raises(IssueFormatError) as exc:
+        load_structured(json.dumps(data), suffix=".json")
+    assert exc.value.detail.count("is not an http(s) URL") == 5
+    assert exc.value.detail.endswith("; and 35 more problems")
+
+
+def test_the_schema_carries_the_caps() -> None:
+    schema = issue_json_schema()
+    item = schema["$defs"]["Item"]["properties"]
+    assert schema["properties"]["briefs"]["maxItems"] == MAX_BRIEFS
+    assert item["paragraphs"]["maxItems"] == MAX_PARAGRAPHS
+    assert item["links"]["maxItems"] == MAX_LINKS
+    assert item["title"]["maxLength"] == MAX_TITLE_CHARS
+    assert item["paragraphs"]["items"]["maxLength"] == MAX_PARAGRAPH_CHARS
