@@ -14,7 +14,7 @@ import yaml
 from pydantic import TypeAdapter, ValidationError
 
 from digest_core.errors import IssueFormatError
-from digest_core.models import Issue
+from digest_core.models import MAX_BRIEFS, MAX_LINKS, MAX_PARAGRAPHS, Issue
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +27,14 @@ StructuredSuffix = Literal[".json", ".yaml", ".yml"]
 MAX_NESTING = 32
 
 _DATE = TypeAdapter(dt.date)
+#: The model's caps on lists, by field name, for checking YAML while it is read.
+_LIST_CAPS: dict[str, int] = {
+    "briefs": MAX_BRIEFS,
+    "paragraphs": MAX_PARAGRAPHS,
+    "links": MAX_LINKS,
+}
+#: Any other list (which the schema refuses anyway) stops at the largest cap.
+_MAX_LIST = max(_LIST_CAPS.values())
 #: How many validation problems one error message lists (a huge bad file has thousands).
 _MAX_SHOWN = 5
 
@@ -277,6 +285,7 @@ class _IssueLoader(yaml.SafeLoader):
         super().__init__(text)
         self.path = path
         self.depth = 0
+        self.loc: list[str | int] = []  # the field path of the node being composed
 
     def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
         event: yaml.Event = self.peek_event()  # type: ignore[no-untyped-call]  # stub lacks it
@@ -295,11 +304,35 @@ class _IssueLoader(yaml.SafeLoader):
             )
         if self.depth >= MAX_NESTING:
             raise IssueFormatError(self.path, line, _too_deep())
+        part: str | int | None = None
+        if isinstance(parent, yaml.SequenceNode):
+            part = index
+            self._check_list_cap(index, line)
+        elif isinstance(parent, yaml.MappingNode) and isinstance(index, yaml.ScalarNode):
+            part = str(index.value)  # composing a value: index is its key
         self.depth += 1
+        if part is not None:
+            self.loc.append(part)
         try:
             return super().compose_node(parent, index)
         finally:
             self.depth -= 1
+            if part is not None:
+                self.loc.pop()
+
+    def _check_list_cap(self, index: int, line: int | None) -> None:
+        """Refuse a list past its model cap while composing it, so a file with 20,000 briefs
+        stops at the 201st instead of being read whole (pure-Python YAML is slow)."""
+        name = self.loc[-1] if self.loc else None
+        cap = _LIST_CAPS.get(name, _MAX_LIST) if isinstance(name, str) else _MAX_LIST
+        if index >= cap:
+            loc = tuple(self.loc)
+            raise IssueFormatError(
+                self.path,
+                line,
+                f"{format_loc(loc)}: more than {cap} entries; at most {cap} are allowed "
+                f"(the first one too many is {format_loc((*loc, cap))})",
+            )
 
     def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
         try:
@@ -316,7 +349,12 @@ def _short(value: str, limit: int = 40) -> str:
 
 
 def _parse_yaml(text: str, *, path: str | Path) -> tuple[object, _LineFinder]:
-    loader = _IssueLoader(text, path=path)
+    try:
+        loader = _IssueLoader(text, path=path)
+    except yaml.reader.ReaderError as exc:  # a character YAML does not allow, raw in the file
+        line = text.count("\n", 0, exc.position) + 1
+        detail = f"not valid YAML: the character U+{exc.character:04X} is not allowed; remove it"
+        raise IssueFormatError(path, line, detail) from exc
     try:
         node = loader.get_single_node()
         if node is None:

@@ -460,8 +460,19 @@ def test_201_briefs_in_yaml_are_refused_at_the_201st() -> None:
         load_structured(text, path="x.yaml", suffix=".yaml")
     assert exc.value.line == first_extra
     assert exc.value.detail == (
-        "briefs: 201 entries; at most 200 are allowed (the first one too many is briefs.200)"
+        "briefs: more than 200 entries; at most 200 are allowed "
+        "(the first one too many is briefs.200)"
     )
+
+
+def test_a_huge_yaml_list_is_refused_while_it_is_read() -> None:
+    # 20,000 briefs: refused at the 201st entry instead of composing the whole file first
+    head = "date: 2026-03-06\nheadline:\n  title: t\n  paragraphs: [p]\nbriefs:\n"
+    text = head + "- {title: t, paragraphs: [p]}\n" * 20_000
+    with pytest.raises(IssueFormatError) as exc:
+        load_structured(text, path="x.yaml", suffix=".yaml")
+    assert exc.value.line == 5 + 201
+    assert exc.value.detail.startswith("briefs: more than 200 entries")
 
 
 def test_201_briefs_in_json_name_the_json_location() -> None:
@@ -485,7 +496,7 @@ YAML_CAPS = [
         "paragraphs",
         "headline:\n  title: t\n  paragraphs:\n" + "  - p\n" * (MAX_PARAGRAPHS + 1),
         4 + MAX_PARAGRAPHS,
-        "headline.paragraphs: 201 entries; at most 200 are allowed "
+        "headline.paragraphs: more than 200 entries; at most 200 are allowed "
         "(the first one too many is headline.paragraphs.200)",
     ),
     (
@@ -493,7 +504,7 @@ YAML_CAPS = [
         "headline:\n  title: t\n  paragraphs: [p]\n  links:\n"
         + "  - https://example.org/\n" * (MAX_LINKS + 1),
         5 + MAX_LINKS,
-        "headline.links: 21 entries; at most 20 are allowed "
+        "headline.links: more than 20 entries; at most 20 are allowed "
         "(the first one too many is headline.links.20)",
     ),
     (
@@ -586,6 +597,16 @@ def test_structured_characters_and_links_name_the_field(
         load_structured(data, path=f"x{suffix}", suffix=".yaml" if suffix == ".yaml" else ".json")
     assert (exc.value.line, exc.value.detail) == (line, detail), case
     assert str(exc.value).isprintable()
+
+
+def test_a_raw_control_character_in_yaml_is_refused_at_its_line() -> None:
+    with pytest.raises(IssueFormatError) as exc:
+        load_structured(
+            "date: 2026-03-06\nheadline:\n  title: a\x1b[2Jb\n", path="x.yaml", suffix=".yaml"
+        )
+    assert (
+        str(exc.value) == "x.yaml:3: not valid YAML: the character U+001B is not allowed; remove it"
+    )
 
 
 def test_a_tab_in_structured_text_becomes_a_space() -> None:
