@@ -39,9 +39,6 @@ MAX_URL_CHARS = 2000
 
 #: What a link line starts with, in the text format and in the model (lower case, as written).
 URL_PREFIXES: tuple[str, ...] = ("http://", "https://")
-#: A source link as the text format sees it: a line that is only an http(s) URL. The model's
-#: :func:`url_problem` is stricter; a line starting with a prefix is a link line either way.
-URL_RE = re.compile(r"^https?://\S+$")
 #: What introduces an item's reading question, in Chinese and English.
 QUESTION_MARKERS: tuple[str, ...] = (
     "带着一个问题读：",
