@@ -14,7 +14,7 @@ import yaml
 from pydantic import TypeAdapter, ValidationError
 
 from digest_core.errors import IssueFormatError
-from digest_core.models import MAX_BRIEFS, MAX_LINKS, MAX_PARAGRAPHS, Issue
+from digest_core.models import MAX_BRIEFS, MAX_LINKS, MAX_PARAGRAPHS, Issue, shorten
 
 log = logging.getLogger(__name__)
 
@@ -40,8 +40,9 @@ _MAX_SHOWN = 5
 
 
 def format_loc(loc: Loc) -> str:
-    """``("briefs", 2, "links", 0)`` -> ``briefs.2.links.0`` (the field path used in messages)."""
-    return ".".join(str(part) for part in loc) or "(top level)"
+    """``("briefs", 2, "links", 0)`` -> ``briefs.2.links.0`` (the field path used in messages);
+    a key from the file is shortened and escaped, as it may hold anything."""
+    return ".".join(shorten(str(part), 40) for part in loc) or "(top level)"
 
 
 class Problem(NamedTuple):

@@ -609,6 +609,17 @@ def test_a_raw_control_character_in_yaml_is_refused_at_its_line() -> None:
     )
 
 
+def test_an_unknown_key_with_control_characters_is_quoted_escaped() -> None:
+    data = (
+        '{"date": "2026-03-06", "headline": {"title": "t", "paragraphs": ["p"], "x\\u001b[2J": 1}}'
+    )
+    with pytest.raises(IssueFormatError) as exc:
+        load_structured(data, path="x.json", suffix=".json")
+    assert str(exc.value) == (
+        "x.json: headline.x\\x1b[2J: unknown field (not part of the issue schema)"
+    )
+
+
 def test_a_tab_in_structured_text_becomes_a_space() -> None:
     data = '{"date": "2026-03-06", "headline": {"title": "a\\tb", "paragraphs": ["p\\t"]}}'
     issue = load_structured(data, suffix=".json")
