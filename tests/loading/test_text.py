@@ -536,7 +536,9 @@ _url = st.builds(
     st.sampled_from(["http", "https"]),
     st.from_regex(r"[a-z0-9][a-z0-9.-]{0,12}", fullmatch=True),
     st.sampled_from(["", ":8080"]),
-    st.text(st.characters(exclude_categories=("Cs", "Z", "C")), max_size=15).map("/{}".format),
+    st.text(
+        st.characters(exclude_categories=("Z", "C"), exclude_characters='"`<>\\'), max_size=15
+    ).map("/{}".format),
 ).filter(lambda u: url_problem(u) is None)
 _items = st.builds(
     Item,
