@@ -53,8 +53,11 @@ QUESTION_MARKER = "带着一个问题读："
 #: Characters no text of an issue may hold: C0 controls but tab (which is read as a space),
 #: DEL and the C1 controls (ESC and CSI start terminal escape sequences, NUL truncates strings
 #: in C libraries), and the bidi embeddings, overrides and isolates that reorder what a reader
-#: or a terminal shows (U+202A-U+202E, U+2066-U+2069).
-_FORBIDDEN = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+#: or a terminal shows (U+202A-U+202E, U+2066-U+2069); and lone surrogates (U+D800-U+DFFF,
+#: which JSON's ``\\ud800`` escapes can produce), which no platform can encode.
+_FORBIDDEN = re.compile(
+    "[\x00-\x08\x0a-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
 #: Names of the characters people meet most, for messages.
 _CHAR_NAMES = {
     "\x00": "NUL",
@@ -85,7 +88,10 @@ def char_problem(value: str) -> str | None:
     char = m[0]
     if char in "\n\r":
         return "must be a single line (the text format is one line per paragraph)"
-    kind = "bidi control" if char >= "\u2000" else "control character"
+    if "\ud800" <= char <= "\udfff":
+        kind = "lone surrogate"
+    else:
+        kind = "bidi control" if char >= "\u2000" else "control character"
     name = _CHAR_NAMES.get(char)
     named = f"U+{ord(char):04X}" + (f" ({name})" if name else "")
     return f"holds the {kind} {named} at column {m.start() + 1}; remove it"

@@ -550,6 +550,14 @@ STRUCTURED_CHARS = [
         "lede: holds the control character U+0000 (NUL) at column 2; remove it",
     ),
     (
+        "lone surrogate in a JSON title (no platform can encode it)",
+        ".json",
+        '{"date": "2026-03-06", '
+        '"headline": {"title": "x\\ud800", "paragraphs": ["p"]}}',
+        None,
+        "headline.title: holds the lone surrogate U+D800 at column 2; remove it",
+    ),
+    (
         "C1 NEL in YAML",
         ".yaml",
         'date: 2026-03-06\nheadline:\n  title: t\n  paragraphs: ["a\\Nb"]\n',
