@@ -2,20 +2,33 @@
 
 from __future__ import annotations
 
+import bisect
 import builtins
 import datetime as dt
+import itertools
 import logging
+import math
+import os
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from digest_core.archive_files import (
+    FileEntry,
+    StatKey,
+    classify,
+    looks_like_issue,
+    pick,
+    real_root,
+    stat_key,
+)
+from digest_core.archive_search import SearchIndex
 from digest_core.errors import IssueFormatError, IssueNotFound
-from digest_core.loading import ISSUE_SUFFIXES, date_from_name, load_issue
+from digest_core.loading import MAX_ISSUE_BYTES, load_issue
 from digest_core.models import Issue, Section
 
 log = logging.getLogger(__name__)
-
-#: Which file wins when several are dated the same day: the published text, then JSON, then YAML.
-_RANK = {".txt": 0, ".json": 1, ".yaml": 2, ".yml": 2}
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,99 +100,194 @@ class SearchHit:
 
 @dataclass(frozen=True, slots=True)
 class _Loaded:
-    key: tuple[int, int]  # (st_mtime_ns, st_size) of the file when it was read
+    key: StatKey  # the file's identity and (mtime, ctime, size) when it was read
     issue: Issue | None
     error: IssueFormatError | None
+
+
+#: a listing taken less than this after the folder last changed is not trusted: a change in the
+#: same timestamp tick would not move the folder's mtime (2 s covers FAT and SMB; ext4 is ~4 ms)
+_RACY_NS = 2_000_000_000
+#: when the search index lacks more files than this, it is built in the background and the
+#: query meanwhile scans (reading the raw text first, parsing only what may match)
+_INLINE_INDEX = 32
 
 
 class Archive:
     """The issues stored as dated files in one folder (not its subfolders).
 
-    Files are named ``YYYY-MM-DD<anything>.txt`` (or ``.json``, ``.yaml``, ``.yml``); dotfiles and
-    other suffixes are ignored. When several files share a date, the ``.txt`` wins over ``.json``
-    over ``.yaml`` (then the shortest name, then alphabetical): the published text is what
-    editors fix, and the others are reported as problems so the duplication gets cleaned up.
+    Which entries are issue files is :mod:`digest_core.archive_files`' rule, shared with
+    ``digest-bot validate``: files named exactly ``YYYY-MM-DD.txt`` (or ``.json``, ``.yaml``,
+    ``.yml``) that are regular files inside the folder. When several share a date, the
+    ``.txt`` wins over ``.json`` over ``.yaml``: the published text is what editors fix, and the
+    others are reported as problems so the duplication gets cleaned up. Misnamed files, links
+    out of the folder, FIFOs and folders are problems too, never opened.
 
-    Every call looks at the folder again; a file is parsed again only when its (mtime, size)
-    changed. A file that fails to load is logged at WARNING once, listed in :attr:`problems` and
-    skipped; if an earlier version of it loaded, that last good version is still served.
+    The listing is kept, not rebuilt per call: each call stats the folder (one system call) and
+    lists it again only when its mtime moved (a file added, removed or renamed over); every
+    ``restat_seconds`` every entry is stat'ed again, which catches files rewritten in place.
+    The file an issue is served from is stat'ed on every :meth:`on`/:meth:`latest`, so a
+    correction is served at once. A file is parsed again only when it changed. A file that fails
+    to load is logged at WARNING once, listed in :attr:`problems` and skipped; if an earlier
+    version of it loaded, that last good version is still served.
+
+    Search uses an inverted index (:mod:`digest_core.archive_search`), filled as files load;
+    with ``index`` (the default) the first search starts loading every file in a background
+    thread and scans until it is done. Without ``index`` (a one-shot CLI), search scans the raw
+    text and parses only files that may match.
+
+    Every method does file I/O and may parse: from async code call it in a thread
+    (``asyncio.to_thread``). The archive is thread-safe; parsing happens outside its lock, so one
+    huge file being parsed never holds up the others.
     """
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, index: bool = True, restat_seconds: float = 10.0) -> None:
         self.root = root
+        self.restat_seconds = restat_seconds
+        self._lock = threading.RLock()
+        self._names: dict[str, tuple[int, FileEntry]] = {}  # name -> (inode, verdict)
+        self._dated: builtins.list[FileEntry] = []  # dated entries, by date and rank
+        self._used: dict[dt.date, FileEntry] = {}
+        self._dates: builtins.list[dt.date] = []  # of _used, sorted
+        # (_dated, _used and _dates are replaced, never changed in place: a reference taken
+        # under the lock stays a consistent snapshot)
+        self._unloaded: set[Path] = set()  # used files not loaded at their current key
+        self._misnamed: builtins.list[IssueFormatError] = []
+        self._folder_problem: IssueFormatError | None = None
+        self._dir_key: tuple[int, int, int] | None = None
+        self._listed_ns = 0
+        self._restat_at = -math.inf
         self._loaded: dict[Path, _Loaded] = {}
+        self._loading: dict[Path, threading.Lock] = {}
         self._last_good: dict[dt.date, Issue] = {}
         self._reported: dict[str, str] = {}  # path -> the problem last logged for it
-        self._scan_problems: builtins.list[IssueFormatError] = []
+        self._index = SearchIndex() if index else None
+        self._indexer: threading.Thread | None = None
 
     def __repr__(self) -> str:
         return f"Archive({str(self.root)!r})"
 
+    # ------------------------------------------------------------ listing
+
+    def refresh(self, *, full: bool = False) -> None:
+        """Bring the listing up to date with the folder; cheap when nothing changed.
+
+        With ``full`` (or when ``restat_seconds`` have passed), every entry is stat'ed again.
+        """
+        now = time.monotonic()
+        with self._lock:
+            full = full or now - self._restat_at >= self.restat_seconds
+            try:
+                st = os.stat(self.root)
+                dir_key = (st.st_dev, st.st_ino, st.st_mtime_ns)
+                trusted = self._listed_ns - st.st_mtime_ns > _RACY_NS
+                if not full and dir_key == self._dir_key and trusted:
+                    return
+                listed_ns = time.time_ns()
+                with os.scandir(self.root) as it:
+                    names = {e.name: e.inode() for e in it if looks_like_issue(e.name)}
+            except OSError as exc:
+                detail = f"cannot list the archive folder: {exc.strerror or exc}"
+                self._folder_problem = IssueFormatError(self.root, None, detail)
+                self._report(self._folder_problem)
+                self._dir_key = None
+                self._set({})
+                return
+            self._folder_problem = None
+            root_real = real_root(self.root)
+            old = self._names
+            fresh: dict[str, tuple[int, FileEntry]] = {}
+            for name, inode in names.items():
+                known = old.get(name)
+                if known is not None and known[0] == inode and not full:
+                    fresh[name] = known
+                else:
+                    fresh[name] = (inode, classify(root_real, self.root / name))
+            if full or fresh.keys() != old.keys() or any(fresh[n] is not old[n] for n in fresh):
+                self._set(fresh)
+            self._dir_key, self._listed_ns = dir_key, listed_ns
+            if full:
+                self._restat_at = now
+
+    def _set(self, names: dict[str, tuple[int, FileEntry]]) -> None:
+        """Adopt a new listing (under the lock): pick each date's file, drop what is gone."""
+        self._names = names
+        entries = [entry for _, entry in names.values()]
+        self._dated = pick(entries)
+        self._misnamed = [e.problem for e in entries if e.date is None and e.problem]
+        self._used = {e.date: e for e in self._dated if e.ok and e.date is not None}
+        self._dates = sorted(self._used)
+        for entry in self._dated:
+            if entry.problem is not None and entry.used_instead is None:
+                self._report(entry.problem)  # links out, FIFOs: once, like broken files
+        for problem in self._misnamed:
+            self._report(problem)
+        paths = {e.path for e in entries}
+        for path in [p for p in self._loaded if p not in paths]:
+            del self._loaded[path]
+        self._unloaded = {e.path for e in self._used.values() if not self._current(e)}
+        if self._index is not None:
+            for date in [d for d in self._last_good if d not in self._used]:
+                self._index.remove(date)
+
     def entries(self) -> builtins.list[tuple[dt.date, Path]]:
         """Every issue file as (date, path), by date; for one date the file that is used first.
 
-        Nothing is loaded. Files whose name is not dated are left out and listed in
-        :attr:`problems`.
+        Nothing is loaded. Misnamed files and entries that are not regular files inside the
+        folder are left out and listed in :attr:`problems`.
         """
-        found: builtins.list[tuple[dt.date, Path]] = []
-        problems: builtins.list[IssueFormatError] = []
-        try:
-            paths = sorted(self.root.iterdir())
-        except OSError as exc:
-            detail = f"cannot list the archive folder: {exc.strerror or exc}"
-            paths, problems = [], [IssueFormatError(self.root, None, detail)]
-        for path in paths:
-            if path.name.startswith(".") or path.suffix.lower() not in ISSUE_SUFFIXES:
-                continue
-            try:
-                date = date_from_name(path)
-            except IssueFormatError as err:
-                problems.append(err)
-                continue
-            if date is None:
-                problems.append(
-                    IssueFormatError(
-                        path, None, "not named after its date: name issue files YYYY-MM-DD.txt"
-                    )
-                )
-                continue
-            try:
-                is_file = path.is_file()
-            except OSError as exc:
-                detail = f"cannot read the file: {exc.strerror or exc}"
-                problems.append(IssueFormatError(path, None, detail))
-                continue
-            if is_file:
-                found.append((date, path))
-        found.sort(key=lambda e: (e[0], _RANK[e[1].suffix.lower()], len(e[1].name), e[1].name))
-        for problem in problems:
-            self._report(problem)
-        self._scan_problems = problems
-        return found
+        self.refresh()
+        with self._lock:
+            return [(e.date, e.path) for e in self._dated if e.date and e.key is not None]
 
     def list(self) -> builtins.list[ArchiveEntry]:
-        """Every issue file with its load status, by date; loads (or reuses) each used file."""
+        """Every dated entry with its load status, by date; loads (or reuses) each used file."""
+        self.refresh()
+        with self._lock:
+            dated = builtins.list(self._dated)
         out: builtins.list[ArchiveEntry] = []
-        used: dict[dt.date, Path] = {}
-        for date, path in self.entries():
-            if date in used:
-                winner = used[date]
-                out.append(ArchiveEntry(date, path, None, self._duplicate(path, winner), winner))
-                continue
-            used[date] = path
-            issue, error = self._load(date, path)
-            out.append(ArchiveEntry(date, path, issue, error))
+        for entry in dated:
+            assert entry.date is not None
+            if entry.ok:
+                issue, error = self._issue(entry)
+                out.append(ArchiveEntry(entry.date, entry.path, issue, error))
+            else:
+                out.append(
+                    ArchiveEntry(entry.date, entry.path, None, entry.problem, entry.used_instead)
+                )
         return out
 
     @property
     def problems(self) -> builtins.list[IssueFormatError]:
         """What is wrong in the folder now: files that fail to load, are ignored or misnamed."""
         entries = self.list()
-        return [*self._scan_problems, *(e.problem for e in entries if e.problem is not None)]
+        with self._lock:
+            scan = [*([self._folder_problem] if self._folder_problem else []), *self._misnamed]
+        return [*scan, *(e.problem for e in entries if e.problem is not None)]
+
+    def known_problems(self) -> builtins.list[IssueFormatError]:
+        """The problems found so far, without loading any file that was not loaded yet."""
+        with self._lock:
+            out = [*([self._folder_problem] if self._folder_problem else []), *self._misnamed]
+            for entry in self._dated:
+                cached = self._loaded.get(entry.path)
+                if entry.problem is not None:
+                    out.append(entry.problem)
+                elif cached is not None and cached.key == entry.key and cached.error is not None:
+                    out.append(cached.error)
+        return out
 
     def dates(self) -> builtins.list[dt.date]:
         """The dates the archive can serve an issue for, oldest first (loads what it must)."""
-        return [date for date, path in self._used().items() if self._load(date, path)[0]]
+        self.refresh()
+        with self._lock:
+            unloaded = [e for e in self._used.values() if e.path in self._unloaded]
+        for entry in unloaded:
+            self._issue(entry)
+        with self._lock:
+            return [d for d in self._dates if self._serves(self._used[d])]
+
+    # ------------------------------------------------------------ serving
 
     def on(self, date: dt.date) -> Issue:
         """The issue of ``date``.
@@ -190,15 +298,16 @@ class Archive:
                 have an issue, and without paths or the editor's detail (that is logged and in
                 :attr:`problems`; the broken file's error is the exception's ``__cause__``).
         """
-        used = self._used()
-        path = used.get(date)
-        if path is None:
-            raise IssueNotFound(self._missing(used, date), date=date)
-        issue, error = self._load(date, path)
+        self.refresh()
+        with self._lock:
+            entry = self._used.get(date)
+        if entry is None:
+            raise IssueNotFound(self._missing(date), date=date)
+        issue, error = self._issue(entry)
         if issue is not None:
             return issue
         log.info("archive %s: the issue of %s is not available: %s", self.root, date, error)
-        before, after = self._nearest(used, date)
+        before, after = self._nearest(date)
         zh, en = f"{date} 的日报暂时无法提供", f"The issue of {date} is not available right now"
         raise IssueNotFound(_bilingual(zh, en, before, after), date=date) from error
 
@@ -209,16 +318,17 @@ class Archive:
             IssueNotFound: the archive has no loadable issue on or before that day; the message
                 is for readers, as :meth:`on`'s is.
         """
-        used = self._used()
-        for date, path in sorted(used.items(), reverse=True):
-            if on_or_before is not None and date > on_or_before:
-                continue
-            issue = self._load(date, path)[0]
+        self.refresh()
+        with self._lock:
+            dates, used = self._dates, self._used
+        end = len(dates) if on_or_before is None else bisect.bisect_right(dates, on_or_before)
+        for i in range(end - 1, -1, -1):
+            issue = self._issue(used[dates[i]])[0]
             if issue is not None:
                 return issue
         if on_or_before is None:
             raise IssueNotFound(_NO_ISSUE_YET)
-        first = self._nearest(used, on_or_before)[1]
+        first = self._nearest(on_or_before)[1]
         if first is None:
             raise IssueNotFound(_NO_ISSUE_YET, date=on_or_before)
         raise IssueNotFound(
@@ -227,11 +337,14 @@ class Archive:
             date=on_or_before,
         )
 
+    # ------------------------------------------------------------ search
+
     def search(self, word: str, *, limit: int = 20) -> builtins.list[SearchHit]:
         """Items (and ledes) containing ``word``, ignoring case; newest issue first.
 
         Titles, paragraphs, reading questions and ledes are searched; an item is one hit however
-        often the word occurs in it. At most ``limit`` hits are returned.
+        often the word occurs in it. At most ``limit`` hits are returned. The index only picks
+        candidates; every hit is checked against the issue's text.
 
         Raises:
             ValueError: ``word`` is blank or ``limit`` is below 1.
@@ -241,94 +354,219 @@ class Archive:
             raise ValueError("search for a word, not a blank")
         if limit < 1:
             raise ValueError(f"limit must be at least 1, not {limit}")
+        self.refresh()
+        candidates = self._candidates(needle)
+        with self._lock:
+            dates, used = self._dates, self._used
+        order = reversed(dates) if candidates is None else sorted(candidates, reverse=True)
         hits: builtins.list[SearchHit] = []
-        for date, path in sorted(self._used().items(), reverse=True):
-            issue = self._load(date, path)[0]
-            if issue is None:
+        for date in order:
+            entry = used.get(date)
+            if entry is None:
                 continue
-            if issue.lede is not None and needle in issue.lede.casefold():
-                hits.append(SearchHit(date, None, 0, issue.lede, issue.lede))
-            counters = dict.fromkeys(Section, 0)
-            for section, item in issue.items():
-                counters[section] += 1
-                piece = next((p for p in item.text_pieces() if needle in p.casefold()), None)
-                if piece is not None:
-                    hits.append(SearchHit(date, section, counters[section], item.title, piece))
+            if candidates is None and not self._may_contain(entry, needle):
+                continue
+            issue = self._issue(entry)[0]
+            if issue is not None:
+                hits.extend(_hits(issue, needle))
             if len(hits) >= limit:
                 break
         return hits[:limit]
 
-    def _used(self) -> dict[dt.date, Path]:
-        """The file used for each date."""
-        used: dict[dt.date, Path] = {}
-        for date, path in self.entries():
-            used.setdefault(date, path)
-        return used
+    def build_index(self) -> None:
+        """Load every file not loaded yet, filling the search index (a no-op without one)."""
+        if self._index is None:
+            return
+        self.refresh()
+        with self._lock:
+            dates, used = self._dates, self._used
+        for date in reversed(dates):
+            self._issue(used[date])
 
-    def _load(self, date: dt.date, path: Path) -> tuple[Issue | None, IssueFormatError | None]:
-        """Load ``path`` unless its (mtime, size) is unchanged; fall back to the last good issue."""
+    def _candidates(self, needle: str) -> set[dt.date] | None:
+        """The dates the index says may match, or ``None`` when there is no full index yet."""
+        if self._index is None:
+            return None
+        with self._lock:
+            unloaded = len(self._unloaded)
+            missing = [] if unloaded > _INLINE_INDEX else builtins.list(self._unloaded)
+            used = {e.path: e for e in self._used.values()} if missing else {}
+        if unloaded > _INLINE_INDEX:
+            self._index_in_background()
+            return None
+        for path in missing:
+            if path in used:
+                self._issue(used[path])
+        with self._lock:
+            return self._index.candidates(needle)
+
+    def _index_in_background(self) -> None:
+        with self._lock:
+            if self._indexer is not None and self._indexer.is_alive():
+                return
+            self._indexer = threading.Thread(
+                target=self._build_quietly, name=f"archive-index {self.root}", daemon=True
+            )
+            self._indexer.start()
+
+    def _build_quietly(self) -> None:
+        started = time.perf_counter()
         try:
-            stat = path.stat()
-        except OSError as exc:
-            error = IssueFormatError(path, None, f"cannot read the file: {exc.strerror or exc}")
-            self._report(error)
-            return self._last_good.get(date), error
-        key = (stat.st_mtime_ns, stat.st_size)
-        cached = self._loaded.get(path)
-        if cached is None or cached.key != key:
-            try:
-                issue = load_issue(path, date=date)
-            except IssueFormatError as err:
-                cached = _Loaded(key, None, err)
-                self._report(err)
-            except Exception as exc:  # a loader bug must not take listing, search or posts down
-                why = str(exc) if len(str(exc)) <= 200 else str(exc)[:199] + "…"
-                detail = f"could not be loaded (unexpected {type(exc).__name__}: {why})"
-                unexpected = IssueFormatError(path, None, detail)
-                cached = _Loaded(key, None, unexpected)
-                self._report(unexpected, unexpected=exc)
-            else:
-                cached = _Loaded(key, issue, None)
-                self._last_good[date] = issue
-                self._reported.pop(str(path), None)
-                log.debug("loaded %s (revision %s)", path, issue.revision)
-            self._loaded[path] = cached
+            self.build_index()
+        except Exception:  # a background thread has nobody to raise to
+            log.exception("archive %s: building the search index failed", self.root)
+        else:
+            log.info(
+                "archive %s: search index built (%d issues, %.1f s)",
+                self.root,
+                len(self._index or ()),
+                time.perf_counter() - started,
+            )
+
+    def _may_contain(self, entry: FileEntry, needle: str) -> bool:
+        """Without an index: False only when the file surely does not contain ``needle``.
+
+        A published text file holds every piece of its issue verbatim, so a raw substring test
+        rules it out without parsing; JSON/YAML (escapes) and files served from a last good
+        version are always checked for real.
+        """
+        with self._lock:
+            if self._current(entry) or entry.date in self._last_good:
+                return True
+        if entry.path.suffix != ".txt":
+            return True
+        try:
+            with entry.path.open("rb") as file:
+                raw = file.read(MAX_ISSUE_BYTES + 1)
+        except OSError:
+            return True  # loading reports it
+        return needle in raw.decode("utf-8", errors="replace").casefold()
+
+    # ------------------------------------------------------------ loading
+
+    def _serves(self, entry: FileEntry) -> bool:
+        """An issue is served for ``entry``'s date, as far as is known (under the lock)."""
+        cached = self._loaded.get(entry.path)
+        return (cached is not None and cached.issue is not None) or entry.date in self._last_good
+
+    def _current(self, entry: FileEntry) -> bool:
+        cached = self._loaded.get(entry.path)
+        return cached is not None and cached.key == entry.key
+
+    def _issue(self, entry: FileEntry) -> tuple[Issue | None, IssueFormatError | None]:
+        """What is served for ``entry``'s date: its issue, or the last good one with the error.
+
+        The file is stat'ed first (so an edit in place is seen at once) and parsed only when
+        its key changed since it was last read; parsing holds no archive lock.
+        """
+        assert entry.date is not None
+        date, path = entry.date, entry.path
+        if stat_key(path) != entry.key:  # rewritten in place (or gone) since it was listed
+            entry = self._reclassify(entry)
+            if entry.problem is not None or entry.key is None:
+                with self._lock:
+                    return self._last_good.get(date), entry.problem
+        with self._lock:
+            lock = self._loading.setdefault(path, threading.Lock())
+        with lock:
+            with self._lock:
+                cached = self._loaded.get(path)
+            if cached is None or cached.key != entry.key:
+                assert entry.key is not None
+                cached = self._load(date, path, entry.key)
         if cached.issue is not None:
             return cached.issue, None
-        return self._last_good.get(date), cached.error
+        with self._lock:
+            return self._last_good.get(date), cached.error
 
-    def _duplicate(self, path: Path, winner: Path) -> IssueFormatError:
-        error = IssueFormatError(
-            path, None, f"ignored: {winner.name} has the same date and is used instead"
-        )
-        self._report(error)
-        return error
+    def _reclassify(self, entry: FileEntry) -> FileEntry:
+        with self._lock:
+            fresh = classify(real_root(self.root), entry.path)
+            names = dict(self._names)
+            inode = fresh.key[1] if fresh.key else -1
+            names[entry.path.name] = (inode, fresh)
+            self._set(names)
+            return next((e for e in self._dated if e.path == entry.path), fresh)
+
+    def _load(self, date: dt.date, path: Path, key: StatKey) -> _Loaded:
+        """Parse ``path`` (no lock held) and record the outcome."""
+        try:
+            issue = load_issue(path, date=date)
+        except IssueFormatError as err:
+            loaded = _Loaded(key, None, err)
+            self._report(err)
+        except Exception as exc:  # a loader bug must not take listing, search or posts down
+            why = str(exc) if len(str(exc)) <= 200 else str(exc)[:199] + "…"
+            detail = f"could not be loaded (unexpected {type(exc).__name__}: {why})"
+            unexpected = IssueFormatError(path, None, detail)
+            loaded = _Loaded(key, None, unexpected)
+            self._report(unexpected, unexpected=exc)
+        else:
+            loaded = _Loaded(key, issue, None)
+            log.debug("loaded %s (revision %s)", path, issue.revision)
+        with self._lock:
+            self._loaded[path] = loaded
+            used = self._used.get(date)
+            if used is not None and used.path == path and used.key == key:
+                self._unloaded.discard(path)
+            if loaded.issue is not None:
+                self._last_good[date] = loaded.issue
+                self._reported.pop(str(path), None)
+                if self._index is not None:
+                    self._index.put(date, _pieces(loaded.issue))
+        return loaded
 
     def _report(self, error: IssueFormatError, *, unexpected: Exception | None = None) -> None:
         """Log a problem at WARNING (ERROR with the traceback when ``unexpected``), once until
         it changes or the file loads again."""
-        if self._reported.get(error.path) != str(error):
+        with self._lock:
+            if self._reported.get(error.path) == str(error):
+                return
             self._reported[error.path] = str(error)
-            if unexpected is not None:
-                log.error("archive %s: skipping %s", self.root, error, exc_info=unexpected)
-            else:
-                log.warning("archive %s: skipping %s", self.root, error)
+        if unexpected is not None:
+            log.error("archive %s: skipping %s", self.root, error, exc_info=unexpected)
+        else:
+            log.warning("archive %s: skipping %s", self.root, error)
 
-    def _missing(self, used: dict[dt.date, Path], date: dt.date) -> str:
+    def _missing(self, date: dt.date) -> str:
         """The reader's message for a date without an issue file."""
-        before, after = self._nearest(used, date)
+        before, after = self._nearest(date)
         if before is None and after is None:
             return _NO_ISSUE_YET
         return _bilingual(f"没有 {date} 的日报", f"No issue for {date}", before, after)
 
-    def _nearest(
-        self, used: dict[dt.date, Path], date: dt.date
-    ) -> tuple[dt.date | None, dt.date | None]:
+    def _nearest(self, date: dt.date) -> tuple[dt.date | None, dt.date | None]:
         """The closest dates before and after ``date`` that have an issue to serve."""
-        ordered = sorted(used.items())
-        before = next((d for d, p in reversed(ordered) if d < date and self._load(d, p)[0]), None)
-        after = next((d for d, p in ordered if d > date and self._load(d, p)[0]), None)
+        with self._lock:
+            dates, used = self._dates, self._used
+        at = bisect.bisect_left(dates, date)
+        earlier = (used[dates[i]] for i in range(at - 1, -1, -1))
+        later = (used[d] for d in itertools.islice(dates, at, None) if d != date)
+        before = next((e.date for e in earlier if self._issue(e)[0]), None)
+        after = next((e.date for e in later if self._issue(e)[0]), None)
         return before, after
+
+
+def _pieces(issue: Issue) -> builtins.list[str]:
+    """The searchable text of an issue: the lede and every item's pieces."""
+    pieces = [issue.lede] if issue.lede is not None else []
+    for _, item in issue.items():
+        pieces.extend(item.text_pieces())
+    return pieces
+
+
+def _hits(issue: Issue, needle: str) -> builtins.list[SearchHit]:
+    """The items (and the lede) of ``issue`` whose text contains ``needle`` (casefolded)."""
+    hits: builtins.list[SearchHit] = []
+    if issue.lede is not None and needle in issue.lede.casefold():
+        hits.append(SearchHit(issue.date, None, 0, issue.lede, issue.lede))
+    counters = dict.fromkeys(Section, 0)
+    for section, item in issue.items():
+        counters[section] += 1
+        piece = next((p for p in item.text_pieces() if needle in p.casefold()), None)
+        if piece is not None:
+            hits.append(SearchHit(issue.date, section, counters[section], item.title, piece))
+    return hits
 
 
 _NO_ISSUE_YET = "还没有任何一期日报。\nThere is no issue yet."

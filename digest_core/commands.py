@@ -7,13 +7,15 @@ gets a reply with the usage, never an exception.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import logging
 import re
+import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Protocol
+from typing import ParamSpec, Protocol, TypeVar
 
 from digest_core.archive import Archive
 from digest_core.clock import Clock
@@ -95,12 +97,19 @@ class AdminBackend(Protocol):
 #: rendered replies kept (a few parts of a few issues in each flavor)
 RENDER_CACHE_SIZE = 128
 
+#: the most messages one reply sends one reader; a longer part is trimmed (whole briefs first)
+#: and its last message says what was left out and how to get it (``/brief N``, a link)
+MAX_REPLY_MESSAGES = 4
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+
 Handler = Callable[["Commands", Request], Awaitable[Reply]]
 
 HELP_TEXT = """AI 技术日报 机器人 · commands
 /today — 今天的日报（还没发布时给出最新一期）/ today's issue
 /headline [日期] — 重点 / the headline story (today's, or of a date)
-/briefs — 全部简讯 / all briefs;  /brief N — 第 N 条简讯 / brief N
+/briefs — 全部简讯 / all briefs;  /brief N [日期] — 第 N 条简讯 / brief N
 /classic [日期] — 经典回顾 / the classic review
 /toc [日期] — 本期目录 / table of contents
 /issue YYYY-MM-DD — 某一天的日报 / the issue of a date
@@ -115,7 +124,13 @@ ADMIN_HELP = """管理员 / admins:
 
 
 class Commands:
-    """The command set, bound to an archive, a clock and (for admin commands) a backend."""
+    """The command set, bound to an archive, a clock and (for admin commands) a backend.
+
+    Nothing a command does with files runs on the event loop: archive look-ups (stat, listing,
+    parsing, search) and rendering run in a worker thread, so a reader asking for a huge issue
+    never holds up another reader's ``/help``. A reply is at most :data:`MAX_REPLY_MESSAGES`
+    messages.
+    """
 
     def __init__(
         self,
@@ -132,13 +147,18 @@ class Commands:
         self.backend = backend
         self.post_options = post_options or {}
         self._rendered: dict[tuple[object, ...], list[Message]] = {}
+        self._rendered_lock = threading.Lock()
+        self._in_threads = 0
+        watch = getattr(clock, "watch", None)
+        if callable(watch):  # a ManualClock must not jump while a thread works for a command
+            watch(lambda: self._in_threads > 0)
         self._table: dict[str, tuple[Handler, str]] = {
             "start": (Commands.start, "/start [YYYY-MM-DD]"),
             "help": (Commands.help, "/help"),
             "today": (Commands.today, "/today"),
             "headline": (Commands.headline, "/headline [YYYY-MM-DD]"),
             "briefs": (Commands.briefs, "/briefs [N]"),
-            "brief": (Commands.brief, "/brief N"),
+            "brief": (Commands.brief, "/brief N [YYYY-MM-DD]"),
             "classic": (Commands.classic, "/classic [YYYY-MM-DD]"),
             "toc": (Commands.toc, "/toc [YYYY-MM-DD]"),
             "issue": (Commands.issue, "/issue YYYY-MM-DD"),
@@ -186,6 +206,14 @@ class Commands:
     def today_date(self) -> dt.date:
         return self.clock.now().astimezone(self.zone).date()
 
+    async def _off_loop(self, fn: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        """``fn(*args, **kwargs)`` in a worker thread: file I/O, parsing and rendering."""
+        self._in_threads += 1
+        try:
+            return await asyncio.to_thread(fn, *args, **kwargs)
+        finally:
+            self._in_threads -= 1
+
     def _text(
         self, request: Request, text: str, *, status: str = "ok", private: bool = False
     ) -> Reply:
@@ -204,14 +232,64 @@ class Commands:
         options = replace(base, buttons=False)
         # many readers ask for the same part of the same issue (everyone's /today at 08:00):
         # render it once per revision; payloads are shared, so adapters MUST NOT mutate them
-        key = (issue.date, issue.revision, request.flavor, part, brief, options)
-        cached = self._rendered.get(key)
+        key = (issue.date, issue.revision, len(issue.briefs), request.flavor, part, brief, options)
+        with self._rendered_lock:
+            cached = self._rendered.get(key)
         if cached is None:
             cached = render(issue, request.flavor, part, brief=brief, options=options)
-            if len(self._rendered) >= RENDER_CACHE_SIZE:
-                self._rendered.pop(next(iter(self._rendered)))  # the oldest entry
-            self._rendered[key] = cached
+            with self._rendered_lock:
+                if len(self._rendered) >= RENDER_CACHE_SIZE:
+                    self._rendered.pop(next(iter(self._rendered)))  # the oldest entry
+                self._rendered[key] = cached
         return list(cached)
+
+    def _capped(
+        self, request: Request, issue: Issue, part: Part, *, brief: int | None = None, room: int
+    ) -> list[Message]:
+        """``part`` rendered in at most ``room`` messages (runs in a worker thread).
+
+        When it needs more, the whole issue or all briefs keep as many briefs as fit in
+        ``room - 1`` messages and a last message names the first brief left out (``/brief N``);
+        anything else keeps its first ``room - 1`` messages and the last one gives the item's
+        link.
+        """
+        messages = self._render(request, issue, part, brief=brief)
+        if len(messages) <= room:
+            return messages
+        keep = room - 1
+        total = len(issue.briefs)
+        if part in (Part.ALL, Part.BRIEFS) and total:
+            fits, lo, hi = None, 1, total - 1  # bisect the most briefs that still fit
+            while lo <= hi:
+                mid = (lo + hi) // 2
+                shorter = issue.model_copy(update={"briefs": issue.briefs[:mid]})
+                attempt = self._render(request, shorter, part)
+                if len(attempt) <= keep:
+                    fits, lo = (mid, attempt), mid + 1
+                else:
+                    hi = mid - 1
+            if fits is not None:
+                shown, kept = fits
+                first = shown + 1
+                when = "" if issue.date == self.today_date() else f" {issue.date}"
+                hint = (
+                    f"… 另有 {total - shown} 条简讯未显示：用 /brief {first}{when} "
+                    f"查看第 {first} 条（共 {total} 条）。\n"
+                    f"… {total - shown} more briefs not shown: "
+                    f"/brief {first}{when} shows brief {first} of {total}."
+                )
+                return [*kept, *notice(hint, request.flavor)]
+        item = issue.headline
+        if part is Part.CLASSIC and issue.classic is not None:
+            item = issue.classic
+        elif part is Part.BRIEF and brief is not None:
+            item = issue.brief(brief)
+        link = f" {item.url}" if item.url else ""
+        hint = (
+            f"… 太长，只显示了前 {keep} 条消息（共 {len(messages)} 条）。全文：{link or '见原文'}\n"
+            f"… too long: showing {keep} of {len(messages)} messages. Full text:{link or ' n/a'}"
+        )
+        return [*messages[:keep], *notice(hint, request.flavor)]
 
     def _current(self) -> tuple[Issue, str | None]:
         """Today's issue, or the latest one with a note saying so."""
@@ -225,11 +303,19 @@ class Commands:
         )
 
     async def _part(self, request: Request, part: Part, *, brief: int | None = None) -> Reply:
+        return Reply(await self._off_loop(self._current_part, request, part, brief))
+
+    def _current_part(self, request: Request, part: Part, brief: int | None) -> list[Message]:
         issue, note = self._current()
-        messages = self._render(request, issue, part, brief=brief)
-        if note:
-            messages[:0] = notice(note, request.flavor)
-        return Reply(messages)
+        head = notice(note, request.flavor) if note else []
+        room = MAX_REPLY_MESSAGES - len(head)
+        return [*head, *self._capped(request, issue, part, brief=brief, room=room)]
+
+    def _dated(
+        self, request: Request, date: dt.date, part: Part, brief: int | None
+    ) -> list[Message]:
+        issue = self.archive.on(date)
+        return self._capped(request, issue, part, brief=brief, room=MAX_REPLY_MESSAGES)
 
     async def _dated_part(self, request: Request, part: Part) -> Reply:
         """``part`` of today's issue, or of the issue of the one optional date argument."""
@@ -241,7 +327,7 @@ class Commands:
             date = dt.date.fromisoformat(request.args[0])
         except ValueError:
             return self._usage(request, f"“{request.args[0]}” 不是日期 / is not a date")
-        return Reply(self._render(request, self.archive.on(date), part))
+        return Reply(await self._off_loop(self._dated, request, date, part, None))
 
     # ------------------------------------------------------------ reader commands
 
@@ -280,10 +366,19 @@ class Commands:
         return await self._part(request, Part.BRIEFS)
 
     async def brief(self, request: Request) -> Reply:
-        if len(request.args) != 1 or not _NUMBER.fullmatch(request.args[0]):
+        if not 1 <= len(request.args) <= 2 or not _NUMBER.fullmatch(request.args[0]):
             return self._usage(request, "请给出简讯编号，例如 /brief 2 / give a brief number")
         n = int(request.args[0])
-        issue, _ = self._current()
+        date: dt.date | None = None
+        if len(request.args) == 2:
+            try:
+                date = dt.date.fromisoformat(request.args[1])
+            except ValueError:
+                return self._usage(request, f"“{request.args[1]}” 不是日期 / is not a date")
+        if date is None:
+            issue, _ = await self._off_loop(self._current)
+        else:
+            issue = await self._off_loop(self.archive.on, date)
         if not 1 <= n <= len(issue.briefs):
             return self._text(
                 request,
@@ -291,6 +386,8 @@ class Commands:
                 f"The issue of {issue.date} has {len(issue.briefs)} briefs; there is no brief {n}.",
                 status="usage",
             )
+        if date is not None:
+            return Reply(await self._off_loop(self._dated, request, date, Part.BRIEF, n))
         return await self._part(request, Part.BRIEF, brief=n)
 
     async def issue(self, request: Request) -> Reply:
@@ -304,7 +401,7 @@ class Commands:
             return self._usage(request, "请给出关键词 / give a keyword")
         if len(word) > 64:
             return self._usage(request, "关键词太长（最多 64 个字符）/ keyword too long (64 max)")
-        hits = self.archive.search(word, limit=10)
+        hits = await self._off_loop(self.archive.search, word, limit=10)
         if not hits:
             return self._text(
                 request,
@@ -368,7 +465,8 @@ class Commands:
             date = dt.date.fromisoformat(args[0]) if args else self.today_date()
         except ValueError:
             return self._usage(request, f"“{args[0]}” 不是日期 / is not a date")
-        self.archive.on(date)  # IssueNotFound → a clear reply before anything is asked
+        # IssueNotFound → a clear reply before anything is asked
+        await self._off_loop(self.archive.on, date)
         if self.backend is None:
             return self._text(request, "推送服务未运行 / delivery is not running", status="usage")
         if not request.confirmed:

@@ -1,0 +1,163 @@
+"""Archive benchmark: /today and a /search miss with 5 vs 3,650 issue files, and the CLI search.
+
+Run ``python -m benchmarks.archive`` (``--runs``, ``--files``). It writes ten years of issues
+(the bundled ones, re-dated) into a temporary folder, then for 5 and for 3,650 files prints the
+median cost of one ``/today`` and of one ``/search`` that finds nothing (an absent word, and a
+"hard" miss made of character pairs that all occur in the archive but never together), the
+ratio 3,650 / 5 against the target of 2x, and the wall time of ``digest-bot archive search``
+(a fresh process, as an editor runs it) against its 0.5 s target.
+
+The cost of a command is the wall time of ``Commands.handle`` once the archive is warm (the
+service has been answering for a while); the first command after start-up is printed apart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from digest_core.archive import Archive
+from digest_core.commands import Commands, Request
+from digest_core.testing import ManualClock
+
+ROOT = Path(__file__).resolve().parents[1]
+TODAY = dt.date(2026, 11, 30)
+MISS = "量子纠缠"  # no issue mentions it
+HARD_MISS = "推理训练"  # 推理 and 训练 are everywhere; 理训 never occurs
+TARGET_RATIO = 2.0
+CLI_TARGET_S = 0.5
+
+
+def make_archive(folder: Path, files: int) -> None:
+    """``files`` issues, one a day ending on TODAY, the bundled texts taken in turn."""
+    sources = sorted((ROOT / "archive").glob("*.txt"))
+    texts = [p.read_bytes() for p in sources]
+    for n in range(files):
+        day = TODAY - dt.timedelta(days=n)
+        (folder / f"{day.isoformat()}.txt").write_bytes(texts[n % len(texts)])
+
+
+async def _median_ms(commands: Commands, request: Request, runs: int) -> tuple[float, float]:
+    """(first call, median of the next ``runs`` calls) in milliseconds."""
+    t0 = time.perf_counter()
+    await commands.handle(request)
+    first = (time.perf_counter() - t0) * 1000
+    await asyncio.sleep(0.5)  # let anything the first call started in the background settle
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        await commands.handle(request)
+        times.append((time.perf_counter() - t0) * 1000)
+    return first, statistics.median(times)
+
+
+async def measure(folder: Path, runs: int) -> dict[str, tuple[float, float]]:
+    zone = dt.timezone(dt.timedelta(hours=8))
+    out = {}
+    for name, request in (
+        ("/today", Request("today")),
+        (f"/search {MISS}", Request("search", (MISS,))),
+        (f"/search {HARD_MISS}", Request("search", (HARD_MISS,))),
+    ):
+        clock = ManualClock(dt.datetime(2026, 11, 30, 1, 0, tzinfo=dt.UTC), autoadvance=False)
+        archive = Archive(folder)
+        commands = Commands(archive, clock, zone)
+        if name != "/today":  # warm the archive as a running bot's is a while after start
+            t0 = time.perf_counter()
+            await asyncio.to_thread(archive.build_index)
+            out["build the index (s)"] = (time.perf_counter() - t0, 0.0)
+        out[name] = await _median_ms(commands, request, runs)
+    out["peak RSS (MB)"] = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 0.0)
+    return out
+
+
+def cli_search(folder: Path, runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-m", "bots.cli", "--archive", str(folder), "archive", "search", MISS],
+            cwd=ROOT, capture_output=True, check=False,
+        )  # fmt: skip
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def cold_search(folder: Path, runs: int) -> float:
+    """The archive's part of `digest-bot archive search`: a new Archive (no index), one search."""
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        Archive(folder, index=False).search(MISS, limit=20)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def cli_baseline(runs: int) -> float:
+    """A fresh `digest-bot --help`: what any CLI call costs before touching the archive."""
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-m", "bots.cli", "--help"], cwd=ROOT, capture_output=True, check=False
+        )
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=30, help="timed commands per figure")
+    parser.add_argument("--cli-runs", type=int, default=5)
+    parser.add_argument("--files", type=int, default=3650)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        small, big = Path(tmp, "small"), Path(tmp, "big")
+        small.mkdir()
+        big.mkdir()
+        make_archive(small, 5)
+        make_archive(big, args.files)
+        few = asyncio.run(measure(small, args.runs))
+        many = asyncio.run(measure(big, args.runs))
+        print(f"median of {args.runs} commands, ms (first call after start in brackets)")
+        print(f"{'command':<22}{'5 files':>16}{f'{args.files} files':>18}{'ratio':>8}  target")
+        for name in few:
+            if "(" in name:  # a figure, not a command
+                print(f"{name:<22}{few[name][0]:>16.2f}{many[name][0]:>18.2f}")
+                continue
+            f1, f = few[name]
+            m1, m = many[name]
+            ratio = m / f if f else float("inf")
+            print(
+                f"{name:<22}{f:>8.3f} [{f1:>6.1f}]{m:>9.3f} [{m1:>6.1f}]{ratio:>8.2f}"
+                f"  <= {TARGET_RATIO:g}x"
+            )
+        base = cli_baseline(args.cli_runs)
+        few_cli = cli_search(small, args.cli_runs)
+        many_cli = cli_search(big, args.cli_runs)
+        print(f"digest-bot archive search {MISS} (fresh process, median of {args.cli_runs}):")
+        cold = cold_search(big, args.cli_runs)
+        print(
+            f"  its search alone  {cold:.3f} s with {args.files} files "
+            f"({cold / CLI_TARGET_S:.2f} x the {CLI_TARGET_S} s target; a new Archive, no index)"
+        )
+        print(f"  --help alone      {base:.3f} s")
+        print(f"  5 files           {few_cli:.3f} s")
+        print(
+            f"  {args.files} files{'':<{max(0, 8 - len(str(args.files)))}}"
+            f"{many_cli:.3f} s  ({many_cli / CLI_TARGET_S:.2f} x the {CLI_TARGET_S} s target)"
+        )
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
