@@ -7,12 +7,14 @@ import asyncio
 import datetime as dt
 import json
 import logging
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from bots.network import network_reason
+from digest_core import archive_files
 from digest_core.archive import Archive
 from digest_core.delivery import PartOutcome, PartState
 from digest_core.errors import ConfigError, DigestError, IssueFormatError
@@ -180,37 +182,75 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_validate(args: argparse.Namespace, settings: Settings) -> int:
-    files: list[Path] = []
+    """Check files and folders with the archive's own rule (archive_files) and the loader.
+
+    In a folder, only what the archive would look at is checked, and anything it would not
+    serve as named (misnamed, a second file for a date, a link out of the folder, a FIFO) is an
+    error. A file named on the command line may be an undated draft; it is checked as if dated
+    ``--date`` (default today). Nothing outside a folder (or a file's own folder) is read.
+    """
+    checked = failed = 0
     for path in args.paths:
-        if path.is_dir():
-            files.extend(sorted(p for p in path.iterdir() if p.suffix in _ISSUE_SUFFIXES))
-        else:
-            files.append(path)
-    failed = 0
-    for path in files:
-        try:
-            undated = args.date is None and date_from_name(path) is None
-            # an undated draft is checked as if dated today: the content is what is validated
-            issue = load_issue(path, date=args.date or (_today(settings) if undated else None))
-        except IssueFormatError as exc:
+        if not os.path.lexists(path):
+            print(f"no such file or folder: {path}", file=sys.stderr)
             failed += 1
-            print(exc)
             continue
-        when = "undated (name it YYYY-MM-DD.txt to publish it)" if undated else str(issue.date)
-        print(
-            f"{path}: ok — {when}, 1 headline, {len(issue.briefs)} briefs, "
-            f"{'1 classic review' if issue.classic else 'no classic review'}, "
-            f"{sum(len(item.links) for _, item in issue.items())} links"
-        )
-    if not files:
+        if path.is_dir() and not path.is_symlink():
+            try:
+                dated, misnamed = archive_files.scan(path)
+            except OSError as exc:
+                print(f"{path}: cannot list the folder: {exc.strerror or exc}", file=sys.stderr)
+                failed += 1
+                continue
+            results = [_validate_entry(entry) for entry in (*dated, *misnamed)]
+        else:
+            results = [_validate_file(path, args.date, settings)]
+        checked += len(results)
+        failed += results.count(False)
+    if not checked and not failed:
         print("no issue files given", file=sys.stderr)
         return EXIT_FAILED
     if failed:
-        print(f"{failed} of {len(files)} files failed", file=sys.stderr)
+        print(f"{failed} of {max(checked, failed)} files failed", file=sys.stderr)
     return EXIT_FAILED if failed else EXIT_OK
 
 
-_ISSUE_SUFFIXES = {".txt", ".json", ".yaml", ".yml"}
+def _validate_entry(entry: archive_files.FileEntry) -> bool:
+    """One entry of a folder: the rule's verdict, then (when it passes) the loader's."""
+    if entry.problem is not None:
+        print(entry.problem)
+        return False
+    return _load_and_print(entry.path, entry.date, undated=False)
+
+
+def _validate_file(path: Path, date: dt.date | None, settings: Settings) -> bool:
+    """One file named on the command line (it may be an undated draft)."""
+    _, file_problem = archive_files.check_file(archive_files.real_root(path.parent), path)
+    if file_problem is not None:
+        print(IssueFormatError(path, None, file_problem))
+        return False
+    name_date, name_problem = archive_files.check_name(path)
+    undated = name_problem == archive_files.NO_DATE
+    if name_problem is not None and not undated:
+        print(IssueFormatError(path, None, name_problem))
+        return False
+    # an undated draft is checked as if dated today: the content is what is validated
+    return _load_and_print(path, date or name_date or _today(settings), undated=undated)
+
+
+def _load_and_print(path: Path, date: dt.date | None, *, undated: bool) -> bool:
+    try:
+        issue = load_issue(path, date=date)
+    except IssueFormatError as exc:
+        print(exc)
+        return False
+    when = "undated (name it YYYY-MM-DD.txt to publish it)" if undated else str(issue.date)
+    print(
+        f"{path}: ok — {when}, 1 headline, {len(issue.briefs)} briefs, "
+        f"{'1 classic review' if issue.classic else 'no classic review'}, "
+        f"{sum(len(item.links) for _, item in issue.items())} links"
+    )
+    return True
 
 
 # ---------------------------------------------------------------- preview
@@ -248,7 +288,7 @@ def _pick_issue(args: argparse.Namespace, settings: Settings) -> Issue:
             date = _today(settings)
             print(f"{args.file}: no date in the name; previewing it as {date}", file=sys.stderr)
         return load_issue(args.file, date=date)
-    archive = Archive(settings.archive_dir)
+    archive = Archive(settings.archive_dir, index=False)
     return archive.on(args.date) if args.date else archive.latest()
 
 
@@ -256,7 +296,7 @@ def _pick_issue(args: argparse.Namespace, settings: Settings) -> Issue:
 
 
 def cmd_archive_list(args: argparse.Namespace, settings: Settings) -> int:
-    archive = Archive(settings.archive_dir)
+    archive = Archive(settings.archive_dir, index=False)
     entries = archive.list()
     for entry in entries:
         print(entry.describe())
@@ -268,11 +308,12 @@ def cmd_archive_list(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_archive_search(args: argparse.Namespace, settings: Settings) -> int:
-    archive = Archive(settings.archive_dir)
+    # one search in a fresh process: no index to build, the raw text narrows what is parsed
+    archive = Archive(settings.archive_dir, index=False)
     hits = archive.search(args.word, limit=args.limit)
     for hit in hits:
         print(hit.describe())
-    for problem in archive.problems:
+    for problem in archive.known_problems():
         print(f"skipped: {problem}", file=sys.stderr)
     if not hits:
         print(f"no issue mentions {args.word!r}", file=sys.stderr)

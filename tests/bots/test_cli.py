@@ -155,6 +155,59 @@ def test_archive_list_and_search(workdir: Path) -> None:
     assert none.returncode == 1
 
 
+def test_validate_a_folder_never_follows_a_link_out_of_it(workdir: Path) -> None:
+    secret = workdir / "secrets.env"
+    secret.write_text("API_TOKEN=hunter2-do-not-print-me\nline two\n", encoding="utf-8")
+    (workdir / "archive" / "2026-12-01.txt").symlink_to(secret)
+    out = cli(workdir, "validate", "archive")
+    assert out.returncode == 1
+    assert "hunter2" not in out.stdout + out.stderr and "API_TOKEN" not in out.stdout + out.stderr
+    assert "archive/2026-12-01.txt: a link that leads out of the folder: not followed" in out.stdout
+    assert out.stdout.count(": ok — ") == 5
+    listed = cli(workdir, "archive", "list")  # the archive agrees: not served
+    assert "2026-12-01  2026-12-01.txt  broken" in listed.stdout
+    assert "2026-12-01.txt: a link that leads out of the folder" in listed.stderr
+
+
+def test_validate_a_folder_holding_a_fifo_does_not_hang(workdir: Path) -> None:
+    os.mkfifo(workdir / "archive" / "2026-12-01.txt")
+    out = cli(workdir, "validate", "archive")  # cli() gives up after 60 s
+    assert out.returncode == 1
+    assert "archive/2026-12-01.txt: not a regular file (a FIFO)" in out.stdout
+    assert out.stdout.count(": ok — ") == 5
+
+
+@pytest.mark.parametrize(
+    ("name", "problem"),
+    [
+        ("2026-11-30.json", "ignored: 2026-11-30.txt has the same date and is used instead"),
+        ("2026-12-01.TXT", "the suffix must be lowercase: rename it 2026-12-01.txt"),
+        ("2026-12-01.Txt", "the suffix must be lowercase: rename it 2026-12-01.txt"),
+        ("٢٠٢٦-١٢-٠٢.txt", "the date in the name must be written with the digits 0-9"),
+    ],
+)
+def test_validate_rejects_what_the_archive_would_not_serve_as_named(
+    workdir: Path, name: str, problem: str
+) -> None:
+    shutil.copy(workdir / "archive" / "2026-11-30.txt", workdir / "archive" / name)
+    out = cli(workdir, "validate", "archive")
+    assert out.returncode == 1, out.stdout
+    assert f"archive/{name}: {problem}" in out.stdout
+    assert "1 of 6 files failed" in out.stderr
+    listed = cli(workdir, "archive", "list")  # one rule: the archive does not serve it either
+    assert "loaded" not in "".join(line for line in listed.stdout.splitlines() if name in line)
+    assert listed.stdout.count("loaded") == 5
+    assert f"{name}: {problem}" in listed.stderr
+
+
+def test_validate_a_missing_path_names_it_in_one_line(workdir: Path) -> None:
+    out = cli(workdir, "validate", "/no/such/dir")
+    assert out.returncode == 1
+    assert out.stdout == ""
+    assert out.stderr.splitlines()[0] == "no such file or folder: /no/such/dir"
+    assert "issue file type" not in out.stderr
+
+
 def test_bad_config_value_names_key_and_exits_1(workdir: Path) -> None:
     cfg = workdir / "config" / "digest-bot.toml"
     cfg.write_text(cfg.read_text(encoding="utf-8").replace('"08:00"', '"8 点"'), encoding="utf-8")

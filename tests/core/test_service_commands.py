@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from bots.runtime import open_service
-from digest_core.commands import ADMIN, Capability, Request
+from digest_core.commands import ADMIN, MAX_REPLY_MESSAGES, Capability, Request
 from digest_core.delivery import DeliveryReport, TargetReport
 from digest_core.rendering import Flavor, Message, preview
 from digest_core.scheduling import PostState
@@ -259,3 +259,61 @@ async def test_status_and_reports_count_parts_of_unknown_outcome(service: Digest
     report = DeliveryReport(ref, "console", 1, 1, [TargetReport(target, unknown=1)], [])
     assert not report.ok
     assert "outcome unknown (sent again next time) 1" in describe_report(report)
+
+
+def huge_issue_text(*, briefs: int, paragraph_chars: int = 450, paragraphs: int = 3) -> str:
+    """A valid issue far too long for a few messages (about 0.6 MB with the defaults)."""
+    lines = ["AI 技术日报", "本期重点：很长的一期。", "重点", "头条：很长的一期", "头条正文。"]
+    lines += ["https://example.org/headline", *(["简讯"] if briefs else [])]
+    for n in range(1, briefs + 1):
+        lines.append(f"第{n}条简讯的标题")
+        lines += [f"第{n}条第{p}段：" + "长" * paragraph_chars for p in range(paragraphs)]
+        lines += [f"https://example.org/brief/{n}", ""]
+    return "\n".join(lines) + "\n"
+
+
+async def test_help_is_answered_while_a_huge_issue_is_parsed(
+    service: DigestService, tmp_path: Path
+) -> None:
+    day = "2026-11-25"
+    (tmp_path / "archive" / f"{day}.txt").write_text(huge_issue_text(briefs=150), encoding="utf-8")
+    reading = asyncio.create_task(service.commands.handle(req("issue", day)))
+    await asyncio.sleep(0)  # /issue starts: its file is being parsed and rendered
+    helped = await service.commands.handle(req("help"))
+    assert "/search" in text_of(helped.messages)
+    assert not reading.done()  # another reader's /help did not wait for the huge /issue
+    reply = await reading
+    assert reply.status == "ok"
+    assert len(reply.messages) <= MAX_REPLY_MESSAGES
+    text = text_of(reply.messages)
+    assert "头条：很长的一期" in text and "第1条简讯的标题" in text
+    shown = sum(f"第{n}条简讯的标题" in text for n in range(1, 151))
+    hint = text_of(reply.messages[-1:])
+    assert f"另有 {150 - shown} 条简讯未显示：用 /brief {shown + 1} {day}" in hint
+    # the hint works: brief N of that day, in one reply of a few messages
+    brief = await service.commands.handle(req("brief", str(shown + 1), day))
+    assert brief.status == "ok" and f"第{shown + 1}条简讯的标题" in text_of(brief.messages)
+    assert f"第{shown}条简讯的标题" not in text_of(brief.messages)
+
+
+@pytest.mark.parametrize("flavor", [Flavor.TELEGRAM, Flavor.DISCORD, Flavor.PLAIN])
+async def test_a_long_reply_is_trimmed_to_a_few_messages(
+    service: DigestService, tmp_path: Path, flavor: Flavor
+) -> None:
+    path = tmp_path / "archive" / "2026-11-30.txt"  # today's issue
+    path.write_text(huge_issue_text(briefs=40, paragraph_chars=300), encoding="utf-8")
+    for command in ("today", "briefs"):
+        reply = await service.commands.handle(req(command, flavor=flavor))
+        assert reply.status == "ok"
+        assert 2 <= len(reply.messages) <= MAX_REPLY_MESSAGES
+        last = text_of(reply.messages[-1:], flavor)
+        assert "条简讯未显示：用 /brief " in last and "2026-11-30" not in last  # today's: no date
+    # one item too long for a few messages: cut, with its link
+    long_headline = huge_issue_text(briefs=0, paragraph_chars=3000, paragraphs=1).replace(
+        "头条正文。", "\n".join("头条" + "长" * 1500 for _ in range(20))
+    )
+    path.write_text(long_headline, encoding="utf-8")
+    reply = await service.commands.handle(req("headline", flavor=flavor))
+    assert len(reply.messages) == MAX_REPLY_MESSAGES
+    assert "https://example.org/headline" in text_of(reply.messages[-1:], flavor)
+    assert "too long: showing 3 of" in text_of(reply.messages[-1:], flavor)

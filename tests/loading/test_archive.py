@@ -368,3 +368,165 @@ def test_reader_messages_never_show_paths_or_editor_detail(tmp_path: Path) -> No
         str(problem)
         == f'{tmp_path / "2026-03-07.txt"}:3: headline "只有标题" has a title but no body'
     )
+
+
+# ------------------------------------------------------------ the entry rule (trust)
+
+
+def test_a_link_out_of_the_folder_is_never_served(
+    root: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    outside = tmp_path_factory.mktemp("outside")
+    secret = outside / "secrets.txt"
+    # a file that would load as an issue: only where it is makes it unsafe
+    secret.write_text(
+        (DATA / "2026-03-04.txt").read_text(encoding="utf-8").replace("AI 技术日报", "TOPSECRET"),
+        encoding="utf-8",
+    )
+    (root / "2026-03-07.txt").symlink_to(secret)
+    (root / "2026-03-08.txt").symlink_to(outside)  # a folder outside
+    (root / "2026-03-09.txt").symlink_to(root / "2026-03-04.txt")  # inside: fine
+    (root / "2026-03-10.txt").symlink_to(root / "gone.txt")  # dangling
+    archive = Archive(root)
+    assert archive.dates() == [D2, D3, D4, D5, D6, dt.date(2026, 3, 9)]
+    assert archive.latest().date == dt.date(2026, 3, 9)
+    with pytest.raises(IssueNotFound):
+        archive.on(dt.date(2026, 3, 7))
+    assert all("TOPSECRET" not in h.text for h in archive.search("TOPSECRET"))
+    details = {Path(p.path).name: p.detail for p in archive.problems}
+    assert details == {
+        "2026-03-07.txt": "a link that leads out of the folder: not followed",
+        "2026-03-08.txt": "a link that leads out of the folder: not followed",
+        "2026-03-10.txt": "a link to nothing",
+    }
+    assert not any("TOPSECRET" in str(p) for p in archive.problems)
+
+
+def test_fifos_and_folders_are_skipped_reported_and_never_opened(root: Path) -> None:
+    os.mkfifo(root / "2026-03-07.txt")  # opening it would block forever
+    (root / "2026-03-08.json").mkdir()
+    archive = Archive(root)
+    assert archive.latest().date == D6
+    assert archive.dates() == [D2, D3, D4, D5, D6]
+    assert [h.date for h in archive.search("稀疏")] == [D2, D2]
+    details = {Path(p.path).name: p.detail for p in archive.problems}
+    assert details == {
+        "2026-03-07.txt": "not a regular file (a FIFO): skipped, never opened",
+        "2026-03-08.json": "not a regular file (a folder): skipped, never opened",
+    }
+
+
+def test_names_the_archive_would_misread_are_problems_not_issues(root: Path) -> None:
+    text = (DATA / "2026-03-04.txt").read_text(encoding="utf-8")
+    for name in ("2026-03-07.TXT", "2026-03-08.Txt", "٢٠٢٦-٠٣-٠٩.txt", "2026-03-10-fix.txt"):
+        (root / name).write_text(text, encoding="utf-8")
+    archive = Archive(root)
+    assert archive.dates() == [D2, D3, D4, D5, D6]
+    assert archive.latest().date == D6
+    with pytest.raises(IssueNotFound):
+        archive.on(dt.date(2026, 3, 9))
+    details = {Path(p.path).name: p.detail for p in archive.problems}
+    served_not = " (the archive does not serve it as it is named)"
+    assert details == {
+        "2026-03-07.TXT": "the suffix must be lowercase: rename it 2026-03-07.txt" + served_not,
+        "2026-03-08.Txt": "the suffix must be lowercase: rename it 2026-03-08.txt" + served_not,
+        "٢٠٢٦-٠٣-٠٩.txt": "the date in the name must be written with the digits 0-9: "
+        "rename it 2026-03-09.txt" + served_not,
+        "2026-03-10-fix.txt": "only a date may precede the suffix: rename it 2026-03-10.txt "
+        "to publish it" + served_not,
+    }
+
+
+# ------------------------------------------------------------ the index follows the folder
+
+
+def copy_as(date: dt.date, root: Path, source: str = "2026-03-04.txt", **swap: str) -> Path:
+    text = (DATA / source).read_text(encoding="utf-8")
+    for old, new in swap.items():
+        text = text.replace(old, new)
+    path = root / f"{date.isoformat()}{Path(source).suffix}"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_search_sees_new_changed_and_removed_files(root: Path) -> None:
+    archive = Archive(root, restat_seconds=0)  # stat every entry on every call
+    assert archive.search("稀疏")  # the index is built
+    assert archive.search("斑马鱼") == []
+    d7 = dt.date(2026, 3, 7)
+    path = copy_as(d7, root, **{"推理服务：批处理越大": "斑马鱼服务：批处理越大"})  # new
+    assert [(h.date, h.section) for h in archive.search("斑马鱼")] == [(d7, Section.HEADLINE)]
+    touch_later(path, path.read_text(encoding="utf-8").replace("斑马鱼", "海豚"))  # changed
+    assert archive.search("斑马鱼") == []
+    assert [h.date for h in archive.search("海豚")] == [d7]
+    path.unlink()  # removed
+    assert archive.search("海豚") == []
+    assert archive.latest().date == D6
+
+
+def test_a_changed_file_is_served_at_once_even_between_full_rescans(root: Path) -> None:
+    archive = Archive(root, restat_seconds=3600)
+    assert archive.latest().headline.title.startswith(archive.on(D6).headline.title)
+    path = root / "2026-03-02.txt"
+    before = archive.on(D2)
+    touch_later(path, path.read_text(encoding="utf-8").replace("块稀疏", "分块稀疏"))
+    assert archive.on(D2).headline.title.startswith("分块稀疏")
+    assert archive.on(D2).revision != before.revision
+    new = copy_as(dt.date(2026, 3, 7), root)  # a new file moves the folder's mtime
+    assert archive.latest().date == dt.date(2026, 3, 7)
+    new.unlink()
+    assert archive.latest().date == D6
+
+
+def test_a_broken_new_version_keeps_its_last_good_version_searchable(root: Path) -> None:
+    archive = Archive(root, restat_seconds=0)
+    assert [h.date for h in archive.search("稀疏")] == [D2, D2]
+    touch_later(root / "2026-03-02.txt", BROKEN)
+    assert [h.date for h in archive.search("稀疏")] == [D2, D2]  # the last good text
+    assert archive.search("只有标题") == []
+
+
+@pytest.mark.parametrize(
+    "word",
+    [
+        "：",
+        "稀疏",
+        "稀疏注意力的收益",
+        "acceptance",
+        "ACCEPTANCE RATE",
+        "@everyone",
+        "模型",
+        "推理训练",
+        "x",
+        "注意力",
+    ],
+)
+def test_indexed_search_and_a_scan_find_the_same(root: Path, word: str) -> None:
+    copy_as(dt.date(2026, 3, 7), root, "2026-03-05.json")
+    indexed, scanned = Archive(root), Archive(root, index=False)
+    assert indexed.search(word, limit=50) == scanned.search(word, limit=50)
+
+
+def test_no_false_positives_from_character_pairs(tmp_path: Path) -> None:
+    # the issue holds both pairs of 甲乙丙 (甲乙, 乙丙), never the three together
+    copy_as(D4, tmp_path, **{"推理服务：批处理越大": "甲乙 与 乙丙：批处理越大"})
+    archive = Archive(tmp_path)
+    assert [h.date for h in archive.search("甲乙")] == [D4]
+    assert [h.date for h in archive.search("乙丙")] == [D4]
+    assert archive.search("甲乙丙") == []
+    assert archive.search("丁") == []
+
+
+def test_a_large_archive_is_searched_while_its_index_is_built(tmp_path: Path) -> None:
+    first = dt.date(2025, 1, 1)
+    for n in range(60):
+        copy_as(first + dt.timedelta(days=n), tmp_path, "2026-03-02.txt")
+    copy_as(first + dt.timedelta(days=60), tmp_path, "2026-03-02.txt", **{"块稀疏": "斑马鱼稀疏"})
+    archive = Archive(tmp_path)
+    # more files than are loaded inline: this search scans, the index builds in a thread
+    during = archive.search("斑马鱼")
+    archive.build_index()
+    after = archive.search("斑马鱼")
+    assert during == after
+    assert [h.date for h in after] == [first + dt.timedelta(days=60)]
+    assert len(archive.search("稀疏", limit=500)) == 61 * 2
