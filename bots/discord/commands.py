@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -190,7 +191,7 @@ async def archive_dates(
     if service is None:
         return []
     typed = current.strip()
-    dates = sorted(service.archive.dates(), reverse=True)
+    dates = sorted(await asyncio.to_thread(service.archive.dates), reverse=True)  # file I/O
     hits = [d.isoformat() for d in dates if typed in d.isoformat()]
     return [app_commands.Choice(name=d, value=d) for d in hits[:25]]
 

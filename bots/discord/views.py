@@ -228,7 +228,7 @@ class SectionButton(
 
         async def work() -> Reply:
             try:
-                issue = service.archive.on(self.date)
+                issue = await asyncio.to_thread(service.archive.on, self.date)  # file I/O
             except IssueNotFound as exc:
                 return Reply(notice(str(exc), Flavor.DISCORD), status="not_found")
             part = PART_OF_SECTION[self.section]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import html
 import logging
@@ -338,7 +339,7 @@ class Handlers:
                 await _answer(query, self._slow_down(), alert=verdict is Verdict.WARN)
                 return
         try:
-            issue = self.service.archive.on(date)
+            issue = await asyncio.to_thread(self.service.archive.on, date)  # file I/O
         except IssueNotFound as exc:
             # reader-safe text (missing, or a broken file); a callback alert holds 200 chars
             await _answer(query, str(exc)[:200], alert=True)
