@@ -5,6 +5,10 @@ process holding the real service and ``TelegramAdapter`` (long polling, concurre
 the Bot API double runs as its own process with Telegram's flood limits x ``--scale``, so the
 peak RSS is the bot's (plus this small driver). All users' commands are injected at once.
 
+``--files N`` serves from an archive of N issue files (ten years is 3,650), generated in a
+temporary folder, instead of the bundled 5; ``--command search`` sends a ``/search`` that
+finds nothing instead of ``/today``.
+
 Figures per run: ``bot_p50_ms``/``bot_p99_ms``: bot-side latency of one command, from the
 handler's start to its last reply accepted, minus the time spent waiting for the pacing budget
 (Telegram allows 30 messages/s, so 200 users x N messages take N x 200 / 30 s whatever the bot
@@ -36,6 +40,7 @@ from tests.fakes.telegram_api import DEFAULT_TOKEN
 log = logging.getLogger(__name__)
 
 USER_BASE = 20_000
+MISS = "量子纠缠"  # no issue mentions it
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -43,11 +48,11 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def _config(tmp: Path, base_url: str) -> Path:
+def _config(tmp: Path, base_url: str, archive: Path) -> Path:
     path = tmp / "bench.toml"
     path.write_text(
         "\n".join([
-            f'archive_dir = "{REPO / "archive"}"',
+            f'archive_dir = "{archive}"',
             f'database_url = "sqlite+aiosqlite:///{tmp / "bench.db"}"',
             'log_level = "WARNING"',
             "[schedule]",
@@ -80,7 +85,14 @@ async def run_once(args: argparse.Namespace) -> dict[str, float]:
     with double(args.scale) as (base_url, control), tempfile.TemporaryDirectory() as tmp:
         for user in users:
             control.post("/_fake/add_chat", json={"id": user, "type": "private"})
-        settings = load_settings(_config(Path(tmp), base_url))
+        archive = REPO / "archive"
+        if args.files != 5:
+            from benchmarks.archive import make_archive
+
+            archive = Path(tmp, "archive")
+            archive.mkdir()
+            make_archive(archive, args.files)
+        settings = load_settings(_config(Path(tmp), base_url, archive))
         async with open_service(settings, only="telegram") as service:
             adapter = service.platforms["telegram"]
             assert isinstance(adapter, TelegramAdapter)
@@ -88,14 +100,20 @@ async def run_once(args: argparse.Namespace) -> dict[str, float]:
                 adapter.limits = WINDOW_SAFE_LIMITS
             adapter.limits = adapter.limits.scaled(args.scale)
             adapter.on_answered = answered
-            parts = len((await service.commands.handle(_request())).messages)
+            # the first command warms the archive as a running bot's is (the listing; with an
+            # index, wait for it to be built)
+            parts = len((await service.commands.handle(_request(args.command))).messages)
+            build = getattr(service.archive, "build_index", None)
+            if build is not None and args.command == "search":
+                await asyncio.to_thread(build)
             await adapter.start(service)
             try:
                 async with httpx.AsyncClient(base_url=control.base_url, timeout=30) as inject:
+                    text = "/today" if args.command == "today" else f"/search {MISS}"
                     started = time.perf_counter()
                     await asyncio.gather(*(
                         inject.post("/_fake/inject_message",
-                                    json={"chat_id": u, "from_user": u, "text": "/today"})
+                                    json={"chat_id": u, "from_user": u, "text": text})
                         for u in users
                     ))  # fmt: skip
                     await asyncio.wait_for(done.wait(), args.timeout)
@@ -122,11 +140,12 @@ async def run_once(args: argparse.Namespace) -> dict[str, float]:
     }
 
 
-def _request() -> Any:
+def _request(command: str) -> Any:
     from digest_core.commands import Request
     from digest_core.rendering import Flavor
 
-    return Request("today", platform="telegram", flavor=Flavor.TELEGRAM, user="0", chat="0")
+    args = () if command == "today" else (MISS,)
+    return Request(command, args, platform="telegram", flavor=Flavor.TELEGRAM, user="0", chat="0")
 
 
 def main() -> None:
@@ -138,6 +157,8 @@ def main() -> None:
         help="the adapter's pacing: TELEGRAM_LIMITS or the window-safe proposal",
     )  # fmt: skip
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--files", type=int, default=5, help="issue files in the archive")
+    parser.add_argument("--command", choices=["today", "search"], default="today")
     parser.add_argument("--timeout", type=float, default=120.0)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -150,14 +171,16 @@ def main() -> None:
         out = subprocess.run(
             [sys.executable, "-m", "benchmarks.telegram_commands", "--child",
              f"--users={args.users}", f"--scale={args.scale}", f"--limits={args.limits}",
-             f"--timeout={args.timeout}"],
+             f"--timeout={args.timeout}", f"--files={args.files}",
+             f"--command={args.command}"],
             check=True, capture_output=True, text=True, cwd=REPO,
         ).stdout  # fmt: skip
         result = json.loads(out.strip().splitlines()[-1])
         results.append(result)
         print(f"run {i + 1}: " + ", ".join(f"{k}={v:.4g}" for k, v in result.items()), flush=True)
     print(
-        f"median of {args.runs} runs: /today from {args.users} users at once, "
+        f"median of {args.runs} runs: /{args.command} from {args.users} users at once, "
+        f"{args.files} issue files, "
         f"the double's Telegram limits x{args.scale:g}, {args.limits} pacing limits:"
     )
     for key in results[0]:

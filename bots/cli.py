@@ -189,11 +189,12 @@ def cmd_validate(args: argparse.Namespace, settings: Settings) -> int:
     error. A file named on the command line may be an undated draft; it is checked as if dated
     ``--date`` (default today). Nothing outside a folder (or a file's own folder) is read.
     """
-    checked = failed = 0
+    checked = failed = missing = 0
     for path in args.paths:
         if not os.path.lexists(path):
             print(f"no such file or folder: {path}", file=sys.stderr)
             failed += 1
+            missing += 1
             continue
         if path.is_dir() and not path.is_symlink():
             try:
@@ -210,8 +211,8 @@ def cmd_validate(args: argparse.Namespace, settings: Settings) -> int:
     if not checked and not failed:
         print("no issue files given", file=sys.stderr)
         return EXIT_FAILED
-    if failed:
-        print(f"{failed} of {max(checked, failed)} files failed", file=sys.stderr)
+    if failed and checked:
+        print(f"{failed} of {checked + missing} files failed", file=sys.stderr)
     return EXIT_FAILED if failed else EXIT_OK
 
 

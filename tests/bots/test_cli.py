@@ -204,8 +204,13 @@ def test_validate_a_missing_path_names_it_in_one_line(workdir: Path) -> None:
     out = cli(workdir, "validate", "/no/such/dir")
     assert out.returncode == 1
     assert out.stdout == ""
-    assert out.stderr.splitlines()[0] == "no such file or folder: /no/such/dir"
-    assert "issue file type" not in out.stderr
+    assert out.stderr == "no such file or folder: /no/such/dir\n"
+    both = cli(workdir, "validate", "/no/such/dir", "archive/2026-11-26.txt")
+    assert both.returncode == 1 and "archive/2026-11-26.txt: ok" in both.stdout
+    assert both.stderr.splitlines() == [
+        "no such file or folder: /no/such/dir",
+        "1 of 2 files failed",
+    ]
 
 
 def test_bad_config_value_names_key_and_exits_1(workdir: Path) -> None:
