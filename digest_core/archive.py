@@ -177,35 +177,45 @@ class Archive:
         now = time.monotonic()
         with self._lock:
             full = full or now - self._restat_at >= self.restat_seconds
-            try:
-                st = os.stat(self.root)
-                dir_key = (st.st_dev, st.st_ino, st.st_mtime_ns)
-                trusted = self._listed_ns - st.st_mtime_ns > _RACY_NS
-                if not full and dir_key == self._dir_key and trusted:
-                    return
-                listed_ns = time.time_ns()
-                with os.scandir(self.root) as it:
-                    names = {e.name: e.inode() for e in it if looks_like_issue(e.name)}
-            except OSError as exc:
-                detail = f"cannot list the archive folder: {exc.strerror or exc}"
+            dir_key, listed_before, old = self._dir_key, self._listed_ns, self._names
+        # the listing and the stat calls run without the lock: a reader of an issue already
+        # listed is not held up by a rescan of ten years of files
+        try:
+            st = os.stat(self.root)
+            key = (st.st_dev, st.st_ino, st.st_mtime_ns)
+            if not full and key == dir_key and listed_before - st.st_mtime_ns > _RACY_NS:
+                return
+            listed_ns = time.time_ns()
+            with os.scandir(self.root) as it:
+                names = {e.name: e.inode() for e in it if looks_like_issue(e.name)}
+        except OSError as exc:
+            detail = f"cannot list the archive folder: {exc.strerror or exc}"
+            with self._lock:
                 self._folder_problem = IssueFormatError(self.root, None, detail)
                 self._report(self._folder_problem)
                 self._dir_key = None
                 self._set({})
-                return
+            return
+        root_real = real_root(self.root)
+        fresh: dict[str, tuple[int, FileEntry]] = {}
+        for name, inode in names.items():
+            known = old.get(name)
+            if known is not None and known[0] == inode and not full:
+                fresh[name] = known
+            else:
+                fresh[name] = (inode, classify(root_real, self.root / name))
+        with self._lock:
+            if self._listed_ns > listed_ns:
+                return  # another thread adopted a newer listing meanwhile
             self._folder_problem = None
-            root_real = real_root(self.root)
-            old = self._names
-            fresh: dict[str, tuple[int, FileEntry]] = {}
-            for name, inode in names.items():
-                known = old.get(name)
-                if known is not None and known[0] == inode and not full:
-                    fresh[name] = known
-                else:
-                    fresh[name] = (inode, classify(root_real, self.root / name))
-            if full or fresh.keys() != old.keys() or any(fresh[n] is not old[n] for n in fresh):
+            current = self._names
+            if (
+                full
+                or fresh.keys() != current.keys()
+                or any(fresh[n] is not current[n] for n in fresh)
+            ):
                 self._set(fresh)
-            self._dir_key, self._listed_ns = dir_key, listed_ns
+            self._dir_key, self._listed_ns = key, listed_ns
             if full:
                 self._restat_at = now
 
