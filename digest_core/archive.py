@@ -145,6 +145,7 @@ class Archive:
         self.root = root
         self.restat_seconds = restat_seconds
         self._lock = threading.RLock()
+        self._refreshing = threading.Lock()
         self._names: dict[str, tuple[int, FileEntry]] = {}  # name -> (inode, verdict)
         self._dated: builtins.list[FileEntry] = []  # dated entries, by date and rank
         self._used: dict[dt.date, FileEntry] = {}
@@ -173,7 +174,19 @@ class Archive:
         """Bring the listing up to date with the folder; cheap when nothing changed.
 
         With ``full`` (or when ``restat_seconds`` have passed), every entry is stat'ed again.
+        While another thread refreshes, this returns at once (unless ``full`` or nothing was
+        listed yet): the listing in use is then at most one refresh old, and two hundred
+        readers at once do not each rescan the folder.
         """
+        wait = full or self._dir_key is None
+        if not self._refreshing.acquire(blocking=wait):
+            return
+        try:
+            self._refresh(full=full)
+        finally:
+            self._refreshing.release()
+
+    def _refresh(self, *, full: bool) -> None:
         now = time.monotonic()
         with self._lock:
             full = full or now - self._restat_at >= self.restat_seconds
