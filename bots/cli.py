@@ -196,7 +196,7 @@ def cmd_validate(args: argparse.Namespace, settings: Settings) -> int:
             failed += 1
             missing += 1
             continue
-        if path.is_dir() and not path.is_symlink():
+        if path.is_dir():  # (a link to a folder too: its entries must stay inside its target)
             try:
                 dated, misnamed = archive_files.scan(path)
             except OSError as exc:
