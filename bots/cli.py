@@ -139,6 +139,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--only", choices=["console", "telegram", "discord"], help="run just this platform"
     )
+    p.add_argument(
+        "--new-ledger",
+        action="store_true",
+        help="accept an empty (or another) ledger where the marker beside it records the one "
+        "the bot had; without it such a start is refused (restore the backup instead)",
+    )
     p.set_defaults(handler=cmd_run)
 
     p = sub.add_parser("post", parents=[common], help="deliver an issue once and exit")
@@ -328,7 +334,7 @@ def cmd_archive_search(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     from bots.runtime import run
 
-    asyncio.run(run(settings, only=args.only))
+    asyncio.run(run(settings, only=args.only, new_ledger=args.new_ledger))
     return EXIT_OK
 
 

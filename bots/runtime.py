@@ -17,7 +17,8 @@ from bots.inflight import InFlight
 from digest_core.archive import Archive
 from digest_core.clock import Clock, SystemClock
 from digest_core.delivery import Backoff, DeliveryEngine, Ledger
-from digest_core.errors import ConfigError
+from digest_core.delivery.watchdog import LedgerWatchdog
+from digest_core.errors import ConfigError, LedgerLost
 from digest_core.scheduling import ScheduleConfig
 from digest_core.service import Adapter, DigestService
 from digest_core.settings import Settings
@@ -96,14 +97,19 @@ async def open_service(
     stdin: TextIO | None = None,
     out: TextIO | None = None,
     in_flight: InFlight | None = None,
+    new_ledger: bool = False,
 ) -> AsyncIterator[DigestService]:
-    """The service with its ledger open and its adapters built (not yet started)."""
+    """The service with its ledger open and its adapters built (not yet started).
+
+    ``new_ledger`` accepts an empty (or another) ledger where the marker beside it records
+    the one the bot had (see :meth:`Ledger.open`).
+    """
     clock = clock or SystemClock()
     adapters = build_adapters(
         settings, only=only, clock=clock, stdin=stdin, out=out, in_flight=in_flight
     )
     d = settings.delivery
-    async with Ledger.open(settings.database_url, clock=clock) as ledger:
+    async with Ledger.open(settings.database_url, clock=clock, new_ledger=new_ledger) as ledger:
         engine = DeliveryEngine(
             ledger,
             clock=clock,
@@ -141,21 +147,50 @@ async def run(
     stop: asyncio.Event | None = None,
     stdin: TextIO | None = None,
     out: TextIO | None = None,
+    new_ledger: bool = False,
 ) -> None:
     """Run until SIGINT/SIGTERM (or ``stop`` is set): schedule, catch-up, commands.
 
     Stopping takes at most :data:`SHUTDOWN_BUDGET_SECONDS`, whatever is being answered: see
     :func:`_shut_down`.
+
+    Raises:
+        LedgerLost: the ledger's database was deleted or replaced while running (seen within
+            ``delivery.ledger_check_seconds``): deliveries were stopped, admins alerted.
+        LedgerError: the ledger cannot be opened, or is not the one its marker records.
     """
     stop = stop or asyncio.Event()
     in_flight = InFlight()
+    lost: list[LedgerLost] = []
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
     async with open_service(
-        settings, only=only, clock=clock, stdin=stdin, out=out, in_flight=in_flight
+        settings,
+        only=only,
+        clock=clock,
+        stdin=stdin,
+        out=out,
+        in_flight=in_flight,
+        new_ledger=new_ledger,
     ) as service:
+
+        async def on_lost(error: LedgerLost) -> None:
+            lost.append(error)
+            await service.ledger_lost(error)
+            stop.set()
+
+        watchdog = asyncio.create_task(
+            LedgerWatchdog(
+                service.ledger,
+                clock=service.clock,
+                interval=settings.delivery.ledger_check_seconds,
+                shown=settings.database_url,
+                on_lost=on_lost,
+            ).run(),
+            name="ledger-watchdog",
+        )
         scheduler = AsyncIOScheduler(timezone=settings.zone, event_loop=loop)
         if settings.schedule.enabled:
             service.poster.install(scheduler)
@@ -177,10 +212,14 @@ async def run(
             await stop.wait()
             log.info("stopping")
         finally:
-            await _shut_down(service, scheduler, started, in_flight, catch_up)
+            watchdog.cancel()  # (done already if it found the ledger lost)
+            await asyncio.gather(watchdog, return_exceptions=True)
+            await _shut_down(service, scheduler, started, in_flight, catch_up, lost=bool(lost))
             for sig in (signal.SIGINT, signal.SIGTERM):
                 with contextlib.suppress(NotImplementedError, RuntimeError):
                     loop.remove_signal_handler(sig)
+    if lost:
+        raise lost[0]
 
 
 async def _shut_down(
@@ -189,6 +228,8 @@ async def _shut_down(
     started: list[Adapter],
     in_flight: InFlight,
     catch_up: asyncio.Task[object] | None,
+    *,
+    lost: bool = False,
 ) -> None:
     """Stop within :data:`SHUTDOWN_BUDGET_SECONDS`, adapters still connected until the end.
 
@@ -197,7 +238,8 @@ async def _shut_down(
     and the next start sends it); commands being answered get :data:`COMMAND_GRACE_SECONDS`
     (or as long as the post), then are cancelled and their users told to try again. Then
     nothing of ours may outlive the ledger: the catch-up and the poster end, and each
-    adapter closes within what is left of the budget.
+    adapter closes within what is left of the budget. A ``lost`` ledger's deliveries were
+    cancelled when it was found; its alerts go out before the adapters close.
     """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + SHUTDOWN_BUDGET_SECONDS
@@ -209,7 +251,7 @@ async def _shut_down(
     in_flight.close()
     # both graces run at once; a /repost is a delivery: it ends with the deliveries' grace
     answering = asyncio.ensure_future(in_flight.idle(COMMAND_GRACE_SECONDS))
-    if not await service.idle(SHUTDOWN_GRACE_SECONDS):
+    if not lost and not await service.idle(SHUTDOWN_GRACE_SECONDS):
         cancelled = await service.cancel_deliveries()
         log.warning(
             "stopped %d delivery(ies) still running after %.0f s; what they had not "
@@ -226,6 +268,7 @@ async def _shut_down(
         await asyncio.gather(catch_up, return_exceptions=True)
     await service.poster.stop()
     scheduler.shutdown(wait=False)
+    await service.settle_alerts()
     for adapter in reversed(started):
         try:
             await asyncio.wait_for(adapter.stop(), timeout=max(left(), 0.5))

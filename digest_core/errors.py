@@ -4,6 +4,8 @@
 
     DigestError
     ├── ConfigError            file, key, what is wrong
+    ├── LedgerError            the ledger database cannot be used: which file, why, the fix
+    │   └── LedgerLost         deleted or replaced under the running bot
     ├── IssueError
     │   ├── IssueNotFound      no issue for that date / in the archive
     │   └── IssueFormatError   path, line, detail
@@ -39,6 +41,22 @@ class ConfigError(DigestError):
         self.detail = detail
         where = ": ".join(p for p in (self.file, key) if p)
         super().__init__(f"{where}: {detail}" if where else detail)
+
+
+class LedgerError(DigestError):
+    """The ledger database cannot be used as it is (corrupt, unwritable, not the one the bot
+    had). The message is one line naming the file (or URL) and ``database_url``, and the fix.
+    """
+
+    def __init__(self, detail: str, *, where: str = ""):
+        self.where = where
+        self.detail = detail
+        super().__init__(detail)
+
+
+class LedgerLost(LedgerError):
+    """The ledger's database was deleted or replaced while the bot ran: nothing more may be
+    sent or recorded (the records would go to a file no one will read)."""
 
 
 class IssueError(DigestError):

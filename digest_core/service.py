@@ -22,7 +22,8 @@ from digest_core.delivery import (
     PartState,
     ProgressCallback,
 )
-from digest_core.errors import IssueNotFound
+from digest_core.delivery.health import Trouble, is_transient, read_trouble, short_error
+from digest_core.errors import IssueNotFound, LedgerLost
 from digest_core.models import Issue
 from digest_core.platform import Platform, Target, TargetKind
 from digest_core.rendering import Part, render
@@ -82,6 +83,9 @@ class DigestService:
         self._posting: set[asyncio.Task[object]] = set()
         self._idle = asyncio.Event()
         self._idle.set()
+        #: alerts under way (about the ledger's health: they never touch the ledger)
+        self._alerts: set[asyncio.Task[None]] = set()
+        ledger.health.subscribe(self._ledger_health_changed)
         self.commands = Commands(
             archive,
             clock,
@@ -234,6 +238,36 @@ class DigestService:
         first_start = not await self.ledger.records(limit=1)
         await self.poster.catch_up(report_missed=not first_start)
 
+    def _ledger_health_changed(self, trouble: Trouble, cleared_at: dt.datetime | None) -> None:
+        since = trouble.since.astimezone(self.zone)
+        if cleared_at is None:
+            text = (
+                f"账本数据库出错，推送在等待 / {trouble.describe(self.zone)}: deliveries wait and "
+                "resume by themselves once it answers; nothing is sent twice"
+            )
+        else:
+            seconds = (cleared_at - trouble.since).total_seconds()
+            text = (
+                f"账本数据库已恢复 / the ledger answers again after {seconds:.0f} s (trouble "
+                f"since {since:%H:%M}: {trouble.error}); deliveries go on"
+            )
+        task = asyncio.get_running_loop().create_task(self.alert(text), name="ledger-alert")
+        self._alerts.add(task)
+        task.add_done_callback(self._alerts.discard)
+
+    async def ledger_lost(self, error: LedgerLost) -> None:
+        """The ledger's database was deleted or replaced (the watchdog saw it): cancel the
+        deliveries under way (the ledger already refuses their claims) and alert the admins.
+        The runtime then stops the bot."""
+        cancelled = await self.cancel_deliveries()
+        if cancelled:
+            log.error("stopped %d delivery(ies): the ledger is lost", cancelled)
+        await self.alert(f"账本数据库丢失，机器人停止 / {error}")
+
+    async def settle_alerts(self) -> None:
+        """Wait for the alerts under way (on shutdown, before the adapters stop)."""
+        await asyncio.gather(*self._alerts, return_exceptions=True)
+
     async def alert(self, text: str) -> None:
         log.warning("alert: %s", text)
         for platform in self.platforms.values():
@@ -253,6 +287,25 @@ class DigestService:
 
     async def status(self) -> str:
         lines = [f"下次推送 / next post: {self.poster.next_post():%Y-%m-%d %H:%M %Z}"]
+        health = self.ledger.health
+        if health.lost is not None:
+            lines.append(f"⚠ 账本丢失 / {health.lost}")
+            return "\n".join(lines)
+        # this process's view, else what a running bot published (``digest-bot status``)
+        trouble = health.trouble or (read_trouble(health.file) if health.file else None)
+        if trouble is not None:
+            lines.append(f"⚠ 账本异常 / {trouble.describe(self.zone)}")
+        try:
+            lines += await self._ledger_status()
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+            lines.append(f"账本暂不可读 / the ledger cannot be read now: {short_error(exc)}")
+        lines += self.poster.notes[-3:]
+        return "\n".join(lines)
+
+    async def _ledger_status(self) -> list[str]:
+        lines: list[str] = []
         for platform in self.platforms.values():
             targets = await self.targets(platform)
             lines.append(f"{platform.name}: {len(targets)} 个目标 / targets")
@@ -287,8 +340,7 @@ class DigestService:
                 f"  {u.platform}:{u.target} {u.issue_date} #{u.part + 1}: {u.last_error}"
                 for u in unknown
             ]
-        lines += self.poster.notes[-3:]
-        return "\n".join(lines)
+        return lines
 
     async def reactivate(self, platform: str, target_id: str) -> bool:
         if platform not in self.platforms:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import functools
 import json
 import logging
 import os
@@ -11,12 +12,21 @@ import re
 import secrets
 import socket
 import sys
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Coroutine,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from sqlalchemy import (
     Boolean,
@@ -42,13 +52,14 @@ from sqlalchemy import (
     event,
     func,
     insert,
+    inspect,
     literal,
     make_url,
     select,
     update,
 )
 from sqlalchemy.engine import Row
-from sqlalchemy.exc import IntegrityError, InvalidRequestError, NoSuchModuleError
+from sqlalchemy.exc import DBAPIError, IntegrityError, InvalidRequestError, NoSuchModuleError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.pool import StaticPool
@@ -56,7 +67,17 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import FunctionElement
 
 from digest_core.clock import Clock, SystemClock
-from digest_core.errors import ConfigError
+from digest_core.delivery.health import LedgerHealth, RetryPolicy, retrying, short_error
+from digest_core.delivery.identity import (
+    NEW_LEDGER_FLAG,
+    RUN_NEW_LEDGER,
+    check_identity,
+    marker_for,
+    new_ledger_id,
+    read_marker,
+    write_marker,
+)
+from digest_core.errors import ConfigError, LedgerError, LedgerLost
 from digest_core.models import IssueRef
 from digest_core.platform import Target, TargetKind
 
@@ -65,7 +86,7 @@ log = logging.getLogger(__name__)
 #: Where the ledger lives unless config says otherwise (relative to the working directory).
 DEFAULT_LEDGER_URL = "sqlite+aiosqlite:///var/ledger.sqlite3"
 #: Bumped with every schema change; :data:`_MIGRATIONS` holds the step from each older version.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 #: The settings key the ledger URL comes from (named in configuration errors).
 CONFIG_KEY = "database_url"
 #: How long a lease lasts unless renewed; a crashed holder blocks others at most this long
@@ -209,12 +230,23 @@ audit = Table(
     Column("outcome", Text, nullable=False),
 )
 
+#: One row: the id of this ledger, also kept in a marker file beside it (see
+#: :mod:`digest_core.delivery.identity`), so a lost database is not silently replaced.
+ledger_identity = Table(
+    "ledger_identity",
+    metadata,
+    Column("key", Integer, primary_key=True),  # always 1
+    Column("id", String(64), nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+)
+
 #: version -> DDL/data steps that bring a database from that version to the next (new tables
 #: need none: ``create_all`` adds them before the steps run).
 _MIGRATIONS: dict[int, Sequence[str]] = {
     1: (),  # 2: the leases table
     # 3: the index behind records(); the state "unknown" needs no DDL (state is free text)
     2: ("CREATE INDEX IF NOT EXISTS ix_parts_updated ON parts (updated_at, id)",),
+    3: (),  # 4: the ledger_identity table
 }
 
 
@@ -580,6 +612,23 @@ def _owner_dead(owner: str) -> bool:
     return False
 
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _retried(
+    method: Callable[Concatenate[Ledger, _P], Coroutine[Any, Any, _R]],
+) -> Callable[Concatenate[Ledger, _P], Coroutine[Any, Any, _R]]:
+    """Make a one-transaction method of the delivery path wait out database trouble
+    (:meth:`Ledger._retrying`) instead of failing the delivery."""
+
+    @functools.wraps(method)
+    async def wrapper(self: Ledger, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        return await self._retrying(lambda: method(self, *args, **kwargs))
+
+    return wrapper
+
+
 class Ledger:
     """The delivery ledger, subscribers and audit log in one SQL database.
 
@@ -611,6 +660,14 @@ class Ledger:
         #: lease name -> how many holds this instance has on it (leases are reentrant)
         self._holds: dict[str, int] = {}
         self.stats = LedgerStats()
+        #: whether the database answers (kept by the retries of the delivery path)
+        self.health = LedgerHealth(clock)
+        self.retry_policy = RetryPolicy()
+        #: the SQLite file and its (st_dev, st_ino) when opened (the watchdog compares them)
+        self.path: Path | None = None
+        self.file_id: tuple[int, int] | None = None
+        #: the id stored in the database (and in its marker file)
+        self.ledger_id: str | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -623,6 +680,7 @@ class Ledger:
         clock: Clock | None = None,
         echo: bool = False,
         owner: str | None = None,
+        new_ledger: bool = False,
     ) -> AsyncIterator[Ledger]:
         """Open (creating or migrating) the ledger at ``url``, any SQLAlchemy async URL.
 
@@ -631,26 +689,140 @@ class Ledger:
         in leases (default ``host:pid:token``, which lets a dead holder on this host be
         recognised); leases it still holds are released on close.
 
+        An SQLite file gets a marker beside it (``<file>.marker``) holding the id stored in the
+        database; while the marker exists, a missing, new or different database is refused
+        unless ``new_ledger`` accepts it (and the marker is rewritten). A database that
+        cannot be used is one :class:`LedgerError` line naming the file and the fix.
+
         Raises:
             ConfigError: the URL is malformed, names an unknown database, a synchronous or
                 missing driver, or the database's schema is newer than this code
                 (key ``database_url``; the password is never shown).
+            LedgerError: the database is corrupt, truncated, unwritable, locked, cannot be
+                reached, or is not the one the marker records.
         """
         engine = _create_engine(url, echo=echo)
         ledger = cls(engine, clock=clock or SystemClock(), owner=owner)
         try:
-            await ledger._migrate()
+            await ledger._start(url, new_ledger=new_ledger)
             ledger._writer = asyncio.create_task(ledger._write_loop(), name="ledger-writer")
             yield ledger
         finally:
             await ledger._close()
             await engine.dispose()
 
+    async def _start(self, url: str, *, new_ledger: bool) -> None:
+        """Check the identity, migrate, check the file: everything :meth:`open` does first."""
+        parsed = make_url(url)
+        shown = parsed.render_as_string(hide_password=True)
+        database = _sqlite_file(url)
+        marker = marker_for(database) if database is not None else None
+        expected = read_marker(marker) if marker is not None else None
+        exists = database is None or database.exists()
+        if database is not None:
+            shown = str(database)
+        if marker is not None and not exists:
+            # before connecting: a connection would create the missing file
+            check_identity(
+                shown=shown,
+                marker=marker,
+                expected=expected,
+                found=None,
+                exists=False,
+                new_ledger=new_ledger,
+            )
+        if database is not None and not exists:
+            _set_aside_orphans(database, self._clock.now())
+        try:
+            if database is not None and exists and (damage := await self._check_file()):
+                raise _open_error(None, shown, database, reason=f"damaged: {damage}")
+            found = await self._read_identity()
+            if marker is not None:
+                check_identity(
+                    shown=shown,
+                    marker=marker,
+                    expected=expected,
+                    found=found,
+                    exists=exists,
+                    new_ledger=new_ledger,
+                )
+            await self._migrate()
+            self.ledger_id = found or await self._create_identity()
+        except (LedgerError, ConfigError):
+            raise
+        except (DBAPIError, OSError) as exc:
+            raise _open_error(exc, shown, database) from exc
+        if marker is not None and expected != self.ledger_id:
+            if expected is not None:
+                log.warning("%s: accepting ledger %s (%s)", marker, self.ledger_id, NEW_LEDGER_FLAG)
+            write_marker(marker, self.ledger_id)
+        if database is not None:
+            st = database.stat()
+            self.path, self.file_id = database, (st.st_dev, st.st_ino)
+            self.health.file = database.with_name(database.name + ".health")
+
+    async def _check_file(self) -> str | None:
+        """SQLite's quick check, so a truncated or damaged file is refused at start rather
+        than found broken in the middle of a post; returns what is wrong, or None."""
+        async with self._tx() as conn:
+            found = (await conn.exec_driver_sql("PRAGMA quick_check(1)")).scalar()
+        return None if found == "ok" else str(found)
+
+    async def _read_identity(self) -> str | None:
+        async with self._tx() as conn:
+            if not await conn.run_sync(lambda c: inspect(c).has_table(ledger_identity.name)):
+                return None
+            found = (await conn.execute(select(ledger_identity.c.id))).scalar()
+        return None if found is None else str(found)
+
+    async def _create_identity(self) -> str:
+        try:
+            async with self._tx() as conn:
+                ledger_id = new_ledger_id()
+                await conn.execute(
+                    insert(ledger_identity).values(
+                        key=1, id=ledger_id, created_at=self._clock.now()
+                    )
+                )
+                return ledger_id
+        except IntegrityError:  # another process created it first
+            found = await self._read_identity()
+            assert found is not None
+            return found
+
+    async def read_identity(self) -> str | None:
+        """The ledger id stored in the database now (the watchdog compares it with
+        :attr:`ledger_id` where there is no file to watch)."""
+        return await self._read_identity()
+
+    def lose(self, error: LedgerLost) -> None:
+        """The database was deleted or replaced: fail every waiting and future state change
+        and ledger retry with ``error``, so nothing more is sent (a claim comes first)."""
+        self.health.lose(error)
+        queued, self._queue = self._queue, []
+        for op in queued:
+            if not op.done.done():
+                op.done.set_exception(error)
+        self._kick.set()
+
+    async def _retrying(self, call: Callable[[], Awaitable[_R]]) -> _R:
+        """Run the one-transaction ``call`` until the database answers (see
+        :func:`digest_core.delivery.health.retrying`); give up once closing."""
+        return await retrying(
+            call,
+            health=self.health,
+            clock=self._clock,
+            policy=self.retry_policy,
+            give_up=lambda: self._closing,
+        )
+
     async def _close(self) -> None:
         self._closing = True
         self._kick.set()
         if self._writer is not None:
             await self._writer
+        if self._holds and self.health.lost is not None:
+            self._holds.clear()  # the database is not ours any more: touch nothing
         if self._holds:
             self._holds.clear()
             try:
@@ -671,6 +843,8 @@ class Ledger:
                     f"ledger schema version {found} is newer than this code ({SCHEMA_VERSION})",
                     key=CONFIG_KEY,
                 )
+            if found == SCHEMA_VERSION:
+                return  # no write: `digest-bot status` opens it while the bot holds the lock
             for version in range(found, SCHEMA_VERSION):
                 log.info("migrating ledger schema from version %d", version)
                 for statement in _MIGRATIONS[version]:
@@ -696,6 +870,7 @@ class Ledger:
 
     # -- planning ----------------------------------------------------------------------------
 
+    @_retried  # its first transaction; each batch retries on its own
     async def plan(
         self,
         ref: IssueRef,
@@ -769,8 +944,11 @@ class Ledger:
         for start in range(0, len(requested), _PLAN_BATCH):
             pairs = moves.resolve(requested[start : start + _PLAN_BATCH], inactive)
             if pairs:
-                async with self._tx() as conn:
-                    found = await self._plan_batch(conn, batch, pairs, moves)
+                # each batch waits out database trouble itself: retrying the whole plan
+                # would start a second generation after a forced one was recorded
+                found = await self._retrying(
+                    functools.partial(self._plan_batch_tx, batch, pairs, moves)
+                )
                 entries += found
                 superseded += sum(1 for e in found if e[6] is not None)
                 live += sum(1 for e in found if e[5])
@@ -790,6 +968,12 @@ class Ledger:
         return Plan(
             delivery_id, generation, ref, platform, n_parts, tuple(entries), tuple(inactive)
         )
+
+    async def _plan_batch_tx(
+        self, batch: _Batch, pairs: list[tuple[Target, Target]], moves: _Moves
+    ) -> list[_Entry]:
+        async with self._tx() as conn:
+            return await self._plan_batch(conn, batch, pairs, moves)
 
     async def _plan_batch(
         self,
@@ -1035,6 +1219,8 @@ class Ledger:
         self._live.discard(row_id)
 
     async def _submit(self, kind: str, params: dict[str, Any]) -> bool:
+        if self.health.lost is not None:
+            raise self.health.lost
         if self._writer is None or self._closing:
             raise RuntimeError("the ledger is not open")
         params["b_now"] = self._clock.now()
@@ -1060,12 +1246,12 @@ class Ledger:
                 else:
                     grouped.setdefault(op.kind, []).append(op.params)
             try:
-                async with self._tx() as conn:
-                    won = set(await self._claim_batch(conn, claims))
-                    for kind, params in grouped.items():
-                        await conn.execute(_STATE_STATEMENTS[kind], params)
+                # a database that does not answer (locked, full, gone away) is waited out:
+                # the senders wait for their claims, and nothing recorded is lost
+                won = await self._retrying(functools.partial(self._write_batch, claims, grouped))
             except Exception as exc:
-                log.exception("ledger write of %d changes failed", len(batch))
+                if not isinstance(exc, LedgerLost):
+                    log.exception("ledger write of %d changes failed", len(batch))
                 for op in batch:
                     if not op.done.done():
                         op.done.set_exception(exc)
@@ -1083,6 +1269,16 @@ class Ledger:
                     self._live.discard(row_id)
                 if not op.done.done():
                     op.done.set_result(ok)
+
+    async def _write_batch(
+        self, claims: list[_Op], grouped: dict[str, list[dict[str, Any]]]
+    ) -> set[_Op]:
+        """One transaction of the writer; returns the claims that won their row."""
+        async with self._tx() as conn:
+            won = set(await self._claim_batch(conn, claims))
+            for kind, params in grouped.items():
+                await conn.execute(_STATE_STATEMENTS[kind], params)
+        return won
 
     async def _claim_batch(self, conn: AsyncConnection, claims: list[_Op]) -> list[_Op]:
         """Run the claims of one batch; returns those that won their row (one per row)."""
@@ -1117,6 +1313,7 @@ class Ledger:
 
     # -- targets that went away or moved --------------------------------------------------------
 
+    @_retried
     async def mark_gone(self, target: Target, *, row_ids: Iterable[int] = (), reason: str) -> None:
         """Deactivate ``target`` (and unsubscribe it) and mark ``row_ids`` gone.
 
@@ -1138,6 +1335,7 @@ class Ledger:
             self.stats.rows_updated += result.rowcount
         log.info("%s deactivated: %s", target, reason)
 
+    @_retried
     async def move_target(
         self, old: Target, new: Target, *, row_ids: Iterable[int] = (), reason: str = ""
     ) -> list[int]:
@@ -1275,6 +1473,7 @@ class Ledger:
 
     # -- leases -------------------------------------------------------------------------------
 
+    @_retried
     async def acquire_lease(self, name: str, *, ttl: float = DEFAULT_LEASE_TTL) -> Lease:
         """Take the lease ``name`` for ``ttl`` seconds, unless another owner holds it.
 
@@ -1350,6 +1549,7 @@ class Ledger:
             )
         return bool(result.rowcount)
 
+    @_retried
     async def release_lease(self, name: str) -> None:
         """Undo one :meth:`acquire_lease`; the last one frees the lease for others."""
         holds = self._holds.get(name, 0) - 1
@@ -1695,13 +1895,17 @@ def _create_engine(url: str, *, echo: bool) -> AsyncEngine:
         raise ConfigError(f"{shown}: {type(exc).__name__}: {exc}", key=CONFIG_KEY) from exc
     if not sqlite:
         return engine
+    # ?timeout=SECONDS in the URL sets how long a write waits for another's lock
+    timeout = parsed.query.get("timeout", "5")
+    try:
+        busy_ms = int(float(timeout if isinstance(timeout, str) else timeout[-1]) * 1000)
+    except ValueError:
+        raise ConfigError(f"{shown}: timeout is not a number of seconds", key=CONFIG_KEY) from None
     if not in_memory:
         try:
             Path(database).parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise ConfigError(
-                f"{shown}: cannot create the database's folder: {exc}", key=CONFIG_KEY
-            ) from exc
+            raise _open_error(exc, database, Path(database)) from exc
 
     @event.listens_for(engine.sync_engine, "connect")
     def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -1710,11 +1914,82 @@ def _create_engine(url: str, *, echo: bool) -> AsyncEngine:
         # synchronous=NORMAL loses no commit when the process dies, only on power loss.
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA synchronous=NORMAL")
-        cursor.execute("PRAGMA busy_timeout=5000")
+        cursor.execute(f"PRAGMA busy_timeout={busy_ms}")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()
 
     return engine
+
+
+def _sqlite_file(url: str) -> Path | None:
+    """The file of an SQLite URL (None for other databases and in-memory SQLite)."""
+    parsed = make_url(url)
+    database = parsed.database or ""
+    if parsed.get_backend_name() != "sqlite" or database in ("", ":memory:"):
+        return None
+    if database.startswith("file:"):  # a URI filename: file:path?mode=…
+        if parsed.query.get("uri") in (None, "false") or database.startswith("file::memory:"):
+            return None
+        database = database.removeprefix("file:").split("?", 1)[0]
+    return Path(database)
+
+
+def _set_aside_orphans(database: Path, now: dt.datetime) -> None:
+    """Rename the ``-wal`` and ``-shm`` files a deleted database left behind: SQLite would
+    replay that old log into the new, empty file."""
+    for suffix in ("-wal", "-shm"):
+        orphan = database.with_name(database.name + suffix)
+        if orphan.exists():
+            aside = orphan.with_name(f"{orphan.name}.orphaned-{now:%Y%m%dT%H%M%S}")
+            try:
+                orphan.rename(aside)
+            except OSError as exc:
+                log.warning("could not set aside %s: %s", orphan, exc)
+            else:
+                log.warning("%s has no database; moved it to %s", orphan, aside)
+
+
+def _open_error(
+    exc: BaseException | None, shown: str, database: Path | None, *, reason: str = ""
+) -> LedgerError:
+    """One line for a database that cannot be opened: what is wrong with which file, and the
+    fix (restore a backup, make it writable, wait for the lock)."""
+    reason = reason or (short_error(exc) if exc is not None else "unknown error")
+    if isinstance(exc, OSError) and exc.strerror:
+        reason = f"{exc.strerror}: {exc.filename}" if exc.filename else exc.strerror
+    if database is not None:
+        for folder in database.parents:
+            if folder.exists() and not folder.is_dir():
+                reason = f"{folder} is a file, not a folder"
+                break
+        if database.is_dir():
+            reason = f"{database} is a folder, not a file"
+    low = reason.lower()
+    where = f"ledger {shown} ({CONFIG_KEY})"
+    restore = (
+        f"restore it from a backup (copy the backup to {shown}, removing any {shown}-wal "
+        f"and {shown}-shm), or move it aside and run `{RUN_NEW_LEDGER}` to begin an empty "
+        "ledger"
+    )
+    if "not a database" in low or "malformed" in low or "damaged" in low or "corrupt" in low:
+        text = f"{where} is damaged or truncated ({reason}); {restore}"
+    elif "locked" in low or "busy" in low:
+        text = (
+            f"{where} is locked by another program ({reason}); start again once it has "
+            "finished, or stop it"
+        )
+    elif database is not None:
+        text = (
+            f"{where} cannot be opened for writing ({reason}); make {shown} and its folder "
+            f"writable by this user (SQLite also writes {database.name}-wal and "
+            f"{database.name}-shm beside it), or set {CONFIG_KEY} to another file"
+        )
+    else:
+        text = (
+            f"{where} cannot be used ({reason}); check that the database server is running "
+            f"and that {CONFIG_KEY} is right"
+        )
+    return LedgerError(text, where=shown)
 
 
 def _redact(url: str) -> str:

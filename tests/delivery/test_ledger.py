@@ -569,7 +569,7 @@ async def test_a_version_2_ledger_is_migrated_and_gets_the_records_index(
             await conn.execute(update(schema_version).values(version=2))
     async with Ledger.open(url, clock=clock) as ledger:
         async with ledger._tx() as conn:
-            assert (await conn.execute(select(schema_version.c.version))).scalar() == 3
+            assert (await conn.execute(select(schema_version.c.version))).scalar() == SCHEMA_VERSION
             plan = (
                 await conn.exec_driver_sql(
                     "EXPLAIN QUERY PLAN SELECT id FROM parts ORDER BY updated_at DESC, id DESC"
