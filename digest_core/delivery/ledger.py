@@ -710,6 +710,11 @@ class Ledger:
         finally:
             await ledger._close()
             await engine.dispose()
+            lost_file = ledger.path if ledger.health.lost is not None else None
+            if lost_file is not None and not lost_file.exists():
+                # its -wal is ours and dead: left there, it would be replayed into a backup
+                # copied to the path
+                _set_aside_orphans(lost_file, ledger._clock.now())
 
     async def _start(self, url: str, *, new_ledger: bool) -> None:
         """Check the identity, migrate, check the file: everything :meth:`open` does first."""
@@ -733,6 +738,9 @@ class Ledger:
             )
         if database is not None and not exists:
             _set_aside_orphans(database, self._clock.now())
+        if database is not None and (unwritable := _unwritable(database)):
+            # found now, not as a post that waits for ever for a read-only file to answer
+            raise _open_error(None, shown, database, reason=unwritable)
         try:
             if database is not None and exists and (damage := await self._check_file()):
                 raise _open_error(None, shown, database, reason=f"damaged: {damage}")
@@ -1947,6 +1955,19 @@ def _set_aside_orphans(database: Path, now: dt.datetime) -> None:
                 log.warning("could not set aside %s: %s", orphan, exc)
             else:
                 log.warning("%s has no database; moved it to %s", orphan, aside)
+
+
+def _unwritable(database: Path) -> str | None:
+    """Why SQLite could not write ``database`` and its ``-wal`` beside it, or None. Asks the
+    kernel (``access``), which also refuses root an immutable file or a read-only mount."""
+    folder = database.parent
+    if database.is_dir():
+        return f"{database} is a folder, not a file"
+    if folder.is_dir() and not os.access(folder, os.W_OK):
+        return f"the folder {folder} is read-only"
+    if database.is_file() and not os.access(database, os.W_OK):
+        return f"{database} is read-only"
+    return None
 
 
 def _open_error(

@@ -1,0 +1,190 @@
+"""A ledger that stops answering mid-post (another process holds SQLite's write lock): the post
+waits, admins hear of it once, status shows it, and the post completes once the lock is gone."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import os
+import shutil
+import sys
+from collections import Counter
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from digest_core.archive import Archive
+from digest_core.clock import SystemClock
+from digest_core.delivery import DeliveryEngine, Ledger
+from digest_core.platform import PlatformLimits, Rate, Target, TargetKind
+from digest_core.rendering import Flavor, Part, render
+from digest_core.scheduling import ScheduleConfig
+from digest_core.service import DigestService
+from digest_core.testing import FakePlatform
+
+ROOT = Path(__file__).resolve().parents[2]
+DAY = dt.date(2026, 11, 27)  # three plain-text parts
+TARGETS = 100
+ZONE = ZoneInfo("Asia/Shanghai")
+
+#: a second SQLite client: takes the write lock on "lock", gives it back on "release"
+LOCKER = """
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+print("ready", flush=True)
+for line in sys.stdin:
+    if line.strip() == "lock":
+        db.execute("BEGIN EXCLUSIVE")
+        print("locked", flush=True)
+    elif line.strip() == "release":
+        db.execute("COMMIT")
+        print("released", flush=True)
+"""
+
+
+@dataclass
+class AlertingPlatform(FakePlatform):
+    """A FakePlatform that is also an Adapter: channels from a list, alerts recorded."""
+
+    channels: list[Target] = field(default_factory=list)
+    alerts: list[str] = field(default_factory=list)
+
+    def channel_targets(self) -> list[Target]:
+        return list(self.channels)
+
+    async def alert_admins(self, text: str) -> None:
+        self.alerts.append(text)
+
+    async def start(self, service: Any, *, receive: bool = True) -> None:
+        return None
+
+    async def stop(self) -> None:
+        return None
+
+
+class Locker:
+    """The second process holding ``BEGIN EXCLUSIVE`` on the ledger file."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self.proc = proc
+
+    async def say(self, word: str, answer: str) -> None:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(f"{word}\n".encode())
+        await self.proc.stdin.drain()
+        assert (await self.proc.stdout.readline()).decode().strip() == answer
+
+
+@pytest.fixture
+async def locker(tmp_path: Path) -> AsyncIterator[Locker]:
+    pipe = asyncio.subprocess.PIPE
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", LOCKER, str(tmp_path / "l.db"), stdin=pipe, stdout=pipe
+    )
+    assert proc.stdout is not None
+    assert (await proc.stdout.readline()).decode().strip() == "ready"
+    try:
+        yield Locker(proc)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+        await proc.wait()
+
+
+async def wait_for(condition: Any, what: str, *, seconds: float = 30) -> None:
+    for _ in range(int(seconds / 0.01)):
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+async def cli_status(tmp_path: Path) -> str:
+    cfg = tmp_path / "bot.toml"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DIGEST_BOT_")}
+    env["PYTHONPATH"] = str(ROOT)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bots.cli",
+        "status",
+        "--config",
+        str(cfg),
+        cwd=tmp_path,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await proc.communicate()
+    assert proc.returncode == 0, err.decode()
+    return out.decode()
+
+
+async def test_a_post_waits_out_a_locked_ledger_and_completes(
+    tmp_path: Path, locker: Locker
+) -> None:
+    archive = tmp_path / "archive"
+    archive.mkdir()
+    shutil.copy(ROOT / "archive" / f"{DAY}.txt", archive)
+    # a short busy timeout, so the lock is noticed quickly
+    url = f"sqlite+aiosqlite:///{tmp_path / 'l.db'}?timeout=0.2"
+    (tmp_path / "bot.toml").write_text(
+        f'archive_dir = "{archive}"\ndatabase_url = "{url}"\n', encoding="utf-8"
+    )
+    clock = SystemClock()
+    platform = AlertingPlatform(
+        clock,
+        flavor=Flavor.PLAIN,
+        limits=PlatformLimits(overall=Rate(1000.0, 100), per_target={}),
+        latency=0.02,
+        channels=[Target("fake", f"c{i}", TargetKind.CHANNEL) for i in range(TARGETS)],
+    )
+    async with Ledger.open(url, clock=clock) as ledger:
+        service = DigestService(
+            archive=Archive(archive),
+            ledger=ledger,
+            engine=DeliveryEngine(ledger, clock=clock, max_in_flight=6),
+            clock=clock,
+            zone=ZONE,
+            schedule=ScheduleConfig(zone=ZONE, post_time=dt.time(8, 0)),
+            platforms=[platform],
+        )
+        parts = len(render(service.archive.on(DAY), Flavor.PLAIN, Part.ALL))
+        total = TARGETS * parts
+        post = asyncio.create_task(service.post(DAY))
+        await wait_for(lambda: len(platform.sent) >= total // 4, "a quarter of the post")
+        await locker.say("lock", "locked")
+
+        # the writer's next transaction finds the lock: the admins hear of it, once
+        await wait_for(lambda: platform.alerts or post.done(), "the trouble alert")
+        assert not post.done(), "the post ended instead of waiting for the ledger"
+        assert len(platform.alerts) == 1 and "ledger trouble since" in platform.alerts[0]
+        assert "database is locked" in platform.alerts[0]
+        status = await service.status()
+        assert "ledger trouble since" in status and "database is locked" in status
+        # another process (digest-bot status) sees it too, without writing to the ledger
+        assert "ledger trouble since" in await cli_status(tmp_path)
+        # the delivery waits: nothing is sent without a claim recorded first
+        stalled = len(platform.sent)
+        await asyncio.sleep(0.3)
+        assert len(platform.sent) == stalled < total
+        assert not post.done()
+
+        await locker.say("release", "released")
+        (report,) = await asyncio.wait_for(post, 30)
+
+        assert report.ok and report.failed == 0
+        sent = Counter((s.target.id, s.message.payload["text"]) for s in platform.sent)
+        assert len(sent) == total and max(sent.values()) == 1  # all of it, nothing twice
+        for i in range(TARGETS):  # in order for every reader
+            texts = [m.payload["text"] for m in platform.sent_to(f"c{i}")]
+            assert texts == [
+                m.payload["text"] for m in render(service.archive.on(DAY), Flavor.PLAIN)
+            ]
+        assert len(platform.alerts) == 2 and "answers again" in platform.alerts[1]
+        assert "ledger trouble" not in await service.status()
+        assert not (tmp_path / "l.db.health").exists()  # what digest-bot status would show
