@@ -4,12 +4,14 @@ waits, admins hear of it once, status shows it, and the post completes once the 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import os
 import shutil
+import subprocess
 import sys
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,11 +22,12 @@ import pytest
 from digest_core.archive import Archive
 from digest_core.clock import SystemClock
 from digest_core.delivery import DeliveryEngine, Ledger
+from digest_core.delivery.health import RetryPolicy
 from digest_core.platform import PlatformLimits, Rate, Target, TargetKind
 from digest_core.rendering import Flavor, Part, render
 from digest_core.scheduling import ScheduleConfig
 from digest_core.service import DigestService
-from digest_core.testing import FakePlatform
+from digest_core.testing import FakePlatform, make_issue, make_messages, make_targets
 
 ROOT = Path(__file__).resolve().parents[2]
 DAY = dt.date(2026, 11, 27)  # three plain-text parts
@@ -188,3 +191,52 @@ async def test_a_post_waits_out_a_locked_ledger_and_completes(
         assert len(platform.alerts) == 2 and "answers again" in platform.alerts[1]
         assert "ledger trouble" not in await service.status()
         assert not (tmp_path / "l.db.health").exists()  # what digest-bot status would show
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 16 MiB tmpfs of our own, to fill for real (needs root; skipped elsewhere)."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mount)], capture_output=True
+    )
+    if done.returncode:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=True)
+
+
+async def test_a_full_disk_mid_post_is_waited_out(small_disk: Path) -> None:
+    clock = SystemClock()
+    platform = FakePlatform(
+        clock, limits=PlatformLimits(overall=Rate(1000.0, 100), per_target={}), latency=0.01
+    )
+    filler = small_disk / "filler"
+    async with Ledger.open(f"sqlite+aiosqlite:///{small_disk / 'l.db'}", clock=clock) as ledger:
+        ledger.retry_policy = RetryPolicy(base=0.05, cap=0.2)
+        troubles: list[str] = []
+        ledger.health.subscribe(
+            lambda t, cleared: troubles.append("cleared" if cleared else t.error)
+        )
+        engine = DeliveryEngine(ledger, clock=clock, max_in_flight=6)
+        targets, messages = make_targets(40), make_messages(5)
+        post = asyncio.create_task(engine.deliver(make_issue().ref, platform, messages, targets))
+        await wait_for(lambda: len(platform.sent) >= 40, "some sends")
+        with filler.open("wb") as fh, contextlib.suppress(OSError):  # every free block
+            while True:
+                fh.write(b"\0" * 65536)
+                fh.flush()
+        await wait_for(lambda: troubles or post.done(), "the trouble")
+        assert not post.done(), "the post ended instead of waiting for the ledger"
+        assert troubles == ["database or disk is full"]
+        stalled = len(platform.sent)
+        await asyncio.sleep(0.3)
+        assert len(platform.sent) == stalled  # nothing sent without a recorded claim
+        filler.unlink()
+        report = await asyncio.wait_for(post, 30)
+    assert report.ok and troubles == ["database or disk is full", "cleared"]
+    sent = Counter((s.target.id, s.message.payload["part"]) for s in platform.sent)
+    assert len(sent) == len(targets) * len(messages) and max(sent.values()) == 1
