@@ -745,17 +745,21 @@ class Ledger:
             if database is not None and exists and (damage := await self._check_file()):
                 raise _open_error(None, shown, database, reason=f"damaged: {damage}")
             found = await self._read_identity()
+            adopted = None
+            if found is None and expected is not None and await self._has_schema():
+                # a ledger from before ledger ids (a backup older than them): a real one
+                adopted = expected
             if marker is not None:
                 check_identity(
                     shown=shown,
                     marker=marker,
                     expected=expected,
-                    found=found,
+                    found=found or adopted,
                     exists=exists,
                     new_ledger=new_ledger,
                 )
             await self._migrate()
-            self.ledger_id = found or await self._create_identity()
+            self.ledger_id = found or await self._create_identity(adopted)
         except (LedgerError, ConfigError):
             raise
         except (DBAPIError, OSError) as exc:
@@ -783,10 +787,14 @@ class Ledger:
             found = (await conn.execute(select(ledger_identity.c.id))).scalar()
         return None if found is None else str(found)
 
-    async def _create_identity(self) -> str:
+    async def _has_schema(self) -> bool:
+        async with self._tx() as conn:
+            return bool(await conn.run_sync(lambda c: inspect(c).has_table(schema_version.name)))
+
+    async def _create_identity(self, ledger_id: str | None = None) -> str:
         try:
             async with self._tx() as conn:
-                ledger_id = new_ledger_id()
+                ledger_id = ledger_id or new_ledger_id()
                 await conn.execute(
                     insert(ledger_identity).values(
                         key=1, id=ledger_id, created_at=self._clock.now()

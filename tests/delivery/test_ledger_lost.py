@@ -329,3 +329,17 @@ def test_digest_bot_status_on_a_corrupt_ledger_is_one_line(workdir: Path) -> Non
     assert out.returncode == 1
     assert len(out.stderr.strip().splitlines()) == 1, out.stderr
     assert out.stderr.startswith("digest-bot: ledger var/digest-bot.db (database_url) is damaged")
+
+
+async def test_a_restored_backup_from_before_ledger_ids_is_accepted(tmp_path: Path) -> None:
+    db = tmp_path / "l.db"
+    first = await make_ledger(db)
+    backup(db, tmp_path / "old.db")
+    with sqlite3.connect(tmp_path / "old.db") as old:  # as a backup of version 2 is
+        old.execute("DROP TABLE ledger_identity")
+        old.execute("UPDATE schema_version SET version = 2")
+    db.unlink()
+    shutil.copy(tmp_path / "old.db", db)
+    async with Ledger.open(url_of(db), clock=SystemClock()) as ledger:
+        assert ledger.ledger_id == first  # it takes the marker's id
+        assert len(await ledger.records()) == 100
