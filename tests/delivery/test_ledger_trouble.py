@@ -147,6 +147,7 @@ async def test_a_post_waits_out_a_locked_ledger_and_completes(
         channels=[Target("fake", f"c{i}", TargetKind.CHANNEL) for i in range(TARGETS)],
     )
     async with Ledger.open(url, clock=clock) as ledger:
+        ledger.retry_policy = RetryPolicy(base=0.05, cap=0.2)  # quick to see the lock go
         service = DigestService(
             archive=Archive(archive),
             ledger=ledger,
