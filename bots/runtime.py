@@ -268,7 +268,7 @@ async def _shut_down(
         await asyncio.gather(catch_up, return_exceptions=True)
     await service.poster.stop()
     scheduler.shutdown(wait=False)
-    await service.settle_alerts()
+    await service.settle_alerts(within=left() / 2)
     for adapter in reversed(started):
         try:
             await asyncio.wait_for(adapter.stop(), timeout=max(left(), 0.5))

@@ -264,9 +264,11 @@ class DigestService:
             log.error("stopped %d delivery(ies): the ledger is lost", cancelled)
         await self.alert(f"账本数据库丢失，机器人停止 / {error}")
 
-    async def settle_alerts(self) -> None:
-        """Wait for the alerts under way (on shutdown, before the adapters stop)."""
-        await asyncio.gather(*self._alerts, return_exceptions=True)
+    async def settle_alerts(self, *, within: float) -> None:
+        """Wait up to ``within`` seconds for the alerts under way (on shutdown, before the
+        adapters stop)."""
+        if self._alerts:
+            await asyncio.wait(list(self._alerts), timeout=max(within, 0.01))
 
     async def alert(self, text: str) -> None:
         log.warning("alert: %s", text)
