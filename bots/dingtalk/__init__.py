@@ -1,0 +1,1 @@
+"""DingTalk custom robot: a send-only group webhook platform."""

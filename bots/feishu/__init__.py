@@ -1,0 +1,1 @@
+"""Feishu/Lark custom bot: a send-only group webhook platform."""

@@ -1,0 +1,107 @@
+"""The Feishu/Lark custom-bot adapter: signed JSON posts to a group's webhook."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import SecretStr
+
+from bots.feishu import render as feishu_render
+from bots.workchat.adapter import Request, WebhookAdapter
+from bots.workchat.signing import feishu_sign
+from bots.workchat.transport import ErrorRule, Outcome, encode_body
+from bots.workchat.urls import token_from
+from digest_core.models import Issue
+from digest_core.platform import PlatformLimits, Rate, TargetKind
+from digest_core.rendering import Message, Part, RenderOptions
+
+log = logging.getLogger(__name__)
+
+HOOK_PATH = "/open-apis/bot/v2/hook/"
+GUIDE = "https://open.feishu.cn/document/client-docs/bot-v3/add-custom-bot"
+
+#: "单租户单机器人 100 次/分钟，5 次/秒" (GUIDE, 注意事项; also
+#: https://open.feishu.cn/document/server-docs/api-call-guide/frequency-control). A burst of 3
+#: plus 1.5/s keeps every 1 s window at 4.5 (≤ 5) and every minute at 93 (≤ 100). Feishu
+#: documents no limit across a tenant's robots; the overall rate is ours, not Feishu's.
+FEISHU_LIMITS = PlatformLimits(
+    overall=Rate(10.0, burst=1),
+    per_target={kind: Rate(1.5, burst=3) for kind in TargetKind},
+)
+
+#: Answer codes (``code`` in the JSON answer; 0 is success).
+FEISHU_ERRORS: dict[int, ErrorRule] = {
+    # 11232: "限流错误" when the robot sends too often or the system is loaded (GUIDE,
+    # 注意事项). Verified in the guide; its wait is not documented: the per-minute window.
+    11232: ErrorRule(Outcome.RATE_LIMITED, "frequency limited by Feishu", retry_after=60.0),
+    # 99991400 "request trigger frequency limit", with HTTP 429 and x-ogw-ratelimit-reset
+    # (https://open.feishu.cn/document/server-docs/api-call-guide/frequency-control)
+    99991400: ErrorRule(Outcome.RATE_LIMITED, "frequency limited by Feishu", retry_after=60.0),
+    # 19021 "sign match fail or timestamp is not within one hour from current time" (GUIDE,
+    # 签名校验; the text is quoted from real answers, e.g. blog.csdn.net/zhanglili1993/article/
+    # details/136473704)
+    19021: ErrorRule(
+        Outcome.GONE,
+        "the signature was refused: the signing secret for this target is wrong or no longer "
+        "set on the robot (or this machine's clock is off by over an hour)",
+    ),
+    # The following are as we remember Feishu's answers; NOT verified against its pages:
+    # 19001 "param invalid: incoming webhook access token invalid" (robot removed, bad URL)
+    19001: ErrorRule(Outcome.GONE, "the webhook token is invalid: the robot was removed or "
+                     "the webhook address is wrong"),
+    # 19022 "Ip Not Allowed" (IP whitelist), 19024 "Key Words Not Found" (keyword check)
+    19022: ErrorRule(Outcome.GONE, "this machine's IP is not on the robot's IP whitelist"),
+    19024: ErrorRule(Outcome.GONE, "the robot requires a keyword our posts do not contain; "
+                     "use signing instead of keywords"),
+    # 9499 "Bad Request": the body is not a valid message (also, in our double, over 20 KB)
+    9499: ErrorRule(Outcome.REJECTED, "the message was refused as malformed"),
+}  # fmt: skip
+
+
+class FeishuAdapter(WebhookAdapter):
+    """Feishu/Lark custom bots: one named target per group webhook (see WebhookAdapter).
+
+    A signed request carries ``timestamp`` (seconds, from the injected clock) and ``sign`` in
+    the JSON body (:func:`bots.workchat.signing.feishu_sign`); Feishu refuses one more than
+    an hour off.
+    """
+
+    name = "feishu"
+    limits = FEISHU_LIMITS
+    errors = FEISHU_ERRORS
+    #: the renderer the registry should use for this platform (``flavor`` is a placeholder)
+    renderer = feishu_render
+
+    def parse_webhook(self, value: SecretStr) -> SecretStr:
+        return token_from(value, platform=self.name, path=HOOK_PATH)
+
+    def build_request(self, token: str, secret: str | None, payload: Mapping[str, Any]) -> Request:
+        body = dict(payload)
+        if secret:
+            timestamp = int(self.clock.now().timestamp())
+            body = {"timestamp": str(timestamp), "sign": feishu_sign(secret, timestamp), **body}
+        return Request(f"{self.settings.base}{HOOK_PATH}{token}", encode_body(body))
+
+    def answer_code(self, answer: Mapping[str, Any]) -> tuple[int, str]:
+        # older answers carry StatusCode/StatusMessage besides code/msg (GUIDE, 请求示例)
+        code = answer.get("code", answer.get("StatusCode", 0))
+        text = answer.get("msg", answer.get("StatusMessage", ""))
+        return (int(code) if isinstance(code, int) else -1), str(text)
+
+    def render(
+        self,
+        issue: Issue,
+        part: Part = Part.ALL,
+        *,
+        brief: int | None = None,
+        options: RenderOptions | None = None,
+    ) -> list[Message]:
+        return feishu_render.render(issue, part, brief=brief, options=options)
+
+    def preview(self, message: Message) -> str:
+        return feishu_render.preview(message)
+
+    def notice(self, text: str) -> list[Message]:
+        return feishu_render.notice(text)

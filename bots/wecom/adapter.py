@@ -1,0 +1,87 @@
+"""The WeCom group-robot adapter: JSON posts to the webhook named by its key."""
+
+from __future__ import annotations
+
+import logging
+import urllib.parse
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import SecretStr
+
+from bots.wecom import render as wecom_render
+from bots.workchat.adapter import Request, WebhookAdapter
+from bots.workchat.transport import ErrorRule, Outcome, encode_body
+from bots.workchat.urls import token_from
+from digest_core.models import Issue
+from digest_core.platform import PlatformLimits, Rate, TargetKind
+from digest_core.rendering import Message, Part, RenderOptions
+
+log = logging.getLogger(__name__)
+
+SEND_PATH = "/cgi-bin/webhook/send"
+GUIDE = "https://developer.work.weixin.qq.com/document/path/91770"
+
+#: "每个机器人发送的消息不能超过20条/分钟" (GUIDE, 消息发送频率限制). A burst of 3 plus 16/min
+#: keeps every 60 s window at 19 (≤ 20). The overall rate is ours, not WeCom's.
+WECOM_LIMITS = PlatformLimits(
+    overall=Rate(10.0, burst=1),
+    per_target={kind: Rate(16 / 60, burst=3) for kind in TargetKind},
+)
+
+#: Answer codes (``errcode``; 0 is success; https://developer.work.weixin.qq.com/document/
+#: path/90313 lists WeCom's global codes).
+WECOM_ERRORS: dict[int, ErrorRule] = {
+    # 45009 "api freq out of limit" (real answers, e.g. github.com/WecomTeam/
+    # wecom-openclaw-plugin/issues/48); the window is GUIDE's minute
+    45009: ErrorRule(Outcome.RATE_LIMITED, "over 20 messages a minute", retry_after=60.0),
+    # 93000 "invalid webhook url" (real answers, e.g. github.com/zema1/watchvuln/issues/146):
+    # the key is wrong or the robot was removed from the group
+    93000: ErrorRule(Outcome.GONE, "the webhook key is invalid: the robot was removed from "
+                     "the group or the key is wrong"),
+    # -1 "系统繁忙" (global codes)
+    -1: ErrorRule(Outcome.TRANSIENT, "WeCom is busy"),
+    # NOT verified against WeCom's pages: 40008 invalid message type; 44004 empty content;
+    # 40058 "markdown.content exceed max length 4096" (a bad parameter)
+    40008: ErrorRule(Outcome.REJECTED, "invalid message type"),
+    44004: ErrorRule(Outcome.REJECTED, "empty content"),
+    40058: ErrorRule(Outcome.REJECTED, "a parameter is invalid (content over 4096 bytes?)"),
+}  # fmt: skip
+
+
+class WeComAdapter(WebhookAdapter):
+    """WeCom group robots: one named target per webhook key (see WebhookAdapter). WeCom has
+    no signing: the key in the URL is the only credential."""
+
+    name = "wecom"
+    limits = WECOM_LIMITS
+    errors = WECOM_ERRORS
+    #: the renderer the registry should use for this platform (``flavor`` is a placeholder)
+    renderer = wecom_render
+
+    def parse_webhook(self, value: SecretStr) -> SecretStr:
+        return token_from(value, platform=self.name, query="key")
+
+    def build_request(self, token: str, secret: str | None, payload: Mapping[str, Any]) -> Request:
+        query = urllib.parse.urlencode({"key": token})
+        return Request(f"{self.settings.base}{SEND_PATH}?{query}", encode_body(payload))
+
+    def answer_code(self, answer: Mapping[str, Any]) -> tuple[int, str]:
+        code = answer.get("errcode", 0)
+        return (int(code) if isinstance(code, int) else -1), str(answer.get("errmsg", ""))
+
+    def render(
+        self,
+        issue: Issue,
+        part: Part = Part.ALL,
+        *,
+        brief: int | None = None,
+        options: RenderOptions | None = None,
+    ) -> list[Message]:
+        return wecom_render.render(issue, part, brief=brief, options=options)
+
+    def preview(self, message: Message) -> str:
+        return wecom_render.preview(message)
+
+    def notice(self, text: str) -> list[Message]:
+        return wecom_render.notice(text)

@@ -1,0 +1,82 @@
+"""WeCom renderer: an Issue as group-robot ``markdown`` messages of at most 4096 bytes.
+
+https://developer.work.weixin.qq.com/document/path/91770 (markdown类型: "markdown内容，最长不超过
+4096个字节，必须是utf8编码"; ``<@userid>`` in the content mentions a member).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from bots.workchat.markdown import live_markup, visible
+from bots.workchat.mdrender import notice_texts, render_texts
+from digest_core.models import Issue
+from digest_core.rendering import Message, Part, RenderOptions
+
+log = logging.getLogger(__name__)
+
+#: markdown.content, in UTF-8 bytes (https://developer.work.weixin.qq.com/document/path/91770)
+CONTENT_LIMIT = 4096
+
+
+def utf8_len(text: str) -> int:
+    return len(text.encode())
+
+
+def render(
+    issue: Issue,
+    part: Part = Part.ALL,
+    *,
+    brief: int | None = None,
+    options: RenderOptions | None = None,
+) -> list[Message]:
+    """Render ``part`` of ``issue`` as WeCom ``markdown`` payloads, in send order.
+
+    The layout is :func:`bots.workchat.mdrender.render_texts`'s. Markdown messages take no
+    ``mentioned_list``, and every "<" and "@" in the text is escaped/defused, so no
+    ``<@userid>`` mention can come from issue text. ``options`` has no effect.
+
+    Raises:
+        ValueError: ``part`` is BRIEF and ``brief`` is None.
+        IndexError: ``part`` is BRIEF and the issue has no brief number ``brief``.
+    """
+    part = Part(part)
+    texts = render_texts(issue, part, brief, limit=CONTENT_LIMIT, measure=utf8_len)
+    messages = [Message(_payload(t)) for t in texts]
+    for n, m in enumerate(messages):
+        problems = check_message(m.payload)
+        if problems:
+            raise AssertionError(f"wecom: message {n} of {part}: {problems}")
+    log.debug("wecom: %s of %s in %d message(s)", part, issue.date, len(messages))
+    return messages
+
+
+def notice(text: str) -> list[Message]:
+    """A service text as markdown messages, escaped, split at line ends."""
+    return [Message(_payload(t)) for t in notice_texts(text, limit=CONTENT_LIMIT, measure=utf8_len)]
+
+
+def preview(message: Message) -> str:
+    """The content as a reader sees it (links as ``text <url>``)."""
+    return visible(message.payload["markdown"]["content"], links=True)
+
+
+def check_message(payload: dict[str, Any]) -> list[str]:
+    """Every way ``payload`` breaks WeCom's limit or our rules (empty when fine)."""
+    problems: list[str] = []
+    content = payload["markdown"]["content"]
+    if utf8_len(content) > CONTENT_LIMIT:
+        problems.append(f"content is {utf8_len(content)} > {CONTENT_LIMIT} bytes")
+    if set(payload) != {"msgtype", "markdown"} or set(payload["markdown"]) != {"content"}:
+        problems.append(f"unexpected fields {sorted(payload)}")
+    return problems
+
+
+def live(payload: dict[str, Any]) -> list[str]:
+    """Markup or mentions in the content that do not come from the renderer (tests)."""
+    return live_markup(payload["markdown"]["content"])
+
+
+def _payload(content: str) -> dict[str, Any]:
+    return {"msgtype": "markdown", "markdown": {"content": content}}

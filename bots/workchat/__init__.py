@@ -1,0 +1,1 @@
+"""Shared pieces of the send-only work-chat webhooks (Feishu, DingTalk, WeCom)."""

@@ -1,0 +1,210 @@
+"""The common part of the webhook adapters: targets by name, lifecycle, send, alerts."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, ClassVar, Self
+
+from pydantic import SecretStr
+
+from bots.workchat.settings import WebhookSettings
+from bots.workchat.transport import ErrorRule, WebhookTransport, encode_body, translate
+from digest_core.clock import Clock
+from digest_core.errors import Rejected, TargetGone
+from digest_core.platform import PartKey, PlatformLimits, Target, TargetKind
+from digest_core.rendering import Flavor, Message, Part, RenderOptions
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Request:
+    """One webhook call: where, and the exact bytes."""
+
+    url: str
+    body: bytes
+
+
+class WebhookAdapter(ABC):
+    """A send-only group webhook platform (Feishu, DingTalk, WeCom) as the core's Platform.
+
+    Targets are the configured names (``Target(name, "ai-team", GROUP)``); only names reach
+    the ledger, logs and errors. ``send`` makes one POST, translates the answer with the
+    platform's ``errors`` table and never retries or sleeps (the core paces and retries).
+
+    Message ids: webhooks answer without one, so ``send`` returns a synthetic id that is
+    stable for a part — ``<platform>:<target>:<date>:<revision>:<generation>:<part>`` from
+    its :class:`PartKey` — or, for a one-off send, ``<platform>:<target>:oneoff:<sha256 of the
+    body, 16 hex>``. Nothing can be edited or deleted through it.
+
+    Timeouts and duplicates: a call whose answer does not come within
+    ``request_timeout_seconds`` is a TransientError and is sent again; the platform may have
+    posted the first one (webhooks have no idempotency key), so at-least-once.
+
+    Flavour: the core's ``Flavor`` knows only telegram/discord/plain, so ``flavor`` is PLAIN
+    as a placeholder; this platform's own renderer is :meth:`render` / :meth:`preview`
+    (``renderer``), for the platform registry to use instead of the flavour.
+    """
+
+    #: the platform's name in the ledger and config, e.g. "feishu"
+    name: ClassVar[str]
+    #: a placeholder until the registry renders through ``renderer`` (see the class doc)
+    flavor = Flavor.PLAIN
+    #: the documented sending limits (set by each platform)
+    limits: PlatformLimits
+    #: the error codes of the platform's answers
+    errors: ClassVar[Mapping[int, ErrorRule]]
+
+    def __init__(
+        self,
+        settings: WebhookSettings,
+        *,
+        clock: Clock,
+        limits: PlatformLimits | None = None,
+    ) -> None:
+        """Resolve the webhooks and secrets now, so a missing one fails at start.
+
+        Raises:
+            ConfigError: a target has no webhook, or a secrets file is unreadable.
+        """
+        self.settings = settings
+        self.clock = clock
+        if limits is not None:
+            self.limits = limits
+        self.post_options = RenderOptions()
+        self._webhooks = {k: self.parse_webhook(v) for k, v in settings.resolved_webhooks().items()}
+        self._secrets = settings.resolved_secrets()
+        secrets = [v.get_secret_value() for v in self._webhooks.values()]
+        secrets += [v.get_secret_value() for v in self._secrets.values()]
+        self._transport = WebhookTransport(
+            platform=self.name, timeout=settings.request_timeout_seconds, secrets=secrets
+        )
+
+    # ------------------------------------------------------------ per platform
+
+    @abstractmethod
+    def parse_webhook(self, value: SecretStr) -> SecretStr:
+        """The robot's token/key from a configured webhook address (or the bare token).
+
+        Raises:
+            ConfigError: ``value`` is not this platform's webhook.
+        """
+
+    @abstractmethod
+    def build_request(self, token: str, secret: str | None, payload: Mapping[str, Any]) -> Request:
+        """The call that posts ``payload`` through the robot ``token`` (signed with
+        ``secret`` when the robot has one)."""
+
+    @abstractmethod
+    def answer_code(self, answer: Mapping[str, Any]) -> tuple[int, str]:
+        """The platform's status code and message in a JSON answer (0 is success)."""
+
+    @abstractmethod
+    def render(
+        self,
+        issue: Any,
+        part: Part = Part.ALL,
+        *,
+        brief: int | None = None,
+        options: RenderOptions | None = None,
+    ) -> list[Message]:
+        """This platform's renderer (its ``render.render``)."""
+
+    @abstractmethod
+    def preview(self, message: Message) -> str:
+        """This platform's preview of one payload."""
+
+    @abstractmethod
+    def notice(self, text: str) -> list[Message]:
+        """A service text (an alert) as this platform's messages, escaped and split."""
+
+    # ------------------------------------------------------------ Platform
+
+    async def send(self, target: Target, message: Message, *, key: PartKey | None = None) -> str:
+        """POST ``message.payload`` to the webhook named ``target.id``; return a synthetic id
+        (see the class doc).
+
+        Raises:
+            RateLimited: HTTP 429 or the platform's frequency-limit code.
+            TransientError: network trouble, timeout, 5xx, or the adapter is not started.
+            TargetGone: unknown name, or the robot's token/signature no longer works.
+            Rejected: the payload was refused.
+        """
+        name = target.id
+        token = self._webhooks.get(name)
+        if token is None:
+            raise TargetGone(
+                f"no webhook is configured for target {name!r} (set "
+                f"{self.settings.env_name('webhooks')})",
+                platform=self.name,
+                target=name,
+            )
+        secret = self._secrets.get(name)
+        request = self.build_request(
+            token.get_secret_value(),
+            secret.get_secret_value() if secret else None,
+            message.payload,
+        )
+        status, answer = await self._transport.post(request.url, request.body, target=name)
+        code, text = self.answer_code(answer)
+        if code != 0:
+            raise translate(code, text, self.errors, platform=self.name, target=name)
+        if status >= 400:
+            raise Rejected(f"HTTP {status} with {text[:200]!r}", platform=self.name, target=name)
+        return self.message_id(name, message, key)
+
+    def message_id(self, name: str, message: Message, key: PartKey | None) -> str:
+        if key is not None:
+            return (
+                f"{self.name}:{name}:{key.issue_date.isoformat()}:{key.revision}:"
+                f"{key.generation}:{key.part}"
+            )
+        digest = hashlib.sha256(encode_body(message.payload)).hexdigest()[:16]
+        return f"{self.name}:{name}:oneoff:{digest}"
+
+    def channel_targets(self) -> list[Target]:
+        """The configured target names, as group targets, in order."""
+        return [Target(self.name, t, TargetKind.GROUP) for t in self.settings.targets]
+
+    async def alert_admins(self, text: str) -> None:
+        """Log ``text``; post it to ``alert_target`` when one is set (best effort, never
+        raises)."""
+        log.warning("%s alert: %s", self.name, text)
+        name = self.settings.alert_target
+        if name is None:
+            return
+        target = Target(self.name, name, TargetKind.GROUP)
+        for message in self.notice(text):
+            try:
+                await self.send(target, message)
+            except Exception as exc:  # an alert must never take anything down
+                log.warning("could not post the alert to %s target %s: %s", self.name, name, exc)
+                return
+
+    # ------------------------------------------------------------ lifecycle
+
+    async def start(self, service: object | None = None, *, receive: bool = True) -> None:
+        """Open the HTTP client (idempotent). Webhooks are send-only: nothing is received, so
+        ``service`` and ``receive`` are accepted for the runtime's sake and ignored."""
+        await self._transport.start()
+
+    async def stop(self) -> None:
+        """Close the HTTP client (idempotent)."""
+        await self._transport.stop()
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
