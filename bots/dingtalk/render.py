@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from bots.workchat.markdown import ZWSP, live_markup, visible
+from bots.workchat.markdown import ZWSP, stray_markup, visible
 from bots.workchat.mdrender import notice_texts, render_texts
 from bots.workchat.transport import encode_body
 from digest_core.models import Issue
@@ -96,7 +96,7 @@ def check_message(payload: dict[str, Any]) -> list[str]:
 
 def live(payload: dict[str, Any]) -> list[str]:
     """Markup or mentions in the text that do not come from the renderer (tests)."""
-    return live_markup(payload["markdown"]["text"])
+    return stray_markup(payload["markdown"]["text"])
 
 
 def _title(text: str) -> str:

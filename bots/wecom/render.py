@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from bots.workchat.markdown import live_markup, visible
+from bots.workchat.markdown import stray_markup, visible
 from bots.workchat.mdrender import notice_texts, render_texts
 from digest_core.models import Issue
 from digest_core.rendering import Message, Part, RenderOptions
@@ -75,7 +75,7 @@ def check_message(payload: dict[str, Any]) -> list[str]:
 
 def live(payload: dict[str, Any]) -> list[str]:
     """Markup or mentions in the content that do not come from the renderer (tests)."""
-    return live_markup(payload["markdown"]["content"])
+    return stray_markup(payload["markdown"]["content"])
 
 
 def _payload(content: str) -> dict[str, Any]:

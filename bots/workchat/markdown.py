@@ -125,3 +125,21 @@ def live_markup(markdown: str) -> list[str]:
             found.append("@")
         i += 1
     return found
+
+
+_OUR_LINK = re.compile(r"\[(?P<text>.*)\]\((?P<url>[^()\s<>\[\]]*)\)", re.S)
+
+
+def stray_markup(markdown: str, *, separator: str = "\n\n") -> list[str]:
+    """:func:`live_markup` of every block of a rendered message once the renderer's own
+    constructs are taken off: a leading ``> ``, a ``**…**`` wrapper, one ``[text](url)``."""
+    found: list[str] = []
+    for block in markdown.split(separator):
+        block = block.removeprefix("> ")
+        if len(block) >= 4 and block.startswith("**") and block.endswith("**"):
+            block = block[2:-2]
+        m = _OUR_LINK.fullmatch(block)
+        if m:
+            block = m.group("text")
+        found += live_markup(block)
+    return found
