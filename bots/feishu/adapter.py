@@ -55,6 +55,9 @@ FEISHU_ERRORS: dict[int, ErrorRule] = {
     19022: ErrorRule(Outcome.GONE, "this machine's IP is not on the robot's IP whitelist"),
     19024: ErrorRule(Outcome.GONE, "the robot requires a keyword our posts do not contain; "
                      "use signing instead of keywords"),
+    # 2200 "Internal Error", reported near the rate limit (github.com/openclaw/openclaw/
+    # issues/70879)
+    2200: ErrorRule(Outcome.TRANSIENT, "Feishu had an internal error"),
     # 9499 "Bad Request": the body is not a valid message (also, in our double, over 20 KB)
     9499: ErrorRule(Outcome.REJECTED, "the message was refused as malformed"),
 }  # fmt: skip

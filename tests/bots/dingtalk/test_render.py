@@ -58,7 +58,9 @@ def test_a_long_issue_splits_within_the_limit() -> None:
     messages = dr.render(issue)
     assert len(messages) > 3
     assert all(dr.check_message(m.payload) == [] for m in messages)
-    assert_covers(markdown_stream(texts(messages), issue), issue_pieces(issue, Part.ALL), DECORATION)
+    assert_covers(
+        markdown_stream(texts(messages), issue), issue_pieces(issue, Part.ALL), DECORATION
+    )
 
 
 def test_the_limit_check_catches_an_oversize_payload() -> None:

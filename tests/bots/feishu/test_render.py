@@ -44,7 +44,7 @@ def test_at_tags_in_issue_text_are_defused() -> None:
     messages = fr.render(issue)
     assert all(fr.check_message(m.payload) == [] for m in messages)
     assert FakeFeishu().pings(messages[0].payload) == []
-    assert "<at user_id=\"all\">所有人</at> 看这里" in fr.preview(messages[0])
+    assert '<at user_id="all">所有人</at> 看这里' in fr.preview(messages[0])
 
 
 def test_a_long_issue_splits_within_20kb() -> None:

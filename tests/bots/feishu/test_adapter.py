@@ -1,0 +1,169 @@
+"""The Feishu adapter end to end: real httpx against the loopback double, errors translated."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+
+import pytest
+from pydantic import SecretStr
+
+from bots.feishu.adapter import FEISHU_LIMITS, FeishuAdapter
+from bots.feishu.settings import FeishuSettings
+from bots.workchat.transport import encode_body
+from digest_core.errors import RateLimited, Rejected, TargetGone, TransientError
+from digest_core.platform import Platform, Target, TargetKind
+from digest_core.rendering import Message
+from tests.bots.workchat_helpers import NOW, clock, load_golden_issue
+from tests.fakes.feishu_api import FakeFeishu
+
+TOKEN = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
+SECRET = "fakeSigningSecretForLoopbackTests"
+
+
+@pytest.fixture
+async def feishu() -> AsyncIterator[FakeFeishu]:
+    async with FakeFeishu(clock=NOW.timestamp) as fake:
+        fake.add_robot("ai-team", TOKEN, SECRET)
+        yield fake
+
+
+def make_adapter(fake: FakeFeishu, *, secret: str = SECRET, **kw: object) -> FeishuAdapter:
+    settings = FeishuSettings(
+        targets=["ai-team"],
+        webhooks={"ai-team": SecretStr(f"https://open.feishu.cn/open-apis/bot/v2/hook/{TOKEN}")},
+        secrets={"ai-team": SecretStr(secret)},
+        api_base=fake.url,
+        **kw,  # type: ignore[arg-type]
+    )
+    return FeishuAdapter(settings, clock=clock())
+
+
+TARGET = Target("feishu", "ai-team", TargetKind.GROUP)
+
+
+def unsigned(body: dict[str, object]) -> dict[str, object]:
+    return {k: v for k, v in body.items() if k not in ("timestamp", "sign")}
+
+
+async def test_the_bundled_issue_arrives_in_order(feishu: FakeFeishu) -> None:
+    adapter = make_adapter(feishu)
+    assert isinstance(adapter, Platform)
+    assert adapter.channel_targets() == [TARGET]
+    messages = adapter.render(load_golden_issue())
+    async with adapter:
+        ids = [await adapter.send(TARGET, m) for m in messages]
+    sent = feishu.sent("ai-team")
+    assert [unsigned(b) for b in sent] == [m.payload for m in messages]
+    assert all(b["timestamp"] == str(int(NOW.timestamp())) for b in sent)
+    assert len(set(ids)) == len(ids) and all(i.startswith("feishu:ai-team:") for i in ids)
+    assert feishu.robot("ai-team").pings == []
+
+
+async def test_a_wrong_secret_is_target_gone_naming_the_target_only(feishu: FakeFeishu) -> None:
+    async with make_adapter(feishu, secret="not-the-secret") as adapter:
+        with pytest.raises(TargetGone) as err:
+            await adapter.send(TARGET, adapter.notice("hello")[0])
+    text = str(err.value)
+    assert "ai-team" in text and "signing secret" in text
+    assert TOKEN not in text and SECRET not in text and "not-the-secret" not in text
+    assert feishu.sent("ai-team") == []
+
+
+async def test_a_stale_timestamp_is_refused() -> None:
+    # the double's clock is two hours ahead of the adapter's: the signature is stale
+    async with FakeFeishu(clock=lambda: NOW.timestamp() + 7200) as fake:
+        fake.add_robot("ai-team", TOKEN, SECRET)
+        async with make_adapter(fake) as adapter:
+            with pytest.raises(TargetGone, match="clock"):
+                await adapter.send(TARGET, adapter.notice("hello")[0])
+
+
+async def test_over_the_rate_is_rate_limited_with_the_minute_window(feishu: FakeFeishu) -> None:
+    async with make_adapter(feishu) as adapter:
+        for n in range(5):  # 5 per second are allowed
+            await adapter.send(TARGET, adapter.notice(f"n{n}")[0])
+        with pytest.raises(RateLimited) as err:
+            await adapter.send(TARGET, adapter.notice("one too many")[0])
+    assert err.value.retry_after == 60.0 and "11232" in str(err.value)
+    assert len(feishu.sent("ai-team")) == 5
+
+
+async def test_the_paced_limits_stay_under_the_documented_windows() -> None:
+    rate = FEISHU_LIMITS.for_kind(TargetKind.GROUP)
+    assert rate.burst + rate.per_second * 1 <= 5
+    assert rate.burst + rate.per_second * 60 <= 100
+
+
+@pytest.mark.parametrize("kind", ["server_error", "busy"])
+async def test_server_trouble_is_transient(feishu: FakeFeishu, kind: str) -> None:
+    feishu.fail_next("ai-team", kind)  # type: ignore[arg-type]
+    async with make_adapter(feishu) as adapter:
+        message = adapter.notice("hello")[0]
+        with pytest.raises(TransientError) as err:
+            await adapter.send(TARGET, message)
+        assert not isinstance(err.value, RateLimited | TargetGone)
+        await adapter.send(TARGET, message)  # the retry goes through
+    assert len(feishu.sent("ai-team")) == 1
+
+
+async def test_a_timeout_is_transient(feishu: FakeFeishu) -> None:
+    feishu.fail_next("ai-team", "slow", delay=1.0)
+    async with make_adapter(feishu, request_timeout_seconds=0.2) as adapter:
+        with pytest.raises(TransientError, match="no answer within"):
+            await adapter.send(TARGET, adapter.notice("hello")[0])
+
+
+async def test_a_removed_robot_or_unknown_name_is_target_gone(feishu: FakeFeishu) -> None:
+    feishu.remove_robot("ai-team")
+    async with make_adapter(feishu) as adapter:
+        with pytest.raises(TargetGone, match="removed"):
+            await adapter.send(TARGET, adapter.notice("hello")[0])
+        with pytest.raises(TargetGone, match="no webhook is configured for target 'other'"):
+            await adapter.send(Target("feishu", "other", TargetKind.GROUP), adapter.notice("x")[0])
+
+
+async def test_a_malformed_payload_is_rejected(feishu: FakeFeishu) -> None:
+    async with make_adapter(feishu) as adapter:
+        with pytest.raises(Rejected, match="9499"):
+            await adapter.send(TARGET, Message({"msg_type": "post", "content": {"post": 1}}))
+
+
+async def test_a_long_issue_is_never_refused_for_size() -> None:
+    from digest_core.models import Issue, Item
+
+    paragraph = "很长的段落，" * 1500 + "结束。"
+    item = Item(title="长", paragraphs=(paragraph,) * 3, links=("https://example.org/a",))
+    issue = Issue(date=NOW.date(), headline=item, briefs=(item, item))
+    async with FakeFeishu(clock=NOW.timestamp, rate_limits=False) as fake:
+        fake.add_robot("ai-team", TOKEN, SECRET)
+        async with make_adapter(fake) as adapter:
+            messages = adapter.render(issue)
+            for m in messages:
+                await adapter.send(TARGET, m)
+        assert len(fake.sent("ai-team")) == len(messages) > 2
+        assert max(len(encode_body(b)) for b in fake.sent("ai-team")) <= FakeFeishu.BODY_LIMIT
+
+
+async def test_alerts_go_to_the_alert_target_or_the_log(
+    feishu: FakeFeishu, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with make_adapter(feishu, alert_target="ai-team") as adapter:
+        await adapter.alert_admins("no issue file for today")
+    assert "no issue file for today" in adapter.preview(Message(feishu.sent("ai-team")[0]))
+    async with make_adapter(feishu) as adapter:
+        await adapter.alert_admins("logged only")
+    assert len(feishu.sent("ai-team")) == 1
+
+
+async def test_no_secret_reaches_the_log(
+    feishu: FakeFeishu, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    async with make_adapter(feishu, secret="wrong-secret") as adapter:
+        await adapter.alert_admins("x")  # fails (bad signature) and is logged
+        with pytest.raises(TargetGone):
+            await adapter.send(TARGET, adapter.notice("y")[0])
+    assert caplog.records
+    for record in caplog.records:
+        assert TOKEN not in record.getMessage() and "wrong-secret" not in record.getMessage()
