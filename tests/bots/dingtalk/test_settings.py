@@ -71,7 +71,7 @@ def test_an_unreadable_or_bad_secrets_file_is_one_clear_line(tmp_path: Path) -> 
 
 @pytest.mark.parametrize("name", ["", "https://open.feishu.cn/x", "a b", "x" * 65])
 def test_a_target_must_be_a_name_not_an_address(name: str) -> None:
-    with pytest.raises(ConfigError, match="feishu.targets"):
+    with pytest.raises(ConfigError, match=r"feishu\.targets"):
         FeishuSettings.load({"targets": [name]})
 
 
@@ -85,5 +85,5 @@ def test_a_webhook_that_is_not_the_platforms_is_refused_without_echoing_it() -> 
 
 
 def test_unknown_keys_are_named() -> None:
-    with pytest.raises(ConfigError, match="dingtalk.chanels: unknown key"):
+    with pytest.raises(ConfigError, match=r"dingtalk\.chanels: unknown key"):
         DingTalkSettings.load({"chanels": ["x"]})
