@@ -7,6 +7,8 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
+from hypothesis import HealthCheck, settings
+
 from bots.feishu import render as feishu_render
 from bots.workchat.markdown import visible
 from bots.workchat.mdrender import LONG_SOURCE_LABEL, PARAGRAPH
@@ -21,6 +23,9 @@ GOLDEN = ROOT / "tests" / "golden"
 GOLDEN_DATE = dt.date(2026, 11, 30)
 #: a fixed "now" shared by an adapter's clock and a double's clock
 NOW = dt.datetime(2026, 11, 30, 0, 5, tzinfo=dt.UTC)
+
+#: the property tests' budget: three renderers share the suite's time
+SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 #: What the work-chat renderers add around issue text, as a reader sees it (no whitespace).
 DECORATION = (

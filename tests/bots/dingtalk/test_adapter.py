@@ -108,8 +108,8 @@ async def test_server_trouble_is_transient(dingtalk: FakeDingTalk, kind: str) ->
 
 
 async def test_a_timeout_is_transient(dingtalk: FakeDingTalk) -> None:
-    dingtalk.fail_next("ai-team", "slow", delay=1.0)
-    async with make_adapter(dingtalk, request_timeout_seconds=0.2) as adapter:
+    dingtalk.fail_next("ai-team", "slow", delay=0.4)
+    async with make_adapter(dingtalk, request_timeout_seconds=0.1) as adapter:
         with pytest.raises(TransientError, match="no answer within"):
             await adapter.send(TARGET, adapter.notice("hello")[0])
 

@@ -14,12 +14,13 @@ from digest_core.rendering import Part
 from tests.bots.workchat_helpers import (
     DECORATION,
     GOLDEN,
+    SETTINGS,
     feishu_stream,
     load_golden_issue,
 )
 from tests.fakes.feishu_api import FakeFeishu
 from tests.rendering.test_discord import assert_covers, assert_golden, issue_pieces
-from tests.rendering.test_discord_properties import SETTINGS, issues, lines, parts
+from tests.rendering.test_discord_properties import issues, lines, parts
 
 
 def test_golden_issue() -> None:

@@ -88,8 +88,8 @@ async def test_server_trouble_is_transient(wecom: FakeWeCom, kind: str) -> None:
 
 
 async def test_a_timeout_is_transient(wecom: FakeWeCom) -> None:
-    wecom.fail_next("ai-team", "slow", delay=1.0)
-    async with make_adapter(wecom, request_timeout_seconds=0.2) as adapter:
+    wecom.fail_next("ai-team", "slow", delay=0.4)
+    async with make_adapter(wecom, request_timeout_seconds=0.1) as adapter:
         with pytest.raises(TransientError, match="no answer within"):
             await adapter.send(TARGET, adapter.notice("hello")[0])
 

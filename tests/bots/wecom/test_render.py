@@ -12,10 +12,16 @@ from bots.wecom import render as wr
 from bots.workchat.markdown import escape, live_markup, safe_url, unescape, visible
 from digest_core.models import MAX_URL_CHARS, Issue, Item
 from digest_core.rendering import Part
-from tests.bots.workchat_helpers import DECORATION, GOLDEN, load_golden_issue, markdown_stream
+from tests.bots.workchat_helpers import (
+    DECORATION,
+    GOLDEN,
+    SETTINGS,
+    load_golden_issue,
+    markdown_stream,
+)
 from tests.fakes.wecom_api import FakeWeCom
 from tests.rendering.test_discord import assert_covers, assert_golden, issue_pieces
-from tests.rendering.test_discord_properties import FRAGMENTS, SETTINGS, issues, lines, parts
+from tests.rendering.test_discord_properties import FRAGMENTS, issues, lines, parts
 
 
 def texts(messages: list) -> list[str]:  # type: ignore[type-arg]
