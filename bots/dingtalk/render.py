@@ -100,7 +100,12 @@ def live(payload: dict[str, Any]) -> list[str]:
 
 
 def _title(text: str) -> str:
-    return text[:TITLE_LIMIT].replace("@", "@" + ZWSP)[:TITLE_LIMIT]
+    """``text`` with every "@" defused, cut to TITLE_LIMIT characters (never between an "@"
+    and its zero-width space)."""
+    raw = text[:TITLE_LIMIT]
+    while len(raw.replace("@", "@" + ZWSP)) > TITLE_LIMIT:
+        raw = raw[:-1]
+    return raw.replace("@", "@" + ZWSP)
 
 
 def _payload(title: str, text: str) -> dict[str, Any]:

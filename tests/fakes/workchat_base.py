@@ -25,7 +25,7 @@ from aiohttp import web
 log = logging.getLogger(__name__)
 
 Json = dict[str, Any]
-FaultKind = Literal["server_error", "busy", "slow", "rate_limited", "gone"]
+FaultKind = Literal["server_error", "busy", "slow", "rate_limited", "gone", "http_429"]
 _BAD_GATEWAY = "<html><head><title>502 Bad Gateway</title></head><body>nginx</body></html>"
 
 
@@ -159,7 +159,7 @@ class FakeWebhookService:
         """The next ``count`` requests to robot ``name`` fail as ``kind``: ``server_error``
         (HTTP 502 from the gateway), ``busy`` (the platform's busy code), ``slow`` (answer
         after ``delay`` seconds, then normally), ``rate_limited`` (the frequency code),
-        ``gone`` (the invalid-token code)."""
+        ``gone`` (the invalid-token code), ``http_429`` (HTTP 429 with a reset header of 7 s)."""
         self._faults.setdefault(self.robot(name).token, []).append(_Fault(kind, count, delay))
 
     def sent(self, name: str) -> list[Json]:
@@ -235,6 +235,15 @@ class FakeWebhookService:
             return None
         if fault.kind == "server_error":
             return web.Response(status=502, text=_BAD_GATEWAY, content_type="text/html")
+        if fault.kind == "http_429":
+            # the gateway's answer (Feishu's OpenAPI gateway documents this form:
+            # https://open.feishu.cn/document/server-docs/api-call-guide/frequency-control)
+            self.answers.append((robot.name, 429))
+            return web.json_response(
+                {"code": 99991400, "msg": "request trigger frequency limit"},
+                status=429,
+                headers={"x-ogw-ratelimit-limit": "100", "x-ogw-ratelimit-reset": "7"},
+            )
         key = {"busy": "busy", "rate_limited": "rate", "gone": "unknown"}[fault.kind]
         code, msg = self.codes()[key]
         self.answers.append((robot.name, code))

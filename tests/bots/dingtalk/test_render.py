@@ -101,3 +101,11 @@ def test_escape_round_trips_and_leaves_no_markup(text: str) -> None:
 def test_safe_urls_cannot_close_a_link(url: str) -> None:
     safe = safe_url(url)
     assert not set(safe) & set("()<>[] @\\")
+
+
+@pytest.mark.parametrize("masthead", ["@" * 70, "a" * 63 + "@all", "日报@所有人"])
+def test_the_title_is_defused_and_within_64(masthead: str) -> None:
+    issue = Issue(date=load_golden_issue().date, masthead=masthead, headline=Item(
+        title="t", paragraphs=("p",)))  # fmt: skip
+    for m in dr.render(issue):
+        assert dr.check_message(m.payload) == []

@@ -167,3 +167,27 @@ async def test_no_secret_reaches_the_log(
     assert caplog.records
     for record in caplog.records:
         assert TOKEN not in record.getMessage() and "wrong-secret" not in record.getMessage()
+
+
+async def test_an_http_429_waits_as_the_gateway_says(feishu: FakeFeishu) -> None:
+    feishu.fail_next("ai-team", "http_429")
+    async with make_adapter(feishu) as adapter:
+        with pytest.raises(RateLimited) as err:
+            await adapter.send(TARGET, adapter.notice("hello")[0])
+    assert err.value.retry_after == 7.0
+
+
+async def test_the_message_id_is_stable_per_part(feishu: FakeFeishu) -> None:
+    import dataclasses
+
+    from digest_core.platform import PartKey
+
+    key = PartKey(NOW.date(), "abc123", 1, TARGET, 0)
+    async with make_adapter(feishu) as adapter:
+        message = adapter.notice("hello")[0]
+        first = await adapter.send(TARGET, message, key=key)
+        again = await adapter.send(TARGET, message, key=key)  # a resend after a crash
+        other = await adapter.send(TARGET, message, key=dataclasses.replace(key, part=1))
+        oneoff = await adapter.send(TARGET, message)
+    assert first == again == "feishu:ai-team:2026-11-30:abc123:1:0"
+    assert other != first and oneoff.startswith("feishu:ai-team:oneoff:")
