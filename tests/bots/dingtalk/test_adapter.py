@@ -128,7 +128,7 @@ async def test_a_malformed_payload_is_rejected(dingtalk: FakeDingTalk) -> None:
 
 
 async def test_a_long_issue_is_never_refused_for_size() -> None:
-    paragraph = "很长的段落，" * 1500 + "结束。"
+    paragraph = "很长的段落，" * 1300 + "结束。"
     item = Item(title="长", paragraphs=(paragraph,) * 2, links=("https://example.org/a",))
     issue = Issue(date=NOW.date(), headline=item, briefs=(item,))
     async with FakeDingTalk(clock=NOW.timestamp, rate_limits=False) as fake:

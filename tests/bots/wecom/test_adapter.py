@@ -102,7 +102,7 @@ async def test_an_oversize_payload_is_rejected_by_the_platform(wecom: FakeWeCom)
 
 
 async def test_a_long_issue_is_never_refused_for_size() -> None:
-    paragraph = "很长的段落，" * 1500 + "结束。"
+    paragraph = "很长的段落，" * 1300 + "结束。"
     item = Item(title="长", paragraphs=(paragraph,), links=("https://example.org/a",))
     issue = Issue(date=NOW.date(), headline=item, briefs=(item,))
     async with FakeWeCom(clock=NOW.timestamp, rate_limits=False) as fake:
