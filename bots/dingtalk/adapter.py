@@ -48,11 +48,15 @@ DINGTALK_ERRORS: dict[int, ErrorRule] = {
     # -1 "系统繁忙" (DingTalk's global codes, https://open.dingtalk.com/document/orgapp/
     # server-api-error-codes-1)
     -1: ErrorRule(Outcome.TRANSIENT, "DingTalk is busy"),
-    # NOT verified against DingTalk's pages (as developers report them):
-    # 300001 "token is not exist"; 400101 access_token不存在; 400102 机器人已停用;
+    # 300001 "token is not exist" (real answers quoted in public code); not on DingTalk's pages
+    # NOT verified (as developers report them): 300005 "token is not exist" and 660026
+    # (rate limited) from the newer gateway; 400101 access_token不存在; 400102 机器人已停用;
     # 400106 机器人不存在; 400013 群已被解散
     300001: ErrorRule(Outcome.GONE, "the access token is unknown: the robot was removed or "
                       "the webhook address is wrong"),
+    300005: ErrorRule(Outcome.GONE, "the access token is unknown: the robot was removed or "
+                      "the webhook address is wrong"),
+    660026: ErrorRule(Outcome.RATE_LIMITED, "sending too fast", retry_after=PENALTY_SECONDS),
     400101: ErrorRule(Outcome.GONE, "the access token is unknown"),
     400102: ErrorRule(Outcome.GONE, "the robot is disabled"),
     400106: ErrorRule(Outcome.GONE, "the robot does not exist"),

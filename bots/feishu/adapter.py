@@ -47,19 +47,21 @@ FEISHU_ERRORS: dict[int, ErrorRule] = {
         "the signature was refused: the signing secret for this target is wrong or no longer "
         "set on the robot (or this machine's clock is off by over an hour)",
     ),
-    # The following are as we remember Feishu's answers; NOT verified against its pages:
+    # Not on Feishu's pages, but the same in many public reports of real answers (HTTP 200):
     # 19001 "param invalid: incoming webhook access token invalid" (robot removed, bad URL)
     19001: ErrorRule(Outcome.GONE, "the webhook token is invalid: the robot was removed or "
                      "the webhook address is wrong"),
-    # 19022 "Ip Not Allowed" (IP whitelist), 19024 "Key Words Not Found" (keyword check)
-    19022: ErrorRule(Outcome.GONE, "this machine's IP is not on the robot's IP whitelist"),
+    # 19024 "Key Words Not Found" (the keyword check is on)
     19024: ErrorRule(Outcome.GONE, "the robot requires a keyword our posts do not contain; "
                      "use signing instead of keywords"),
+    # 9499 "Bad Request" (GUIDE's example of a malformed body; also "fail to parse content")
+    9499: ErrorRule(Outcome.REJECTED, "the message was refused as malformed"),
+    # NOT verified (as remembered): 19022 "Ip Not Allowed"; 19002 "param invalid: msg_type";
     # 2200 "Internal Error", reported near the rate limit (github.com/openclaw/openclaw/
     # issues/70879)
+    19022: ErrorRule(Outcome.GONE, "this machine's IP is not on the robot's IP whitelist"),
+    19002: ErrorRule(Outcome.REJECTED, "a parameter of the message is invalid"),
     2200: ErrorRule(Outcome.TRANSIENT, "Feishu had an internal error"),
-    # 9499 "Bad Request": the body is not a valid message (also, in our double, over 20 KB)
-    9499: ErrorRule(Outcome.REJECTED, "the message was refused as malformed"),
 }  # fmt: skip
 
 

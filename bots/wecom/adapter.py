@@ -41,11 +41,12 @@ WECOM_ERRORS: dict[int, ErrorRule] = {
                      "the group or the key is wrong"),
     # -1 "系统繁忙" (global codes)
     -1: ErrorRule(Outcome.TRANSIENT, "WeCom is busy"),
-    # NOT verified against WeCom's pages: 40008 invalid message type; 44004 empty content;
-    # 40058 "markdown.content exceed max length 4096" (a bad parameter)
+    # 40058 "markdown.content exceed max length 4096. Invalid input invalid Request
+    # Parameter" (real answers quoted in public code; not on WeCom's pages)
+    # NOT verified (as remembered): 40008 invalid message type; 44004 empty content
     40008: ErrorRule(Outcome.REJECTED, "invalid message type"),
     44004: ErrorRule(Outcome.REJECTED, "empty content"),
-    40058: ErrorRule(Outcome.REJECTED, "a parameter is invalid (content over 4096 bytes?)"),
+    40058: ErrorRule(Outcome.REJECTED, "a parameter is invalid (e.g. content over 4096 bytes)"),
 }  # fmt: skip
 
 

@@ -4,8 +4,9 @@ As https://open.feishu.cn/document/client-docs/bot-v3/add-custom-bot describes: 
 ``/open-apis/bot/v2/hook/<token>``; with signing, ``timestamp`` (seconds, within an hour) and
 ``sign`` = base64(HMAC-SHA256(key = timestamp + "\\n" + secret, message = "")) in the body,
 else code 19021; bodies over 20 KB refused; 100 per minute and 5 per second per robot, else
-code 11232. Codes not documented on that page (19001 for an unknown token, 9499 for a bad
-request or an oversize body) are as developers report them.
+code 11232. 9499 "Bad Request" answers a malformed body (the guide's example) and 19001 an
+unknown token (public reports of real answers); that an oversize body also gets 9499 is our
+assumption (not verified).
 """
 
 from __future__ import annotations

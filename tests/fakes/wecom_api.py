@@ -4,8 +4,8 @@ As https://developer.work.weixin.qq.com/document/path/91770 describes: POST
 ``/cgi-bin/webhook/send?key=<key>``, no signature; ``markdown.content`` at most 4096 bytes of
 UTF-8; at most 20 messages a minute per robot, else errcode 45009 "api freq out of limit"; an
 unknown key gets errcode 93000 "invalid webhook url". ``<@userid>`` in markdown mentions a
-member. The codes for an oversize (40058), empty (44004) or unknown-type (40008) message are
-as developers report them (not verified).
+member. An oversize message gets 40058 as real answers quoted in public code show; the codes
+for an empty (44004) or unknown-type (40008) message are not verified.
 """
 
 from __future__ import annotations
@@ -62,7 +62,11 @@ class FakeWeCom(FakeWebhookService):
                 raise Refused(44004, "empty content")
             limit = CONTENT_LIMIT if msgtype == "markdown" else TEXT_LIMIT
             if len(content.encode()) > limit:
-                raise Refused(40058, f"{msgtype}.content exceed max length {limit}")
+                raise Refused(
+                    40058,
+                    f"{msgtype}.content exceed max length {limit}. Invalid input invalid "
+                    "Request Parameter, hint: [fake]",
+                )
 
     def pings(self, body: Json) -> list[str]:
         msgtype = body.get("msgtype")
