@@ -8,7 +8,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, ClassVar, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from pydantic import SecretStr
 
@@ -18,6 +18,9 @@ from digest_core.clock import Clock
 from digest_core.errors import Rejected, TargetGone
 from digest_core.platform import PartKey, PlatformLimits, Target, TargetKind
 from digest_core.rendering import Flavor, Message, Part, RenderOptions
+
+if TYPE_CHECKING:
+    from digest_core.service import Adapter
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +55,7 @@ class WebhookAdapter(ABC):
     """
 
     #: the platform's name in the ledger and config, e.g. "feishu"
-    name: ClassVar[str]
+    name: str
     #: a placeholder until the registry renders through ``renderer`` (see the class doc)
     flavor = Flavor.PLAIN
     #: the documented sending limits (set by each platform)
@@ -208,3 +211,10 @@ class WebhookAdapter(ABC):
         tb: TracebackType | None,
     ) -> None:
         await self.stop()
+
+
+if TYPE_CHECKING:
+
+    def _is_an_adapter(adapter: WebhookAdapter) -> Adapter:
+        """mypy checks here that a webhook adapter is what the runtime runs."""
+        return adapter
