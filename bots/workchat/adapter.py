@@ -69,8 +69,13 @@ class WebhookAdapter(ABC):
         *,
         clock: Clock,
         limits: PlatformLimits | None = None,
+        time_scale: float = 1.0,
     ) -> None:
         """Resolve the webhooks and secrets now, so a missing one fails at start.
+
+        ``limits`` overrides the pacing model and ``time_scale`` divides the documented waits
+        after a frequency code, for tests and benchmarks against a double whose windows run
+        ``time_scale`` times faster.
 
         Raises:
             ConfigError: a target has no webhook, or a secrets file is unreadable.
@@ -79,6 +84,9 @@ class WebhookAdapter(ABC):
         self.clock = clock
         if limits is not None:
             self.limits = limits
+        if time_scale <= 0:
+            raise ValueError("time_scale must be positive")
+        self.time_scale = time_scale
         self.post_options = RenderOptions()
         self._webhooks = {k: self.parse_webhook(v) for k, v in settings.resolved_webhooks().items()}
         self._secrets = settings.resolved_secrets()
@@ -156,7 +164,9 @@ class WebhookAdapter(ABC):
         status, answer = await self._transport.post(request.url, request.body, target=name)
         code, text = self.answer_code(answer)
         if code != 0:
-            raise translate(code, text, self.errors, platform=self.name, target=name)
+            raise translate(
+                code, text, self.errors, platform=self.name, target=name, scale=self.time_scale
+            )
         if status >= 400:
             raise Rejected(f"HTTP {status} with {text[:200]!r}", platform=self.name, target=name)
         return self.message_id(name, message, key)

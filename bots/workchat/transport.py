@@ -60,11 +60,13 @@ def translate(
     *,
     platform: str,
     target: str,
+    scale: float = 1.0,
 ) -> DeliveryError:
     """The error for a non-zero ``code`` answered by ``platform`` for ``target`` (a name).
 
     Codes not in ``table`` are :class:`Rejected` (the platform refused, and we do not know
-    that retrying helps). ``message`` is the platform's text, quoted for diagnosis.
+    that retrying helps). ``message`` is the platform's text, quoted for diagnosis. ``scale``
+    divides the rule's wait (a time-compressed double).
     """
     rule = table.get(code)
     quoted = f"{code} {message[:QUOTE_CHARS]!r}"
@@ -73,7 +75,7 @@ def translate(
     detail = f"{rule.meaning} ({quoted})"
     if rule.outcome is Outcome.RATE_LIMITED:
         wait = rule.retry_after if rule.retry_after is not None else DEFAULT_RETRY_AFTER
-        return RateLimited(detail, retry_after=wait, platform=platform, target=target)
+        return RateLimited(detail, retry_after=wait / scale, platform=platform, target=target)
     if rule.outcome is Outcome.GONE:
         return TargetGone(detail, platform=platform, target=target)
     if rule.outcome is Outcome.TRANSIENT:

@@ -162,6 +162,10 @@ class FakeWebhookService:
         ``gone`` (the invalid-token code), ``http_429`` (HTTP 429 with a reset header of 7 s)."""
         self._faults.setdefault(self.robot(name).token, []).append(_Fault(kind, count, delay))
 
+    def clear_faults(self) -> None:
+        """Forget every fault not yet applied."""
+        self._faults.clear()
+
     def sent(self, name: str) -> list[Json]:
         return list(self.robot(name).sent)
 
