@@ -89,6 +89,7 @@ class FakeWebhookService:
         clock: Callable[[], float] = time.time,
         scale: float = 1.0,
         rate_limits: bool = True,
+        latency: float = 0.0,
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
@@ -97,6 +98,9 @@ class FakeWebhookService:
         self.clock = clock
         self.scale = scale
         self.rate_limits = rate_limits
+        #: seconds every accepted send waits, *after* it is posted, before its answer: a
+        #: client killed meanwhile never learns that its message arrived
+        self.latency = latency
         self.host = host
         self.port = port
         self.robots: dict[str, Robot] = {}
@@ -224,6 +228,8 @@ class FakeWebhookService:
         robot.sent.append(body)
         robot.pings.extend(self.pings(body))
         self.answers.append((name, 0))
+        if self.latency:
+            await asyncio.sleep(self.latency)
         return web.json_response(self.answer(0, "ok"))
 
     async def _apply_fault(self, robot: Robot) -> web.Response | None:
