@@ -5,25 +5,28 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
+import importlib.util
 import json
 import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bots.network import network_reason
 from digest_core import archive_files
 from digest_core.archive import Archive
-from digest_core.delivery import PartOutcome, PartState
 from digest_core.errors import ConfigError, DigestError, IssueFormatError
 from digest_core.loading import date_from_name, load_issue
 from digest_core.models import Issue
 from digest_core.platform import Target, TargetKind
 from digest_core.rendering import Flavor, Part, RenderOptions, preview, render
-from digest_core.service import describe_report
 from digest_core.settings import Settings, load_settings
+
+if TYPE_CHECKING:  # the delivery side is imported by the commands that deliver, so that
+    # validate, preview and archive start quickly
+    from digest_core.delivery import PartOutcome
 
 log = logging.getLogger(__name__)
 
@@ -344,6 +347,7 @@ def cmd_post(args: argparse.Namespace, settings: Settings) -> int:
 
 async def _post(args: argparse.Namespace, settings: Settings) -> int:
     from bots.runtime import open_service
+    from digest_core.service import describe_report
 
     async with open_service(settings, only=args.platform) as service:
         day = args.date or service.poster.today()
@@ -380,6 +384,8 @@ class _Progress:
         self.unknown = 0
 
     def update(self, outcome: PartOutcome) -> None:
+        from digest_core.delivery import PartState
+
         self.done += 1
         if outcome.state is PartState.UNKNOWN:
             self.unknown += 1  # it may have arrived: not "not sent"
@@ -428,11 +434,9 @@ async def _status(settings: Settings) -> int:
 
 #: ``register(subparsers, common_parent)`` functions of platform-specific commands
 _EXTRA_COMMANDS: list[Callable[[Any, argparse.ArgumentParser], None]] = []
-try:
-    from bots.discord.cli import register as _register_discord
-except ImportError:  # discord.py not installed: no `digest-bot discord ...`
-    pass
-else:
+if importlib.util.find_spec("discord") is not None:  # else no `digest-bot discord ...`
+    from bots.discord.arguments import register as _register_discord
+
     _EXTRA_COMMANDS.append(_register_discord)
 
 

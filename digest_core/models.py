@@ -55,9 +55,7 @@ QUESTION_MARKER = "带着一个问题读："
 #: in C libraries), and the bidi embeddings, overrides and isolates that reorder what a reader
 #: or a terminal shows (U+202A-U+202E, U+2066-U+2069); and lone surrogates (U+D800-U+DFFF,
 #: which JSON's ``\\ud800`` escapes can produce), which no platform can encode.
-_FORBIDDEN = re.compile(
-    "[\x00-\x08\x0a-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
-)
+_FORBIDDEN = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 #: Names of the characters people meet most, for messages.
 _CHAR_NAMES = {
     "\x00": "NUL",

@@ -36,8 +36,6 @@ from pydantic_settings import (
     SettingsConfigDict,
     SettingsError,
 )
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
 from digest_core.errors import ConfigError
 
@@ -232,6 +230,11 @@ class DiscordSettings(_PlatformSettings):
         return v.rstrip("/")
 
 
+#: A database_url of the bundled kind, accepted without loading SQLAlchemy's URL parser: an
+#: aiosqlite file path (or memory) with no host part.
+_SQLITE_ASYNC = re.compile(r"sqlite\+aiosqlite:///[^?#]*(\?[^#]*)?\Z")
+
+
 class Settings(BaseSettings):
     """Every setting of digest-bot; see config/digest-bot.example.toml for each key."""
 
@@ -272,6 +275,11 @@ class Settings(BaseSettings):
     @field_validator("database_url")
     @classmethod
     def _check_db(cls, v: str) -> str:
+        if _SQLITE_ASYNC.match(v):
+            return v  # the default kind: no need to import SQLAlchemy for every CLI command
+        from sqlalchemy.engine import make_url
+        from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
         example = "e.g. sqlite+aiosqlite:///var/digest-bot.db or postgresql+asyncpg://user@host/db"
         try:
             url = make_url(v)

@@ -7,7 +7,6 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
-from typing import Any
 
 import discord
 
@@ -26,36 +25,6 @@ BOT_PERMISSIONS = discord.Permissions(
 )
 #: OAuth2 scopes of the invite: the bot user, and its slash commands.
 INVITE_SCOPES = ("bot", "applications.commands")
-
-
-def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
-    """Add ``discord sync [--guild ID]`` and ``discord invite [--client-id ID]``."""
-    p = subparsers.add_parser("discord", parents=[common], help="Discord set-up: sync, invite")
-    sub = p.add_subparsers(title="discord commands", metavar="ACTION", required=True)
-
-    s = sub.add_parser(
-        "sync",
-        parents=[common],
-        help="register the slash commands with Discord (after install or upgrade), then exit",
-    )
-    s.add_argument(
-        "--guild",
-        type=int,
-        metavar="ID",
-        help="only in this server: instant, for testing (global commands can take a while)",
-    )
-    s.set_defaults(handler=cmd_sync)
-
-    i = sub.add_parser(
-        "invite", parents=[common], help="print the link that adds the bot to a server"
-    )
-    i.add_argument(
-        "--client-id",
-        type=int,
-        metavar="ID",
-        help="the application id (default: ask Discord with the configured token)",
-    )
-    i.set_defaults(handler=cmd_invite)
 
 
 def invite_url(client_id: int) -> str:
