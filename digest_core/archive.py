@@ -11,6 +11,7 @@ import math
 import os
 import threading
 import time
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -382,12 +383,14 @@ class Archive:
         with self._lock:
             dates, used = self._dates, self._used
         order = reversed(dates) if candidates is None else sorted(candidates, reverse=True)
+        # e.g. Chinese: compare the raw bytes of a file, no decoding (see _may_contain)
+        raw_needle = needle.encode("utf-8") if _caseless(needle) else None
         hits: builtins.list[SearchHit] = []
         for date in order:
             entry = used.get(date)
             if entry is None:
                 continue
-            if candidates is None and not self._may_contain(entry, needle):
+            if candidates is None and not self._may_contain(entry, needle, raw_needle):
                 continue
             issue = self._issue(entry)[0]
             if issue is not None:
@@ -446,7 +449,7 @@ class Archive:
                 time.perf_counter() - started,
             )
 
-    def _may_contain(self, entry: FileEntry, needle: str) -> bool:
+    def _may_contain(self, entry: FileEntry, needle: str, raw_needle: bytes | None) -> bool:
         """Without an index: False only when the file surely does not contain ``needle``.
 
         A published text file holds every piece of its issue verbatim, so a raw substring test
@@ -456,13 +459,15 @@ class Archive:
         with self._lock:
             if self._current(entry) or entry.date in self._last_good:
                 return True
-        if entry.path.suffix != ".txt":
-            return True
+        if entry.path.suffix != ".txt" or any(c.isspace() for c in needle):
+            return True  # escapes, or a space the loader may have made from a tab
         try:
             with entry.path.open("rb") as file:
                 raw = file.read(MAX_ISSUE_BYTES + 1)
         except OSError:
             return True  # loading reports it
+        if raw_needle is not None:
+            return raw_needle in raw
         return needle in raw.decode("utf-8", errors="replace").casefold()
 
     # ------------------------------------------------------------ loading
@@ -604,4 +609,13 @@ def _bilingual(zh: str, en: str, before: dt.date | None, after: dt.date | None) 
         return f"{zh}；最近的是 {near[0]}。\n{en}; the nearest is {near[0]}."
     return (
         f"{zh}；最近的是 {near[0]} 和 {near[1]}。\n{en}; the nearest are {near[0]} and {near[1]}."
+    )
+
+
+def _caseless(needle: str) -> bool:
+    """True when casefolding a text can neither make nor break a match of ``needle``: it holds
+    no cased letter and no combining mark (what casefolding produces besides cased letters,
+    e.g. U+0307 from "İ"), as Chinese, digits and punctuation are."""
+    return all(
+        c.upper() == c.lower() and not unicodedata.category(c).startswith("M") for c in needle
     )
