@@ -507,6 +507,14 @@ def test_indexed_search_and_a_scan_find_the_same(root: Path, word: str) -> None:
     assert indexed.search(word, limit=50) == scanned.search(word, limit=50)
 
 
+def test_a_scan_finds_what_the_loader_made_of_a_tab(tmp_path: Path) -> None:
+    # the raw-bytes shortcut of a scan must not miss a space that was a tab in the file
+    copy_as(D4, tmp_path, **{"推理服务：批处理越大": "斑马\t鱼：批处理越大"})
+    for archive in (Archive(tmp_path), Archive(tmp_path, index=False)):
+        assert [h.date for h in archive.search("斑马 鱼")] == [D4]
+        assert archive.search("斑马鱼") == []
+
+
 def test_no_false_positives_from_character_pairs(tmp_path: Path) -> None:
     # the issue holds both pairs of 甲乙丙 (甲乙, 乙丙), never the three together
     copy_as(D4, tmp_path, **{"推理服务：批处理越大": "甲乙 与 乙丙：批处理越大"})
