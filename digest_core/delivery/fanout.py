@@ -8,7 +8,7 @@ import functools
 import heapq
 import logging
 import random
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from digest_core.clock import Clock
@@ -481,34 +481,36 @@ class _Fanout:
     async def _fail(self, run: _Run, row: PlannedPart, exc: Exception, *, note: str = "") -> None:
         error = f"{type(exc).__name__}: {exc}{note}"
         log.warning("%s part %d failed: %s", run.target, row.part, error)
-        later = run.parts[run.pos + 1 :]
-        skip = f"skipped: part {row.part} failed"
-        await asyncio.gather(
-            self._ledger.mark_failed(row.id, error),
-            *(self._ledger.skip(p.id, skip) for p in later),
-        )
+        await self._end(run, row, error, PartState.FAILED, self._ledger.mark_failed, "failed")
         run.report.failed += 1
-        run.report.skipped += len(later)
-        run.report.errors.append(f"part {row.part}: {error}")
-        self._tell(run.target, row.part, PartState.FAILED, error=error)
-        for p in later:
-            self._tell(run.target, p.part, PartState.FAILED, error=skip)
 
     async def _give_up_unknown(self, run: _Run, row: PlannedPart, exc: Exception) -> None:
         """Retries ran out on a part that may have arrived: it stays UNKNOWN (never "not
         sent"), its later parts are skipped, and the next delivery sends it again."""
         error = f"{type(exc).__name__}: {exc} (after {run.attempts} attempts; outcome unknown)"
         log.warning("%s part %d: %s", run.target, row.part, error)
-        later = run.parts[run.pos + 1 :]
-        skip = f"skipped: part {row.part} outcome unknown"
-        await asyncio.gather(
-            self._ledger.mark_unknown(row.id, error),
-            *(self._ledger.skip(p.id, skip) for p in later),
+        await self._end(
+            run, row, error, PartState.UNKNOWN, self._ledger.mark_unknown, "outcome unknown"
         )
         run.report.unknown += 1
+
+    async def _end(
+        self,
+        run: _Run,
+        row: PlannedPart,
+        error: str,
+        state: PartState,
+        mark: Callable[[int, str], Awaitable[None]],
+        why: str,
+    ) -> None:
+        """``row`` ends in ``state`` (recorded by ``mark``); the target's later parts are
+        skipped, since part k+1 is sent only after part k."""
+        later = run.parts[run.pos + 1 :]
+        skip = f"skipped: part {row.part} {why}"
+        await asyncio.gather(mark(row.id, error), *(self._ledger.skip(p.id, skip) for p in later))
         run.report.skipped += len(later)
         run.report.errors.append(f"part {row.part}: {error}")
-        self._tell(run.target, row.part, PartState.UNKNOWN, error=error)
+        self._tell(run.target, row.part, state, error=error)
         for p in later:
             self._tell(run.target, p.part, PartState.FAILED, error=skip)
 
