@@ -37,7 +37,7 @@ run: $(VENV)/.run-deps
 test: $(VENV)/.dev-deps
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	$(BIN)/python -m pytest $(ARGS)
+	$(BIN)/python -m pytest -n 2 $(ARGS)
 
 lint: $(VENV)/.dev-deps
 	$(BIN)/ruff check .
