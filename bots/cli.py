@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import datetime as dt
 import importlib.util
 import json
 import logging
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from bots.network import network_reason
 from digest_core import archive_files
@@ -31,6 +30,8 @@ if TYPE_CHECKING:  # the delivery side is imported by the commands that deliver,
 log = logging.getLogger(__name__)
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+_T = TypeVar("_T")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -319,6 +320,9 @@ def cmd_archive_list(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_archive_search(args: argparse.Namespace, settings: Settings) -> int:
     # one search in a fresh process: no index to build, the raw text narrows what is parsed
+    if not args.word.strip():
+        print("digest-bot: archive search: give a word to look for, e.g. 模型", file=sys.stderr)
+        return EXIT_USAGE
     archive = Archive(settings.archive_dir, index=False)
     hits = archive.search(args.word, limit=args.limit)
     for hit in hits:
@@ -337,12 +341,12 @@ def cmd_archive_search(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     from bots.runtime import run
 
-    asyncio.run(run(settings, only=args.only, new_ledger=args.new_ledger))
+    _run_async(run(settings, only=args.only, new_ledger=args.new_ledger))
     return EXIT_OK
 
 
 def cmd_post(args: argparse.Namespace, settings: Settings) -> int:
-    return asyncio.run(_post(args, settings))
+    return _run_async(_post(args, settings))
 
 
 async def _post(args: argparse.Namespace, settings: Settings) -> int:
@@ -406,7 +410,7 @@ def cmd_reactivate(args: argparse.Namespace, settings: Settings) -> int:
     if not platform or not target_id:
         print("digest-bot: give the target as PLATFORM:ID, e.g. telegram:-100123", file=sys.stderr)
         return EXIT_USAGE
-    return asyncio.run(_reactivate(settings, platform, target_id))
+    return _run_async(_reactivate(settings, platform, target_id))
 
 
 async def _reactivate(settings: Settings, platform: str, target_id: str) -> int:
@@ -421,7 +425,7 @@ async def _reactivate(settings: Settings, platform: str, target_id: str) -> int:
 
 
 def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
-    return asyncio.run(_status(settings))
+    return _run_async(_status(settings))
 
 
 async def _status(settings: Settings) -> int:
@@ -430,6 +434,12 @@ async def _status(settings: Settings) -> int:
     async with open_service(settings) as service:
         print(await service.status())
     return EXIT_OK
+
+
+def _run_async(coro: Coroutine[Any, Any, _T]) -> _T:
+    import asyncio  # only the commands that run the bot pay for importing it
+
+    return asyncio.run(coro)
 
 
 #: ``register(subparsers, common_parent)`` functions of platform-specific commands

@@ -373,7 +373,7 @@ class Archive:
         Raises:
             ValueError: ``word`` is blank or ``limit`` is below 1.
         """
-        needle = word.strip().casefold()
+        needle = word.replace("\t", " ").strip().casefold()  # as the loader reads a tab
         if not needle:
             raise ValueError("search for a word, not a blank")
         if limit < 1:
@@ -459,13 +459,15 @@ class Archive:
         with self._lock:
             if self._current(entry) or entry.date in self._last_good:
                 return True
-        if entry.path.suffix != ".txt" or any(c.isspace() for c in needle):
-            return True  # escapes, or a space the loader may have made from a tab
+        if entry.path.suffix != ".txt" or any(c.isspace() and c != " " for c in needle):
+            return True  # escapes; a line break or an odd space is checked for real
         try:
             with entry.path.open("rb") as file:
                 raw = file.read(MAX_ISSUE_BYTES + 1)
         except OSError:
             return True  # loading reports it
+        if " " in needle:
+            raw = raw.replace(b"\t", b" ")  # the loader reads a tab as a space
         if raw_needle is not None:
             return raw_needle in raw
         return needle in raw.decode("utf-8", errors="replace").casefold()

@@ -153,6 +153,9 @@ def test_archive_list_and_search(workdir: Path) -> None:
     assert found.returncode == 0 and "2026-11-27" in found.stdout
     none = cli(workdir, "archive", "search", "绝对不会出现的词")
     assert none.returncode == 1
+    blank = cli(workdir, "archive", "search", "  ")  # a usage error, not a traceback
+    assert blank.returncode == 2 and "Traceback" not in blank.stderr
+    assert blank.stderr.strip() == "digest-bot: archive search: give a word to look for, e.g. 模型"
 
 
 def test_validate_a_folder_never_follows_a_link_out_of_it(workdir: Path) -> None:

@@ -513,6 +513,7 @@ def test_a_scan_finds_what_the_loader_made_of_a_tab(tmp_path: Path) -> None:
     for archive in (Archive(tmp_path), Archive(tmp_path, index=False)):
         assert [h.date for h in archive.search("斑马 鱼")] == [D4]
         assert archive.search("斑马鱼") == []
+        assert [h.date for h in archive.search("斑马\t鱼")] == [D4]  # a query's tab, too
 
 
 def test_no_false_positives_from_character_pairs(tmp_path: Path) -> None:
