@@ -117,7 +117,8 @@ def url_problem(value: str) -> str | None:
     A link is an absolute ``http://`` or ``https://`` URL (the scheme written in lower case,
     as the text format recognises link lines by it) that :func:`urllib.parse.urlsplit` reads
     with a host and a valid port, has no user info (``https://bank.example@evil.example/``
-    shows one host and opens another), and holds no whitespace, quotes (``"`` and `````),
+    shows one host and opens another), and holds no whitespace, quotes (``"``, ``'`` and
+    `````: an apostrophe in a path is written ``%27``),
     ``<``, ``>``, backslash or invisible character (controls, bidi and zero-width characters:
     anything :meth:`str.isprintable` refuses). It is at most :data:`MAX_URL_CHARS` long.
     The answer quotes at most 60 characters of the value, escaped.
@@ -130,9 +131,11 @@ def url_problem(value: str) -> str | None:
     shown = repr(shorten(value))
     if not value.startswith(URL_PREFIXES):
         return f"is not an http(s) URL (it must start with http:// or https://): {shown}"
-    bad = next((c for c in value if not c.isprintable() or c in ' "`<>\\'), None)
+    bad = next((c for c in value if not c.isprintable() or c in " \"'`<>\\"), None)
     if bad is not None:
         what = "a space" if bad.isspace() else f"the character {escape(bad)!r}"
+        if bad == "'":
+            what += " (write an apostrophe as %27)"
         return f"is not an http(s) URL: it holds {what}: {shown}"
     try:
         parts = urllib.parse.urlsplit(value)

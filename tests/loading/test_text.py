@@ -809,6 +809,12 @@ BAD_LINKS = [
         "https://exam\u200bple.org/",
         "it holds the character '\\\\u200b': 'https://exam\\\\u200bple.org/'",
     ),
+    (
+        "an apostrophe (an attribute breaks out with it)",
+        "https://example.org/a'onmouseover='x",
+        "it holds the character \"'\" (write an apostrophe as %27): "
+        "\"https://example.org/a'onmouseover='x\"",
+    ),
     ("no host", "https:///path", "it has no valid host: 'https:///path'"),
     ("bare scheme", "http://", "it has no valid host: 'http://'"),
     (
@@ -841,7 +847,7 @@ def test_a_bad_link_line_is_an_error_at_its_line(case: str, link: str, why: str)
     [
         "https://例子.测试/路径?q=一&lang=zh#节",
         "https://[2001:db8::1]:8443/x",
-        "https://en.wikipedia.org/wiki/Ohm's_law",
+        "https://en.wikipedia.org/wiki/Ohm%27s_law",
         "http://example.org/@everyone?u=@here",
         "https://example.org/a_(b)*c~|{}^",
         "https://sub-domain.example.org:8080/",
