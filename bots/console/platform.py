@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from bots.inflight import RESTARTING, InFlight
 from digest_core.commands import ADMIN, Request, parse_command_line
+from digest_core.models import escape
 from digest_core.platform import PartKey, PlatformLimits, Rate, Target, TargetKind
 from digest_core.rendering import Flavor, Message, RenderOptions, notice, preview
 
@@ -62,8 +63,8 @@ class ConsolePlatform:
 
     def write(self, text: str, *, header: str = "") -> None:
         if header:
-            self._out.write(header + "\n")
-        self._out.write(text.rstrip("\n") + "\n\n")
+            self._out.write(_terminal_safe(header) + "\n")
+        self._out.write(_terminal_safe(text.rstrip("\n")) + "\n\n")
         self._out.flush()
 
     # ------------------------------------------------------------ Adapter
@@ -124,7 +125,7 @@ class ConsolePlatform:
                 continue
             if reply is None:  # shutting down; the operator was told
                 continue
-            self._out.write(f"> {line.strip()}\n")
+            self._out.write(f"> {_terminal_safe(line.strip())}\n")
             for m in reply.messages:
                 self.write(preview(m, self.flavor))
         log.info("stdin closed; the bot keeps running (Ctrl-C to stop)")
@@ -156,3 +157,9 @@ async def read_lines(stream: TextIO | None = None) -> AsyncIterator[str]:
     threading.Thread(target=pump, name="console-stdin", daemon=True).start()
     while (line := await queue.get()) is not None:
         yield line
+
+
+def _terminal_safe(text: str) -> str:
+    """``text`` with every control character but the line break written as an escape
+    (``\\x1b``), so nothing typed or quoted can move the cursor or recolour the terminal."""
+    return "\n".join(escape(line) for line in text.split("\n"))

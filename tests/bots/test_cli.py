@@ -251,7 +251,7 @@ def test_run_console_answers_typed_commands_and_stops_on_sigterm(workdir: Path) 
             env=cli_env(),
         )
         assert proc.stdin is not None
-        proc.stdin.write("/brief 2\n/issue 2026-11-29\n/brief x\n")
+        proc.stdin.write("/brief 2\n/issue 2026-11-29\n/search \x1b[31mred\n/brief x\n")
         proc.stdin.close()  # non-interactive from here on: the bot keeps running
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and "/brief N" not in out_path.read_text():
@@ -264,6 +264,8 @@ def test_run_console_answers_typed_commands_and_stops_on_sigterm(workdir: Path) 
     assert "AI Tech Daily" in out  # the English issue of 2026-11-29
     assert "用法 / usage: /brief N" in out
     assert "stopping" in err
+    # a typed escape sequence is echoed and quoted as text, never reaching the terminal raw
+    assert "\x1b" not in out and "> /search \\x1b[31mred" in out
 
 
 # ---------------------------------------------------------------- issue #8: one line, exit 1
