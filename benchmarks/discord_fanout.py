@@ -107,9 +107,9 @@ async def post_once(args: argparse.Namespace, api_base: str, token: str) -> dict
     import datetime as dt
 
     from bots.discord import DiscordAdapter
+    from bots.registry import load_settings
     from bots.runtime import open_service
     from digest_core.delivery import PartOutcome, PartState
-    from digest_core.settings import load_settings
 
     with tempfile.TemporaryDirectory() as tmp:
         config = Path(tmp) / "digest-bot.toml"
@@ -171,7 +171,7 @@ def _limits(args: argparse.Namespace, *, paced: bool = True) -> Any:
     sped up by ``1 / scale``. With ``paced=False``, Discord's own limits: the ideal's basis."""
     from dataclasses import replace
 
-    from digest_core.delivery import DISCORD_LIMITS
+    from bots.discord.limits import DISCORD_LIMITS
     from digest_core.platform import Rate
 
     limits = DISCORD_LIMITS

@@ -41,8 +41,9 @@ from typing import TypeVar
 
 from sqlalchemy import update
 
+from bots.telegram.limits import TELEGRAM_LIMITS
 from digest_core.clock import SystemClock
-from digest_core.delivery import TELEGRAM_LIMITS, DeliveryEngine, Ledger, PartState
+from digest_core.delivery import DeliveryEngine, Ledger, PartState
 from digest_core.delivery.ledger import parts
 from digest_core.platform import TargetKind
 from digest_core.testing import FakePlatform, make_issue, make_messages, make_targets

@@ -19,8 +19,9 @@ import statistics
 import time
 from pathlib import Path
 
+from bots.renderers import Flavor
 from digest_core.loading import load_issue
-from digest_core.rendering import Flavor, Part, RenderOptions, render
+from digest_core.rendering import Part, RenderOptions, render
 
 ROOT = Path(__file__).resolve().parents[1]
 BUDGET_MS = 5.0

@@ -67,10 +67,10 @@ def _config(tmp: Path, base_url: str, archive: Path) -> Path:
 
 
 async def run_once(args: argparse.Namespace) -> dict[str, float]:
+    from bots.registry import load_settings
     from bots.runtime import open_service
     from bots.telegram import TelegramAdapter
     from bots.telegram.handlers import AnswerTiming
-    from digest_core.settings import load_settings
 
     os.environ["DIGEST_BOT_TELEGRAM__TOKEN"] = DEFAULT_TOKEN
     timings: list[AnswerTiming] = []
@@ -141,8 +141,8 @@ async def run_once(args: argparse.Namespace) -> dict[str, float]:
 
 
 def _request(command: str) -> Any:
+    from bots.renderers import Flavor
     from digest_core.commands import Request
-    from digest_core.rendering import Flavor
 
     args = () if command == "today" else (MISS,)
     return Request(command, args, platform="telegram", flavor=Flavor.TELEGRAM, user="0", chat="0")

@@ -39,7 +39,7 @@ from typing import Any
 
 import httpx
 
-from digest_core.delivery import TELEGRAM_LIMITS
+from bots.telegram.limits import TELEGRAM_LIMITS
 from digest_core.platform import PlatformLimits, Rate, TargetKind
 from tests.fakes.telegram_api import DEFAULT_TOKEN, FloodLimits
 
@@ -94,8 +94,9 @@ def add_chats(control: httpx.Client, privates: int, channels: int) -> tuple[list
 
 def send_phase(control: httpx.Client) -> tuple[float, int, int]:
     """(first-to-last accepted sendMessage on the double's clock, accepted sends, 429s)."""
-    calls = [r for r in control.get("/_fake/requests").json()["result"]
-             if r["method"] == "sendMessage"]
+    calls = [
+        r for r in control.get("/_fake/requests").json()["result"] if r["method"] == "sendMessage"
+    ]
     ok = [r["at"] for r in calls if r["status"] == 200]
     return max(ok) - min(ok), len(ok), sum(1 for r in calls if r["status"] == 429)
 
@@ -132,9 +133,9 @@ async def run_ours(args: argparse.Namespace, limits: PlatformLimits) -> dict[str
     import datetime as dt
     import os
 
+    from bots.registry import load_settings
     from bots.runtime import open_service
     from bots.telegram import TelegramAdapter
-    from digest_core.settings import load_settings
 
     os.environ["DIGEST_BOT_TELEGRAM__TOKEN"] = DEFAULT_TOKEN
     with double(args.scale) as (base_url, control), tempfile.TemporaryDirectory() as tmp:
@@ -173,9 +174,10 @@ async def run_ours(args: argparse.Namespace, limits: PlatformLimits) -> dict[str
 async def run_ptb_loop(args: argparse.Namespace) -> dict[str, float]:
     from telegram.ext import AIORateLimiter, ApplicationBuilder
 
+    from bots.renderers import Flavor
     from bots.telegram.adapter import split_payload
     from digest_core.archive import Archive
-    from digest_core.rendering import Flavor, RenderOptions, render
+    from digest_core.rendering import RenderOptions, render
 
     issue = Archive(REPO / "archive").on(__import__("datetime").date.fromisoformat(ISSUE_DATE))
     messages = render(issue, Flavor.TELEGRAM, options=RenderOptions(buttons=True))
@@ -188,9 +190,13 @@ async def run_ptb_loop(args: argparse.Namespace) -> dict[str, float]:
             group_time_period=60 / args.scale,
             max_retries=args.ptb_retries,
         )
-        app = ApplicationBuilder().token(DEFAULT_TOKEN).base_url(base_url).rate_limiter(
-            limiter
-        ).build()
+        app = (
+            ApplicationBuilder()
+            .token(DEFAULT_TOKEN)
+            .base_url(base_url)
+            .rate_limiter(limiter)
+            .build()
+        )
         lost = 0
         async with app:
             wall0 = time.perf_counter()
@@ -270,9 +276,7 @@ def main() -> None:
         f"issue {ISSUE_DATE}, the double's Telegram limits x{args.scale:g}"
     )
     for variant, rows in results.items():
-        figures = ", ".join(
-            f"{k}={statistics.median(r[k] for r in rows):.4g}" for k in rows[0]
-        )
+        figures = ", ".join(f"{k}={statistics.median(r[k] for r in rows):.4g}" for k in rows[0])
         print(f"  {variant:>11}: {figures}")
 
 

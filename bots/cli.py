@@ -13,15 +13,18 @@ from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from bots import registry
 from bots.network import network_reason
+from bots.registry import load_settings
+from bots.renderers import Flavor
 from digest_core import archive_files
 from digest_core.archive import Archive
 from digest_core.errors import ConfigError, DigestError, IssueFormatError
 from digest_core.loading import date_from_name, load_issue
 from digest_core.models import Issue
 from digest_core.platform import Target, TargetKind
-from digest_core.rendering import Flavor, Part, RenderOptions, preview, render
-from digest_core.settings import Settings, load_settings
+from digest_core.rendering import Part, Renderer, RenderOptions, preview, render
+from digest_core.settings import Settings
 
 if TYPE_CHECKING:  # the delivery side is imported by the commands that deliver, so that
     # validate, preview and archive start quickly
@@ -112,7 +115,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--file", type=Path, help="an issue file outside the archive")
     p.add_argument(
-        "--platform", choices=[f.value for f in Flavor], default="telegram", help="renderer"
+        "--platform",
+        choices=[*registry.names(), "plain"],
+        default="telegram",
+        help="render as this platform does (plain: no markup, as the console)",
     )
     p.add_argument(
         "--section",
@@ -140,9 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "run", parents=[common], help="run the bot: daily post, catch-up, commands (Ctrl-C stops)"
     )
-    p.add_argument(
-        "--only", choices=["console", "telegram", "discord"], help="run just this platform"
-    )
+    p.add_argument("--only", choices=registry.names(), help="run just this platform")
     p.add_argument(
         "--new-ledger",
         action="store_true",
@@ -153,7 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("post", parents=[common], help="deliver an issue once and exit")
     p.add_argument("--date", type=_date, help="issue date YYYY-MM-DD (default: today)")
-    p.add_argument("--platform", choices=["console", "telegram", "discord"], help="only this one")
+    p.add_argument("--platform", choices=registry.names(), help="only this one")
     p.add_argument("--target", metavar="ID", help="only this chat/channel id")
     p.add_argument("--force", action="store_true", help="send everything again, as a new delivery")
     p.set_defaults(handler=cmd_post)
@@ -273,8 +277,12 @@ def cmd_preview(args: argparse.Namespace, settings: Settings) -> int:
     if args.brief is not None:
         part = Part.BRIEF
     options = RenderOptions(buttons=args.buttons, embeds=not args.no_embeds)
+    if args.platform == "plain":
+        renderer: Renderer = Flavor.PLAIN
+    else:
+        renderer = registry.spec(args.platform).renderer()
     try:
-        messages = render(issue, args.platform, part, brief=args.brief, options=options)
+        messages = render(issue, renderer, part, brief=args.brief, options=options)
     except IndexError as exc:
         print(f"digest-bot: {exc}", file=sys.stderr)
         return EXIT_FAILED
@@ -284,7 +292,7 @@ def cmd_preview(args: argparse.Namespace, settings: Settings) -> int:
         return EXIT_OK
     for n, message in enumerate(messages, 1):
         print(f"──── {args.platform} message {n}/{len(messages)} ────")
-        print(preview(message, args.platform))
+        print(preview(message, renderer))
     return EXIT_OK
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
-import importlib
 import logging
 import signal
 from collections.abc import AsyncIterator
@@ -13,7 +12,9 @@ from typing import TextIO
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
+from bots import registry
 from bots.inflight import InFlight
+from bots.registry import BuildContext
 from digest_core.archive import Archive
 from digest_core.clock import Clock, SystemClock
 from digest_core.delivery import Backoff, DeliveryEngine, Ledger
@@ -25,12 +26,6 @@ from digest_core.settings import Settings
 
 log = logging.getLogger(__name__)
 
-PLATFORMS = ("console", "telegram", "discord")
-#: (settings section and extra, adapter module, adapter class, SDK) of the chat platforms
-_CHAT_PLATFORMS = (
-    ("telegram", "bots.telegram", "TelegramAdapter", "python-telegram-bot"),
-    ("discord", "bots.discord", "DiscordAdapter", "discord.py"),
-)
 #: a shutdown, from the signal to the last adapter closed, takes at most this long
 SHUTDOWN_BUDGET_SECONDS = 10.0
 #: of which it waits this long for a delivery under way before leaving it to the next start
@@ -50,41 +45,45 @@ def build_adapters(
     out: TextIO | None = None,
     in_flight: InFlight | None = None,
 ) -> list[Adapter]:
-    """The platforms to run: each one whose token is set, or the console when none is.
+    """The platforms to run, in registry order: each one its settings configure (a token,
+    targets), or the fallback (the console) when none is.
 
     ``in_flight`` tracks the command handlers of all of them (each makes its own without).
 
     Raises:
-        ConfigError: ``only`` names a platform without a token, or its SDK is not installed.
+        ConfigError: ``only`` names no platform, or one its settings do not configure, or
+            a configured platform's SDK is not installed.
     """
-    if only is not None and only not in PLATFORMS:
-        raise ConfigError(f"unknown platform {only!r} (choose from {', '.join(PLATFORMS)})")
+    if only is not None and only not in registry.names():
+        raise ConfigError(f"unknown platform {only!r} (choose from {', '.join(registry.names())})")
+    ctx = BuildContext(clock=clock, stdin=stdin, out=out, in_flight=in_flight)
     adapters: list[Adapter] = []
-    for name, module, cls, sdk in _CHAT_PLATFORMS:
-        section = getattr(settings, name)
-        token = section.resolved_token()
-        if only not in (None, name):
+    fallbacks: list[registry.PlatformSpec] = []
+    for spec in registry.specs():
+        if spec.fallback:
+            fallbacks.append(spec)
+            if only != spec.name:
+                continue
+        if only not in (None, spec.name):
             continue
-        if token is None:
-            if only == name:
-                raise ConfigError(
-                    f"--only {name} needs a token: set DIGEST_BOT_{name.upper()}__TOKEN "
-                    f"or {name}.token_file",
-                    key=f"{name}.token",
-                )
-            continue
+        section = settings.platform(spec.name) if spec.settings is not None else None
         try:
-            adapter_class = getattr(importlib.import_module(module), cls)
+            adapter = spec.build(section, ctx)
         except ImportError as exc:
             raise ConfigError(
-                f"a {name} token is set but {sdk} is not installed: "
-                f"pip install 'digest-bot[{name}]'"
+                f"{spec.name} is configured but {spec.sdk or exc.name} is not installed: "
+                f"pip install 'digest-bot[{spec.name}]'"
             ) from exc
-        adapters.append(adapter_class(section, token=token, clock=clock, in_flight=in_flight))
-    if only == "console" or not adapters:
-        from bots.console import ConsolePlatform
-
-        adapters.append(ConsolePlatform(out=out, stdin=stdin, in_flight=in_flight))
+        if adapter is None:
+            if only == spec.name:
+                raise ConfigError(f"--only {spec.name} {spec.needs}", key=spec.needs_key)
+            continue
+        adapters.append(adapter)
+    if not adapters:
+        for spec in fallbacks:
+            built = spec.build(None, ctx)
+            if built is not None:
+                adapters.append(built)
     return adapters
 
 

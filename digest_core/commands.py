@@ -1,6 +1,6 @@
 """Reader and admin commands as plain async functions: a Request in, reply messages out.
 
-Every adapter (console, Telegram, Discord) parses its own input into a :class:`Request` and sends
+Every adapter parses its own input into a :class:`Request` and sends
 the returned :class:`Reply` messages back; the behaviour is the same everywhere. A wrong argument
 gets a reply with the usage, never an exception.
 """
@@ -21,7 +21,15 @@ from digest_core.archive import Archive
 from digest_core.clock import Clock
 from digest_core.errors import IssueNotFound
 from digest_core.models import Issue
-from digest_core.rendering import Flavor, Message, Part, RenderOptions, notice, render
+from digest_core.rendering import (
+    Message,
+    Part,
+    Renderer,
+    RenderOptions,
+    notice,
+    plain_renderer,
+    render,
+)
 
 log = logging.getLogger(__name__)
 
@@ -45,8 +53,10 @@ class Request:
 
     command: str
     args: tuple[str, ...] = ()
-    platform: str = "console"
-    flavor: Flavor = Flavor.PLAIN
+    #: the name of the platform the command came from
+    platform: str = ""
+    #: the renderer of the replies (the platform's)
+    flavor: Renderer = field(default_factory=plain_renderer)
     user: str = ""
     chat: str = ""
     capabilities: frozenset[Capability] = frozenset()
@@ -139,13 +149,17 @@ class Commands:
         zone: dt.tzinfo,
         *,
         backend: AdminBackend | None = None,
-        post_options: dict[Flavor, RenderOptions] | None = None,
+        post_options: dict[str, RenderOptions] | None = None,
+        subscribable: frozenset[str] = frozenset(),
     ):
+        """``post_options`` are the platforms' channel-post options by platform name;
+        ``subscribable`` names the platforms that can send the daily issue privately."""
         self.archive = archive
         self.clock = clock
         self.zone = zone
         self.backend = backend
         self.post_options = post_options or {}
+        self.subscribable = subscribable
         self._rendered: dict[tuple[object, ...], list[Message]] = {}
         self._rendered_lock = threading.Lock()
         self._in_threads = 0
@@ -228,7 +242,7 @@ class Commands:
     ) -> list[Message]:
         # replies look like the platform's posts (embeds or not, previews) but carry no
         # section buttons: the reader asked for one part already
-        base = self.post_options.get(request.flavor, RenderOptions())
+        base = self.post_options.get(request.platform, RenderOptions())
         options = replace(base, buttons=False)
         # many readers ask for the same part of the same issue (everyone's /today at 08:00):
         # render it once per revision; payloads are shared, so adapters MUST NOT mutate them
@@ -420,7 +434,7 @@ class Commands:
         return await self._subscription(request, on=False)
 
     async def _subscription(self, request: Request, *, on: bool) -> Reply:
-        if self.backend is None or request.platform == "console":
+        if self.backend is None or request.platform not in self.subscribable:
             return self._text(
                 request, "这里不支持订阅 / subscriptions are not available here", status="usage"
             )

@@ -1,4 +1,4 @@
-"""The Platform boundary: what an adapter (Telegram, Discord, console) implements for the core."""
+"""The Platform boundary: what an adapter of a chat platform implements for the core."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
-from digest_core.rendering import Flavor, Message, RenderOptions
+from digest_core.rendering import Message, Renderer, RenderOptions
 
 
 class TargetKind(StrEnum):
@@ -102,10 +102,13 @@ class Platform(Protocol):
     core's, so every platform behaves the same.
     """
 
-    #: a short stable name, used in the ledger and config ("telegram", "discord", "console")
+    #: a short stable name, used in the ledger and config (the platform registry's name)
     name: str
-    #: which renderer produces this platform's payloads
-    flavor: Flavor
+    @property
+    def flavor(self) -> Renderer:
+        """The renderer that produces this platform's payloads (posts and notices)."""
+        ...
+
     #: the pacing model for this platform
     limits: PlatformLimits
     #: how channel posts are rendered (buttons, embeds, previews)

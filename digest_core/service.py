@@ -1,6 +1,6 @@
 """DigestService: the running bot's core — archive, ledger, delivery, schedule and commands.
 
-Adapters (console, Telegram, Discord) are Platforms that also receive commands; the service
+Adapters are Platforms that also receive commands; the service
 posts through them and answers their commands, so every platform behaves the same.
 """
 
@@ -91,7 +91,8 @@ class DigestService:
             clock,
             zone,
             backend=self,
-            post_options={p.flavor: p.post_options for p in platforms},
+            post_options={p.name: p.post_options for p in platforms},
+            subscribable=frozenset(p.name for p in platforms if getattr(p, "subscriptions", False)),
         )
         self.poster = DailyPoster(
             schedule,

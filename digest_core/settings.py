@@ -1,9 +1,12 @@
 """Settings: TOML file + ``DIGEST_BOT_*`` environment, validated once at start.
 
 Precedence, highest first: explicit overrides (CLI flags), environment variables
-(``DIGEST_BOT_TELEGRAM__TOKEN`` sets ``telegram.token``), the TOML file, defaults.
-Tokens MUST come from the environment or a secrets file (``token_file``), never the TOML file,
-and are held as ``SecretStr`` so they never show in reprs, logs or dumps.
+(``DIGEST_BOT_<NAME>__TOKEN`` sets ``<name>.token``), the TOML file, defaults.
+Each platform's ``[<name>]`` table is validated with the settings model the platform declares
+(``load_settings(platforms=...)``); the core knows no platform by name.
+Tokens and other secrets (a model's ``secret_keys``) MUST come from the environment or a
+secrets file (``token_file``), never the TOML file, and are held as ``SecretStr`` so they
+never show in reprs, logs or dumps.
 """
 
 from __future__ import annotations
@@ -26,8 +29,8 @@ from pydantic import (
     Field,
     SecretStr,
     ValidationError,
+    create_model,
     field_validator,
-    model_validator,
 )
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
@@ -88,7 +91,14 @@ class DeliverySettings(_Section):
     ledger_check_seconds: float = Field(default=20.0, gt=0, le=300)
 
 
-class _PlatformSettings(_Section):
+class TokenSettings(_Section):
+    """The base of a platform's settings that signs in with a bot token."""
+
+    #: keys refused in the TOML file: they are secrets (see :func:`load_settings`)
+    secret_keys: ClassVar[tuple[str, ...]] = ("token",)
+    #: examples of list values, shown when an environment variable is not a JSON list
+    env_examples: ClassVar[dict[str, str]] = {}
+
     token: SecretStr | None = None
     #: a file holding the token (Docker/Kubernetes secrets); read at start
     token_file: Path | None = None
@@ -123,113 +133,6 @@ class _PlatformSettings(_Section):
         return SecretStr(text)
 
 
-class TelegramSettings(_PlatformSettings):
-    """The Telegram bot."""
-
-    #: user ids allowed to run admin commands
-    admins: list[int] = []
-    api_base_url: str = "https://api.telegram.org/bot"
-    #: link preview for the headline's source on channel posts
-    link_preview: bool = True
-    #: "polling" (default) or "webhook"
-    mode: str = "polling"
-    #: long-polling: seconds one getUpdates call waits for updates (Telegram allows up to 50)
-    poll_timeout_seconds: int = Field(default=10, ge=0, le=50)
-    #: seconds a Bot API call may wait for Telegram's answer (HTTP read and write timeouts);
-    #: unset: the adapter's 30 s. A send that times out may still have been delivered and is
-    #: sent again, so keep this generous: it trades slow failure detection for duplicates.
-    request_timeout_seconds: float | None = Field(default=None, gt=0, le=300)
-    #: webhook mode: the public https URL Telegram calls; its path is the local path served
-    webhook_url: str | None = None
-    webhook_listen: str = "127.0.0.1"
-    webhook_port: int = Field(default=8443, ge=1, le=65535)
-    #: webhook mode: the X-Telegram-Bot-Api-Secret-Token every request must carry (1-256 of
-    #: A-Z a-z 0-9 _ -); required with mode = "webhook"; best set from the environment
-    webhook_secret: SecretStr | None = None
-    #: reader commands (and button presses) one user may send per ``command_window_seconds``;
-    #: past that they get one "slow down" reply, then silence until the window allows more.
-    #: Admins are not limited.
-    command_burst: int = Field(default=5, ge=1, le=1000)
-    command_window_seconds: float = Field(default=10.0, gt=0, le=3600)
-
-    @field_validator("mode")
-    @classmethod
-    def _check_mode(cls, v: str) -> str:
-        if v not in ("polling", "webhook"):
-            raise ValueError(f"expected 'polling' or 'webhook', got {v!r}")
-        return v
-
-    @field_validator("webhook_url")
-    @classmethod
-    def _check_webhook_url(cls, v: str | None) -> str | None:
-        if v is not None and not re.fullmatch(r"https://[^/\s]+(/\S*)?", v):
-            raise ValueError(f"expected an https:// URL (Telegram calls only HTTPS), got {v!r}")
-        return v
-
-    @field_validator("webhook_secret")
-    @classmethod
-    def _check_secret(cls, v: SecretStr | None) -> SecretStr | None:
-        # https://core.telegram.org/bots/api#setwebhook (secret_token)
-        if v is not None and not re.fullmatch(r"[A-Za-z0-9_-]{1,256}", v.get_secret_value()):
-            raise ValueError("expected 1-256 characters of A-Z, a-z, 0-9, _ and -")
-        return v
-
-    @model_validator(mode="after")
-    def _check_webhook(self) -> TelegramSettings:
-        if self.mode == "webhook" and (self.webhook_url is None or self.webhook_secret is None):
-            raise ValueError(
-                'mode = "webhook" needs webhook_url and webhook_secret '
-                "(DIGEST_BOT_TELEGRAM__WEBHOOK_SECRET)"
-            )
-        return self
-
-    @field_validator("channels")
-    @classmethod
-    def _check_channels(cls, v: list[str]) -> list[str]:
-        for c in v:
-            if not re.fullmatch(r"-?\d+|@[A-Za-z][A-Za-z0-9_]{3,}", c):
-                raise ValueError(f"{c!r} is neither a numeric chat id nor an @username")
-        return v
-
-
-class DiscordSettings(_PlatformSettings):
-    """The Discord bot."""
-
-    #: role ids whose members may run admin commands (besides Manage Server); both count only
-    #: in a server that holds one of ``channels``
-    admin_roles: list[int] = []
-    #: Discord's REST API, or a rate-limit proxy in front of it; the gateway is asked from it
-    api_base_url: str = "https://discord.com/api/v10"
-    #: embeds (true) or the plain-markdown fallback
-    embeds: bool = True
-    #: None = one shard unless Discord asks for more; a number forces AutoShardedClient
-    shard_count: int | None = Field(default=None, ge=1)
-    #: user ids that are admins everywhere (DMs included) and get alerts by DM
-    admin_users: list[int] = []
-    #: a send that takes longer (discord.py's own 5xx retries included) is a TransientError and
-    #: the core's backoff takes over
-    request_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
-    #: on start, how long to wait for the gateway to be ready before running on regardless
-    ready_timeout_seconds: float = Field(default=30.0, gt=0, le=600)
-    #: how long discord.py waits for more servers after the last one arrives before "ready"
-    guild_ready_timeout_seconds: float = Field(default=2.0, ge=0, le=60)
-
-    @field_validator("channels")
-    @classmethod
-    def _check_channels(cls, v: list[str]) -> list[str]:
-        for c in v:
-            if not re.fullmatch(r"\d{1,20}", c):
-                raise ValueError(f"{c!r} is not a Discord channel id (digits)")
-        return v
-
-    @field_validator("api_base_url")
-    @classmethod
-    def _check_api_base(cls, v: str) -> str:
-        if not re.fullmatch(r"https?://[^/\s]+(/\S*)?", v):
-            raise ValueError(f"expected an http(s) URL like https://discord.com/api/v10, not {v!r}")
-        return v.rstrip("/")
-
-
 #: A database_url of the bundled kind, accepted without loading SQLAlchemy's URL parser: an
 #: aiosqlite file path (or memory) with no host part.
 _SQLITE_ASYNC = re.compile(r"sqlite\+aiosqlite:///[^?#]*(\?[^#]*)?\Z")
@@ -251,8 +154,25 @@ class Settings(BaseSettings):
     log_level: str = "INFO"
     schedule: ScheduleSettings = ScheduleSettings()
     delivery: DeliverySettings = DeliverySettings()
-    telegram: TelegramSettings = TelegramSettings()
-    discord: DiscordSettings = DiscordSettings()
+
+    #: the names of the platform tables (fields) of this class; set by :func:`load_settings`
+    platform_names: ClassVar[tuple[str, ...]] = ()
+
+    def platform(self, name: str) -> BaseModel:
+        """The settings of the platform ``name`` (its ``[name]`` table).
+
+        Raises:
+            KeyError: no platform of that name was registered when loading.
+        """
+        if name not in self.platform_names:
+            raise KeyError(name)
+        section: BaseModel = getattr(self, name)
+        return section
+
+    @property
+    def platforms(self) -> dict[str, BaseModel]:
+        """Every platform's settings by name, in registry order."""
+        return {name: self.platform(name) for name in self.platform_names}
 
     @field_validator("timezone")
     @classmethod
@@ -330,7 +250,7 @@ class _TomlData(PydanticBaseSettingsSource):
         return dict(self._data)
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def _read_toml(path: Path, platforms: Mapping[str, type[BaseModel]]) -> dict[str, Any]:
     try:
         with path.open("rb") as fh:
             data = tomllib.load(fh)
@@ -338,15 +258,20 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"not valid TOML: {exc}", file=path) from exc
     except OSError as exc:
         raise ConfigError(f"cannot read config: {exc.strerror}", file=path) from exc
-    for platform in ("telegram", "discord"):
-        section = data.get(platform)
-        if isinstance(section, dict) and "token" in section:
-            raise ConfigError(
-                "tokens must not be written in the config file; set "
-                f"{ENV_PREFIX}{platform.upper()}__TOKEN or {platform}.token_file instead",
-                file=path,
-                key=f"{platform}.token",
-            )
+    for name, model in platforms.items():
+        section = data.get(name)
+        if not isinstance(section, dict):
+            continue
+        for secret in getattr(model, "secret_keys", ()):
+            if secret in section:
+                what = "tokens" if secret == "token" else "secrets"
+                raise ConfigError(
+                    f"{what} must not be written in the config file; set "
+                    f"{ENV_PREFIX}{name.upper()}__{secret.upper()} or {name}.{secret}_file "
+                    "instead",
+                    file=path,
+                    key=f"{name}.{secret}",
+                )
     return data
 
 
@@ -358,16 +283,6 @@ def _message(err: Any) -> str:
     if err["type"] == "extra_forbidden":
         return "unknown key (config/digest-bot.example.toml lists every key)"
     return str(err["msg"]).removeprefix("Value error, ")
-
-
-#: examples shown when an environment variable of a list setting is not a JSON list
-_LIST_EXAMPLES = {
-    "telegram.channels": '["@my_channel"]',
-    "telegram.admins": "[123456789]",
-    "discord.channels": '["123456789012345678"]',
-    "discord.admin_roles": "[123456789012345678]",
-    "discord.admin_users": "[123456789012345678]",
-}
 
 
 def _json_kind(annotation: Any) -> str | None:
@@ -386,7 +301,7 @@ def _json_kind(annotation: Any) -> str | None:
     return None
 
 
-def _check_env_json(environ: Mapping[str, str]) -> None:
+def _check_env_json(settings_cls: type[BaseModel], environ: Mapping[str, str]) -> None:
     """Refuse a ``DIGEST_BOT_*`` variable of a list or table setting whose value is not JSON
     of that shape, naming the variable and showing the expected form (pydantic-settings
     would raise a long SettingsError naming only the section).
@@ -398,7 +313,7 @@ def _check_env_json(environ: Mapping[str, str]) -> None:
         if not name.upper().startswith(ENV_PREFIX):
             continue
         path = name[len(ENV_PREFIX) :].lower().split("__")
-        model: type[BaseModel] = Settings
+        model: type[BaseModel] = settings_cls
         field: FieldInfo | None = None
         for i, part in enumerate(path):
             field = model.model_fields.get(part)
@@ -420,7 +335,8 @@ def _check_env_json(environ: Mapping[str, str]) -> None:
         except ValueError:
             parsed = None
         if kind == "list" and not isinstance(parsed, list):
-            example = _LIST_EXAMPLES.get(".".join(path), '["…"]')
+            examples: Mapping[str, str] = getattr(model, "env_examples", {})
+            example = examples.get(path[-1], '["…"]')
             raise ConfigError(
                 f"expected a JSON list such as '{example}'", file=f"environment {name}"
             )
@@ -433,10 +349,19 @@ def _check_env_json(environ: Mapping[str, str]) -> None:
 
 
 def load_settings(
-    path: Path | str | None = None, *, overrides: dict[str, Any] | None = None
+    path: Path | str | None = None,
+    *,
+    overrides: dict[str, Any] | None = None,
+    platforms: Mapping[str, type[BaseModel]] | None = None,
 ) -> Settings:
     """Load settings from ``path`` (default ``config/digest-bot.toml`` if it exists), the
     environment and ``overrides``.
+
+    ``platforms`` maps each platform's name to its settings model: the ``[name]`` table and
+    the ``DIGEST_BOT_NAME__*`` variables are validated with it, and a table of no platform is
+    an unknown key. A model may name ``secret_keys`` (refused in the file) and
+    ``env_examples`` (shown for a list variable that is not JSON); one with a
+    ``resolved_token()`` has it checked now.
 
     Raises:
         ConfigError: the file is unreadable or not TOML, holds a token, or a value is invalid;
@@ -444,14 +369,22 @@ def load_settings(
     """
     explicit = path is not None
     cfg = Path(path) if path is not None else DEFAULT_CONFIG
+    platforms = dict(platforms or {})
     if cfg.exists():
-        data = _read_toml(cfg)
+        data = _read_toml(cfg, platforms)
     elif explicit:
         raise ConfigError("config file not found", file=cfg)
     else:
         data = {}
-    loaded = type("Settings", (Settings,), {"_toml": data, "__module__": __name__})
-    _check_env_json(os.environ)
+    with_toml = type("Settings", (Settings,), {"_toml": data, "__module__": __name__})
+    fields: dict[str, Any] = {
+        name: (model, Field(default_factory=model)) for name, model in platforms.items()
+    }
+    loaded: type[Settings] = create_model(
+        "Settings", __base__=with_toml, __module__=__name__, **fields
+    )
+    loaded.platform_names = tuple(platforms)
+    _check_env_json(loaded, os.environ)
     try:
         settings: Settings = loaded(**(overrides or {}))
     except SettingsError as exc:  # a DIGEST_BOT_* value pydantic-settings cannot parse
@@ -468,9 +401,12 @@ def load_settings(
         if env_name in os.environ:
             source = f"environment {env_name}"
         raise ConfigError(msg, file=source, key=key) from exc
-    for name in ("telegram", "discord"):
+    for name, section in settings.platforms.items():
+        resolve = getattr(section, "resolved_token", None)
+        if resolve is None:
+            continue
         try:
-            getattr(settings, name).resolved_token()
+            resolve()
         except ConfigError as exc:
             # the environment wins over the file: when it set the path, blame it
             variable = _env_name(f"{name}.token_file")

@@ -15,10 +15,9 @@ from dataclasses import dataclass, field
 
 from digest_core.clock import Clock
 from digest_core.delivery.ledger import Ledger
-from digest_core.delivery.pacing import TELEGRAM_LIMITS
 from digest_core.models import Issue, Item
-from digest_core.platform import PartKey, PlatformLimits, Target, TargetKind
-from digest_core.rendering import Flavor, Message, RenderOptions
+from digest_core.platform import PartKey, PlatformLimits, Rate, Target, TargetKind
+from digest_core.rendering import Message, Renderer, RenderOptions, plain_renderer
 
 log = logging.getLogger(__name__)
 
@@ -159,6 +158,18 @@ class Sent:
     at: float
 
 
+#: The default pacing of :class:`FakePlatform`: 29 sends/s overall, one at a time; private
+#: chats 1/s after a burst of 3; groups and channels 17/min after a burst of 3.
+FAKE_LIMITS = PlatformLimits(
+    overall=Rate(29.0, burst=1),
+    per_target={
+        TargetKind.PRIVATE: Rate(1.0, burst=3),
+        TargetKind.GROUP: Rate(17 / 60, burst=3),
+        TargetKind.CHANNEL: Rate(17 / 60, burst=3),
+    },
+)
+
+
 @dataclass
 class FakePlatform:
     """A Platform double with scriptable outcomes per target and per call.
@@ -171,8 +182,8 @@ class FakePlatform:
 
     clock: Clock
     name: str = "fake"
-    flavor: Flavor = Flavor.PLAIN
-    limits: PlatformLimits = TELEGRAM_LIMITS
+    flavor: Renderer = field(default_factory=plain_renderer)
+    limits: PlatformLimits = FAKE_LIMITS
     post_options: RenderOptions = field(default_factory=RenderOptions)
     latency: float = 0.0
     #: called after each successful send (the crash test appends to a file here)

@@ -13,10 +13,11 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, TextIO
 
 from bots.inflight import RESTARTING, InFlight
+from bots.renderers import Flavor
 from digest_core.commands import ADMIN, Request, parse_command_line
 from digest_core.models import escape
 from digest_core.platform import PartKey, PlatformLimits, Rate, Target, TargetKind
-from digest_core.rendering import Flavor, Message, RenderOptions, notice, preview
+from digest_core.rendering import Message, RenderOptions, notice, preview
 
 if TYPE_CHECKING:
     from digest_core.service import DigestService

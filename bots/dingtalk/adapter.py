@@ -79,8 +79,8 @@ class DingTalkAdapter(WebhookAdapter):
     name = "dingtalk"
     limits = DINGTALK_LIMITS
     errors = DINGTALK_ERRORS
-    #: the renderer the registry should use for this platform (``flavor`` is a placeholder)
-    renderer = dingtalk_render
+    #: the renderer the core uses for this platform's posts and notices
+    flavor = renderer = dingtalk_render
 
     def parse_webhook(self, value: SecretStr) -> SecretStr:
         return token_from(value, platform=self.name, query="access_token")

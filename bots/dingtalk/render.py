@@ -62,7 +62,7 @@ def render(
     return messages
 
 
-def notice(text: str) -> list[Message]:
+def notice(text: str, *, mentions: bool = False) -> list[Message]:
     """A service text as markdown messages, escaped, split at line ends."""
     return [
         Message(_payload("digest-bot", t))

@@ -20,11 +20,13 @@ from discord.http import Route
 from pydantic import SecretStr
 
 from bots.discord.commands import DigestTranslator, install_commands
+from bots.discord.limits import DISCORD_LIMITS
+from bots.discord.settings import DiscordSettings
 from bots.discord.views import SectionButton
 from bots.inflight import InFlight
 from bots.network import network_reason
+from bots.renderers import Flavor
 from digest_core.clock import Clock
-from digest_core.delivery import DISCORD_LIMITS
 from digest_core.errors import (
     ConfigError,
     DeliveryError,
@@ -34,8 +36,7 @@ from digest_core.errors import (
     TransientError,
 )
 from digest_core.platform import PartKey, Target, TargetKind
-from digest_core.rendering import Flavor, Message, RenderOptions, notice
-from digest_core.settings import DiscordSettings
+from digest_core.rendering import Message, RenderOptions, notice
 
 if TYPE_CHECKING:
     from digest_core.service import DigestService
@@ -239,6 +240,8 @@ class DiscordAdapter:
 
     name = "discord"
     flavor = Flavor.DISCORD
+    #: readers can subscribe to get the daily issue by DM
+    subscriptions = True
     #: 50 requests/s per bot, 5 messages per 5 s per channel (see DISCORD_LIMITS)
     limits = DISCORD_LIMITS
     #: every message pings nobody, whatever its text

@@ -11,9 +11,10 @@ from collections.abc import AsyncIterator
 import discord
 
 from bots.discord.adapter import DigestClient, point_discord_py_at
+from bots.discord.settings import DiscordSettings
 from bots.network import network_reason
 from digest_core.errors import ConfigError, DigestError
-from digest_core.settings import DiscordSettings, Settings
+from digest_core.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +42,7 @@ def _quiet_sdk(settings: Settings) -> None:
 
 def cmd_sync(args: argparse.Namespace, settings: Settings) -> int:
     _quiet_sdk(settings)
-    names = asyncio.run(sync_commands(settings.discord, guild=args.guild))
+    names = asyncio.run(sync_commands(_discord(settings), guild=args.guild))
     where = f"server {args.guild}" if args.guild else "every server (global)"
     print(f"registered {len(names)} commands for {where}: {', '.join('/' + n for n in names)}")
     return 0
@@ -49,7 +50,7 @@ def cmd_sync(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_invite(args: argparse.Namespace, settings: Settings) -> int:
     _quiet_sdk(settings)
-    client_id = args.client_id or asyncio.run(application_id(settings.discord))
+    client_id = args.client_id or asyncio.run(application_id(_discord(settings)))
     print(invite_url(client_id))
     return 0
 
@@ -132,3 +133,9 @@ def _unreachable(settings: DiscordSettings, exc: BaseException) -> DigestError |
         f"cannot reach Discord at {settings.api_base_url}: {reason}; "
         "check the network or [discord] api_base_url"
     )
+
+
+def _discord(settings: Settings) -> DiscordSettings:
+    section = settings.platform("discord")
+    assert isinstance(section, DiscordSettings)
+    return section

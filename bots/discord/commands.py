@@ -11,8 +11,8 @@ from discord import app_commands
 from discord.app_commands import locale_str
 
 from bots.discord.views import SORRY, respond, service_of
+from bots.renderers import Flavor
 from digest_core.commands import ADMIN, Capability, Reply, Request
-from digest_core.rendering import Flavor
 
 log = logging.getLogger(__name__)
 

@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any
 import discord
 
 from bots.inflight import RESTARTING, InFlight
+from bots.renderers import Flavor
 from digest_core.commands import Reply, Request
 from digest_core.errors import IssueNotFound
 from digest_core.models import Section
 from digest_core.rendering import (
     BUTTON_PREFIX,
-    Flavor,
     Message,
     Part,
     RenderOptions,

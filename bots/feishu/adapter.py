@@ -76,8 +76,8 @@ class FeishuAdapter(WebhookAdapter):
     name = "feishu"
     limits = FEISHU_LIMITS
     errors = FEISHU_ERRORS
-    #: the renderer the registry should use for this platform (``flavor`` is a placeholder)
-    renderer = feishu_render
+    #: the renderer the core uses for this platform's posts and notices
+    flavor = renderer = feishu_render
 
     def parse_webhook(self, value: SecretStr) -> SecretStr:
         return token_from(value, platform=self.name, path=HOOK_PATH)

@@ -106,7 +106,7 @@ def render(
     return [Message(p) for p in payloads]
 
 
-def notice(text: str) -> list[Message]:
+def notice(text: str, *, mentions: bool = False) -> list[Message]:
     """A service text (an alert, a status) as post messages, defused, split at line ends."""
     chunks = chunk_lines(text, LINE_LIMIT, lambda s: json_len(defuse(s)))
     units = [[[_text(c)]] for c in chunks]

@@ -39,9 +39,12 @@ from telegram.warnings import PTBDeprecationWarning
 
 from bots.inflight import RESTARTING, InFlight
 from bots.network import network_reason
+from bots.renderers import Flavor
 from bots.telegram.handlers import AnswerTiming, Handlers
+from bots.telegram.limits import TELEGRAM_LIMITS
+from bots.telegram.settings import TelegramSettings
 from digest_core.clock import Clock
-from digest_core.delivery import TELEGRAM_LIMITS, Pacer
+from digest_core.delivery import Pacer
 from digest_core.errors import (
     ConfigError,
     DeliveryError,
@@ -53,8 +56,7 @@ from digest_core.errors import (
     TransientError,
 )
 from digest_core.platform import PartKey, PlatformLimits, Target, TargetKind
-from digest_core.rendering import Flavor, Message, RenderOptions, notice
-from digest_core.settings import TelegramSettings
+from digest_core.rendering import Message, RenderOptions, notice
 
 if TYPE_CHECKING:
     from digest_core.service import DigestService
@@ -174,6 +176,8 @@ class TelegramAdapter:
 
     name = "telegram"
     flavor = Flavor.TELEGRAM
+    #: readers can subscribe to get the daily issue in a private chat
+    subscriptions = True
     #: Telegram's flood limits (digest_core.delivery.pacing): 30 messages/s per bot, about
     #: 1/s per private chat, 20/min per group or channel.
     limits: PlatformLimits = TELEGRAM_LIMITS

@@ -18,19 +18,12 @@ from telegram.error import TelegramError
 from telegram.ext import CallbackQueryHandler, ContextTypes, MessageHandler, filters
 
 from bots.inflight import RESTARTING
+from bots.renderers import Flavor
 from digest_core.commands import ADMIN, Reply, Request, parse_command_line
 from digest_core.delivery import TokenBucket
 from digest_core.errors import DeliveryError, IssueNotFound, TargetGone
 from digest_core.platform import Rate, TargetKind
-from digest_core.rendering import (
-    Flavor,
-    Message,
-    Part,
-    RenderOptions,
-    notice,
-    parse_button_data,
-    render,
-)
+from digest_core.rendering import Message, Part, RenderOptions, notice, parse_button_data, render
 
 if TYPE_CHECKING:
     from telegram.ext import Application

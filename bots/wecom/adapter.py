@@ -57,8 +57,8 @@ class WeComAdapter(WebhookAdapter):
     name = "wecom"
     limits = WECOM_LIMITS
     errors = WECOM_ERRORS
-    #: the renderer the registry should use for this platform (``flavor`` is a placeholder)
-    renderer = wecom_render
+    #: the renderer the core uses for this platform's posts and notices
+    flavor = renderer = wecom_render
 
     def parse_webhook(self, value: SecretStr) -> SecretStr:
         return token_from(value, platform=self.name, query="key")

@@ -52,7 +52,7 @@ def render(
     return messages
 
 
-def notice(text: str) -> list[Message]:
+def notice(text: str, *, mentions: bool = False) -> list[Message]:
     """A service text as markdown messages, escaped, split at line ends."""
     return [Message(_payload(t)) for t in notice_texts(text, limit=CONTENT_LIMIT, measure=utf8_len)]
 

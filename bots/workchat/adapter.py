@@ -17,7 +17,7 @@ from bots.workchat.transport import ErrorRule, WebhookTransport, encode_body, tr
 from digest_core.clock import Clock
 from digest_core.errors import Rejected, TargetGone
 from digest_core.platform import PartKey, PlatformLimits, Target, TargetKind
-from digest_core.rendering import Flavor, Message, Part, RenderOptions
+from digest_core.rendering import Message, Part, Renderer, RenderOptions
 
 if TYPE_CHECKING:
     from digest_core.service import Adapter
@@ -49,15 +49,15 @@ class WebhookAdapter(ABC):
     ``request_timeout_seconds`` is a TransientError and is sent again; the platform may have
     posted the first one (webhooks have no idempotency key), so at-least-once.
 
-    Flavour: the core's ``Flavor`` knows only telegram/discord/plain, so ``flavor`` is PLAIN
-    as a placeholder; this platform's own renderer is :meth:`render` / :meth:`preview`
-    (``renderer``), for the platform registry to use instead of the flavour.
+    Rendering: ``flavor`` is the platform's own renderer module (its ``render.py``), which the
+    core renders posts and notices with; :meth:`render` / :meth:`preview` / :meth:`notice`
+    call it.
     """
 
     #: the platform's name in the ledger and config, e.g. "feishu"
     name: str
-    #: a placeholder until the registry renders through ``renderer`` (see the class doc)
-    flavor = Flavor.PLAIN
+    #: the platform's renderer (set by each platform to its ``render`` module)
+    flavor: Renderer
     #: the documented sending limits (set by each platform)
     limits: PlatformLimits
     #: the error codes of the platform's answers

@@ -35,22 +35,14 @@ from digest_core.delivery.ledger import (
     TargetPlan,
     delivery_lease,
 )
-from digest_core.delivery.pacing import (
-    DISCORD_LIMITS,
-    TELEGRAM_LIMITS,
-    Backoff,
-    Pacer,
-    TokenBucket,
-)
+from digest_core.delivery.pacing import Backoff, Pacer, TokenBucket
 from digest_core.errors import DeliveryBusy  # re-exported: raised by DeliveryEngine.deliver
 
 __all__ = [
     "DEFAULT_LEASE_TTL",
     "DEFAULT_LEDGER_URL",
-    "DISCORD_LIMITS",
     "MAYBE_SENT",
     "SCHEMA_VERSION",
-    "TELEGRAM_LIMITS",
     "AuditEntry",
     "Backoff",
     "DayState",

@@ -6,43 +6,9 @@ import logging
 import random
 from dataclasses import dataclass
 
-from digest_core.platform import PlatformLimits, Rate, Target, TargetKind
+from digest_core.platform import PlatformLimits, Rate, Target
 
 log = logging.getLogger(__name__)
-
-#: Telegram Bot API limits, from https://core.telegram.org/bots/faq#my-bot-is-hitting-limits-how-do-i-avoid-this
-TELEGRAM_LIMITS = PlatformLimits(
-    # "not more than 30 messages per second or so" for bulk notifications. No burst: 30/s
-    # plus a burst of 30 allowed 60 sends in the first second, which drew 429s from the
-    # Bot API double in benchmarks/telegram_fanout.py; Rate(29, 1) drew none
-    overall=Rate(29.0, burst=1),
-    per_target={
-        # "avoid sending more than one message per second" in one chat; short bursts are
-        # tolerated, so a three-part issue reaches a reader at once.
-        TargetKind.PRIVATE: Rate(1.0, burst=3),
-        # "not able to send more than 20 messages per minute to the same group": a burst of 3
-        # plus 17/min sustained keeps every 60 s window at 20 or fewer.
-        TargetKind.GROUP: Rate(17 / 60, burst=3),
-        # channels share the group limit in practice (Telegram documents none for them)
-        TargetKind.CHANNEL: Rate(17 / 60, burst=3),
-    },
-)
-
-#: Discord limits, from https://discord.com/developers/docs/topics/rate-limits: 50 requests/s
-#: per bot globally; message create is 5 per 5 s per channel (a per-route bucket, observed in
-#: X-RateLimit headers). discord.py also paces by those headers; we stay under them first.
-DISCORD_LIMITS = PlatformLimits(
-    # no burst: discord.py sees no headers for the global limit, so a burst of 50 on top of
-    # 50/s drew global 429s in benchmarks/discord_fanout.py; burst 1 drew none for ~5% time
-    overall=Rate(50.0, burst=1),
-    per_target={
-        # a burst of 3 plus 0.4/s keeps every 5 s window at 5 or fewer
-        TargetKind.CHANNEL: Rate(0.4, burst=3),
-        TargetKind.GROUP: Rate(0.4, burst=3),
-        TargetKind.PRIVATE: Rate(0.4, burst=3),
-    },
-)
-
 
 _EPSILON = 1e-9
 

@@ -1,6 +1,6 @@
 """Rendering: pure functions from an Issue (or a part of it) to platform payloads that already fit.
 
-Every renderer module (``telegram``, ``discord``, ``plain``) exposes::
+Every renderer (see :class:`Renderer`; the modules here are ones) exposes::
 
     render(issue, part=Part.ALL, *, brief=None, options=RenderOptions()) -> list[Message]
     preview(message) -> str          # a human-readable view of one payload
@@ -18,14 +18,6 @@ from enum import StrEnum
 from typing import Any, Protocol, cast
 
 from digest_core.models import Issue, Section
-
-
-class Flavor(StrEnum):
-    """Which renderer a platform uses."""
-
-    TELEGRAM = "telegram"
-    DISCORD = "discord"
-    PLAIN = "plain"
 
 
 class Part(StrEnum):
@@ -80,82 +72,60 @@ def parse_button_data(data: str) -> tuple[dt.date, Section] | None:
         return None
 
 
+class Renderer(Protocol):
+    """A renderer: what a platform declares to turn issues and service texts into its payloads.
+
+    The renderer modules here (``telegram``, ``discord``, ``plain``) are renderers; so may be
+    any object or module a platform brings.
+    """
+
+    def render(
+        self, issue: Issue, part: Part, *, brief: int | None, options: RenderOptions
+    ) -> list[Message]:
+        """``part`` of ``issue`` as messages in send order, each within the platform's limits."""
+        ...
+
+    def preview(self, message: Message) -> str:
+        """A readable text view of one payload."""
+        ...
+
+    def notice(self, text: str, *, mentions: bool = False) -> list[Message]:
+        """A short service text as escaped messages, split at line ends to fit, pinging no
+        one; ``mentions`` keeps the bot's own deliberate @mentions where the platform mutes
+        them otherwise."""
+        ...
+
+
 def render(
     issue: Issue,
-    flavor: Flavor | str,
+    flavor: Renderer,
     part: Part | str = Part.ALL,
     *,
     brief: int | None = None,
     options: RenderOptions | None = None,
 ) -> list[Message]:
-    """Render ``part`` of ``issue`` for ``flavor``.
+    """Render ``part`` of ``issue`` with the renderer ``flavor`` (the one a platform declares).
 
     Raises:
         IndexError: ``part`` is BRIEF and the issue has no brief number ``brief``.
-        ValueError: ``part`` is BRIEF without ``brief``, or an unknown flavor/part.
+        ValueError: ``part`` is BRIEF without ``brief``, or an unknown part.
     """
-    return _renderer(flavor).render(
-        issue, Part(part), brief=brief, options=options or RenderOptions()
-    )
+    return flavor.render(issue, Part(part), brief=brief, options=options or RenderOptions())
 
 
-def preview(message: Message, flavor: Flavor | str) -> str:
-    """A readable text view of one payload, for `digest-bot preview` and the console."""
-    return _renderer(flavor).preview(message)
+def preview(message: Message, flavor: Renderer) -> str:
+    """A readable text view of one payload, for `digest-bot preview` and local output."""
+    return flavor.preview(message)
 
 
-class _Renderer(Protocol):
-    def render(
-        self, issue: Issue, part: Part, *, brief: int | None, options: RenderOptions
-    ) -> list[Message]: ...
-
-    def preview(self, message: Message) -> str: ...
-
-
-def _renderer(flavor: Flavor | str) -> _Renderer:
-    from digest_core.rendering import discord, plain, telegram
-
-    modules: dict[Flavor, _Renderer] = {
-        Flavor.TELEGRAM: cast(_Renderer, telegram),
-        Flavor.DISCORD: cast(_Renderer, discord),
-        Flavor.PLAIN: cast(_Renderer, plain),
-    }
-    return modules[Flavor(flavor)]
-
-
-def notice(text: str, flavor: Flavor | str, *, mentions: bool = False) -> list[Message]:
+def notice(text: str, flavor: Renderer, *, mentions: bool = False) -> list[Message]:
     """A short service text (help, an error, a status) as messages of ``flavor``, escaped,
-    split at line ends to fit, never pinging anyone.
-
-    Telegram ``@username`` mentions are muted unless ``mentions`` (for the bot's own texts
-    that point at a username on purpose, never for text quoted from an issue).
-    """
-    from digest_core.rendering import html, markdown
-    from digest_core.rendering.split import chunk_lines, utf16_len
-    from digest_core.rendering.telegram import mute_mentions
-
-    flavor = Flavor(flavor)
-    if flavor is Flavor.TELEGRAM:
-        # notices quote issue text (search hits): @username mentions are muted as in posts
-        return [
-            Message(
-                {
-                    "text": html.escape_text(chunk if mentions else mute_mentions(chunk)),
-                    "parse_mode": "HTML",
-                    "link_preview_options": {"is_disabled": True},
-                }
-            )
-            for chunk in chunk_lines(text, NOTICE_LIMITS[flavor], utf16_len)
-        ]
-    if flavor is Flavor.DISCORD:
-        return [
-            Message({"content": markdown.escape(chunk), "allowed_mentions": {"parse": []}})
-            for chunk in chunk_lines(text, NOTICE_LIMITS[flavor], len)
-        ]
-    return [Message({"text": chunk}) for chunk in chunk_lines(text, NOTICE_LIMITS[flavor], len)]
+    split at line ends to fit, never pinging anyone (see :meth:`Renderer.notice`)."""
+    return flavor.notice(text, mentions=mentions)
 
 
-#: Notices are split below the platform limits so that escaping (which lengthens Discord
-#: markdown, not Telegram's visible text) keeps them within: Telegram 4096 UTF-16 units of
-#: visible text, Discord content 2000 characters after escaping (at most doubled).
-NOTICE_LIMITS = {Flavor.TELEGRAM: 4000, Flavor.DISCORD: 950, Flavor.PLAIN: 4000}
+def plain_renderer() -> Renderer:
+    """The plain-text renderer (no markup), the default of requests that name none."""
+    from digest_core.rendering import plain
+
+    return cast(Renderer, plain)

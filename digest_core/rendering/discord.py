@@ -517,3 +517,20 @@ def _buttons(issue: Issue) -> Json:
             if section in present
         ],
     }
+
+
+#: Notices are split at this many characters so that escaping (at most doubling them) keeps a
+#: message within the 2000 characters of ``content``.
+NOTICE_LIMIT = 950
+
+
+def notice(text: str, *, mentions: bool = False) -> list[Message]:
+    """A service text as escaped markdown that pings no one (``mentions`` has no effect:
+    ``allowed_mentions`` is always empty)."""
+    from digest_core.rendering.markdown import escape
+    from digest_core.rendering.split import chunk_lines
+
+    return [
+        Message({"content": escape(chunk), "allowed_mentions": {"parse": []}})
+        for chunk in chunk_lines(text, NOTICE_LIMIT, len)
+    ]

@@ -167,3 +167,11 @@ def _toc(issue: Issue) -> list[list[Block]]:
         unit += _chunks("\n", entry.item.title, prefix=number)
         units.append(unit)
     return units
+
+
+def notice(text: str, *, mentions: bool = False) -> list[Message]:
+    """A service text as plain messages of at most :data:`TEXT_LIMIT` characters, split at
+    line ends (``mentions`` has no effect: plain text pings no one)."""
+    from digest_core.rendering.split import chunk_lines
+
+    return [Message({"text": chunk}) for chunk in chunk_lines(text, TEXT_LIMIT, len)]

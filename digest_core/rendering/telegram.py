@@ -515,3 +515,24 @@ def preview(message: Message) -> str:
         rows = markup.get("inline_keyboard", [])
         out += "\n" + "\n".join(" ".join(f"[{b['text']}]" for b in row) for row in rows)
     return out
+
+
+#: Notices are split at this much visible text, below the 4096 UTF-16 units of a message.
+NOTICE_LIMIT = 4000
+
+
+def notice(text: str, *, mentions: bool = False) -> list[Message]:
+    """A service text as HTML messages without link previews; ``@username`` mentions are muted
+    as in posts (notices quote issue text, e.g. search hits) unless ``mentions``."""
+    from digest_core.rendering.split import chunk_lines
+
+    return [
+        Message(
+            {
+                "text": escape_text(chunk if mentions else mute_mentions(chunk)),
+                "parse_mode": "HTML",
+                "link_preview_options": {"is_disabled": True},
+            }
+        )
+        for chunk in chunk_lines(text, NOTICE_LIMIT, utf16_len)
+    ]

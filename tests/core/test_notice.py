@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from digest_core.rendering import Flavor, notice
+from bots.renderers import Flavor
+from digest_core.rendering import notice
 from digest_core.rendering.discord import check_message
 from digest_core.rendering.html import check_html, visible_text
 from digest_core.rendering.markdown import unescape

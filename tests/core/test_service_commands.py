@@ -12,13 +12,14 @@ from pathlib import Path
 
 import pytest
 
+from bots.registry import load_settings
+from bots.renderers import Flavor
 from bots.runtime import open_service
 from digest_core.commands import ADMIN, MAX_REPLY_MESSAGES, Capability, Request
 from digest_core.delivery import DeliveryReport, TargetReport
-from digest_core.rendering import Flavor, Message, preview
+from digest_core.rendering import Message, preview
 from digest_core.scheduling import PostState
 from digest_core.service import DigestService, describe_report
-from digest_core.settings import load_settings
 from digest_core.testing import ManualClock, make_issue
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from bots.registry import load_settings
 from digest_core.errors import ConfigError
-from digest_core.settings import load_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from bots.telegram.limits import TELEGRAM_LIMITS
 from digest_core.delivery import (
-    TELEGRAM_LIMITS,
     Backoff,
     DayState,
     DeliveryBusy,

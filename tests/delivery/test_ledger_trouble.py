@@ -19,12 +19,13 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from bots.renderers import Flavor
 from digest_core.archive import Archive
 from digest_core.clock import SystemClock
 from digest_core.delivery import DeliveryEngine, Ledger
 from digest_core.delivery.health import RetryPolicy
 from digest_core.platform import PlatformLimits, Rate, Target, TargetKind
-from digest_core.rendering import Flavor, Part, render
+from digest_core.rendering import Part, render
 from digest_core.scheduling import ScheduleConfig
 from digest_core.service import DigestService
 from digest_core.testing import FakePlatform, make_issue, make_messages, make_targets

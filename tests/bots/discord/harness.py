@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 
 from bots.discord import DiscordAdapter
+from bots.registry import load_settings
 from bots.runtime import open_service
 from digest_core.service import DigestService
-from digest_core.settings import Settings, load_settings
+from digest_core.settings import Settings
 from digest_core.testing import PinnedClock
 from tests.fakes import discord_payloads as p
 from tests.fakes.discord_api import FakeDiscord

@@ -11,8 +11,9 @@ import pytest
 
 from bots.discord.adapter import ShardedDigestClient
 from bots.discord.cli import BOT_PERMISSIONS, invite_url, sync_commands
+from bots.renderers import Flavor
 from digest_core.commands import Request
-from digest_core.rendering import Flavor, Part, RenderOptions, render
+from digest_core.rendering import Part, RenderOptions, render
 from digest_core.service import DigestService
 from tests.bots.discord.harness import (
     ADMIN_ROLE,

@@ -12,14 +12,15 @@ import discord
 import pytest
 
 from bots.discord.adapter import DEFAULT_API_BASE, ApiPointer, part_nonce, translate_error
+from bots.registry import load_settings
+from bots.renderers import Flavor
 from digest_core.delivery import PartState
 from digest_core.errors import ConfigError, RateLimited, Rejected, TargetGone, TransientError
 from digest_core.models import Issue
 from digest_core.platform import PartKey, Target, TargetKind
-from digest_core.rendering import Flavor, Message, Part, RenderOptions, render
+from digest_core.rendering import Message, Part, RenderOptions, render
 from digest_core.rendering.discord import check_message
 from digest_core.scheduling import Outcome
-from digest_core.settings import load_settings
 from tests.bots.discord.harness import (
     ALERTED,
     CHANNELS,

@@ -13,11 +13,12 @@ from typing import Any
 
 import pytest
 
+from bots.registry import load_settings
 from bots.runtime import open_service
 from bots.telegram import TelegramAdapter
-from digest_core.delivery import TELEGRAM_LIMITS
+from bots.telegram.limits import TELEGRAM_LIMITS
 from digest_core.service import DigestService
-from digest_core.settings import Settings, load_settings
+from digest_core.settings import Settings
 from digest_core.testing import PinnedClock
 from tests.fakes.telegram_api import FakeTelegram, SentMessage
 

@@ -22,6 +22,7 @@ from telegram.error import (
     TimedOut,
 )
 
+from bots.renderers import Flavor
 from bots.telegram.adapter import chat_id, retry_seconds, split_payload, target_kind, translate
 from bots.telegram.handlers import (
     UserRateLimiter,
@@ -40,7 +41,7 @@ from digest_core.errors import (
     TransientError,
 )
 from digest_core.platform import Target, TargetKind
-from digest_core.rendering import Flavor, Message, Part, RenderOptions, render
+from digest_core.rendering import Message, Part, RenderOptions, render
 from digest_core.testing import ManualClock
 from tests.bots.telegram.harness import (
     ANN,
@@ -57,6 +58,7 @@ from tests.fakes.telegram_api import FakeTelegram
 
 # PTB 22 warns when it builds a RetryAfter (its int -> timedelta migration); not our concern
 pytestmark = pytest.mark.filterwarnings("ignore::telegram.warnings.PTBDeprecationWarning")
+
 
 @pytest.fixture
 async def fake() -> AsyncIterator[FakeTelegram]:
@@ -143,7 +145,7 @@ async def test_a_token_the_api_refuses_stops_the_start(
 
     settings = settings_for(write_config(tmp_path, base_url=fake.base_url), fake, monkeypatch)
     monkeypatch.setenv("DIGEST_BOT_TELEGRAM__TOKEN", "1:wrong")
-    from digest_core.settings import load_settings
+    from bots.registry import load_settings
 
     settings = load_settings(tmp_path / "digest-bot.toml")
     with pytest.raises(ConfigError, match="refused the bot token") as info:

@@ -267,8 +267,8 @@ async def test_webhook_mode_checks_the_secret_on_every_request(
 
 
 def test_webhook_mode_without_a_secret_is_a_config_error(tmp_path: Path) -> None:
+    from bots.registry import load_settings
     from digest_core.errors import ConfigError
-    from digest_core.settings import load_settings
 
     config = write_config(
         tmp_path, base_url="http://127.0.0.1:1/bot",

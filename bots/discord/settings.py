@@ -1,0 +1,54 @@
+"""Settings of the ``[discord]`` table (the Discord bot)."""
+
+from __future__ import annotations
+
+import re
+from typing import ClassVar
+
+from pydantic import Field, field_validator
+
+from digest_core.settings import TokenSettings
+
+
+class DiscordSettings(TokenSettings):
+    """The Discord bot."""
+
+    env_examples: ClassVar[dict[str, str]] = {
+        "channels": '["123456789012345678"]',
+        "admin_roles": "[123456789012345678]",
+        "admin_users": "[123456789012345678]",
+    }
+
+    #: role ids whose members may run admin commands (besides Manage Server); both count only
+    #: in a server that holds one of ``channels``
+    admin_roles: list[int] = Field(default_factory=list)
+    #: Discord's REST API, or a rate-limit proxy in front of it; the gateway is asked from it
+    api_base_url: str = "https://discord.com/api/v10"
+    #: embeds (true) or the plain-markdown fallback
+    embeds: bool = True
+    #: None = one shard unless Discord asks for more; a number forces AutoShardedClient
+    shard_count: int | None = Field(default=None, ge=1)
+    #: user ids that are admins everywhere (DMs included) and get alerts by DM
+    admin_users: list[int] = Field(default_factory=list)
+    #: a send that takes longer (discord.py's own 5xx retries included) is a TransientError and
+    #: the core's backoff takes over
+    request_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
+    #: on start, how long to wait for the gateway to be ready before running on regardless
+    ready_timeout_seconds: float = Field(default=30.0, gt=0, le=600)
+    #: how long discord.py waits for more servers after the last one arrives before "ready"
+    guild_ready_timeout_seconds: float = Field(default=2.0, ge=0, le=60)
+
+    @field_validator("channels")
+    @classmethod
+    def _check_channels(cls, v: list[str]) -> list[str]:
+        for c in v:
+            if not re.fullmatch(r"\d{1,20}", c):
+                raise ValueError(f"{c!r} is not a Discord channel id (digits)")
+        return v
+
+    @field_validator("api_base_url")
+    @classmethod
+    def _check_api_base(cls, v: str) -> str:
+        if not re.fullmatch(r"https?://[^/\s]+(/\S*)?", v):
+            raise ValueError(f"expected an http(s) URL like https://discord.com/api/v10, not {v!r}")
+        return v.rstrip("/")

@@ -1,0 +1,126 @@
+"""The platform registry: one explicit table of platform names and the module declaring each.
+
+Why a table here and not ``[project.entry-points]``: every platform lives in this repository,
+and entry points are read from the installed metadata, so adding or renaming one would need a
+``pip install -e .`` in every checkout and virtualenv before anything (tests included) saw it,
+and scanning the metadata costs every CLI start. A table is read from the source, checked by
+mypy and ruff, and costs nothing: ``names()`` imports no platform, and ``spec()`` imports only
+the platform's small declaration module (its settings model; never its SDK).
+
+Adding a platform: a folder ``bots/<name>/`` whose ``spec.py`` defines ``PLATFORM``, a
+:class:`PlatformSpec`, and one line in :data:`PLATFORMS`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from pydantic import BaseModel
+
+if TYPE_CHECKING:
+    from bots.inflight import InFlight
+    from digest_core.clock import Clock
+    from digest_core.rendering import Renderer
+    from digest_core.service import Adapter
+    from digest_core.settings import Settings
+
+log = logging.getLogger(__name__)
+
+#: name -> the module defining ``PLATFORM``; the order is the order of ``--only``, ``status``
+#: and of delivery
+PLATFORMS: dict[str, str] = {
+    "console": "bots.console.spec",
+    "telegram": "bots.telegram.spec",
+    "discord": "bots.discord.spec",
+    "feishu": "bots.feishu.spec",
+    "dingtalk": "bots.dingtalk.spec",
+    "wecom": "bots.wecom.spec",
+}
+
+
+@dataclass(frozen=True)
+class BuildContext:
+    """What an adapter factory may use besides its settings."""
+
+    clock: Clock
+    stdin: TextIO | None = None
+    out: TextIO | None = None
+    in_flight: InFlight | None = None
+
+
+@dataclass(frozen=True)
+class PlatformSpec:
+    """Everything the rest of the bot knows about one platform.
+
+    The adapter the factory builds carries the rest: its pacing (``limits``), the renderer
+    as ``flavor``, and whether readers can subscribe (``subscriptions``).
+    """
+
+    name: str
+    #: one line for ``--help``
+    summary: str
+    #: the model of the ``[name]`` table (and ``DIGEST_BOT_NAME__*``); None: no table
+    settings: type[BaseModel] | None
+    #: the renderer of the platform's posts, notices and ``digest-bot preview``
+    renderer: Callable[[], Renderer]
+    #: the adapter from the platform's settings, or None when they configure nothing to
+    #: post to (no token, no targets); may raise ImportError when the SDK is missing
+    build: Callable[[Any, BuildContext], Adapter | None]
+    #: what ``--only NAME`` needs when ``build`` gave None (a sentence naming the setting)
+    needs: str = ""
+    #: the settings key ``needs`` is about
+    needs_key: str | None = None
+    #: built when no other platform is configured (the console)
+    fallback: bool = False
+    #: the SDK the adapter imports (the ``digest-bot[name]`` extra), for a missing-SDK error
+    sdk: str | None = None
+
+
+def names() -> tuple[str, ...]:
+    """Every platform's name, in registry order (imports no platform)."""
+    return tuple(PLATFORMS)
+
+
+def spec(name: str) -> PlatformSpec:
+    """The declaration of platform ``name``.
+
+    Raises:
+        KeyError: no such platform.
+    """
+    declared = importlib.import_module(PLATFORMS[name]).PLATFORM
+    if not isinstance(declared, PlatformSpec) or declared.name != name:
+        raise TypeError(f"{PLATFORMS[name]}.PLATFORM must be the PlatformSpec named {name!r}")
+    return declared
+
+
+def specs() -> list[PlatformSpec]:
+    """Every platform's declaration, in registry order."""
+    return [spec(name) for name in PLATFORMS]
+
+
+def settings_models() -> dict[str, type[BaseModel]]:
+    """The settings model of each platform with a table."""
+    return {s.name: s.settings for s in specs() if s.settings is not None}
+
+
+def load_settings(
+    path: Path | str | None = None, *, overrides: dict[str, Any] | None = None
+) -> Settings:
+    """:func:`digest_core.settings.load_settings` with every registered platform's table.
+
+    Raises:
+        ConfigError: as the core's ``load_settings``.
+    """
+    from digest_core.settings import load_settings as load
+
+    return load(path, overrides=overrides, platforms=settings_models())
+
+
+def platform_settings(settings: Settings, name: str) -> Mapping[str, Any] | Any:
+    """The ``[name]`` settings of a loaded ``settings`` (None for a platform without a table)."""
+    return settings.platform(name) if name in settings.platform_names else None

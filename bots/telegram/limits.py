@@ -1,0 +1,23 @@
+"""The pacing model of the Telegram Bot API: what the core paces Telegram sends under."""
+
+from __future__ import annotations
+
+from digest_core.platform import PlatformLimits, Rate, TargetKind
+
+#: Telegram Bot API limits, from https://core.telegram.org/bots/faq#my-bot-is-hitting-limits-how-do-i-avoid-this
+TELEGRAM_LIMITS = PlatformLimits(
+    # "not more than 30 messages per second or so" for bulk notifications. No burst: 30/s
+    # plus a burst of 30 allowed 60 sends in the first second, which drew 429s from the
+    # Bot API double in benchmarks/telegram_fanout.py; Rate(29, 1) drew none
+    overall=Rate(29.0, burst=1),
+    per_target={
+        # "avoid sending more than one message per second" in one chat; short bursts are
+        # tolerated, so a three-part issue reaches a reader at once.
+        TargetKind.PRIVATE: Rate(1.0, burst=3),
+        # "not able to send more than 20 messages per minute to the same group": a burst of 3
+        # plus 17/min sustained keeps every 60 s window at 20 or fewer.
+        TargetKind.GROUP: Rate(17 / 60, burst=3),
+        # channels share the group limit in practice (Telegram documents none for them)
+        TargetKind.CHANNEL: Rate(17 / 60, burst=3),
+    },
+)

@@ -1,0 +1,45 @@
+"""The registry entry of a webhook platform, from its settings, renderer and adapter modules."""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, cast
+
+from bots.registry import BuildContext, PlatformSpec
+from bots.workchat.settings import WebhookSettings
+
+if TYPE_CHECKING:
+    from digest_core.rendering import Renderer
+    from digest_core.service import Adapter
+
+
+def webhook_platform(
+    settings: type[WebhookSettings], *, summary: str, renderer: str, adapter: str
+) -> PlatformSpec:
+    """The PlatformSpec of a send-only webhook platform named ``settings.platform``.
+
+    ``renderer`` is its render module and ``adapter`` ``"module:Class"`` (a WebhookAdapter
+    taking the settings and ``clock``), both imported on first use. It is built when its
+    settings name targets (``targets`` or ``alert_target``).
+    """
+    name = settings.platform
+
+    def load_renderer() -> Renderer:
+        return cast("Renderer", importlib.import_module(renderer))
+
+    def build(section: WebhookSettings, ctx: BuildContext) -> Adapter | None:
+        if not section.all_targets():
+            return None
+        module, _, cls = adapter.partition(":")
+        built = getattr(importlib.import_module(module), cls)(section, clock=ctx.clock)
+        return cast("Adapter", built)
+
+    return PlatformSpec(
+        name=name,
+        summary=summary,
+        settings=settings,
+        renderer=load_renderer,
+        build=build,
+        needs=f"needs targets: set {name}.targets and {settings.env_name('webhooks')}",
+        needs_key=f"{name}.targets",
+    )
