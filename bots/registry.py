@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import importlib
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -120,7 +120,3 @@ def load_settings(
 
     return load(path, overrides=overrides, platforms=settings_models())
 
-
-def platform_settings(settings: Settings, name: str) -> Mapping[str, Any] | Any:
-    """The ``[name]`` settings of a loaded ``settings`` (None for a platform without a table)."""
-    return settings.platform(name) if name in settings.platform_names else None

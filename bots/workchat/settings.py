@@ -38,6 +38,8 @@ class WebhookSettings(BaseSettings):
     platform: ClassVar[str] = ""
     #: the default service address; the path and the secret are added by the adapter
     default_api_base: ClassVar[str] = ""
+    #: keys the core refuses in the TOML file (see digest_core.settings.load_settings)
+    secret_keys: ClassVar[tuple[str, ...]] = SECRET_KEYS
 
     #: public names of the group webhooks to post the daily issue to, in order
     targets: list[str] = []
