@@ -119,4 +119,3 @@ def load_settings(
     from digest_core.settings import load_settings as load
 
     return load(path, overrides=overrides, platforms=settings_models())
-
