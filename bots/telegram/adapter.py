@@ -178,7 +178,7 @@ class TelegramAdapter:
     flavor = Flavor.TELEGRAM
     #: readers can subscribe to get the daily issue in a private chat
     subscriptions = True
-    #: Telegram's flood limits (digest_core.delivery.pacing): 30 messages/s per bot, about
+    #: Telegram's flood limits (bots.telegram.limits): 30 messages/s per bot, about
     #: 1/s per private chat, 20/min per group or channel.
     limits: PlatformLimits = TELEGRAM_LIMITS
 
