@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import importlib.util
 import json
 import logging
 import os
 import sys
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -173,7 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(handler=cmd_status)
 
-    for register in _EXTRA_COMMANDS:
+    for register in registry.command_registrars():
         register(sub, common)
     return parser
 
@@ -448,14 +447,6 @@ def _run_async(coro: Coroutine[Any, Any, _T]) -> _T:
     import asyncio  # only the commands that run the bot pay for importing it
 
     return asyncio.run(coro)
-
-
-#: ``register(subparsers, common_parent)`` functions of platform-specific commands
-_EXTRA_COMMANDS: list[Callable[[Any, argparse.ArgumentParser], None]] = []
-if importlib.util.find_spec("discord") is not None:  # else no `digest-bot discord ...`
-    from bots.discord.arguments import register as _register_discord
-
-    _EXTRA_COMMANDS.append(_register_discord)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,9 @@ Adding a platform: a folder ``bots/<name>/`` whose ``spec.py`` defines ``PLATFOR
 
 from __future__ import annotations
 
+import argparse
 import importlib
+import importlib.util
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -79,6 +81,11 @@ class PlatformSpec:
     fallback: bool = False
     #: the SDK the adapter imports (the ``digest-bot[name]`` extra), for a missing-SDK error
     sdk: str | None = None
+    #: the SDK's import name: the platform's own CLI commands are offered only when installed
+    sdk_module: str | None = None
+    #: ``"module:function"`` adding the platform's own CLI commands,
+    #: ``register(subparsers, common_parent)`` (e.g. ``digest-bot discord sync``)
+    commands: str | None = None
 
 
 def names() -> tuple[str, ...]:
@@ -119,3 +126,17 @@ def load_settings(
     from digest_core.settings import load_settings as load
 
     return load(path, overrides=overrides, platforms=settings_models())
+
+
+def command_registrars() -> list[Callable[[Any, argparse.ArgumentParser], None]]:
+    """The ``register`` functions of the platforms' own CLI commands, of the platforms whose
+    SDK is installed (found without importing it)."""
+    found: list[Callable[[Any, argparse.ArgumentParser], None]] = []
+    for declared in specs():
+        if declared.commands is None:
+            continue
+        if declared.sdk_module and importlib.util.find_spec(declared.sdk_module) is None:
+            continue
+        module, _, function = declared.commands.partition(":")
+        found.append(getattr(importlib.import_module(module), function))
+    return found

@@ -35,4 +35,6 @@ PLATFORM = PlatformSpec(
     needs="needs a token: set DIGEST_BOT_DISCORD__TOKEN or discord.token_file",
     needs_key="discord.token",
     sdk="discord.py",
+    sdk_module="discord",
+    commands="bots.discord.arguments:register",
 )
