@@ -104,6 +104,7 @@ class Platform(Protocol):
 
     #: a short stable name, used in the ledger and config (the platform registry's name)
     name: str
+
     @property
     def flavor(self) -> Renderer:
         """The renderer that produces this platform's payloads (posts and notices)."""
