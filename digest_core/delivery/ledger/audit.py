@@ -1,0 +1,79 @@
+"""The audit log of admin actions."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import (
+    Mapping,
+)
+from typing import Any
+
+from sqlalchemy import (
+    insert,
+    select,
+)
+
+from digest_core.delivery.ledger.core import LedgerBase
+from digest_core.delivery.ledger.records import (
+    AuditEntry,
+)
+from digest_core.delivery.ledger.schema import (
+    audit,
+)
+
+log = logging.getLogger(__name__)
+
+
+class AuditMixin(LedgerBase):
+    """Record and read admin actions."""
+
+    async def record_audit(
+        self,
+        platform: str,
+        user_id: str,
+        action: str,
+        *,
+        args: Mapping[str, Any] | None = None,
+        allowed: bool,
+        outcome: str,
+    ) -> int:
+        """Append an admin action to the audit log; returns its id."""
+        async with self._tx() as conn:
+            result = await conn.execute(
+                insert(audit).values(
+                    at=self._clock.now(),
+                    platform=platform,
+                    user_id=user_id,
+                    action=action,
+                    args=json.dumps(
+                        dict(args or {}), ensure_ascii=False, sort_keys=True, default=str
+                    ),
+                    allowed=allowed,
+                    outcome=outcome,
+                )
+            )
+            self.stats.rows_inserted += 1
+            key = result.inserted_primary_key
+            assert key is not None
+            return int(key[0])
+
+    async def audit_log(self, *, platform: str | None = None, limit: int = 50) -> list[AuditEntry]:
+        """The latest audit entries, newest first."""
+        query = select(audit).order_by(audit.c.id.desc()).limit(limit)
+        if platform is not None:
+            query = query.where(audit.c.platform == platform)
+        async with self._tx() as conn:
+            return [
+                AuditEntry(
+                    r.id,
+                    r.at,
+                    r.platform,
+                    r.user_id,
+                    r.action,
+                    json.loads(r.args),
+                    r.allowed,
+                    r.outcome,
+                )
+                for r in await conn.execute(query)
+            ]

@@ -1,0 +1,191 @@
+"""The SQLAlchemy engine factory and the one-line errors of a database that cannot be opened."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import (
+    event,
+    make_url,
+)
+from sqlalchemy.exc import InvalidRequestError, NoSuchModuleError
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.pool import StaticPool
+
+from digest_core.delivery.health import short_error
+from digest_core.delivery.identity import (
+    RUN_NEW_LEDGER,
+)
+from digest_core.delivery.ledger.schema import (
+    CONFIG_KEY,
+)
+from digest_core.errors import ConfigError, LedgerError
+
+log = logging.getLogger(__name__)
+
+
+def _create_engine(url: str, *, echo: bool) -> AsyncEngine:
+    """An async engine for ``url``; every way the URL itself can be wrong is a ConfigError
+    naming ``database_url``, never showing the password."""
+    example = "e.g. sqlite+aiosqlite:///var/digest-bot.db or postgresql+asyncpg://user@host/db"
+    try:
+        parsed = make_url(url)
+    except Exception as exc:
+        raise ConfigError(
+            f"not a database URL: {_redact(url)!r} ({example})", key=CONFIG_KEY
+        ) from exc
+    shown = parsed.render_as_string(hide_password=True)
+    sqlite = parsed.get_backend_name() == "sqlite"
+    database = parsed.database or ""
+    in_memory = database in ("", ":memory:") or database.startswith("file::memory:")
+    try:
+        if sqlite and in_memory:
+            # one shared connection, or every connection would see its own empty database
+            engine = create_async_engine(parsed, echo=echo, poolclass=StaticPool)
+        elif sqlite:
+            engine = create_async_engine(parsed, echo=echo)
+        else:
+            engine = create_async_engine(parsed, echo=echo, pool_pre_ping=True)
+    except NoSuchModuleError as exc:
+        raise ConfigError(
+            f"{shown}: unknown database kind or driver {parsed.drivername!r} ({example})",
+            key=CONFIG_KEY,
+        ) from exc
+    except InvalidRequestError as exc:  # a synchronous driver
+        hint = "sqlite+aiosqlite" if sqlite else f"{parsed.get_backend_name()}+<async driver>"
+        raise ConfigError(
+            f"{shown}: driver {parsed.get_driver_name()!r} is not async; use {hint}:// ({example})",
+            key=CONFIG_KEY,
+        ) from exc
+    except ImportError as exc:
+        extra = (
+            " (pip install 'digest-bot[postgres]')"
+            if parsed.get_backend_name() == ("postgresql")
+            else ""
+        )
+        raise ConfigError(
+            f"{shown}: the database driver is not installed: {exc.name or exc}{extra}",
+            key=CONFIG_KEY,
+        ) from exc
+    except Exception as exc:  # bad query arguments and the like
+        raise ConfigError(f"{shown}: {type(exc).__name__}: {exc}", key=CONFIG_KEY) from exc
+    if not sqlite:
+        return engine
+    # ?timeout=SECONDS in the URL sets how long a write waits for another's lock
+    timeout = parsed.query.get("timeout", "5")
+    try:
+        busy_ms = int(float(timeout if isinstance(timeout, str) else timeout[-1]) * 1000)
+    except ValueError:
+        raise ConfigError(f"{shown}: timeout is not a number of seconds", key=CONFIG_KEY) from None
+    if not in_memory:
+        try:
+            Path(database).parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise _open_error(exc, database, Path(database)) from exc
+
+    @event.listens_for(engine.sync_engine, "connect")
+    def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+        cursor = dbapi_connection.cursor()
+        # https://www.sqlite.org/wal.html: readers never block the writer; with WAL,
+        # synchronous=NORMAL loses no commit when the process dies, only on power loss.
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute(f"PRAGMA busy_timeout={busy_ms}")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+
+    return engine
+
+
+def _sqlite_file(url: str) -> Path | None:
+    """The file of an SQLite URL (None for other databases and in-memory SQLite)."""
+    parsed = make_url(url)
+    database = parsed.database or ""
+    if parsed.get_backend_name() != "sqlite" or database in ("", ":memory:"):
+        return None
+    if database.startswith("file:"):  # a URI filename: file:path?mode=…
+        if parsed.query.get("uri") in (None, "false") or database.startswith("file::memory:"):
+            return None
+        database = database.removeprefix("file:").split("?", 1)[0]
+    return Path(database)
+
+
+def _set_aside_orphans(database: Path, now: dt.datetime) -> None:
+    """Rename the ``-wal`` and ``-shm`` files a deleted database left behind: SQLite would
+    replay that old log into the new, empty file."""
+    for suffix in ("-wal", "-shm"):
+        orphan = database.with_name(database.name + suffix)
+        if orphan.exists():
+            aside = orphan.with_name(f"{orphan.name}.orphaned-{now:%Y%m%dT%H%M%S}")
+            try:
+                orphan.rename(aside)
+            except OSError as exc:
+                log.warning("could not set aside %s: %s", orphan, exc)
+            else:
+                log.warning("%s has no database; moved it to %s", orphan, aside)
+
+
+def _unwritable(database: Path) -> str | None:
+    """Why SQLite could not write ``database`` and its ``-wal`` beside it, or None. Asks the
+    kernel (``access``), which also refuses root an immutable file or a read-only mount."""
+    folder = database.parent
+    if database.is_dir():
+        return f"{database} is a folder, not a file"
+    if folder.is_dir() and not os.access(folder, os.W_OK):
+        return f"the folder {folder} is read-only"
+    if database.is_file() and not os.access(database, os.W_OK):
+        return f"{database} is read-only"
+    return None
+
+
+def _open_error(
+    exc: BaseException | None, shown: str, database: Path | None, *, reason: str = ""
+) -> LedgerError:
+    """One line for a database that cannot be opened: what is wrong with which file, and the
+    fix (restore a backup, make it writable, wait for the lock)."""
+    reason = reason or (short_error(exc) if exc is not None else "unknown error")
+    if isinstance(exc, OSError) and exc.strerror:
+        reason = f"{exc.strerror}: {exc.filename}" if exc.filename else exc.strerror
+    if database is not None:
+        for folder in database.parents:
+            if folder.exists() and not folder.is_dir():
+                reason = f"{folder} is a file, not a folder"
+                break
+        if database.is_dir():
+            reason = f"{database} is a folder, not a file"
+    low = reason.lower()
+    where = f"ledger {shown} ({CONFIG_KEY})"
+    restore = (
+        f"restore it from a backup (copy the backup to {shown}, removing any {shown}-wal "
+        f"and {shown}-shm), or move it aside and run `{RUN_NEW_LEDGER}` to begin an empty "
+        "ledger"
+    )
+    if "not a database" in low or "malformed" in low or "damaged" in low or "corrupt" in low:
+        text = f"{where} is damaged or truncated ({reason}); {restore}"
+    elif "locked" in low or "busy" in low:
+        text = (
+            f"{where} is locked by another program ({reason}); start again once it has "
+            "finished, or stop it"
+        )
+    elif database is not None:
+        text = (
+            f"{where} cannot be opened for writing ({reason}); make {shown} and its folder "
+            f"writable by this user (SQLite also writes {database.name}-wal and "
+            f"{database.name}-shm beside it), or set {CONFIG_KEY} to another file"
+        )
+    else:
+        text = (
+            f"{where} cannot be used ({reason}); check that the database server is running "
+            f"and that {CONFIG_KEY} is right"
+        )
+    return LedgerError(text, where=shown)
+
+
+def _redact(url: str) -> str:
+    """``url`` with anything between ``user:`` and ``@`` hidden (it may not even parse)."""
+    return re.sub(r"(://[^/@:]*:)[^@]*@", r"\1***@", url)

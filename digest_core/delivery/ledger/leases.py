@@ -1,0 +1,176 @@
+"""Leases: named, expiring, reentrant locks held by one ledger owner (one delivery per platform)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import sys
+
+from sqlalchemy import (
+    delete,
+    insert,
+    select,
+    update,
+)
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from digest_core.delivery.ledger.core import (
+    LedgerBase,
+    _retried,
+)
+from digest_core.delivery.ledger.records import (
+    Lease,
+)
+from digest_core.delivery.ledger.schema import (
+    DEFAULT_LEASE_TTL,
+    db_time,
+    leases,
+)
+
+log = logging.getLogger(__name__)
+
+
+def _owner_dead(owner: str) -> bool:
+    """True if ``owner`` (``host:pid:token``) is a process on this host that no longer exists.
+
+    Only a certain death counts: another host, an unreadable owner, or a live pid (even a
+    reused one) keep the lease until it expires.
+    """
+    try:
+        host, pid_text, _ = owner.rsplit(":", 2)
+        pid = int(pid_text)
+    except ValueError:
+        return False
+    if sys.platform == "win32" or host != socket.gethostname() or pid <= 0 or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)  # signal 0: existence check only
+    except ProcessLookupError:
+        return True
+    except OSError:  # EPERM: alive, someone else's
+        return False
+    return False
+
+
+async def _foreign_holder(conn: AsyncConnection, name: str, *, owner: str) -> Lease | None:
+    """The lease ``name`` if an owner other than ``owner`` holds it and it is live (unexpired by the
+    database's clock, holder not known dead)."""
+    row = (
+        await conn.execute(
+            select(
+                leases.c.owner,
+                leases.c.expires_at,
+                (leases.c.expires_at > db_time()).label("live"),
+            ).where(leases.c.name == name)
+        )
+    ).first()
+    if row is None or row.owner == owner or not row.live:
+        return None
+    if _owner_dead(row.owner):
+        return None
+    return Lease(name, row.owner, row.expires_at)
+
+
+class LeasesMixin(LedgerBase):
+    """Take, renew and release leases."""
+
+    @_retried
+    async def acquire_lease(self, name: str, *, ttl: float = DEFAULT_LEASE_TTL) -> Lease:
+        """Take the lease ``name`` for ``ttl`` seconds, unless another owner holds it.
+
+        Returns the lease as it stands: this instance holds it iff ``lease.owner ==
+        self.owner``. It is free when no one holds it, it expired, or its holder is a process
+        of this host that no longer exists (a crashed run: taken over at once). Leases are
+        reentrant: each acquisition by the holder extends it and MUST be matched by one
+        :meth:`release_lease`. The holder SHOULD :meth:`renew_lease` well within ``ttl``.
+        """
+        if ttl <= 0:
+            raise ValueError("a lease needs a positive ttl")
+        for attempt in range(3):
+            try:
+                lease = await self._try_acquire(name, ttl)
+            except IntegrityError:  # another process inserted it first: look again
+                if attempt == 2:
+                    raise
+                continue
+            if lease.owner == self.owner:
+                self._holds[name] = self._holds.get(name, 0) + 1
+            return lease
+        raise AssertionError("unreachable")
+
+    async def _try_acquire(self, name: str, ttl: float) -> Lease:
+        # Expiry is set and judged by the database's clock (db_time), so hosts whose clocks
+        # disagree, or a clock that jumps, cannot both think they hold the lease.
+        expires = db_time(ttl)
+        async with self._tx() as conn:
+            # write first: on SQLite the transaction takes the write lock before it reads
+            result = await conn.execute(
+                update(leases)
+                .where(
+                    leases.c.name == name,
+                    (leases.c.owner == self.owner) | (leases.c.expires_at <= db_time()),
+                )
+                .values(owner=self.owner, expires_at=expires)
+            )
+            if not result.rowcount:
+                row = (
+                    await conn.execute(
+                        select(leases.c.owner, leases.c.expires_at).where(leases.c.name == name)
+                    )
+                ).first()
+                if row is None:
+                    await conn.execute(
+                        insert(leases).values(name=name, owner=self.owner, expires_at=expires)
+                    )
+                elif not _owner_dead(row.owner):
+                    return Lease(name, row.owner, row.expires_at)
+                elif (
+                    await conn.execute(
+                        update(leases)
+                        .where(leases.c.name == name, leases.c.owner == row.owner)
+                        .values(owner=self.owner, expires_at=expires)
+                    )
+                ).rowcount:
+                    log.warning("lease %s: took over from %s, which is gone", name, row.owner)
+            row = (
+                await conn.execute(
+                    select(leases.c.owner, leases.c.expires_at).where(leases.c.name == name)
+                )
+            ).one()
+            return Lease(name, row.owner, row.expires_at)
+
+    async def renew_lease(self, name: str, *, ttl: float = DEFAULT_LEASE_TTL) -> bool:
+        """Extend a lease this instance holds to ``ttl`` seconds from now (the database's
+        clock); False if it lost it (it expired and another owner took it)."""
+        async with self._tx() as conn:
+            result = await conn.execute(
+                update(leases)
+                .where(leases.c.name == name, leases.c.owner == self.owner)
+                .values(expires_at=db_time(ttl))
+            )
+        return bool(result.rowcount)
+
+    @_retried
+    async def release_lease(self, name: str) -> None:
+        """Undo one :meth:`acquire_lease`; the last one frees the lease for others."""
+        holds = self._holds.get(name, 0) - 1
+        if holds > 0:
+            self._holds[name] = holds
+            return
+        self._holds.pop(name, None)
+        async with self._tx() as conn:
+            await conn.execute(
+                delete(leases).where(leases.c.name == name, leases.c.owner == self.owner)
+            )
+
+    async def lease(self, name: str) -> Lease | None:
+        """The lease ``name`` as stored (possibly expired), or None."""
+        async with self._tx() as conn:
+            row = (
+                await conn.execute(
+                    select(leases.c.owner, leases.c.expires_at).where(leases.c.name == name)
+                )
+            ).first()
+        return None if row is None else Lease(name, row.owner, row.expires_at)

@@ -1,0 +1,415 @@
+"""Planning a delivery: the SQL I/O around the pure classification of :mod:`.classify`."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import functools
+import logging
+from collections.abc import (
+    Iterable,
+    Sequence,
+)
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import (
+    and_,
+    case,
+    func,
+    insert,
+    select,
+    update,
+)
+from sqlalchemy.engine import Row
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from digest_core.delivery.ledger.core import (
+    LedgerBase,
+    _retried,
+)
+from digest_core.delivery.ledger.leases import (
+    _foreign_holder,
+)
+from digest_core.delivery.ledger.records import (
+    Plan,
+    _Entry,
+    delivery_lease,
+)
+from digest_core.delivery.ledger.schema import (
+    PartState,
+    _chunks,
+    _issue_filter,
+    deliveries,
+    parts,
+    targets,
+)
+from digest_core.models import IssueRef
+from digest_core.platform import Target
+
+log = logging.getLogger(__name__)
+
+#: (benchmarks/fanout.py --subscribers) and the rows held in memory
+_PLAN_BATCH = 500
+
+
+@dataclass(frozen=True)
+class _Found:
+    """A row found while planning."""
+
+    id: int
+    state: PartState
+    #: the target id it is recorded under (an earlier id if the target moved since)
+    target: str
+
+    def rank(self, final: str) -> int:
+        """Which of two rows for one (target, part) counts: a sent one, else the current id's."""
+        return 2 if self.state is PartState.SENT else int(self.target == final)
+
+
+@dataclass(frozen=True, slots=True)
+class _Batch:
+    """What every batch of one :meth:`Ledger.plan` shares."""
+
+    ref: IssueRef
+    n_parts: int
+    delivery_id: int
+    #: the day's deliveries on the platform -> their revision (empty with ``force``)
+    revisions: dict[int, str]
+    #: another owner holds the platform's live delivery lease
+    foreign: bool
+    now: dt.datetime
+
+
+class _Moves:
+    """A platform's recorded target moves and deactivations, to resolve requested targets."""
+
+    def __init__(self, platform: str, rows: Iterable[Row[Any]]) -> None:
+        self.platform = platform
+        #: target id -> (active, moved_to) of the targets deactivated or moved
+        self.known: dict[str, tuple[bool, str | None]] = {
+            row.target_id: (row.active, row.moved_to) for row in rows
+        }
+        #: resolved target ids seen so far (a duplicate is planned once)
+        self.seen: set[str] = set()
+        #: resolved target id -> the earlier ids that lead to it
+        self.earlier: dict[str, list[str]] = {}
+        for moved_id, (_, moved_to) in self.known.items():
+            if moved_to:
+                self.earlier.setdefault(self.follow(moved_id), []).append(moved_id)
+
+    def follow(self, target_id: str) -> str:
+        hops = 0
+        while (info := self.known.get(target_id)) is not None and info[1] and hops < 10:
+            target_id = str(info[1])
+            hops += 1
+        return target_id
+
+    def resolve(
+        self, requested: Sequence[Target], inactive: list[Target]
+    ) -> list[tuple[Target, Target]]:
+        """(requested, resolved) pairs of targets not seen before; inactive requested targets
+        are appended to ``inactive``."""
+        pairs: list[tuple[Target, Target]] = []
+        for req in requested:
+            final = self.follow(req.id) if self.known else req.id
+            current = req if final == req.id else Target(self.platform, final, req.kind)
+            info = self.known.get(final)
+            if info is not None and not info[0] and not info[1]:
+                inactive.append(req)
+            elif final not in self.seen:
+                self.seen.add(final)
+                pairs.append((req, current))
+        return pairs
+
+    def ids_of(self, final: str) -> list[str]:
+        """Every id rows of the resolved target ``final`` may be recorded under."""
+        return [final, *self.earlier.get(final, ())]
+
+
+class PlanningMixin(LedgerBase):
+    """Record a delivery and say what to send."""
+
+    @_retried  # its first transaction; each batch retries on its own
+    async def plan(
+        self,
+        ref: IssueRef,
+        platform: str,
+        requested: Sequence[Target],
+        n_parts: int,
+        *,
+        force: bool = False,
+    ) -> Plan:
+        """Record a delivery of ``n_parts`` parts of ``ref`` to ``requested`` and say what to send.
+
+        Without ``force``, the latest generation is completed: its rows that are pending, were
+        in flight when a run died, failed or went gone are planned again; a (target, part) it
+        lacks is inserted as pending unless an older generation sent it. A target that already
+        got any part of this day's issue under another revision (a corrected file) gets nothing
+        of this one (:attr:`TargetPlan.sent_revision`). With ``force``, a new generation is
+        created and every part is planned again; older rows stay as history.
+
+        Targets are resolved through recorded moves, and rows recorded under any id of a
+        target's move chain count as its own; deactivated targets are left out and listed in
+        :attr:`Plan.inactive`. Duplicates (after resolving) are planned once.
+
+        A row in flight is planned again only if no live delivery owns it: not one of this
+        instance's, and no other owner holds the platform's live delivery lease. A target with
+        a row in flight in a live delivery is left out (:attr:`TargetPlan.in_progress`), so its
+        parts keep their order.
+
+        Targets are planned in batches of :data:`_PLAN_BATCH`, each in its own transaction, so
+        a large fan-out neither blocks the event loop nor holds the day's rows in memory; a
+        batch whose parts were all sent costs one aggregate query.
+
+        Raises:
+            ValueError: ``n_parts`` is less than 1, or a target is on another platform.
+        """
+        if n_parts < 1:
+            raise ValueError("a delivery needs at least one part")
+        for req in requested:
+            if req.platform != platform:
+                raise ValueError(f"target {req} is not on platform {platform!r}")
+        now = self._clock.now()
+        async with self._tx() as conn:
+            moves = _Moves(
+                platform,
+                await conn.execute(
+                    select(targets.c.target_id, targets.c.active, targets.c.moved_to).where(
+                        targets.c.platform == platform,
+                        (targets.c.active.is_(False)) | (targets.c.moved_to.is_not(None)),
+                    )
+                ),
+            )
+            delivery_id, generation = await self._delivery_for(
+                conn, ref, platform, n_parts, force=force, now=now
+            )
+            foreign = await _foreign_holder(conn, delivery_lease(platform), owner=self.owner)
+            # the day's deliveries on the platform -> their revision (none read with force)
+            revisions: dict[int, str] = {}
+            if not force:
+                revisions = {
+                    d_id: revision
+                    for d_id, revision in await conn.execute(
+                        select(deliveries.c.id, deliveries.c.revision).where(
+                            deliveries.c.issue_date == ref.date,
+                            deliveries.c.platform == platform,
+                        )
+                    )
+                }
+        batch = _Batch(ref, n_parts, delivery_id, revisions, foreign is not None, now)
+        entries: list[_Entry] = []
+        inactive: list[Target] = []
+        superseded = live = 0
+        for start in range(0, len(requested), _PLAN_BATCH):
+            pairs = moves.resolve(requested[start : start + _PLAN_BATCH], inactive)
+            if pairs:
+                # each batch waits out database trouble itself: retrying the whole plan
+                # would start a second generation after a forced one was recorded
+                found = await self._retrying(
+                    functools.partial(self._plan_batch_tx, batch, pairs, moves)
+                )
+                entries += found
+                superseded += sum(1 for e in found if e[6] is not None)
+                live += sum(1 for e in found if e[5])
+            await asyncio.sleep(0)  # let the loop breathe between batches
+        if inactive:
+            log.info("%s: skipping %d deactivated targets", platform, len(inactive))
+        if superseded:
+            log.info(
+                "%s %s rev %s: %d targets already got another revision of the day",
+                platform,
+                ref.date,
+                ref.revision,
+                superseded,
+            )
+        if live:
+            log.info("%s: %d targets are being delivered by another run", platform, live)
+        return Plan(
+            delivery_id, generation, ref, platform, n_parts, tuple(entries), tuple(inactive)
+        )
+
+    async def _plan_batch_tx(
+        self, batch: _Batch, pairs: list[tuple[Target, Target]], moves: _Moves
+    ) -> list[_Entry]:
+        async with self._tx() as conn:
+            return await self._plan_batch(conn, batch, pairs, moves)
+
+    async def _plan_batch(
+        self,
+        conn: AsyncConnection,
+        batch: _Batch,
+        pairs: list[tuple[Target, Target]],
+        moves: _Moves,
+    ) -> list[_Entry]:
+        """Plan one batch of (requested, resolved) targets (see :meth:`plan`)."""
+        delivery_id, n_parts, now = batch.delivery_id, batch.n_parts, batch.now
+        finals = [t.id for _, t in pairs]
+        if batch.revisions:
+            # the common re-post: every part of every target of the batch is already sent
+            # (no state in the WHERE: SQLite would pick ix_parts_state over the unique index)
+            sent = and_(parts.c.state == PartState.SENT.value, parts.c.part < n_parts)
+            n_sent = (
+                await conn.execute(
+                    select(func.coalesce(func.sum(case((sent, 1), else_=0)), 0)).where(
+                        parts.c.delivery_id == delivery_id, parts.c.target.in_(finals)
+                    )
+                )
+            ).scalar_one()
+            if n_sent == len(finals) * n_parts:
+                return [(req.id, req.kind.value, t.id, (), n_parts, 0, None) for req, t in pairs]
+        # (resolved target id, part) -> the row of the latest generation to complete
+        current: dict[tuple[str, int], _Found] = {}
+        # parts an older generation of this revision sent
+        sent_before: set[tuple[str, int]] = set()
+        # resolved target id -> other revision of the day -> parts sent under it
+        other_revisions: dict[str, dict[str, set[int]]] = {}
+        if batch.revisions:
+            alias = {a: f for f in finals for a in moves.ids_of(f)}
+            rows = await conn.execute(
+                select(parts.c.id, parts.c.delivery_id, parts.c.target, parts.c.part, parts.c.state)
+                .where(parts.c.delivery_id.in_(list(batch.revisions)))
+                .where(parts.c.target.in_(list(alias)))
+            )
+            for row_id, d_id, stored, part, state in rows:
+                final = alias[stored]
+                if d_id == delivery_id:
+                    row = _Found(row_id, PartState(state), stored)
+                    key = (final, part)
+                    if key not in current or row.rank(final) > current[key].rank(final):
+                        current[key] = row
+                elif state == PartState.SENT:
+                    revision = batch.revisions[d_id]
+                    if revision == batch.ref.revision:
+                        sent_before.add((final, part))
+                    else:
+                        other_revisions.setdefault(final, {}).setdefault(revision, set())
+                        other_revisions[final][revision].add(part)
+        inserts: list[dict[str, Any]] = []
+        resets: list[int] = []
+        retarget: dict[str, list[int]] = {}
+        already: dict[str, int] = {}
+        superseded: dict[str, str] = {}
+        live: set[str] = set()
+        for _, target in pairs:
+            keys = [(target.id, part) for part in range(n_parts)]
+            if target.id in other_revisions and not any(
+                k in current or k in sent_before for k in keys
+            ):
+                # the day's issue reached it under another revision: a correction is not
+                # sent again without force
+                revision, got = max(
+                    other_revisions[target.id].items(), key=lambda kv: (len(kv[1]), kv[0])
+                )
+                superseded[target.id] = revision
+                already[target.id] = len(got)
+                continue
+            for key in keys:
+                found = current.get(key)
+                if (found is None and key in sent_before) or (
+                    found is not None and found.state is PartState.SENT
+                ):
+                    already[target.id] = already.get(target.id, 0) + 1
+                elif found is None:
+                    inserts.append(
+                        {
+                            "delivery_id": delivery_id,
+                            "target": target.id,
+                            "kind": target.kind.value,
+                            "part": key[1],
+                            "state": PartState.PENDING.value,
+                            "attempts": 0,
+                            "created_at": now,
+                            "updated_at": now,
+                        }
+                    )
+                else:
+                    if found.target != target.id:  # recorded under an earlier id
+                        retarget.setdefault(target.id, []).append(found.id)
+                    if found.state in (PartState.FAILED, PartState.GONE):
+                        resets.append(found.id)
+                    elif found.state is PartState.IN_FLIGHT and (
+                        found.id in self._live or batch.foreign
+                    ):
+                        live.add(target.id)
+        if inserts:
+            await conn.execute(insert(parts), inserts)
+            self.stats.rows_inserted += len(inserts)
+        for new_id, ids in retarget.items():
+            for chunk in _chunks(ids):
+                await conn.execute(update(parts).where(parts.c.id.in_(chunk)).values(target=new_id))
+                self.stats.rows_updated += len(chunk)
+        for chunk in _chunks(resets):
+            await conn.execute(
+                update(parts)
+                .where(parts.c.id.in_(chunk))
+                .values(state=PartState.PENDING.value, updated_at=now)
+            )
+            self.stats.rows_updated += len(chunk)
+        todo: dict[str, list[tuple[int, int, str, int]]] = {}
+        in_progress: dict[str, int] = {}
+        unsent = await conn.execute(
+            select(parts.c.id, parts.c.target, parts.c.part, parts.c.state, parts.c.attempts)
+            .where(
+                parts.c.delivery_id == delivery_id,
+                parts.c.state != PartState.SENT.value,
+                parts.c.target.in_(finals),
+            )
+            .order_by(parts.c.target, parts.c.part)
+        )
+        for row_id, target_id, part, state, attempts in unsent:
+            if target_id in live:
+                in_progress[target_id] = in_progress.get(target_id, 0) + 1
+            else:
+                todo.setdefault(target_id, []).append((row_id, part, state, attempts))
+        return [
+            (
+                req.id,
+                req.kind.value,
+                t.id,
+                tuple(todo.get(t.id, ())),
+                already.get(t.id, 0),
+                in_progress.get(t.id, 0),
+                superseded.get(t.id),
+            )
+            for req, t in pairs
+        ]
+
+    async def _delivery_for(
+        self,
+        conn: AsyncConnection,
+        ref: IssueRef,
+        platform: str,
+        n_parts: int,
+        *,
+        force: bool,
+        now: dt.datetime,
+    ) -> tuple[int, int]:
+        latest = (
+            await conn.execute(
+                select(deliveries.c.id, deliveries.c.generation)
+                .where(_issue_filter(ref, platform))
+                .order_by(deliveries.c.generation.desc())
+                .limit(1)
+            )
+        ).first()
+        if latest is not None and not force:
+            return int(latest.id), int(latest.generation)
+        generation = 1 if latest is None else int(latest.generation) + 1
+        result = await conn.execute(
+            insert(deliveries).values(
+                issue_date=ref.date,
+                revision=ref.revision,
+                platform=platform,
+                generation=generation,
+                forced=force,
+                parts=n_parts,
+                created_at=now,
+            )
+        )
+        self.stats.rows_inserted += 1
+        key = result.inserted_primary_key
+        assert key is not None
+        return int(key[0]), generation
+
+    # -- per-part state changes (group commit) ------------------------------------------------

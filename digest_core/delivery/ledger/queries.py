@@ -1,0 +1,232 @@
+"""Status queries: part records, counts, a day's state, deliveries."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import (
+    Iterable,
+)
+from typing import Any
+
+from sqlalchemy import (
+    func,
+    select,
+)
+from sqlalchemy.engine import Row
+
+from digest_core.delivery.ledger.core import LedgerBase
+from digest_core.delivery.ledger.records import (
+    DeliveryRecord,
+    PartRecord,
+)
+from digest_core.delivery.ledger.schema import (
+    MAYBE_SENT,
+    DayState,
+    PartState,
+    deliveries,
+    parts,
+)
+from digest_core.models import IssueRef
+from digest_core.platform import TargetKind
+
+log = logging.getLogger(__name__)
+
+
+def _record(row: Row[Any]) -> PartRecord:
+    return PartRecord(
+        id=row.id,
+        issue_date=row.issue_date,
+        revision=row.revision,
+        platform=row.platform,
+        generation=row.generation,
+        target=row.target,
+        kind=TargetKind(row.kind),
+        part=row.part,
+        state=PartState(row.state),
+        message_id=row.message_id,
+        attempts=row.attempts,
+        last_error=row.last_error,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+    )
+
+
+class QueriesMixin(LedgerBase):
+    """Read what was sent where."""
+
+    async def records(
+        self,
+        ref: IssueRef | None = None,
+        *,
+        platform: str | None = None,
+        states: Iterable[PartState] | None = None,
+        target: str | None = None,
+        limit: int | None = None,
+    ) -> list[PartRecord]:
+        """Ledger rows, newest first, filtered by issue, platform, states and target."""
+        query = (
+            select(
+                parts,
+                deliveries.c.issue_date,
+                deliveries.c.revision,
+                deliveries.c.platform,
+                deliveries.c.generation,
+            )
+            .join(deliveries, parts.c.delivery_id == deliveries.c.id)
+            .order_by(parts.c.updated_at.desc(), parts.c.id.desc())
+        )
+        if ref is not None:
+            query = query.where(
+                deliveries.c.issue_date == ref.date, deliveries.c.revision == ref.revision
+            )
+        if platform is not None:
+            query = query.where(deliveries.c.platform == platform)
+        if states is not None:
+            query = query.where(parts.c.state.in_([s.value for s in states]))
+        if target is not None:
+            query = query.where(parts.c.target == target)
+        if limit is not None:
+            query = query.limit(limit)
+        async with self._tx() as conn:
+            return [_record(row) for row in await conn.execute(query)]
+
+    async def failures(
+        self, ref: IssueRef | None = None, *, platform: str | None = None, limit: int = 50
+    ) -> list[PartRecord]:
+        """Failed rows, newest first."""
+        return await self.records(ref, platform=platform, states=[PartState.FAILED], limit=limit)
+
+    async def in_flight(self, ref: IssueRef | None = None) -> list[PartRecord]:
+        """Rows in flight or of unknown outcome (:data:`MAYBE_SENT`): the only parts a rerun
+        may send twice."""
+        return await self.records(ref, states=MAYBE_SENT)
+
+    async def last_sent(self, platform: str, target_id: str) -> PartRecord | None:
+        """The most recent part sent to a target, or None."""
+        found = await self.records(
+            platform=platform, target=target_id, states=[PartState.SENT], limit=1
+        )
+        return found[0] if found else None
+
+    async def counts(self, ref: IssueRef, *, platform: str | None = None) -> dict[PartState, int]:
+        """How many rows of an issue revision (all generations) are in each state."""
+        return await self._counts(
+            deliveries.c.issue_date == ref.date,
+            deliveries.c.revision == ref.revision,
+            platform=platform,
+        )
+
+    async def day_counts(
+        self, day: dt.date, *, platform: str | None = None
+    ) -> dict[PartState, int]:
+        """How many of a day's current rows (see :meth:`day_state`) are in each state, summed
+        over platforms unless ``platform`` is given."""
+        totals = dict.fromkeys(PartState, 0)
+        for states in (await self._day_rows(day, platform)).values():
+            for state in states:
+                totals[state] += 1
+        return totals
+
+    async def day_state(self, day: dt.date, *, platform: str) -> DayState:
+        """How far the post of ``day`` got on ``platform``, judged by its current rows.
+
+        The current rows of a target are those of the latest generation it has in the day's
+        latest revision delivered on ``platform``; a target that has no rows there but got a
+        part under another revision counts as done (:meth:`plan` sends it nothing more without
+        ``force``); otherwise its rows of its latest delivery count. So stale rows of an older
+        generation or revision never make a completed day look partial.
+
+        Returns ``NONE`` without rows, ``PARTIAL`` if a current row is pending, in flight or
+        of unknown outcome, else ``DONE`` (failed and gone rows are final: they are reported,
+        not retried here).
+        """
+        states = (await self._day_rows(day, platform)).get(platform, [])
+        if not states:
+            return DayState.NONE
+        if any(s is PartState.PENDING or s in MAYBE_SENT for s in states):
+            return DayState.PARTIAL
+        return DayState.DONE
+
+    async def _day_rows(self, day: dt.date, platform: str | None) -> dict[str, list[PartState]]:
+        """platform -> the states of the day's current rows (see :meth:`day_state`)."""
+        query = (
+            select(
+                deliveries.c.platform,
+                deliveries.c.id,
+                deliveries.c.revision,
+                deliveries.c.generation,
+                parts.c.target,
+                parts.c.state,
+            )
+            .join(deliveries, parts.c.delivery_id == deliveries.c.id)
+            .where(deliveries.c.issue_date == day)
+        )
+        latest = (
+            select(deliveries.c.platform, deliveries.c.revision)
+            .where(deliveries.c.issue_date == day)
+            .order_by(deliveries.c.id)
+        )
+        if platform is not None:
+            query = query.where(deliveries.c.platform == platform)
+            latest = latest.where(deliveries.c.platform == platform)
+        async with self._tx() as conn:
+            # the revision of each platform's latest delivery (later rows overwrite)
+            revision_of = {p: r for p, r in await conn.execute(latest)}
+            rows: dict[tuple[str, str], list[tuple[int, str, int, PartState]]] = {}
+            for p, d_id, revision, generation, target, state in await conn.execute(query):
+                rows.setdefault((p, target), []).append(
+                    (d_id, revision, generation, PartState(state))
+                )
+        found: dict[str, list[PartState]] = {}
+        for (p, _), mine in rows.items():
+            latest_revision = [r for r in mine if r[1] == revision_of[p]]
+            if latest_revision:
+                generation = max(r[2] for r in latest_revision)
+                chosen = [r[3] for r in latest_revision if r[2] == generation]
+            else:
+                sent = [r for r in mine if r[3] is PartState.SENT]
+                pool = sent or mine
+                d_id = max(r[0] for r in pool)
+                chosen = [r[3] for r in pool if r[0] == d_id]
+            found.setdefault(p, []).extend(chosen)
+        return found
+
+    async def _counts(self, *where: Any, platform: str | None) -> dict[PartState, int]:
+        query = (
+            select(parts.c.state, func.count())
+            .join(deliveries, parts.c.delivery_id == deliveries.c.id)
+            .where(*where)
+            .group_by(parts.c.state)
+        )
+        if platform is not None:
+            query = query.where(deliveries.c.platform == platform)
+        async with self._tx() as conn:
+            found = {PartState(state): int(n) for state, n in await conn.execute(query)}
+        return {state: found.get(state, 0) for state in PartState}
+
+    async def deliveries(
+        self, ref: IssueRef, *, platform: str | None = None
+    ) -> list[DeliveryRecord]:
+        """The deliveries (generations) of an issue revision, oldest first."""
+        query = (
+            select(deliveries)
+            .where(deliveries.c.issue_date == ref.date, deliveries.c.revision == ref.revision)
+            .order_by(deliveries.c.platform, deliveries.c.generation)
+        )
+        if platform is not None:
+            query = query.where(deliveries.c.platform == platform)
+        async with self._tx() as conn:
+            return [
+                DeliveryRecord(
+                    r.id,
+                    r.issue_date,
+                    r.revision,
+                    r.platform,
+                    r.generation,
+                    r.forced,
+                    r.parts,
+                    r.created_at,
+                )
+                for r in await conn.execute(query)
+            ]

@@ -1,0 +1,247 @@
+"""The ledger's tables, part states, schema version and migrations, and small SQL helpers."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import (
+    Iterable,
+    Sequence,
+)
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import (
+    Boolean,
+    Column,
+    Date,
+    DateTime,
+    Dialect,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+    and_,
+    cast,
+    literal,
+)
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.functions import FunctionElement
+
+from digest_core.models import IssueRef
+
+log = logging.getLogger(__name__)
+
+#: Where the ledger lives unless config says otherwise (relative to the working directory).
+DEFAULT_LEDGER_URL = "sqlite+aiosqlite:///var/ledger.sqlite3"
+#: Bumped with every schema change; :data:`_MIGRATIONS` holds the step from each older version.
+SCHEMA_VERSION = 4
+#: The settings key the ledger URL comes from (named in configuration errors).
+CONFIG_KEY = "database_url"
+#: How long a lease lasts unless renewed; a crashed holder blocks others at most this long
+#: (less on the same host, where a dead holder's lease is taken over at once).
+DEFAULT_LEASE_TTL = 60.0
+#: SQLite's bound-parameter limit is 32766 since 3.32; stay far below it.
+_CHUNK = 500
+#: targets planned per transaction: bounds the time the event loop spends on one batch
+
+
+class PartState(StrEnum):
+    """The life of one ledger row: pending -> in_flight -> sent | failed | gone | unknown.
+
+    ``unknown`` rows (a send cut after the request may have left) count with the rows in
+    flight as possible duplicates, and are sent again like pending ones (at least once).
+    """
+
+    PENDING = "pending"
+    IN_FLIGHT = "in_flight"  # committed before the send: the only rows a crash can repeat
+    SENT = "sent"
+    FAILED = "failed"
+    GONE = "gone"
+    UNKNOWN = "unknown"  # outcome unknown: the message may have arrived; retried
+
+
+#: the states of rows that may have reached their target without being recorded sent
+MAYBE_SENT = frozenset({PartState.IN_FLIGHT, PartState.UNKNOWN})
+
+
+class DayState(StrEnum):
+    """How far the post of one day got on one platform (:meth:`Ledger.day_state`)."""
+
+    NONE = "none"  # nothing planned
+    PARTIAL = "partial"  # some part of the current rows is pending, in flight or unknown
+    DONE = "done"  # every current row reached a final state (sent, failed or gone)
+
+
+class UTCDateTime(TypeDecorator[dt.datetime]):
+    """An aware datetime stored as naive UTC (SQLite has no time zones) and read back aware."""
+
+    impl = DateTime
+    cache_ok = True
+
+    def process_bind_param(self, value: dt.datetime | None, dialect: Dialect) -> dt.datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError(f"naive datetime {value!r}: the ledger stores aware datetimes only")
+        return value.astimezone(dt.UTC).replace(tzinfo=None)
+
+    def process_result_value(
+        self, value: dt.datetime | None, dialect: Dialect
+    ) -> dt.datetime | None:
+        return None if value is None else value.replace(tzinfo=dt.UTC)
+
+
+metadata = MetaData()
+
+schema_version = Table("schema_version", metadata, Column("version", Integer, primary_key=True))
+
+deliveries = Table(
+    "deliveries",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("issue_date", Date, nullable=False),
+    Column("revision", String(32), nullable=False),
+    Column("platform", String(32), nullable=False),
+    # 1 for the first delivery of an issue revision; every `force` adds one and keeps history.
+    Column("generation", Integer, nullable=False),
+    Column("forced", Boolean, nullable=False, default=False),
+    Column("parts", Integer, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    UniqueConstraint("issue_date", "revision", "platform", "generation"),
+)
+
+parts = Table(
+    "parts",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("delivery_id", Integer, ForeignKey("deliveries.id"), nullable=False),
+    Column("target", String(128), nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("part", Integer, nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("message_id", String(128)),
+    Column("attempts", Integer, nullable=False, default=0),
+    Column("last_error", Text),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    UniqueConstraint("delivery_id", "target", "part"),
+    Index("ix_parts_state", "state"),
+    Index("ix_parts_target", "target"),
+    # newest first (records(), last_sent(), the start-up "any rows?") without a sort
+    Index("ix_parts_updated", "updated_at", "id"),
+)
+
+targets = Table(
+    "targets",
+    metadata,
+    Column("platform", String(32), primary_key=True),
+    Column("target_id", String(128), primary_key=True),
+    Column("kind", String(16), nullable=False),
+    Column("active", Boolean, nullable=False),
+    Column("moved_to", String(128)),
+    Column("reason", Text),
+    Column("updated_at", UTCDateTime, nullable=False),
+)
+
+subscribers = Table(
+    "subscribers",
+    metadata,
+    Column("platform", String(32), primary_key=True),
+    Column("chat_id", String(128), primary_key=True),
+    Column("active", Boolean, nullable=False),
+    Column("since", UTCDateTime, nullable=False),
+    Column("until", UTCDateTime),
+)
+
+#: Cross-process mutual exclusion (``deliver:<platform>``): one owner (a Ledger instance) at a
+#: time, until ``expires_at`` unless renewed.
+leases = Table(
+    "leases",
+    metadata,
+    Column("name", String(128), primary_key=True),
+    Column("owner", String(255), nullable=False),
+    Column("expires_at", UTCDateTime, nullable=False),
+)
+
+audit = Table(
+    "audit",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("at", UTCDateTime, nullable=False),
+    Column("platform", String(32), nullable=False),
+    Column("user_id", String(128), nullable=False),
+    Column("action", String(64), nullable=False),
+    Column("args", Text, nullable=False),
+    Column("allowed", Boolean, nullable=False),
+    Column("outcome", Text, nullable=False),
+)
+
+#: One row: the id of this ledger, also kept in a marker file beside it (see
+#: :mod:`digest_core.delivery.identity`), so a lost database is not silently replaced.
+ledger_identity = Table(
+    "ledger_identity",
+    metadata,
+    Column("key", Integer, primary_key=True),  # always 1
+    Column("id", String(64), nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+)
+
+#: version -> DDL/data steps that bring a database from that version to the next (new tables
+#: need none: ``create_all`` adds them before the steps run).
+_MIGRATIONS: dict[int, Sequence[str]] = {
+    1: (),  # 2: the leases table
+    # 3: the index behind records(); the state "unknown" needs no DDL (state is free text)
+    2: ("CREATE INDEX IF NOT EXISTS ix_parts_updated ON parts (updated_at, id)",),
+    3: (),  # 4: the ledger_identity table
+}
+
+
+class db_time(FunctionElement[dt.datetime]):
+    """The database's clock plus ``seconds``, as the ledger stores datetimes (naive UTC).
+
+    Leases are judged by this one clock, never a host's: with the hosts' clocks apart (or one
+    jumping), a live lease still looks live to everyone.
+    """
+
+    type = UTCDateTime()
+    inherit_cache = True
+    name = "db_time"
+
+    def __init__(self, seconds: float = 0.0) -> None:
+        super().__init__(cast(literal(float(seconds), Float()), Float()))
+
+
+@compiles(db_time, "sqlite")
+def _db_time_sqlite(element: db_time, compiler: SQLCompiler, **kw: Any) -> str:
+    # the text SQLAlchemy stores a DateTime as on SQLite ('YYYY-MM-DD HH:MM:SS.ffffff'), so
+    # comparisons with stored values are text comparisons of one format
+    seconds = compiler.process(element.clauses, **kw)
+    return f"(strftime('%Y-%m-%d %H:%M:%f', julianday('now') + ({seconds}) / 86400.0) || '000')"
+
+
+@compiles(db_time)
+def _db_time_default(element: db_time, compiler: SQLCompiler, **kw: Any) -> str:
+    # PostgreSQL (and any SQL with AT TIME ZONE and make_interval): naive UTC, like the columns
+    seconds = compiler.process(element.clauses, **kw)
+    return f"((CURRENT_TIMESTAMP AT TIME ZONE 'UTC') + make_interval(secs => {seconds}))"
+
+
+def _issue_filter(ref: IssueRef, platform: str) -> Any:
+    return and_(
+        deliveries.c.issue_date == ref.date,
+        deliveries.c.revision == ref.revision,
+        deliveries.c.platform == platform,
+    )
+
+
+def _chunks(ids: Sequence[int]) -> Iterable[Sequence[int]]:
+    for start in range(0, len(ids), _CHUNK):
+        yield ids[start : start + _CHUNK]

@@ -1,0 +1,92 @@
+"""Subscribers: the private chats that get the daily issue."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+
+from sqlalchemy import (
+    insert,
+    select,
+    update,
+)
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from digest_core.delivery.ledger.core import LedgerBase
+from digest_core.delivery.ledger.schema import (
+    subscribers,
+    targets,
+)
+from digest_core.platform import Target, TargetKind
+
+log = logging.getLogger(__name__)
+
+
+async def _subscribe(conn: AsyncConnection, platform: str, chat_id: str, now: dt.datetime) -> bool:
+    found = (
+        await conn.execute(
+            select(subscribers.c.active).where(
+                subscribers.c.platform == platform, subscribers.c.chat_id == chat_id
+            )
+        )
+    ).first()
+    if found is None:
+        await conn.execute(
+            insert(subscribers).values(platform=platform, chat_id=chat_id, active=True, since=now)
+        )
+        return True
+    if found.active:
+        return False
+    await conn.execute(
+        update(subscribers)
+        .where(subscribers.c.platform == platform, subscribers.c.chat_id == chat_id)
+        .values(active=True, since=now, until=None)
+    )
+    return True
+
+
+class SubscribersMixin(LedgerBase):
+    """Subscribe and unsubscribe private chats."""
+
+    async def subscribe(self, platform: str, chat_id: str) -> bool:
+        """Subscribe a private chat to the daily issue; False if it already was.
+
+        Also reactivates the chat as a target if it had been marked gone (it talks to us again).
+        """
+        now = self._clock.now()
+        async with self._tx() as conn:
+            added = await _subscribe(conn, platform, chat_id, now)
+            await conn.execute(
+                update(targets)
+                .where(
+                    targets.c.platform == platform,
+                    targets.c.target_id == chat_id,
+                    targets.c.moved_to.is_(None),
+                )
+                .values(active=True, reason=None, updated_at=now)
+            )
+        return added
+
+    async def unsubscribe(self, platform: str, chat_id: str) -> bool:
+        """End a subscription; False if there was none active."""
+        async with self._tx() as conn:
+            result = await conn.execute(
+                update(subscribers)
+                .where(
+                    subscribers.c.platform == platform,
+                    subscribers.c.chat_id == chat_id,
+                    subscribers.c.active.is_(True),
+                )
+                .values(active=False, until=self._clock.now())
+            )
+        return bool(result.rowcount)
+
+    async def subscribers(self, platform: str) -> list[Target]:
+        """Active subscribers of ``platform`` as private-chat targets, oldest first."""
+        async with self._tx() as conn:
+            rows = await conn.execute(
+                select(subscribers.c.chat_id)
+                .where(subscribers.c.platform == platform, subscribers.c.active.is_(True))
+                .order_by(subscribers.c.since, subscribers.c.chat_id)
+            )
+            return [Target(platform, chat_id, TargetKind.PRIVATE) for (chat_id,) in rows]

@@ -1,0 +1,237 @@
+"""The group-commit writer: per-part state changes batched in few transactions."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from typing import Any
+
+from sqlalchemy import (
+    bindparam,
+    update,
+)
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from digest_core.delivery.ledger.core import (
+    LedgerBase,
+    _Op,
+)
+from digest_core.delivery.ledger.schema import (
+    PartState,
+    _chunks,
+    parts,
+)
+from digest_core.errors import LedgerLost
+
+log = logging.getLogger(__name__)
+
+
+def _state_update(*where: Any, **values: Any) -> Any:
+    return (
+        update(parts)
+        .where(parts.c.id == bindparam("b_id"), *where)
+        .values(updated_at=bindparam("b_now"), **values)
+    )
+
+
+#: the states a row may be claimed from (a row left in flight by a dead run: see ``claim``)
+_CLAIMABLE = (PartState.PENDING.value, PartState.FAILED.value, PartState.UNKNOWN.value)
+
+# The per-part state changes the delivery engine makes, batched by the group-commit writer
+# (claims are conditional and run apart: see ``Ledger._claim_batch``).
+_STATE_STATEMENTS: dict[str, Any] = {
+    # a sent row stays sent whatever else happens: the message is out
+    "sent": _state_update(
+        state=PartState.SENT.value, message_id=bindparam("b_message_id"), last_error=None
+    ),
+    "release": _state_update(
+        parts.c.state == PartState.IN_FLIGHT.value,
+        state=PartState.PENDING.value,
+        last_error=bindparam("b_error"),
+    ),
+    # the send was cut after the request may have left: not "not sent"
+    "unknown": _state_update(
+        parts.c.state == PartState.IN_FLIGHT.value,
+        state=PartState.UNKNOWN.value,
+        last_error=bindparam("b_error"),
+    ),
+    "failed": _state_update(
+        parts.c.state != PartState.SENT.value,
+        state=PartState.FAILED.value,
+        last_error=bindparam("b_error"),
+    ),
+    # a later part not attempted: only if no one holds or sent it
+    "skip": _state_update(
+        # no IN (...) here: an expanding parameter cannot go into executemany()
+        (parts.c.state == PartState.PENDING.value) | (parts.c.state == PartState.FAILED.value),
+        state=PartState.FAILED.value,
+        last_error=bindparam("b_error"),
+    ),
+}
+
+
+# Claims are built once: they run many times a second, and building a statement costs more
+# than running it.
+_CLAIM_VALUES: dict[str, Any] = {
+    "state": PartState.IN_FLIGHT.value,
+    "attempts": parts.c.attempts + 1,
+}
+#: the claims of a batch in one statement: the ids it returns are the rows claimed
+_CLAIM_RETURNING = (
+    update(parts)
+    .where(parts.c.id.in_(bindparam("b_ids", expanding=True)), parts.c.state.in_(_CLAIMABLE))
+    .values(updated_at=bindparam("b_now"), **_CLAIM_VALUES)
+    .returning(parts.c.id)
+)
+#: one claim, for databases without UPDATE … RETURNING
+_CLAIM_ONE = _state_update(parts.c.state.in_(_CLAIMABLE), **_CLAIM_VALUES)
+#: resuming a row a dead run left in flight, if no one resumed it since
+_CLAIM_RESUMED = _state_update(
+    parts.c.state == PartState.IN_FLIGHT.value,
+    parts.c.attempts == bindparam("b_attempts"),
+    **_CLAIM_VALUES,
+)
+
+
+class WriterMixin(LedgerBase):
+    """Per-part state changes, batched by one writer task (see :class:`Ledger`)."""
+
+    async def claim(self, row_id: int, *, resumed_attempts: int | None = None) -> bool:
+        """Mark a row in flight (and count the attempt) if no one else has it; returns once
+        committed, True if this call claimed it.
+
+        A pending or failed row is claimed. A row a dead run left in flight (planned with state
+        ``IN_FLIGHT``) is claimed only with ``resumed_attempts`` equal to the attempts it was
+        planned with, so of two deliveries resuming it, one does. False means another delivery
+        has the row (or sent it): the caller MUST NOT send it. The caller MUST await this before
+        sending, so a crash can only repeat in-flight rows.
+        """
+        params: dict[str, Any] = {"b_id": row_id}
+        if resumed_attempts is not None:
+            params["b_attempts"] = resumed_attempts
+        return await self._submit("claim", params)
+
+    async def mark_sent(self, row_id: int, message_id: str) -> None:
+        """Record a successful send and the platform's message id."""
+        await self._submit("sent", {"b_id": row_id, "b_message_id": message_id})
+
+    async def release(self, row_id: int, error: str) -> None:
+        """Put an in-flight row back to pending after an attempt failed and will be retried.
+
+        Only for a send known not to have reached the platform; MUST NOT be used when it may
+        have (use :meth:`mark_unknown`)."""
+        await self._submit("release", {"b_id": row_id, "b_error": error})
+
+    async def mark_unknown(self, row_id: int, error: str) -> None:
+        """Record that an in-flight row's send was cut after the request may have left: the
+        row is ``UNKNOWN`` (a possible duplicate, counted with the rows in flight) and is
+        claimed again like a pending one, so it is sent at least once."""
+        await self._submit("unknown", {"b_id": row_id, "b_error": error})
+
+    async def mark_failed(self, row_id: int, error: str) -> None:
+        """Give up on a claimed row (retries exhausted, rejected payload); a sent row stays."""
+        await self._submit("failed", {"b_id": row_id, "b_error": error})
+
+    async def skip(self, row_id: int, error: str) -> None:
+        """Mark an unclaimed row failed (not attempted after an earlier part failed), unless
+        it is in flight or sent meanwhile."""
+        await self._submit("skip", {"b_id": row_id, "b_error": error})
+
+    def abandon(self, row_id: int) -> None:
+        """Forget that this instance has a row in flight (its delivery was cancelled): the
+        next plan takes it for a crashed run's and sends it again."""
+        self._live.discard(row_id)
+
+    async def _submit(self, kind: str, params: dict[str, Any]) -> bool:
+        if self.health.lost is not None:
+            raise self.health.lost
+        if self._writer is None or self._closing:
+            raise RuntimeError("the ledger is not open")
+        params["b_now"] = self._clock.now()
+        done: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._queue.append(_Op(kind, params, done))
+        self._kick.set()
+        return await done
+
+    async def _write_loop(self) -> None:
+        while True:
+            await self._kick.wait()
+            self._kick.clear()
+            if not self._queue:
+                if self._closing:
+                    return
+                continue
+            batch, self._queue = self._queue, []
+            claims: list[_Op] = []
+            grouped: dict[str, list[dict[str, Any]]] = {}
+            for op in batch:
+                if op.kind == "claim":
+                    claims.append(op)
+                else:
+                    grouped.setdefault(op.kind, []).append(op.params)
+            try:
+                # a database that does not answer (locked, full, gone away) is waited out:
+                # the senders wait for their claims, and nothing recorded is lost
+                won = await self._retrying(functools.partial(self._write_batch, claims, grouped))
+            except Exception as exc:
+                if not isinstance(exc, LedgerLost):
+                    log.exception("ledger write of %d changes failed", len(batch))
+                for op in batch:
+                    if not op.done.done():
+                        op.done.set_exception(exc)
+                continue
+            self.stats.rows_updated += len(batch) - len(claims) + len(won)
+            for op in batch:
+                row_id = op.params["b_id"]
+                ok = op.kind != "claim" or op in won
+                if op.kind == "claim":
+                    # a claim whose caller was cancelled is in flight with no one to send it:
+                    # left for the next plan, like a crashed run's
+                    if ok and not op.done.cancelled():
+                        self._live.add(row_id)
+                else:
+                    self._live.discard(row_id)
+                if not op.done.done():
+                    op.done.set_result(ok)
+
+    async def _write_batch(
+        self, claims: list[_Op], grouped: dict[str, list[dict[str, Any]]]
+    ) -> set[_Op]:
+        """One transaction of the writer; returns the claims that won their row."""
+        async with self._tx() as conn:
+            won = set(await self._claim_batch(conn, claims))
+            for kind, params in grouped.items():
+                await conn.execute(_STATE_STATEMENTS[kind], params)
+        return won
+
+    async def _claim_batch(self, conn: AsyncConnection, claims: list[_Op]) -> list[_Op]:
+        """Run the claims of one batch; returns those that won their row (one per row)."""
+        if not claims:
+            return []
+        now = max(op.params["b_now"] for op in claims)
+        won: list[_Op] = []
+        seen: set[int] = set()
+        plain: dict[int, _Op] = {}
+        for op in claims:
+            row_id = op.params["b_id"]
+            if row_id in seen:
+                continue  # a second claim of a row in one batch: the first one decides
+            seen.add(row_id)
+            if "b_attempts" in op.params:  # resuming a dead run's row: rare, one by one
+                if (await conn.execute(_CLAIM_RESUMED, op.params)).rowcount:
+                    won.append(op)
+            else:
+                plain[row_id] = op
+        if not plain:
+            return won
+        if conn.dialect.update_returning:
+            for chunk in _chunks(list(plain)):
+                result = await conn.execute(_CLAIM_RETURNING, {"b_ids": chunk, "b_now": now})
+                won += [plain[row_id] for (row_id,) in result]
+        else:
+            for row_id, op in plain.items():
+                result = await conn.execute(_CLAIM_ONE, {"b_id": row_id, "b_now": now})
+                if result.rowcount:
+                    won.append(op)
+        return won
