@@ -24,6 +24,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from digest_core.delivery.ledger.classify import FoundRow, Situation, classify
 from digest_core.delivery.ledger.core import (
     LedgerBase,
     _retried,
@@ -49,22 +50,9 @@ from digest_core.platform import Target
 
 log = logging.getLogger(__name__)
 
+#: targets planned per transaction: bounds the time the event loop spends on one batch
 #: (benchmarks/fanout.py --subscribers) and the rows held in memory
 _PLAN_BATCH = 500
-
-
-@dataclass(frozen=True)
-class _Found:
-    """A row found while planning."""
-
-    id: int
-    state: PartState
-    #: the target id it is recorded under (an earlier id if the target moved since)
-    target: str
-
-    def rank(self, final: str) -> int:
-        """Which of two rows for one (target, part) counts: a sent one, else the current id's."""
-        return 2 if self.state is PartState.SENT else int(self.target == final)
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,80 +246,45 @@ class PlanningMixin(LedgerBase):
             ).scalar_one()
             if n_sent == len(finals) * n_parts:
                 return [(req.id, req.kind.value, t.id, (), n_parts, 0, None) for req, t in pairs]
-        # (resolved target id, part) -> the row of the latest generation to complete
-        current: dict[tuple[str, int], _Found] = {}
-        # parts an older generation of this revision sent
-        sent_before: set[tuple[str, int]] = set()
-        # resolved target id -> other revision of the day -> parts sent under it
-        other_revisions: dict[str, dict[str, set[int]]] = {}
+        rows: list[FoundRow] = []
+        alias: dict[str, str] = {}
         if batch.revisions:
             alias = {a: f for f in finals for a in moves.ids_of(f)}
-            rows = await conn.execute(
-                select(parts.c.id, parts.c.delivery_id, parts.c.target, parts.c.part, parts.c.state)
-                .where(parts.c.delivery_id.in_(list(batch.revisions)))
-                .where(parts.c.target.in_(list(alias)))
-            )
-            for row_id, d_id, stored, part, state in rows:
-                final = alias[stored]
-                if d_id == delivery_id:
-                    row = _Found(row_id, PartState(state), stored)
-                    key = (final, part)
-                    if key not in current or row.rank(final) > current[key].rank(final):
-                        current[key] = row
-                elif state == PartState.SENT:
-                    revision = batch.revisions[d_id]
-                    if revision == batch.ref.revision:
-                        sent_before.add((final, part))
-                    else:
-                        other_revisions.setdefault(final, {}).setdefault(revision, set())
-                        other_revisions[final][revision].add(part)
-        inserts: list[dict[str, Any]] = []
-        resets: list[int] = []
-        retarget: dict[str, list[int]] = {}
-        already: dict[str, int] = {}
-        superseded: dict[str, str] = {}
-        live: set[str] = set()
-        for _, target in pairs:
-            keys = [(target.id, part) for part in range(n_parts)]
-            if target.id in other_revisions and not any(
-                k in current or k in sent_before for k in keys
-            ):
-                # the day's issue reached it under another revision: a correction is not
-                # sent again without force
-                revision, got = max(
-                    other_revisions[target.id].items(), key=lambda kv: (len(kv[1]), kv[0])
-                )
-                superseded[target.id] = revision
-                already[target.id] = len(got)
-                continue
-            for key in keys:
-                found = current.get(key)
-                if (found is None and key in sent_before) or (
-                    found is not None and found.state is PartState.SENT
-                ):
-                    already[target.id] = already.get(target.id, 0) + 1
-                elif found is None:
-                    inserts.append(
-                        {
-                            "delivery_id": delivery_id,
-                            "target": target.id,
-                            "kind": target.kind.value,
-                            "part": key[1],
-                            "state": PartState.PENDING.value,
-                            "attempts": 0,
-                            "created_at": now,
-                            "updated_at": now,
-                        }
+            rows = [
+                FoundRow(row_id, d_id, stored, part, PartState(state))
+                for row_id, d_id, stored, part, state in await conn.execute(
+                    select(
+                        parts.c.id, parts.c.delivery_id, parts.c.target, parts.c.part, parts.c.state
                     )
-                else:
-                    if found.target != target.id:  # recorded under an earlier id
-                        retarget.setdefault(target.id, []).append(found.id)
-                    if found.state in (PartState.FAILED, PartState.GONE):
-                        resets.append(found.id)
-                    elif found.state is PartState.IN_FLIGHT and (
-                        found.id in self._live or batch.foreign
-                    ):
-                        live.add(target.id)
+                    .where(parts.c.delivery_id.in_(list(batch.revisions)))
+                    .where(parts.c.target.in_(list(alias)))
+                )
+            ]
+        situation = Situation(
+            delivery_id,
+            batch.ref.revision,
+            batch.revisions,
+            n_parts,
+            live_rows=self._live,
+            foreign=batch.foreign,
+        )
+        found = classify(finals, rows, alias, situation)
+        kinds = {t.id: t.kind.value for _, t in pairs}
+        inserts = [
+            {
+                "delivery_id": delivery_id,
+                "target": target_id,
+                "kind": kinds[target_id],
+                "part": part,
+                "state": PartState.PENDING.value,
+                "attempts": 0,
+                "created_at": now,
+                "updated_at": now,
+            }
+            for target_id, part in found.inserts
+        ]
+        retarget, resets, already = found.retarget, found.resets, found.already
+        superseded, live = found.superseded, found.live
         if inserts:
             await conn.execute(insert(parts), inserts)
             self.stats.rows_inserted += len(inserts)

@@ -50,7 +50,6 @@ CONFIG_KEY = "database_url"
 DEFAULT_LEASE_TTL = 60.0
 #: SQLite's bound-parameter limit is 32766 since 3.32; stay far below it.
 _CHUNK = 500
-#: targets planned per transaction: bounds the time the event loop spends on one batch
 
 
 class PartState(StrEnum):
