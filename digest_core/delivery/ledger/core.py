@@ -96,18 +96,10 @@ def _retried(
 
 
 class LedgerBase:
-    """The delivery ledger, subscribers and audit log in one SQL database.
-
-    Open it with ``async with Ledger.open(url, clock=...) as ledger``; the schema is created (or
-    migrated) on open. Per-part state changes (:meth:`claim`, :meth:`mark_sent`, …) go through a
-    group-commit writer: each call returns once its change is committed, and changes that arrive
-    while a transaction runs share the next one, so many concurrent sends cost few transactions.
-
-    Several deliveries may share a database, in one process or many: :meth:`claim` is
-    conditional, so a part is sent by one of them only, and :class:`DeliveryEngine` holds a
-    lease per platform (:meth:`acquire_lease`) so a second process is refused while the first
-    delivers. Each instance is one lease :attr:`owner`; rows it has in flight are live, and rows
-    in flight that no live delivery owns are taken for a crashed run's and sent again.
+    """What every part of :class:`~digest_core.delivery.ledger.Ledger` shares: the engine,
+    the clock, the owner id, one transaction at a time (:meth:`_tx`), the writer's queue, the
+    rows in flight here, lease holds, health and retries; opening (identity, migration, file
+    checks) and closing. See :class:`~digest_core.delivery.ledger.Ledger` for the contracts.
     """
 
     def __init__(self, engine: AsyncEngine, *, clock: Clock, owner: str | None = None) -> None:
