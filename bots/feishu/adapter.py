@@ -13,9 +13,7 @@ from bots.workchat.adapter import Request, WebhookAdapter
 from bots.workchat.signing import feishu_sign
 from bots.workchat.transport import ErrorRule, Outcome, encode_body
 from bots.workchat.urls import token_from
-from digest_core.models import Issue
 from digest_core.platform import PlatformLimits, Rate, TargetKind
-from digest_core.rendering import Message, Part, RenderOptions
 
 log = logging.getLogger(__name__)
 
@@ -94,19 +92,3 @@ class FeishuAdapter(WebhookAdapter):
         code = answer.get("code", answer.get("StatusCode", 0))
         text = answer.get("msg", answer.get("StatusMessage", ""))
         return (int(code) if isinstance(code, int) else -1), str(text)
-
-    def render(
-        self,
-        issue: Issue,
-        part: Part = Part.ALL,
-        *,
-        brief: int | None = None,
-        options: RenderOptions | None = None,
-    ) -> list[Message]:
-        return feishu_render.render(issue, part, brief=brief, options=options)
-
-    def preview(self, message: Message) -> str:
-        return feishu_render.preview(message)
-
-    def notice(self, text: str) -> list[Message]:
-        return feishu_render.notice(text)

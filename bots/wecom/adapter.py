@@ -13,9 +13,7 @@ from bots.wecom import render as wecom_render
 from bots.workchat.adapter import Request, WebhookAdapter
 from bots.workchat.transport import ErrorRule, Outcome, encode_body
 from bots.workchat.urls import token_from
-from digest_core.models import Issue
 from digest_core.platform import PlatformLimits, Rate, TargetKind
-from digest_core.rendering import Message, Part, RenderOptions
 
 log = logging.getLogger(__name__)
 
@@ -66,23 +64,3 @@ class WeComAdapter(WebhookAdapter):
     def build_request(self, token: str, secret: str | None, payload: Mapping[str, Any]) -> Request:
         query = urllib.parse.urlencode({"key": token})
         return Request(f"{self.settings.base}{SEND_PATH}?{query}", encode_body(payload))
-
-    def answer_code(self, answer: Mapping[str, Any]) -> tuple[int, str]:
-        code = answer.get("errcode", 0)
-        return (int(code) if isinstance(code, int) else -1), str(answer.get("errmsg", ""))
-
-    def render(
-        self,
-        issue: Issue,
-        part: Part = Part.ALL,
-        *,
-        brief: int | None = None,
-        options: RenderOptions | None = None,
-    ) -> list[Message]:
-        return wecom_render.render(issue, part, brief=brief, options=options)
-
-    def preview(self, message: Message) -> str:
-        return wecom_render.preview(message)
-
-    def notice(self, text: str) -> list[Message]:
-        return wecom_render.notice(text)

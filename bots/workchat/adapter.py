@@ -111,11 +111,12 @@ class WebhookAdapter(ABC):
         """The call that posts ``payload`` through the robot ``token`` (signed with
         ``secret`` when the robot has one)."""
 
-    @abstractmethod
     def answer_code(self, answer: Mapping[str, Any]) -> tuple[int, str]:
-        """The platform's status code and message in a JSON answer (0 is success)."""
+        """The platform's status code and message in a JSON answer (0 is success); this is
+        the ``errcode``/``errmsg`` form DingTalk and WeCom answer with."""
+        code = answer.get("errcode", 0)
+        return (int(code) if isinstance(code, int) else -1), str(answer.get("errmsg", ""))
 
-    @abstractmethod
     def render(
         self,
         issue: Any,
@@ -125,14 +126,15 @@ class WebhookAdapter(ABC):
         options: RenderOptions | None = None,
     ) -> list[Message]:
         """This platform's renderer (its ``render.render``)."""
+        return self.flavor.render(issue, part, brief=brief, options=options or RenderOptions())
 
-    @abstractmethod
     def preview(self, message: Message) -> str:
         """This platform's preview of one payload."""
+        return self.flavor.preview(message)
 
-    @abstractmethod
     def notice(self, text: str) -> list[Message]:
         """A service text (an alert) as this platform's messages, escaped and split."""
+        return self.flavor.notice(text)
 
     # ------------------------------------------------------------ Platform
 
