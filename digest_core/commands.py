@@ -18,6 +18,7 @@ from enum import StrEnum
 from typing import ParamSpec, Protocol, TypeVar
 
 from digest_core.archive import Archive
+from digest_core.catalogue import BY_NAME, help_text
 from digest_core.clock import Clock
 from digest_core.errors import IssueNotFound
 from digest_core.models import Issue
@@ -116,21 +117,8 @@ _T = TypeVar("_T")
 
 Handler = Callable[["Commands", Request], Awaitable[Reply]]
 
-HELP_TEXT = """AI 技术日报 机器人 · commands
-/today — 今天的日报（还没发布时给出最新一期）/ today's issue
-/headline [日期] — 重点 / the headline story (today's, or of a date)
-/briefs — 全部简讯 / all briefs;  /brief N [日期] — 第 N 条简讯 / brief N
-/classic [日期] — 经典回顾 / the classic review
-/toc [日期] — 本期目录 / table of contents
-/issue YYYY-MM-DD — 某一天的日报 / the issue of a date
-/search 关键词 — 搜索往期 / search the archive
-/subscribe, /unsubscribe — 私信订阅每日推送 / daily issue by private message
-/help — 本帮助 / this help"""
-
-ADMIN_HELP = """管理员 / admins:
-/repost [YYYY-MM-DD] [force] — 重新推送（只补发缺失的部分；force 全部重发）/ repost
-/status — 下次推送时间、各目标最近一次推送、失败 / delivery status
-/reactivate [平台:]ID — 恢复向已停用的目标推送 / resume posting to a deactivated target"""
+#: ``/help`` for readers (admins see :func:`~digest_core.catalogue.help_text` with the admin part)
+HELP_TEXT = help_text(admin=False)
 
 
 class Commands:
@@ -166,22 +154,22 @@ class Commands:
         watch = getattr(clock, "watch", None)
         if callable(watch):  # a ManualClock must not jump while a thread works for a command
             watch(lambda: self._in_threads > 0)
-        self._table: dict[str, tuple[Handler, str]] = {
-            "start": (Commands.start, "/start [YYYY-MM-DD]"),
-            "help": (Commands.help, "/help"),
-            "today": (Commands.today, "/today"),
-            "headline": (Commands.headline, "/headline [YYYY-MM-DD]"),
-            "briefs": (Commands.briefs, "/briefs [N]"),
-            "brief": (Commands.brief, "/brief N [YYYY-MM-DD]"),
-            "classic": (Commands.classic, "/classic [YYYY-MM-DD]"),
-            "toc": (Commands.toc, "/toc [YYYY-MM-DD]"),
-            "issue": (Commands.issue, "/issue YYYY-MM-DD"),
-            "search": (Commands.search, "/search 关键词"),
-            "subscribe": (Commands.subscribe, "/subscribe"),
-            "unsubscribe": (Commands.unsubscribe, "/unsubscribe"),
-            "repost": (Commands.repost, "/repost [YYYY-MM-DD] [force]"),
-            "status": (Commands.status, "/status"),
-            "reactivate": (Commands.reactivate, "/reactivate [PLATFORM:]ID"),
+        self._table: dict[str, Handler] = {
+            "start": Commands.start,
+            "help": Commands.help,
+            "today": Commands.today,
+            "headline": Commands.headline,
+            "briefs": Commands.briefs,
+            "brief": Commands.brief,
+            "classic": Commands.classic,
+            "toc": Commands.toc,
+            "issue": Commands.issue,
+            "search": Commands.search,
+            "subscribe": Commands.subscribe,
+            "unsubscribe": Commands.unsubscribe,
+            "repost": Commands.repost,
+            "status": Commands.status,
+            "reactivate": Commands.reactivate,
         }
 
     @property
@@ -189,20 +177,22 @@ class Commands:
         return list(self._table)
 
     def usage(self, command: str) -> str:
-        return self._table[command][1] if command in self._table else "/help"
+        """The usage line of ``command`` from the catalogue (``/help`` for an unknown one)."""
+        entry = BY_NAME.get(command)
+        return entry.usage if entry is not None else "/help"
 
     async def handle(self, request: Request) -> Reply:
         """Run one command. Never raises for bad input: the reply explains and shows usage."""
         name = request.command.lower().lstrip("/")
-        entry = self._table.get(name)
-        if entry is None:
+        handler = self._table.get(name)
+        if handler is None:
             return self._text(
                 request,
                 f"未知命令 /{name}。发送 /help 查看全部命令。\nUnknown command /{name}; try /help.",
                 status="usage",
             )
         try:
-            return await entry[0](self, request)
+            return await handler(self, request)
         except IssueNotFound as exc:
             return self._text(request, str(exc), status="not_found")
         except Exception:
@@ -355,10 +345,7 @@ class Commands:
         return self._text(request, welcome)
 
     async def help(self, request: Request) -> Reply:
-        text = HELP_TEXT
-        if request.capabilities:
-            text += "\n\n" + ADMIN_HELP
-        return self._text(request, text)
+        return self._text(request, help_text(admin=bool(request.capabilities)))
 
     async def today(self, request: Request) -> Reply:
         if request.args:

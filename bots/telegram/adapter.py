@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import importlib.util
 import inspect
 import logging
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -18,6 +17,7 @@ from pydantic import SecretStr
 from telegram import (
     Bot,
     BotCommand,
+    BotCommandScope,
     BotCommandScopeChat,
     InlineKeyboardMarkup,
     LinkPreviewOptions,
@@ -43,6 +43,7 @@ from bots.renderers import Flavor
 from bots.telegram.handlers import AnswerTiming, Handlers
 from bots.telegram.limits import TELEGRAM_LIMITS
 from bots.telegram.settings import TelegramSettings
+from digest_core.catalogue import menu
 from digest_core.clock import Clock
 from digest_core.delivery import Pacer
 from digest_core.errors import (
@@ -108,38 +109,32 @@ MAX_REPLY_ATTEMPTS = 4
 STOP_GRACE_SECONDS = 3.0
 APOLOGY_SECONDS = 1.5
 
-#: The command menu (setMyCommands): Chinese for language_code "zh", English for everyone else.
-#: Descriptions 1-256 characters (telegram.constants.BotCommandLimit).
-MENU_ZH = (
-    ("today", "今天的日报"),
-    ("headline", "今天的重点"),
-    ("briefs", "全部简讯"),
-    ("brief", "第 N 条简讯，例如 /brief 2"),
-    ("classic", "经典回顾"),
-    ("toc", "本期目录"),
-    ("issue", "某一天的日报：/issue YYYY-MM-DD"),
-    ("search", "搜索往期：/search 关键词"),
-    ("subscribe", "私信订阅每日推送"),
-    ("unsubscribe", "取消订阅"),
-    ("help", "全部命令"),
-)
-MENU_EN = (
-    ("today", "Today's issue"),
-    ("headline", "Today's headline story"),
-    ("briefs", "All briefs"),
-    ("brief", "One brief: /brief 2"),
-    ("classic", "The classic review"),
-    ("toc", "Table of contents"),
-    ("issue", "The issue of a date: /issue YYYY-MM-DD"),
-    ("search", "Search the archive: /search word"),
-    ("subscribe", "Daily issue by private message"),
-    ("unsubscribe", "Stop the daily private message"),
-    ("help", "All commands"),
-)
-ADMIN_MENU = (
-    ("repost", "重新推送 / repost [YYYY-MM-DD] [force]"),
-    ("status", "推送状态 / delivery status"),
-)
+
+#: one setMyCommands call: scope (None: default), language code (None: all), commands
+MenuCall = tuple[BotCommandScope | None, str | None, list[BotCommand]]
+
+
+def command_menus(admins: Iterable[int]) -> list[MenuCall]:
+    """Every ``setMyCommands`` call, as (scope, language code, commands), from the catalogue.
+
+    Readers get the listed reader commands, in English by default and in Chinese for language
+    code "zh"; each admin's own chat scope gets the admin commands too, in both languages.
+    Descriptions are the catalogue's (1-256 characters, telegram.constants.BotCommandLimit).
+    """
+
+    def commands(*, admin: bool, zh: bool) -> list[BotCommand]:
+        return [BotCommand(s.name, s.zh if zh else s.en) for s in menu(admin=admin)]
+
+    calls: list[MenuCall] = [
+        (None, None, commands(admin=False, zh=False)),
+        (None, "zh", commands(admin=False, zh=True)),
+    ]
+    for admin in sorted(admins):
+        scope = BotCommandScopeChat(admin)
+        calls.append((scope, None, commands(admin=True, zh=False)))
+        calls.append((scope, "zh", commands(admin=True, zh=True)))
+    return calls
+
 
 #: sendMessage parameters PTB's ``Bot.send_message`` takes by name; anything else in a payload
 #: travels as ``api_kwargs`` so the request carries the payload exactly.
@@ -495,18 +490,13 @@ class TelegramAdapter:
     async def _set_commands(self) -> None:
         """The command menu in Chinese and English; admins also see the admin commands."""
         bot = self.bot
-        try:
-            await bot.set_my_commands([BotCommand(c, d) for c, d in MENU_EN])
-            await bot.set_my_commands([BotCommand(c, d) for c, d in MENU_ZH], language_code="zh")
-        except TelegramError as exc:
-            log.warning("telegram: could not set the command menu: %s", exc)
-        for admin in sorted(self.admins):
-            # only works once the admin has talked to the bot; harmless otherwise
-            with contextlib.suppress(TelegramError):
-                await bot.set_my_commands(
-                    [BotCommand(c, d) for c, d in (*MENU_ZH, *ADMIN_MENU)],
-                    scope=BotCommandScopeChat(admin),
-                )
+        for scope, language, commands in command_menus(self.admins):
+            try:
+                await bot.set_my_commands(commands, scope=scope, language_code=language)
+            except TelegramError as exc:
+                if scope is None:
+                    log.warning("telegram: could not set the command menu: %s", exc)
+                # an admin's scope only works once the admin has talked to the bot; harmless
 
 
 # ---------------------------------------------------------------- helpers

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import socket
 from collections.abc import AsyncIterator
@@ -12,6 +13,7 @@ import httpx
 import pytest
 
 from bots.runtime import run
+from digest_core.catalogue import CATALOGUE, spec
 from tests.bots.telegram.harness import (
     ADMIN,
     ANN,
@@ -145,10 +147,26 @@ async def test_command_menu_is_set_in_chinese_and_english(bot: Running, fake: Fa
             "help",
         }
     )
-    assert zh["today"] == "今天的日报" and en["today"] == "Today's issue"
+    assert zh["today"] == spec("today").zh and en["today"] == spec("today").en
     assert "repost" not in zh  # admin commands only in the admins' own menu
     # every menu entry is a command the bot answers
     assert set(zh) <= set(bot.service.commands.names)
+
+
+async def test_admin_menu_lists_every_admin_command_in_both_languages(
+    bot: Running, fake: FakeTelegram
+) -> None:
+    scoped = {
+        lang: {c["command"]: c["description"] for c in cmds}
+        for (scope, lang), cmds in fake.all_commands.items()
+        if json.loads(scope) == {"type": "chat", "chat_id": ADMIN}
+    }
+    assert set(scoped) == {"", "zh"}
+    admin = {s.name for s in CATALOGUE if s.admin}
+    assert admin == {"repost", "status", "reactivate"}
+    assert admin <= set(scoped[""]) and admin <= set(scoped["zh"])
+    assert scoped["zh"]["reactivate"] == spec("reactivate").zh
+    assert scoped[""]["reactivate"] == spec("reactivate").en
 
 
 # ---------------------------------------------------------------- admin commands

@@ -1,0 +1,274 @@
+"""The one table of commands every platform's menus, slash commands and ``/help`` derive from.
+
+Each :class:`CommandSpec` gives a command's name, its description in simplified Chinese (``zh``),
+traditional Chinese (``zh_tw``) and English (``en``), its usage line, its arguments and whether
+it is admin-only. Adapters build their menus from :data:`CATALOGUE` (Telegram's
+``setMyCommands`` reader and admin scopes, Discord's app commands and their localizations);
+``/help`` and the console's help are :func:`help_text`. Descriptions fit every platform's limit
+(:data:`MAX_DESCRIPTION`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+log = logging.getLogger(__name__)
+
+#: the shortest limit on a command's or an argument's description among the platforms (100)
+MAX_DESCRIPTION = 100
+
+
+@dataclass(frozen=True)
+class Argument:
+    """One argument of a command, for platforms with typed options.
+
+    ``name`` is the option's name (lowercase ASCII); ``label_zh``/``label_zh_tw`` its localized
+    name; ``en``/``zh``/``zh_tw`` its description.
+    """
+
+    name: str
+    en: str
+    zh: str
+    zh_tw: str
+    label_zh: str
+    label_zh_tw: str
+
+
+@dataclass(frozen=True)
+class CommandSpec:
+    """One command: what every platform shows for it.
+
+    ``label_zh``/``label_zh_tw`` are localized command names where a platform allows them;
+    ``menu`` is False for a command that is answered but not listed (``/start``).
+    """
+
+    name: str
+    zh: str
+    zh_tw: str
+    en: str
+    usage: str
+    args: tuple[Argument, ...] = ()
+    admin: bool = False
+    label_zh: str = ""
+    label_zh_tw: str = ""
+    menu: bool = True
+
+
+def _date(en: str, zh: str, zh_tw: str) -> Argument:
+    return Argument("date", en, zh, zh_tw, "日期", "日期")
+
+
+_N = Argument("n", "Only brief number n", "只看第 n 条简讯", "只看第 n 條簡訊", "编号", "編號")
+
+#: every command, in the order ``/help`` and the menus list them
+CATALOGUE: tuple[CommandSpec, ...] = (
+    CommandSpec(
+        "today",
+        "今天的日报（还没发布时给出最新一期）",
+        "今天的日報（還沒發布時給出最新一期）",
+        "Today's issue (the latest one if today's is not out yet)",
+        "/today",
+        label_zh="今日",
+        label_zh_tw="今日",
+    ),
+    CommandSpec(
+        "headline",
+        "今天的重点",
+        "今天的重點",
+        "The headline story of today's issue",
+        "/headline [YYYY-MM-DD]",
+        label_zh="重点",
+        label_zh_tw="重點",
+    ),
+    CommandSpec(
+        "briefs",
+        "今天的简讯，或其中一条",
+        "今天的簡訊，或其中一條",
+        "The briefs of today's issue, or one of them",
+        "/briefs [N]",
+        args=(_N,),
+        label_zh="简讯",
+        label_zh_tw="簡訊",
+    ),
+    CommandSpec(
+        "brief",
+        "按编号看一条简讯，例如 /brief 2",
+        "按編號看一條簡訊，例如 /brief 2",
+        "One brief by its number, e.g. /brief 2",
+        "/brief N [YYYY-MM-DD]",
+        label_zh="单条简讯",
+        label_zh_tw="單條簡訊",
+    ),
+    CommandSpec(
+        "classic",
+        "今天的经典回顾",
+        "今天的經典回顧",
+        "The classic review of today's issue",
+        "/classic [YYYY-MM-DD]",
+        label_zh="经典回顾",
+        label_zh_tw="經典回顧",
+    ),
+    CommandSpec(
+        "toc",
+        "今天这一期的目录",
+        "今天這一期的目錄",
+        "The table of contents of today's issue",
+        "/toc [YYYY-MM-DD]",
+        label_zh="目录",
+        label_zh_tw="目錄",
+    ),
+    CommandSpec(
+        "issue",
+        "某一天的日报",
+        "某一天的日報",
+        "The issue of a given date",
+        "/issue YYYY-MM-DD",
+        args=(
+            _date(
+                "YYYY-MM-DD (pick one from the list)",
+                "日期 YYYY-MM-DD（可从列表中选）",
+                "日期 YYYY-MM-DD（可從列表中選）",
+            ),
+        ),
+        label_zh="往期",
+        label_zh_tw="往期",
+    ),
+    CommandSpec(
+        "search",
+        "搜索往期",
+        "搜尋往期",
+        "Search past issues",
+        "/search 关键词",
+        args=(
+            Argument("keyword", "A word to look for", "要找的词", "要找的詞", "关键词", "關鍵詞"),
+        ),
+        label_zh="搜索",
+        label_zh_tw="搜尋",
+    ),
+    CommandSpec(
+        "subscribe",
+        "每天私信接收日报",
+        "每天私訊接收日報",
+        "Get the daily issue by direct message",
+        "/subscribe",
+        label_zh="订阅",
+        label_zh_tw="訂閱",
+    ),
+    CommandSpec(
+        "unsubscribe",
+        "不再私信接收日报",
+        "不再私訊接收日報",
+        "Stop the daily direct message",
+        "/unsubscribe",
+        label_zh="取消订阅",
+        label_zh_tw="取消訂閱",
+    ),
+    CommandSpec(
+        "help",
+        "全部命令",
+        "全部命令",
+        "All commands",
+        "/help",
+        label_zh="帮助",
+        label_zh_tw="幫助",
+    ),
+    CommandSpec(
+        "start",
+        "欢迎和全部命令",
+        "歡迎和全部命令",
+        "Welcome and all commands",
+        "/start [YYYY-MM-DD]",
+        menu=False,
+    ),
+    CommandSpec(
+        "repost",
+        "管理员：把某一期重新推送到所有频道",
+        "管理員：把某一期重新推送到所有頻道",
+        "Admins: post an issue to every channel again",
+        "/repost [YYYY-MM-DD] [force]",
+        args=(
+            _date(
+                "YYYY-MM-DD (default: today)",
+                "日期 YYYY-MM-DD（默认今天）",
+                "日期 YYYY-MM-DD（預設今天）",
+            ),
+            Argument(
+                "force",
+                "Send every part again, not only what is missing",
+                "全部重发，而不只是补发缺失的部分",
+                "全部重發，而不只是補發缺失的部分",
+                "全部重发",
+                "全部重發",
+            ),
+        ),
+        admin=True,
+        label_zh="重新推送",
+        label_zh_tw="重新推送",
+    ),
+    CommandSpec(
+        "status",
+        "管理员：下次推送、最近的推送、失败",
+        "管理員：下次推送、最近的推送、失敗",
+        "Admins: next post, last deliveries, failures",
+        "/status",
+        admin=True,
+        label_zh="状态",
+        label_zh_tw="狀態",
+    ),
+    CommandSpec(
+        "reactivate",
+        "管理员：恢复向已停用的频道推送",
+        "管理員：恢復向已停用的頻道推送",
+        "Admins: post to a deactivated channel again",
+        "/reactivate [PLATFORM:]ID",
+        args=(
+            Argument(
+                "target",
+                "Channel id (pick one from the list)",
+                "频道 ID（可从列表中选）",
+                "頻道 ID（可從列表中選）",
+                "频道",
+                "頻道",
+            ),
+        ),
+        admin=True,
+        label_zh="恢复推送",
+        label_zh_tw="恢復推送",
+    ),
+)
+
+#: the catalogue by command name
+BY_NAME: Mapping[str, CommandSpec] = MappingProxyType({spec.name: spec for spec in CATALOGUE})
+
+
+def spec(name: str) -> CommandSpec:
+    """The entry of command ``name``; KeyError names the command when it is not catalogued."""
+    try:
+        return BY_NAME[name]
+    except KeyError:
+        raise KeyError(f"/{name} is not in digest_core.catalogue.CATALOGUE") from None
+
+
+def menu(*, admin: bool) -> tuple[CommandSpec, ...]:
+    """The listed commands a reader sees (``admin=False``) or an admin sees (all of them)."""
+    return tuple(s for s in CATALOGUE if s.menu and (admin or not s.admin))
+
+
+def help_line(entry: CommandSpec) -> str:
+    """The line of ``entry`` in ``/help``: usage, Chinese and English description."""
+    return f"{entry.usage} — {entry.zh} / {entry.en}"
+
+
+HELP_HEADER = "AI 技术日报 机器人 · commands"
+ADMIN_HEADER = "管理员 / admins:"
+
+
+def help_text(*, admin: bool) -> str:
+    """``/help``: every listed reader command, and for admins the admin commands after them."""
+    lines = [HELP_HEADER, *(help_line(s) for s in menu(admin=False))]
+    if admin:
+        lines += ["", ADMIN_HEADER, *(help_line(s) for s in CATALOGUE if s.admin)]
+    return "\n".join(lines)
