@@ -12,6 +12,7 @@ from discord.app_commands import locale_str
 
 from bots.discord.views import SORRY, respond, service_of
 from bots.renderers import Flavor
+from digest_core.catalogue import CommandSpec, menu, spec
 from digest_core.commands import ADMIN, Capability, Reply, Request
 
 log = logging.getLogger(__name__)
@@ -19,69 +20,57 @@ log = logging.getLogger(__name__)
 #: the platform name of Discord targets in the ledger and in core requests
 PLATFORM = "discord"
 
-#: English text (names and descriptions as Discord shows them by default) -> (简体, 繁體).
-#: Localized names follow Discord's rules: lowercase, no spaces, at most 32 characters.
-TRANSLATIONS: dict[str, tuple[str, str]] = {
-    "today": ("今日", "今日"),
-    "Today's issue (the latest one if today's is not out yet)": (
-        "今天的日报（还没发布时给出最新一期）",
-        "今天的日報（還沒發布時給出最新一期）",
-    ),
-    "headline": ("重点", "重點"),
-    "The headline story of today's issue": ("今天的重点", "今天的重點"),
-    "briefs": ("简讯", "簡訊"),
-    "The briefs of today's issue, or one of them": (
-        "今天的简讯，或其中一条",
-        "今天的簡訊，或其中一條",
-    ),
-    "n": ("编号", "編號"),
-    "Only brief number n": ("只看第 n 条简讯", "只看第 n 條簡訊"),
-    "classic": ("经典回顾", "經典回顧"),
-    "The classic review of today's issue": ("今天的经典回顾", "今天的經典回顧"),
-    "issue": ("往期", "往期"),
-    "The issue of a given date": ("某一天的日报", "某一天的日報"),
-    "date": ("日期", "日期"),
-    "YYYY-MM-DD (pick one from the list)": (
-        "日期 YYYY-MM-DD（可从列表中选）",
-        "日期 YYYY-MM-DD（可從列表中選）",
-    ),
-    "search": ("搜索", "搜尋"),
-    "Search past issues": ("搜索往期", "搜尋往期"),
-    "keyword": ("关键词", "關鍵詞"),
-    "A word to look for": ("要找的词", "要找的詞"),
-    "subscribe": ("订阅", "訂閱"),
-    "Get the daily issue by direct message": ("每天私信接收日报", "每天私訊接收日報"),
-    "unsubscribe": ("取消订阅", "取消訂閱"),
-    "Stop the daily direct message": ("不再私信接收日报", "不再私訊接收日報"),
-    "repost": ("重新推送", "重新推送"),
-    "Admins: post an issue to every channel again": (
-        "管理员：把某一期重新推送到所有频道",
-        "管理員：把某一期重新推送到所有頻道",
-    ),
-    "YYYY-MM-DD (default: today)": ("日期 YYYY-MM-DD（默认今天）", "日期 YYYY-MM-DD（預設今天）"),
-    "force": ("全部重发", "全部重發"),
-    "Send every part again, not only what is missing": (
-        "全部重发，而不只是补发缺失的部分",
-        "全部重發，而不只是補發缺失的部分",
-    ),
-    "reactivate": ("恢复推送", "恢復推送"),
-    "Admins: post to a deactivated channel again": (
-        "管理员：恢复向已停用的频道推送",
-        "管理員：恢復向已停用的頻道推送",
-    ),
-    "target": ("频道", "頻道"),
-    "Channel id (pick one from the list)": (
-        "频道 ID（可从列表中选）",
-        "頻道 ID（可從列表中選）",
-    ),
-    "status": ("状态", "狀態"),
-    "Admins: next post, last deliveries, failures": (
-        "管理员：下次推送、最近的推送、失败",
-        "管理員：下次推送、最近的推送、失敗",
-    ),
-}
+#: catalogue commands without a slash command of their own: ``/brief N`` is ``/briefs n``
+FOLDED = {"brief": "briefs"}
+
+
+def slash_commands() -> tuple[CommandSpec, ...]:
+    """The catalogue's commands registered as slash commands (listed ones not :data:`FOLDED`)."""
+    return tuple(s for s in menu(admin=True) if s.name not in FOLDED)
+
+
+def _translations() -> dict[str, tuple[str, str]]:
+    """English text (names and descriptions as Discord shows them by default) -> (简体, 繁體),
+    from the catalogue. Localized names follow Discord's rules: lowercase, no spaces, at most
+    32 characters. One English text has one translation (ValueError otherwise)."""
+    pairs: dict[str, tuple[str, str]] = {}
+
+    def add(en: str, zh: str, zh_tw: str) -> None:
+        if pairs.setdefault(en, (zh, zh_tw)) != (zh, zh_tw):
+            raise ValueError(f"digest_core.catalogue: {en!r} is translated twice differently")
+
+    for entry in slash_commands():
+        add(entry.name, entry.label_zh or entry.name, entry.label_zh_tw or entry.name)
+        add(entry.en, entry.zh, entry.zh_tw)
+        for arg in entry.args:
+            add(arg.name, arg.label_zh, arg.label_zh_tw)
+            add(arg.en, arg.zh, arg.zh_tw)
+    return pairs
+
+
+TRANSLATIONS = _translations()
 
 _ = locale_str
+
+
+def _name(name: str) -> locale_str:
+    """The name of the slash command ``name`` (checked against the catalogue)."""
+    return _(spec(name).name)
+
+
+def _about(name: str) -> locale_str:
+    """The description of the slash command ``name``, from the catalogue."""
+    return _(spec(name).en)
+
+
+def _renamed(name: str) -> dict[str, locale_str]:
+    """The localizable option names of command ``name`` (``app_commands.rename``)."""
+    return {arg.name: _(arg.name) for arg in spec(name).args}
+
+
+def _described(name: str) -> dict[str, locale_str]:
+    """The option descriptions of command ``name`` (``app_commands.describe``)."""
+    return {arg.name: _(arg.en) for arg in spec(name).args}
 
 
 class DigestTranslator(app_commands.Translator):
@@ -232,64 +221,70 @@ def reactivate_args(target: str) -> tuple[str, ...] | None:
 
 
 def install_commands(tree: app_commands.CommandTree[Any]) -> None:
-    """Add every digest command to ``tree`` (global commands; ``discord sync`` registers them)."""
+    """Add every digest command to ``tree`` (global commands; ``discord sync`` registers them).
 
-    @tree.command(
-        name=_("today"), description=_("Today's issue (the latest one if today's is not out yet)")
-    )
+    Names, descriptions, options and their Chinese localizations come from the catalogue
+    (:func:`slash_commands`); admin commands carry Manage Server as ``default_permissions``,
+    only a hint (server admins can change it): :func:`capabilities` is what decides.
+    """
+
+    @tree.command(name=_name("today"), description=_about("today"))
     async def today(interaction: discord.Interaction[Any]) -> None:
         await run_command(interaction, "today")
 
-    @tree.command(name=_("headline"), description=_("The headline story of today's issue"))
+    @tree.command(name=_name("headline"), description=_about("headline"))
     async def headline(interaction: discord.Interaction[Any]) -> None:
         await run_command(interaction, "headline")
 
-    @tree.command(name=_("briefs"), description=_("The briefs of today's issue, or one of them"))
-    @app_commands.rename(n=_("n"))
-    @app_commands.describe(n=_("Only brief number n"))
+    @tree.command(name=_name("briefs"), description=_about("briefs"))
+    @app_commands.rename(**_renamed("briefs"))
+    @app_commands.describe(**_described("briefs"))
     async def briefs(
         interaction: discord.Interaction[Any], n: app_commands.Range[int, 1, 99] | None = None
     ) -> None:
         await run_command(interaction, "briefs", *([str(n)] if n is not None else []))
 
-    @tree.command(name=_("classic"), description=_("The classic review of today's issue"))
+    @tree.command(name=_name("classic"), description=_about("classic"))
     async def classic(interaction: discord.Interaction[Any]) -> None:
         await run_command(interaction, "classic")
 
-    @tree.command(name=_("issue"), description=_("The issue of a given date"))
-    @app_commands.rename(date=_("date"))
-    @app_commands.describe(date=_("YYYY-MM-DD (pick one from the list)"))
+    @tree.command(name=_name("toc"), description=_about("toc"))
+    async def toc(interaction: discord.Interaction[Any]) -> None:
+        await run_command(interaction, "toc")
+
+    @tree.command(name=_name("issue"), description=_about("issue"))
+    @app_commands.rename(**_renamed("issue"))
+    @app_commands.describe(**_described("issue"))
     @app_commands.autocomplete(date=archive_dates)
     async def issue(
         interaction: discord.Interaction[Any], date: app_commands.Range[str, 1, 32]
     ) -> None:
         await run_command(interaction, "issue", date.strip())
 
-    @tree.command(name=_("search"), description=_("Search past issues"))
-    @app_commands.rename(keyword=_("keyword"))
-    @app_commands.describe(keyword=_("A word to look for"))
+    @tree.command(name=_name("search"), description=_about("search"))
+    @app_commands.rename(**_renamed("search"))
+    @app_commands.describe(**_described("search"))
     async def search(
         interaction: discord.Interaction[Any], keyword: app_commands.Range[str, 1, 64]
     ) -> None:
         await run_command(interaction, "search", keyword)
 
-    @tree.command(name=_("subscribe"), description=_("Get the daily issue by direct message"))
+    @tree.command(name=_name("subscribe"), description=_about("subscribe"))
     async def subscribe(interaction: discord.Interaction[Any]) -> None:
         await run_command(interaction, "subscribe", ephemeral=True, dm_chat=True)
 
-    @tree.command(name=_("unsubscribe"), description=_("Stop the daily direct message"))
+    @tree.command(name=_name("unsubscribe"), description=_about("unsubscribe"))
     async def unsubscribe(interaction: discord.Interaction[Any]) -> None:
         await run_command(interaction, "unsubscribe", ephemeral=True, dm_chat=True)
 
-    @tree.command(name=_("repost"), description=_("Admins: post an issue to every channel again"))
-    @app_commands.rename(date=_("date"), force=_("force"))
-    @app_commands.describe(
-        date=_("YYYY-MM-DD (default: today)"),
-        force=_("Send every part again, not only what is missing"),
-    )
+    @tree.command(name=_name("help"), description=_about("help"))
+    async def help_(interaction: discord.Interaction[Any]) -> None:
+        await run_command(interaction, "help", ephemeral=True)
+
+    @tree.command(name=_name("repost"), description=_about("repost"))
+    @app_commands.rename(**_renamed("repost"))
+    @app_commands.describe(**_described("repost"))
     @app_commands.autocomplete(date=archive_dates)
-    # only a hint (server admins can change it); capabilities() is what decides
-    @app_commands.default_permissions(manage_guild=True)
     async def repost(
         interaction: discord.Interaction[Any],
         date: app_commands.Range[str, 1, 32] | None = None,
@@ -300,18 +295,14 @@ def install_commands(tree: app_commands.CommandTree[Any]) -> None:
             args.append("force")
         await run_command(interaction, "repost", *args, ephemeral=True)
 
-    @tree.command(name=_("status"), description=_("Admins: next post, last deliveries, failures"))
-    @app_commands.default_permissions(manage_guild=True)
+    @tree.command(name=_name("status"), description=_about("status"))
     async def status(interaction: discord.Interaction[Any]) -> None:
         await run_command(interaction, "status", ephemeral=True)
 
-    @tree.command(
-        name=_("reactivate"), description=_("Admins: post to a deactivated channel again")
-    )
-    @app_commands.rename(target=_("target"))
-    @app_commands.describe(target=_("Channel id (pick one from the list)"))
+    @tree.command(name=_name("reactivate"), description=_about("reactivate"))
+    @app_commands.rename(**_renamed("reactivate"))
+    @app_commands.describe(**_described("reactivate"))
     @app_commands.autocomplete(target=inactive_channels)
-    @app_commands.default_permissions(manage_guild=True)
     async def reactivate(
         interaction: discord.Interaction[Any], target: app_commands.Range[str, 1, 64]
     ) -> None:
@@ -323,6 +314,13 @@ def install_commands(tree: app_commands.CommandTree[Any]) -> None:
             )
             return
         await run_command(interaction, "reactivate", *args, ephemeral=True)
+
+    for entry in slash_commands():
+        command = tree.get_command(entry.name)
+        if command is None:
+            raise LookupError(f"digest_core.catalogue: /{entry.name} has no slash command")
+        if entry.admin:
+            command.default_permissions = discord.Permissions(manage_guild=True)
 
     @tree.error
     async def on_error(
