@@ -48,6 +48,28 @@ class Capability(StrEnum):
 ADMIN = frozenset(Capability)
 
 
+class Status(StrEnum):
+    """The machine-readable outcome of a command (:attr:`Reply.status`), for adapters and tests.
+
+    A StrEnum: each member equals its string, so logs and older comparisons keep working.
+    """
+
+    #: the command ran; the messages are its answer
+    OK = "ok"
+    #: a wrong or missing argument, an unknown command, or a command not available here
+    #: (subscriptions where none are possible, admin commands while delivery is not running);
+    #: the messages explain and give the usage
+    USAGE = "usage"
+    #: nothing matched: no issue for the date, no search hit, a target that was not deactivated
+    NOT_FOUND = "not_found"
+    #: an admin command from a user without the capability (audited; the reply is private)
+    REFUSED = "refused"
+    #: an admin action waits for a yes/no: :attr:`Reply.confirm` holds the request to re-issue
+    CONFIRM = "confirm"
+    #: the command failed unexpectedly (logged with its traceback); the reader is told to retry
+    ERROR = "error"
+
+
 @dataclass(frozen=True)
 class Request:
     """One command as the core sees it, whatever platform it came from."""
@@ -76,8 +98,8 @@ class Reply:
     #: set when an admin action needs a yes/no before it runs: the adapter shows buttons and
     #: re-issues the request with ``confirmed=True``.
     confirm: Request | None = None
-    #: machine-readable outcome for adapters and tests ("ok", "usage", "not_found", "refused")
-    status: str = "ok"
+    #: machine-readable outcome for adapters and tests (every value listed in :class:`Status`)
+    status: Status = Status.OK
     extra: dict[str, object] = field(default_factory=dict)
 
 
@@ -189,12 +211,12 @@ class Commands:
             return self._text(
                 request,
                 f"未知命令 /{name}。发送 /help 查看全部命令。\nUnknown command /{name}; try /help.",
-                status="usage",
+                status=Status.USAGE,
             )
         try:
             return await handler(self, request)
         except IssueNotFound as exc:
-            return self._text(request, str(exc), status="not_found")
+            return self._text(request, str(exc), status=Status.NOT_FOUND)
         except Exception:
             # a command must never surface a traceback to a reader; the log keeps it
             log.exception("command /%s %r failed", name, request.args)
@@ -202,7 +224,7 @@ class Commands:
                 request,
                 f"抱歉，/{name} 出错了，请稍后再试。\n"
                 f"Sorry, /{name} failed; please try again later.",
-                status="error",
+                status=Status.ERROR,
             )
 
     # ------------------------------------------------------------ helpers
@@ -219,13 +241,13 @@ class Commands:
             self._in_threads -= 1
 
     def _text(
-        self, request: Request, text: str, *, status: str = "ok", private: bool = False
+        self, request: Request, text: str, *, status: Status = Status.OK, private: bool = False
     ) -> Reply:
         return Reply(notice(text, request.flavor), status=status, private=private)
 
     def _usage(self, request: Request, problem: str) -> Reply:
         usage = self.usage(request.command.lower().lstrip("/"))
-        return self._text(request, f"{problem}\n用法 / usage: {usage}", status="usage")
+        return self._text(request, f"{problem}\n用法 / usage: {usage}", status=Status.USAGE)
 
     def _render(
         self, request: Request, issue: Issue, part: Part, *, brief: int | None = None
@@ -385,7 +407,7 @@ class Commands:
                 request,
                 f"{issue.date} 这一期只有 {len(issue.briefs)} 条简讯，没有第 {n} 条。\n"
                 f"The issue of {issue.date} has {len(issue.briefs)} briefs; there is no brief {n}.",
-                status="usage",
+                status=Status.USAGE,
             )
         if date is not None:
             return Reply(await self._off_loop(self._dated, request, date, Part.BRIEF, n))
@@ -407,7 +429,7 @@ class Commands:
             return self._text(
                 request,
                 f"往期中没有找到“{word}”。\nNo issue mentions “{word}”.",
-                status="not_found",
+                status=Status.NOT_FOUND,
             )
         lines = [f"“{word}” — {len(hits)} 条结果 / hits:"]
         lines += [hit.describe() for hit in hits]
@@ -423,7 +445,9 @@ class Commands:
     async def _subscription(self, request: Request, *, on: bool) -> Reply:
         if self.backend is None or request.platform not in self.subscribable:
             return self._text(
-                request, "这里不支持订阅 / subscriptions are not available here", status="usage"
+                request,
+                "这里不支持订阅 / subscriptions are not available here",
+                status=Status.USAGE,
             )
         changed = await self.backend.subscribe(request.platform, request.chat, on=on)
         if on:
@@ -450,7 +474,7 @@ class Commands:
         return self._text(
             request,
             f"抱歉，/{action} 只有管理员可以使用。\nSorry, /{action} is for admins only.",
-            status="refused",
+            status=Status.REFUSED,
             private=True,
         )
 
@@ -469,7 +493,9 @@ class Commands:
         # IssueNotFound → a clear reply before anything is asked
         await self._off_loop(self.archive.on, date)
         if self.backend is None:
-            return self._text(request, "推送服务未运行 / delivery is not running", status="usage")
+            return self._text(
+                request, "推送服务未运行 / delivery is not running", status=Status.USAGE
+            )
         if not request.confirmed:
             what = (
                 "全部重发 / resend everything" if force else "只补发缺失部分 / send what is missing"
@@ -486,7 +512,7 @@ class Commands:
                     args=(date.isoformat(), *(("force",) if force else ())),
                     confirmed=True,
                 ),
-                status="confirm",
+                status=Status.CONFIRM,
                 private=True,
             )
         summary = await self.backend.repost(
@@ -503,7 +529,9 @@ class Commands:
         platform, _, target_id = request.args[0].rpartition(":")
         platform = platform or request.platform
         if self.backend is None:
-            return self._text(request, "推送服务未运行 / delivery is not running", status="usage")
+            return self._text(
+                request, "推送服务未运行 / delivery is not running", status=Status.USAGE
+            )
         changed = await self.backend.reactivate(platform, target_id)
         outcome = "reactivated" if changed else "not deactivated"
         await self.backend.audit(request, action="reactivate", allowed=True, outcome=outcome)
@@ -511,7 +539,7 @@ class Commands:
             return self._text(
                 request,
                 f"{platform}:{target_id} 没有被停用。/ {platform}:{target_id} was not deactivated.",
-                status="not_found",
+                status=Status.NOT_FOUND,
                 private=True,
             )
         return self._text(
@@ -525,7 +553,9 @@ class Commands:
         if Capability.STATUS not in request.capabilities:
             return await self._refuse(request, "status")
         if self.backend is None:
-            return self._text(request, "推送服务未运行 / delivery is not running", status="usage")
+            return self._text(
+                request, "推送服务未运行 / delivery is not running", status=Status.USAGE
+            )
         summary = await self.backend.status()
         return self._text(request, summary, private=True)
 

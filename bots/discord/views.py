@@ -12,7 +12,7 @@ import discord
 
 from bots.inflight import RESTARTING, InFlight
 from bots.renderers import Flavor
-from digest_core.commands import Reply, Request
+from digest_core.commands import Reply, Request, Status
 from digest_core.errors import IssueNotFound
 from digest_core.models import Section
 from digest_core.rendering import (
@@ -230,7 +230,7 @@ class SectionButton(
             try:
                 issue = await asyncio.to_thread(service.archive.on, self.date)  # file I/O
             except IssueNotFound as exc:
-                return Reply(notice(str(exc), Flavor.DISCORD), status="not_found")
+                return Reply(notice(str(exc), Flavor.DISCORD), status=Status.NOT_FOUND)
             part = PART_OF_SECTION[self.section]
             options = RenderOptions(buttons=False, embeds=embeds)
             return Reply(render(issue, Flavor.DISCORD, part, options=options))

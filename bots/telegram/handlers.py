@@ -19,7 +19,7 @@ from telegram.ext import CallbackQueryHandler, ContextTypes, MessageHandler, fil
 
 from bots.inflight import RESTARTING
 from bots.renderers import Flavor
-from digest_core.commands import ADMIN, Reply, Request, parse_command_line
+from digest_core.commands import ADMIN, Reply, Request, Status, parse_command_line
 from digest_core.delivery import TokenBucket
 from digest_core.errors import DeliveryError, IssueNotFound, TargetGone
 from digest_core.platform import Rate, TargetKind
@@ -217,7 +217,7 @@ class Handlers:
         messages = reply.messages
         if reply.confirm is not None:
             messages = self._with_confirm_buttons(reply)
-        if reply.private and not private and reply.status != "refused":
+        if reply.private and not private and reply.status is not Status.REFUSED:
             # admin output (status, repost prompts and reports) goes to the admin privately,
             # not to everyone in the group
             await self._send_privately(user.id, chat.id, messages, paced)
@@ -289,7 +289,7 @@ class Handlers:
         except Exception:  # a broken command must not take the bot down
             log.exception("telegram: /%s failed", request.command)
             text = "出错了，请稍后再试。/ Something went wrong; please try again later."
-            return Reply(notice(text, Flavor.TELEGRAM), status="error")
+            return Reply(notice(text, Flavor.TELEGRAM), status=Status.ERROR)
 
     def _with_confirm_buttons(self, reply: Reply) -> list[Message]:
         """The confirmation text with 确认/取消 buttons on its last message."""

@@ -15,7 +15,7 @@ import pytest
 from bots.registry import load_settings
 from bots.renderers import Flavor
 from bots.runtime import open_service
-from digest_core.commands import ADMIN, MAX_REPLY_MESSAGES, Capability, Request
+from digest_core.commands import ADMIN, MAX_REPLY_MESSAGES, Capability, Reply, Request, Status
 from digest_core.delivery import DeliveryReport, TargetReport
 from digest_core.rendering import Message, preview
 from digest_core.scheduling import PostState
@@ -125,7 +125,15 @@ async def test_reader_commands(
 ) -> None:
     reply = await service.commands.handle(req(command, *args))
     assert reply.status == status
+    assert type(reply.status) is Status  # a member, never a bare string
     assert fragment in text_of(reply.messages)
+
+
+def test_every_status_is_documented() -> None:
+    assert {s.value for s in Status} == {
+        "ok", "usage", "not_found", "refused", "confirm", "error"
+    }  # fmt: skip
+    assert Reply([]).status is Status.OK
 
 
 async def test_help_shows_admin_commands_only_to_admins(service: DigestService) -> None:
