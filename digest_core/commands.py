@@ -21,7 +21,7 @@ from digest_core.archive import Archive
 from digest_core.catalogue import BY_NAME, help_text
 from digest_core.clock import Clock
 from digest_core.errors import IssueNotFound
-from digest_core.models import Issue
+from digest_core.models import Issue, Section
 from digest_core.rendering import (
     Message,
     Part,
@@ -126,6 +126,13 @@ class AdminBackend(Protocol):
         """Record an admin action (or a refused attempt) in the audit log."""
         ...
 
+
+#: the part of an issue a section button (重点 / 简讯 / 经典回顾 on a post) shows
+PART_OF_SECTION: dict[Section, Part] = {
+    Section.HEADLINE: Part.HEADLINE,
+    Section.BRIEFS: Part.BRIEFS,
+    Section.CLASSIC: Part.CLASSIC,
+}
 
 #: rendered replies kept (a few parts of a few issues in each flavor)
 RENDER_CACHE_SIZE = 128
@@ -354,6 +361,25 @@ class Commands:
         except ValueError:
             return self._usage(request, f"“{request.args[0]}” 不是日期 / is not a date")
         return Reply(await self._off_loop(self._dated, request, date, part, None))
+
+    # ------------------------------------------------------------ section buttons
+
+    async def section(self, request: Request, date: dt.date, section: Section) -> Reply:
+        """What a section button of the post of ``date`` answers: that section of that issue
+        (not today's), whole, for the presser only, in the platform's post style without
+        buttons; rendered once per revision (the render cache) however many readers press.
+
+        A missing or broken issue is a ``NOT_FOUND`` reply whose ``extra["problem"]`` is the
+        reader-safe explanation (short enough for a callback alert's 200 characters mostly).
+        """
+        try:
+            issue = await self._off_loop(self.archive.on, date)
+        except IssueNotFound as exc:
+            reply = self._text(request, str(exc), status=Status.NOT_FOUND, private=True)
+            reply.extra["problem"] = str(exc)
+            return reply
+        part = PART_OF_SECTION[section]
+        return Reply(await self._off_loop(self._render, request, issue, part), private=True)
 
     # ------------------------------------------------------------ reader commands
 

@@ -10,15 +10,12 @@ import discord
 from discord import app_commands
 from discord.app_commands import locale_str
 
-from bots.discord.views import SORRY, respond, service_of
+from bots.discord.views import PLATFORM, SORRY, respond, service_of
 from bots.renderers import Flavor
 from digest_core.catalogue import CommandSpec, menu, spec
 from digest_core.commands import ADMIN, Capability, Reply, Request
 
 log = logging.getLogger(__name__)
-
-#: the platform name of Discord targets in the ledger and in core requests
-PLATFORM = "discord"
 
 #: catalogue commands without a slash command of their own: ``/brief N`` is ``/briefs n``
 FOLDED = {"brief": "briefs"}

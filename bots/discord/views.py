@@ -12,17 +12,13 @@ import discord
 
 from bots.inflight import RESTARTING, InFlight
 from bots.renderers import Flavor
-from digest_core.commands import Reply, Request, Status
-from digest_core.errors import IssueNotFound
+from digest_core.commands import Reply, Request
 from digest_core.models import Section
 from digest_core.rendering import (
     BUTTON_PREFIX,
     Message,
-    Part,
-    RenderOptions,
     notice,
     parse_button_data,
-    render,
 )
 
 if TYPE_CHECKING:
@@ -33,16 +29,14 @@ log = logging.getLogger(__name__)
 #: Discord drops an interaction not answered within 3 s; work still running after this long
 #: is deferred first ("digest-bot is thinking…") and answered with follow-ups.
 DEFER_AFTER_SECONDS = 1.5
+#: the platform name of Discord targets in the ledger and in core requests
+PLATFORM = "discord"
+
 #: What a user sees when answering failed (the cause is logged).
 SORRY = "出错了，请稍后再试。/ Something went wrong; please try again later."
 #: How long the repost confirmation buttons stay usable.
 CONFIRM_TIMEOUT_SECONDS = 300.0
 
-PART_OF_SECTION = {
-    Section.HEADLINE: Part.HEADLINE,
-    Section.BRIEFS: Part.BRIEFS,
-    Section.CLASSIC: Part.CLASSIC,
-}
 
 Work = Callable[[], Awaitable[Reply]]
 
@@ -185,7 +179,7 @@ def _log_unheard(task: asyncio.Future[Reply]) -> None:
 
 # --------------------------------------------------------------------------- section buttons
 
-_SECTIONS = "|".join(re.escape(s.value) for s in PART_OF_SECTION)
+_SECTIONS = "|".join(re.escape(s.value) for s in Section)
 
 
 class SectionButton(
@@ -222,18 +216,17 @@ class SectionButton(
         service = service_of(interaction)
         if service is None:
             return
-        settings = getattr(interaction.client, "settings", None)
-        embeds = bool(getattr(settings, "embeds", True))
         log.info("discord: %s pressed %s of %s", interaction.user.id, self.section.value, self.date)
+        request = Request(
+            self.section.value,
+            platform=PLATFORM,
+            flavor=Flavor.DISCORD,
+            user=str(interaction.user.id),
+            chat=str(interaction.channel_id or ""),
+        )
 
         async def work() -> Reply:
-            try:
-                issue = await asyncio.to_thread(service.archive.on, self.date)  # file I/O
-            except IssueNotFound as exc:
-                return Reply(notice(str(exc), Flavor.DISCORD), status=Status.NOT_FOUND)
-            part = PART_OF_SECTION[self.section]
-            options = RenderOptions(buttons=False, embeds=embeds)
-            return Reply(render(issue, Flavor.DISCORD, part, options=options))
+            return await service.commands.section(request, self.date, self.section)
 
         await respond(interaction, work, ephemeral=True)
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
+import datetime as dt
 import html
 import logging
 import time
@@ -21,9 +21,10 @@ from bots.inflight import RESTARTING
 from bots.renderers import Flavor
 from digest_core.commands import ADMIN, Reply, Request, Status, parse_command_line
 from digest_core.delivery import TokenBucket
-from digest_core.errors import DeliveryError, IssueNotFound, TargetGone
+from digest_core.errors import DeliveryError, TargetGone
+from digest_core.models import Section
 from digest_core.platform import Rate, TargetKind
-from digest_core.rendering import Message, Part, RenderOptions, notice, parse_button_data, render
+from digest_core.rendering import Message, notice, parse_button_data
 
 if TYPE_CHECKING:
     from telegram.ext import Application
@@ -130,7 +131,6 @@ class Handlers:
         self.limiter = UserRateLimiter(
             burst=s.command_burst, window=s.command_window_seconds, clock=adapter.clock
         )
-        self.section_options = RenderOptions(buttons=False, link_preview=s.link_preview)
         self._confirming: set[tuple[int, int]] = set()
 
     def install(self, app: Application[Any, Any, Any, Any, Any, Any]) -> None:
@@ -323,7 +323,7 @@ class Handlers:
             return
         await self._on_section(query, *parsed)
 
-    async def _on_section(self, query: CallbackQuery, date: Any, section: Any) -> None:
+    async def _on_section(self, query: CallbackQuery, date: dt.date, section: Section) -> None:
         started = time.perf_counter()
         user = query.from_user
         if user.id not in self.adapter.admins:
@@ -331,13 +331,19 @@ class Handlers:
             if verdict is not Verdict.ALLOW:
                 await _answer(query, self._slow_down(), alert=verdict is Verdict.WARN)
                 return
-        try:
-            issue = await asyncio.to_thread(self.service.archive.on, date)  # file I/O
-        except IssueNotFound as exc:
+        request = Request(
+            section.value,
+            platform=self.adapter.name,
+            flavor=Flavor.TELEGRAM,
+            user=str(user.id),
+            chat=str(user.id),
+        )
+        reply = await self.service.commands.section(request, date, section)
+        if reply.status is Status.NOT_FOUND:
             # reader-safe text (missing, or a broken file); a callback alert holds 200 chars
-            await _answer(query, str(exc)[:200], alert=True)
+            await _answer(query, str(reply.extra.get("problem", ""))[:200], alert=True)
             return
-        messages = render(issue, Flavor.TELEGRAM, Part(section.value), options=self.section_options)
+        messages = reply.messages
         paced: list[float] = []
         try:
             await self.adapter.reply(user.id, TargetKind.PRIVATE, messages, paced=paced)

@@ -17,7 +17,8 @@ from bots.renderers import Flavor
 from bots.runtime import open_service
 from digest_core.commands import ADMIN, MAX_REPLY_MESSAGES, Capability, Reply, Request, Status
 from digest_core.delivery import DeliveryReport, TargetReport
-from digest_core.rendering import Message, preview
+from digest_core.models import Section
+from digest_core.rendering import Message, Part, RenderOptions, preview, render
 from digest_core.scheduling import PostState
 from digest_core.service import DigestService, describe_report
 from digest_core.testing import ManualClock, make_issue
@@ -326,3 +327,18 @@ async def test_a_long_reply_is_trimmed_to_a_few_messages(
     assert len(reply.messages) == MAX_REPLY_MESSAGES
     assert "https://example.org/headline" in text_of(reply.messages[-1:], flavor)
     assert "too long: showing 3 of" in text_of(reply.messages[-1:], flavor)
+
+
+async def test_section_buttons_answer_from_the_core_rendered_once(service: DigestService) -> None:
+    commands = service.commands
+    day = commands.today_date()
+    first = await commands.section(req("briefs"), day, Section.BRIEFS)
+    second = await commands.section(req("briefs", admin=True), day, Section.BRIEFS)
+    assert first.status is Status.OK and first.private
+    issue = service.archive.on(day)
+    expected = render(issue, Flavor.PLAIN, Part.BRIEFS, options=RenderOptions(buttons=False))
+    assert text_of(first.messages) == text_of(expected)
+    # the second press reuses the first rendering (the render cache), payloads shared
+    assert all(a is b for a, b in zip(first.messages, second.messages, strict=True))
+    missing = await commands.section(req("headline"), dt.date(2001, 1, 1), Section.HEADLINE)
+    assert missing.status is Status.NOT_FOUND and "2001-01-01" in str(missing.extra["problem"])
