@@ -9,7 +9,6 @@ import logging
 import time
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from telegram import CallbackQuery, Update
@@ -20,17 +19,16 @@ from telegram.ext import CallbackQueryHandler, ContextTypes, MessageHandler, fil
 from bots.inflight import RESTARTING
 from bots.renderers import Flavor
 from digest_core.commands import ADMIN, Reply, Request, Status, parse_command_line
-from digest_core.delivery import TokenBucket
 from digest_core.errors import DeliveryError, TargetGone
+from digest_core.flood import UserRateLimiter, Verdict
 from digest_core.models import Section
-from digest_core.platform import Rate, TargetKind
+from digest_core.platform import TargetKind
 from digest_core.rendering import Message, notice, parse_button_data
 
 if TYPE_CHECKING:
     from telegram.ext import Application
 
     from bots.telegram.adapter import TelegramAdapter
-    from digest_core.clock import Clock
     from digest_core.service import DigestService
 
 log = logging.getLogger(__name__)
@@ -43,8 +41,6 @@ CANCEL_DATA = "cx"
 MAX_CALLBACK_DATA = InlineKeyboardButtonLimit.MAX_CALLBACK_DATA
 #: ``answerCallbackQuery`` text limit (CallbackQueryLimit.ANSWER_CALLBACK_QUERY_TEXT_LENGTH)
 MAX_ANSWER_TEXT = CallbackQueryLimit.ANSWER_CALLBACK_QUERY_TEXT_LENGTH
-#: Users whose rate-limit state is kept before full (idle) buckets are forgotten.
-MAX_TRACKED_USERS = 10_000
 
 #: a PTB handler callback of ours
 Callback = Callable[[Update, ContextTypes.DEFAULT_TYPE], Coroutine[Any, Any, None]]
@@ -67,48 +63,6 @@ class AnswerTiming:
     @property
     def bot_side(self) -> float:
         return self.total - self.paced
-
-
-class Verdict(Enum):
-    ALLOW = "allow"
-    #: over the limit for the first time in this burst: say "slow down" once
-    WARN = "warn"
-    #: over the limit again: ignore silently
-    DROP = "drop"
-
-
-class UserRateLimiter:
-    """A token bucket per user: ``burst`` commands, refilled over ``window`` seconds."""
-
-    def __init__(self, *, burst: int, window: float, clock: Clock) -> None:
-        self.rate = Rate(burst / window, burst=burst)
-        self.clock = clock
-        self._buckets: dict[int, TokenBucket] = {}
-        self._warned: set[int] = set()
-
-    def check(self, user: int) -> Verdict:
-        """Take one token for ``user`` if there is one."""
-        now = self.clock.monotonic()
-        bucket = self._buckets.get(user)
-        if bucket is None:
-            if len(self._buckets) >= MAX_TRACKED_USERS:
-                self._forget_idle(now)
-            bucket = self._buckets[user] = TokenBucket(self.rate, now=now)
-        if bucket.delay(now) <= 0:
-            bucket.take(now)
-            self._warned.discard(user)
-            return Verdict.ALLOW
-        if user in self._warned:
-            return Verdict.DROP
-        self._warned.add(user)
-        return Verdict.WARN
-
-    def _forget_idle(self, now: float) -> None:
-        for user, bucket in list(self._buckets.items()):
-            bucket.delay(now)  # refills
-            if bucket.full:
-                del self._buckets[user]
-                self._warned.discard(user)
 
 
 class Handlers:
@@ -276,12 +230,7 @@ class Handlers:
         return verdict is Verdict.ALLOW
 
     def _slow_down(self) -> str:
-        s = self.adapter.settings
-        window = f"{s.command_window_seconds:g}"
-        return (
-            f"请慢一点：每 {window} 秒最多 {s.command_burst} 条命令。\n"
-            f"Slow down, please: at most {s.command_burst} commands per {window} s."
-        )
+        return self.limiter.slow_down()
 
     async def _handle(self, request: Request) -> Reply:
         try:
