@@ -35,6 +35,7 @@ from digest_core.errors import (
     TargetGone,
     TransientError,
 )
+from digest_core.flood import UserRateLimiter
 from digest_core.platform import PartKey, Target, TargetKind
 from digest_core.rendering import Message, RenderOptions, notice
 
@@ -146,6 +147,8 @@ class DigestClient(discord.Client):
         )
         self.settings = settings
         self.service: DigestService | None = None
+        #: the per-user flood limit of readers' commands and presses (set with ``service``)
+        self.limiter: UserRateLimiter | None = None
         #: the command handlers under way (see bots.inflight); None while only syncing
         self.in_flight: InFlight | None = None
         self.tree: app_commands.CommandTree[DigestClient] = app_commands.CommandTree(self)
@@ -346,6 +349,11 @@ class DiscordAdapter:
             self._pointer.restore()
             raise
         client.service = service
+        client.limiter = UserRateLimiter(
+            burst=self.settings.command_burst,
+            window=self.settings.command_window_seconds,
+            clock=service.clock,
+        )
         client.in_flight = self.in_flight
         self.client = client
         if not receive:

@@ -10,7 +10,7 @@ import discord
 from discord import app_commands
 from discord.app_commands import locale_str
 
-from bots.discord.views import PLATFORM, SORRY, respond, service_of
+from bots.discord.views import PLATFORM, SORRY, respond, service_of, slowed_down
 from bots.renderers import Flavor
 from digest_core.catalogue import CommandSpec, menu, spec
 from digest_core.commands import ADMIN, Capability, Reply, Request
@@ -141,6 +141,9 @@ async def run_command(
         )
         return None
     commands = service.commands
+    granted = capabilities(interaction)
+    if await slowed_down(interaction, admin=bool(granted)):
+        return None
 
     async def work() -> Reply:
         chat = str(interaction.channel_id or "")
@@ -153,7 +156,7 @@ async def run_command(
             flavor=Flavor.DISCORD,
             user=str(interaction.user.id),
             chat=chat,
-            capabilities=capabilities(interaction),
+            capabilities=granted,
         )
         return await commands.handle(request)
 

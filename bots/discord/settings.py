@@ -37,6 +37,10 @@ class DiscordSettings(TokenSettings):
     ready_timeout_seconds: float = Field(default=30.0, gt=0, le=600)
     #: how long discord.py waits for more servers after the last one arrives before "ready"
     guild_ready_timeout_seconds: float = Field(default=2.0, ge=0, le=60)
+    #: reader commands (and button presses) one user may send per ``command_window_seconds``;
+    #: past that they get an ephemeral "slow down" instead. Admins are not limited.
+    command_burst: int = Field(default=5, ge=1, le=1000)
+    command_window_seconds: float = Field(default=10.0, gt=0, le=3600)
 
     @field_validator("channels")
     @classmethod

@@ -13,6 +13,7 @@ import discord
 from bots.inflight import RESTARTING, InFlight
 from bots.renderers import Flavor
 from digest_core.commands import Reply, Request
+from digest_core.flood import UserRateLimiter, Verdict
 from digest_core.models import Section
 from digest_core.rendering import (
     BUTTON_PREFIX,
@@ -177,6 +178,18 @@ def _log_unheard(task: asyncio.Future[Reply]) -> None:
         log.error("discord: unanswered interaction work failed", exc_info=task.exception())
 
 
+async def slowed_down(interaction: discord.Interaction[Any], *, admin: bool) -> bool:
+    """True when a reader is over the per-user flood limit; they were told, privately."""
+    limiter = getattr(interaction.client, "limiter", None)
+    if admin or not isinstance(limiter, UserRateLimiter):
+        return False
+    if limiter.check(interaction.user.id) is Verdict.ALLOW:
+        return False
+    log.info("discord: %s is over the command limit", interaction.user.id)
+    await interaction.response.send_message(limiter.slow_down(), ephemeral=True)
+    return True
+
+
 # --------------------------------------------------------------------------- section buttons
 
 _SECTIONS = "|".join(re.escape(s.value) for s in Section)
@@ -217,6 +230,10 @@ class SectionButton(
         if service is None:
             return
         log.info("discord: %s pressed %s of %s", interaction.user.id, self.section.value, self.date)
+        settings = getattr(interaction.client, "settings", None)
+        admin = interaction.user.id in getattr(settings, "admin_users", ())
+        if await slowed_down(interaction, admin=admin):
+            return
         request = Request(
             self.section.value,
             platform=PLATFORM,

@@ -143,7 +143,8 @@ def test_invite_url_asks_for_the_bot_and_its_commands_with_the_posting_permissio
 @pytest.fixture
 async def bot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     async with fake_discord() as fake:
-        settings = make_settings(tmp_path, monkeypatch, fake)
+        # tests here send bursts of commands; the flood limit has its own test
+        settings = make_settings(tmp_path, monkeypatch, fake, command_burst=100)
         await sync_commands(settings.discord)
         async with running_bot(settings) as (service, adapter):
             yield fake, service, adapter
@@ -171,6 +172,26 @@ async def test_each_reader_command_answers_in_the_channel(bot: Any) -> None:
         assert not any(m["ephemeral"] for m in got), name
     # the issue of a date is that issue, over two messages
     assert len(await expected(service, "issue", str(TWO_PARTS))) == 2
+
+
+async def test_a_reader_over_the_flood_limit_is_told_privately_admins_are_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with fake_discord() as fake:
+        settings = make_settings(tmp_path, monkeypatch, fake, command_burst=2)
+        await sync_commands(settings.discord)
+        async with running_bot(settings):
+            for _ in range(2):
+                record = await fake.run_slash_command(GUILD, CHANNELS[0], READER, "help")
+                assert "/today" in answer(record)[0]["content"]
+            record = await fake.run_slash_command(GUILD, CHANNELS[0], READER, "today")
+            [reply] = answer(record)
+            assert reply["ephemeral"] and "请慢一点" in reply["content"]
+            for _ in range(3):  # a member with Manage Server is an admin: not limited
+                record = await fake.run_slash_command(
+                    GUILD, CHANNELS[0], MANAGER, "help", permissions=MANAGE_GUILD
+                )
+                assert "/repost" in answer(record)[0]["content"]
 
 
 async def test_bad_input_gets_usage_not_an_error(bot: Any) -> None:
