@@ -198,7 +198,10 @@ def _numbered_briefs(issue: Issue) -> list[tuple[int | None, Item]]:
 
 
 def _layout_all(issue: Issue) -> list[_Token]:
-    out = [*_masthead(issue), *_lede(issue), _glue("\n\n")]
+    # a lede too long to share a message with the headline ends the message before it, so the
+    # headline (and its link preview) never starts as a cut-off fragment
+    lede_end = _Break(_Cut.PARA, "\n\n") if issue.lede else _glue("\n\n")
+    out = [*_masthead(issue), *_lede(issue), lede_end]
     out.extend(_section(Section.HEADLINE, [(None, issue.headline)]))
     if issue.briefs:
         out.append(_Break(_Cut.ITEM, "\n\n"))

@@ -598,6 +598,23 @@ def test_link_preview_only_on_the_message_with_the_headline() -> None:
     ] * (len(messages) - 1)
 
 
+def test_a_lede_filling_a_message_ends_it_before_the_headline() -> None:
+    # found by the property test: a lede of ~4,000 characters left room for only a cut-off
+    # fragment of a title with clause marks, and the link preview went on that fragment
+    title = "标题片段：" * 60
+    headline = Item.model_construct(
+        title=title, paragraphs=("正文。",), links=("https://example.org/a",), question=None
+    )
+    issue = make_issue(lede="一句话。" * 1010, headline=headline)
+    messages = tg.render(issue, Part.ALL, options=RenderOptions(link_preview=True))
+    [previewed] = [
+        m for m in messages if m.payload["link_preview_options"].get("is_disabled") is False
+    ]
+    shown = tg_html.visible_text(previewed.payload["text"])
+    assert title in shown.replace("\n", "")  # the whole title, with the preview
+    assert "【重点】" not in tg_html.visible_text(messages[0].payload["text"])
+
+
 def test_buttons_on_the_last_message_only() -> None:
     messages = tg.render(load_fixture("long"), Part.ALL, options=RenderOptions(buttons=True))
     assert len(messages) > 1
