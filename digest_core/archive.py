@@ -470,6 +470,12 @@ class Archive:
             raw = raw.replace(b"\t", b" ")  # the loader reads a tab as a space
         if raw_needle is not None:
             return raw_needle in raw
+        if needle.isascii():  # e.g. a Latin word: rule the file out without decoding it
+            lowered = raw.lower()  # ASCII letters only, as casefolding does them
+            if needle.encode("ascii") in lowered:
+                return True
+            if any(run not in lowered for run in _ascii_only_runs(needle)):
+                return False
         return needle in raw.decode("utf-8", errors="replace").casefold()
 
     # ------------------------------------------------------------ loading
@@ -612,6 +618,22 @@ def _bilingual(zh: str, en: str, before: dt.date | None, after: dt.date | None) 
     return (
         f"{zh}；最近的是 {near[0]} 和 {near[1]}。\n{en}; the nearest are {near[0]} and {near[1]}."
     )
+
+
+#: the ASCII characters that casefolding makes out of some character beyond ASCII (``ß`` →
+#: ``ss``, the Kelvin sign → ``k``, ``ﬁ`` → ``fi``, ``İ`` → ``i̇``, …); a test checks this
+#: against the running Python's Unicode tables
+FOLDED_FROM_BEYOND_ASCII = frozenset("afhijklnstwy")
+
+
+def _ascii_only_runs(needle: str) -> builtins.list[bytes]:
+    """The runs of an ASCII ``needle`` (casefolded) made of characters outside
+    :data:`FOLDED_FROM_BEYOND_ASCII`: in a casefolded text, each such character comes from one
+    ASCII character, so a text whose casefolding contains ``needle`` holds every run, as it is
+    or in upper case, byte for byte in its UTF-8 (a character never folds to nothing)."""
+    runs = itertools.groupby(needle, FOLDED_FROM_BEYOND_ASCII.__contains__)
+    found = {"".join(run).encode("ascii") for beyond, run in runs if not beyond}
+    return sorted(found, key=len, reverse=True)  # the longest rules out the most
 
 
 def _caseless(needle: str) -> bool:

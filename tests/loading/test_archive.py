@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from digest_core.archive import Archive, SearchHit
+from digest_core.archive import FOLDED_FROM_BEYOND_ASCII, Archive, SearchHit
 from digest_core.errors import IssueNotFound
 from digest_core.loading import dump_json, load_issue
 from digest_core.models import Section
@@ -539,3 +539,40 @@ def test_a_large_archive_is_searched_while_its_index_is_built(tmp_path: Path) ->
     assert during == after
     assert [h.date for h in after] == [first + dt.timedelta(days=60)]
     assert len(archive.search("稀疏", limit=500)) == 61 * 2
+
+
+# ------------------------------------------------------------ a scan's shortcut for Latin words
+
+
+def test_the_table_of_ascii_made_by_casefolding_matches_this_python() -> None:
+    # the scan rules a file out by the runs of a Latin word that only ASCII can produce;
+    # that holds only while this table is complete and no character folds to nothing
+    made: set[str] = set()
+    for code in range(0x80, 0x110000):
+        folded = chr(code).casefold()
+        assert folded, f"U+{code:04X} folds to nothing"
+        made.update(c for c in folded if c.isascii())
+    assert made == FOLDED_FROM_BEYOND_ASCII
+    assert all(chr(c).casefold() == chr(c).lower() for c in range(0x80))
+
+
+@pytest.mark.parametrize(
+    ("written", "word"),
+    [
+        ("Gro\u00dfe Modelle", "GROSSE"),  # ß → ss
+        ("Gro\u1e9eE MODELLE", "grosse"),  # capital ẞ
+        ("3 \u212aB cache", "3 kb"),  # the Kelvin sign → k
+        ("e\ufb03cient routing", "efficient"),  # the ﬃ ligature
+        ("\u0130stanbul rope", "i\u0307stanbul"),  # İ → i + a combining dot
+        ("Al\u017fo ran", "also ran"),  # long s
+        ("ALL\tREDUCE kernels", "all reduce"),  # a tab the loader reads as a space
+    ],
+)
+def test_a_scan_finds_latin_words_that_casefolding_makes(
+    tmp_path: Path, written: str, word: str
+) -> None:
+    copy_as(D4, tmp_path, **{"推理服务：批处理越大": f"{written}：批处理越大"})
+    copy_as(D5, tmp_path)  # a file the shortcut rules out
+    for archive in (Archive(tmp_path), Archive(tmp_path, index=False)):
+        assert [(h.date, h.section) for h in archive.search(word)] == [(D4, Section.HEADLINE)]
+        assert archive.search(word + "zq") == []
