@@ -383,14 +383,13 @@ class Archive:
         with self._lock:
             dates, used = self._dates, self._used
         order = reversed(dates) if candidates is None else sorted(candidates, reverse=True)
-        # e.g. Chinese: compare the raw bytes of a file, no decoding (see _may_contain)
-        raw_needle = needle.encode("utf-8") if _caseless(needle) else None
+        test = _RawTest.of(needle)
         hits: builtins.list[SearchHit] = []
         for date in order:
             entry = used.get(date)
             if entry is None:
                 continue
-            if candidates is None and not self._may_contain(entry, needle, raw_needle):
+            if candidates is None and not self._may_contain(entry, test):
                 continue
             issue = self._issue(entry)[0]
             if issue is not None:
@@ -449,8 +448,8 @@ class Archive:
                 time.perf_counter() - started,
             )
 
-    def _may_contain(self, entry: FileEntry, needle: str, raw_needle: bytes | None) -> bool:
-        """Without an index: False only when the file surely does not contain ``needle``.
+    def _may_contain(self, entry: FileEntry, test: _RawTest) -> bool:
+        """Without an index: False only when the file surely does not contain the needle.
 
         A published text file holds every piece of its issue verbatim, so a raw substring test
         rules it out without parsing; JSON/YAML (escapes) and files served from a last good
@@ -459,24 +458,15 @@ class Archive:
         with self._lock:
             if self._current(entry) or entry.date in self._last_good:
                 return True
-        if entry.path.suffix != ".txt" or any(c.isspace() and c != " " for c in needle):
+        if entry.path.suffix != ".txt" or test.for_real:
             return True  # escapes; a line break or an odd space is checked for real
-        try:
-            with entry.path.open("rb") as file:
-                raw = file.read(MAX_ISSUE_BYTES + 1)
+        try:  # the listing's size, not a 1 MiB buffer per file: that was most of a scan
+            raw = _read_head(
+                entry.path, MAX_ISSUE_BYTES + 1, expect=entry.key[4] if entry.key else 0
+            )
         except OSError:
             return True  # loading reports it
-        if " " in needle:
-            raw = raw.replace(b"\t", b" ")  # the loader reads a tab as a space
-        if raw_needle is not None:
-            return raw_needle in raw
-        if needle.isascii():  # e.g. a Latin word: rule the file out without decoding it
-            lowered = raw.lower()  # ASCII letters only, as casefolding does them
-            if needle.encode("ascii") in lowered:
-                return True
-            if any(run not in lowered for run in _ascii_only_runs(needle)):
-                return False
-        return needle in raw.decode("utf-8", errors="replace").casefold()
+        return test.may_match(raw)
 
     # ------------------------------------------------------------ loading
 
@@ -624,6 +614,65 @@ def _bilingual(zh: str, en: str, before: dt.date | None, after: dt.date | None) 
 #: ``ss``, the Kelvin sign → ``k``, ``ﬁ`` → ``fi``, ``İ`` → ``i̇``, …); a test checks this
 #: against the running Python's Unicode tables
 FOLDED_FROM_BEYOND_ASCII = frozenset("afhijklnstwy")
+
+
+@dataclass(frozen=True, slots=True)
+class _RawTest:
+    """How a scan rules out a text file on its raw bytes (see ``Archive._may_contain``),
+    worked out once per search."""
+
+    needle: str  # casefolded
+    #: a line break or an odd space in the needle: every file is checked for real
+    for_real: bool
+    #: the needle has a space: the file's tabs count as spaces, as the loader reads them
+    tabs: bool
+    #: a caseless needle (e.g. Chinese) as UTF-8: compared byte for byte, no decoding
+    exact: bytes | None
+    #: a Latin needle: its bytes, and the runs any casefolding of it must hold
+    latin: bytes | None
+    runs: tuple[bytes, ...]
+
+    @classmethod
+    def of(cls, needle: str) -> _RawTest:
+        latin = needle.isascii() and not _caseless(needle)
+        return cls(
+            needle,
+            for_real=any(c.isspace() and c != " " for c in needle),
+            tabs=" " in needle,
+            exact=needle.encode("utf-8") if _caseless(needle) else None,
+            latin=needle.encode("ascii") if latin else None,
+            runs=tuple(_ascii_only_runs(needle)) if latin else (),
+        )
+
+    def may_match(self, raw: bytes) -> bool:
+        """False only when a text file of these bytes cannot contain the needle."""
+        if self.tabs:
+            raw = raw.replace(b"\t", b" ")
+        if self.exact is not None:
+            return self.exact in raw
+        if self.latin is not None:  # rule the file out without decoding it
+            lowered = raw.lower()  # ASCII letters only, as casefolding does them
+            if self.latin in lowered:
+                return True
+            if any(run not in lowered for run in self.runs):
+                return False
+        return self.needle in raw.decode("utf-8", errors="replace").casefold()
+
+
+def _read_head(path: Path, limit: int, *, expect: int) -> bytes:
+    """The first ``limit`` bytes of ``path`` (all of it when shorter), in one read when the
+    file is still the ``expect`` bytes long it was listed with."""
+    chunks: builtins.list[bytes] = []
+    got, want = 0, min(expect, limit - 1) + 1
+    with open(path, "rb", buffering=0) as file:
+        while got < limit:
+            chunk = file.read(min(want, limit - got))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+            want = 1 << 16
+    return b"".join(chunks)
 
 
 def _ascii_only_runs(needle: str) -> builtins.list[bytes]:

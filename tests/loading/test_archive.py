@@ -576,3 +576,16 @@ def test_a_scan_finds_latin_words_that_casefolding_makes(
     for archive in (Archive(tmp_path), Archive(tmp_path, index=False)):
         assert [(h.date, h.section) for h in archive.search(word)] == [(D4, Section.HEADLINE)]
         assert archive.search(word + "zq") == []
+
+
+def test_a_scan_reads_all_of_a_file_that_grew_since_it_was_listed(tmp_path: Path) -> None:
+    # the scan reads as many bytes as the listing saw; a file rewritten longer in place
+    # (the folder's mtime does not move) must still be read to its end
+    path = copy_as(D4, tmp_path)
+    archive = Archive(tmp_path, index=False, restat_seconds=3600)
+    assert archive.entries() == [(D4, path)]
+    filler = "长" * 7_000  # 21 kB: well past the size the listing saw
+    text = path.read_text(encoding="utf-8").replace("关掉？", f"关掉？{filler}斑马鱼 Zebrafish")
+    touch_later(path, text)
+    assert [h.section for h in archive.search("斑马鱼")] == [Section.CLASSIC]
+    assert [h.section for h in archive.search("zebrafish")] == [Section.CLASSIC]
