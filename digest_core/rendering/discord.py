@@ -7,7 +7,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from digest_core.models import Issue, Section
-from digest_core.rendering import BUTTON_SECTIONS, Message, Part, RenderOptions, button_data
 from digest_core.rendering.markdown import (
     code_span,
     defang,
@@ -25,7 +24,15 @@ from digest_core.rendering.plain import (
     pack_blocks,
     select,
 )
-from digest_core.rendering.split import flow, hard_cut, pack, split_sentences, utf16_len
+from digest_core.rendering.split import (
+    chunk_lines,
+    flow,
+    hard_cut,
+    pack,
+    split_sentences,
+    utf16_len,
+)
+from digest_core.rendering.types import BUTTON_SECTIONS, Message, Part, RenderOptions, button_data
 
 log = logging.getLogger(__name__)
 
@@ -527,10 +534,7 @@ NOTICE_LIMIT = 950
 def notice(text: str, *, mentions: bool = False) -> list[Message]:
     """A service text as escaped markdown that pings no one (``mentions`` has no effect:
     ``allowed_mentions`` is always empty)."""
-    from digest_core.rendering.markdown import escape
-    from digest_core.rendering.split import chunk_lines
-
     return [
-        Message({"content": escape(chunk), "allowed_mentions": {"parse": []}})
+        Message({"content": escape(chunk), "allowed_mentions": dict(ALLOWED_MENTIONS)})
         for chunk in chunk_lines(text, NOTICE_LIMIT, len)
     ]

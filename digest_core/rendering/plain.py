@@ -7,8 +7,8 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from digest_core.models import Issue, Item, Section
-from digest_core.rendering import Message, Part, RenderOptions
-from digest_core.rendering.split import chunk_text, flow
+from digest_core.rendering.split import chunk_lines, chunk_text, flow
+from digest_core.rendering.types import Message, Part, RenderOptions
 
 log = logging.getLogger(__name__)
 
@@ -172,6 +172,4 @@ def _toc(issue: Issue) -> list[list[Block]]:
 def notice(text: str, *, mentions: bool = False) -> list[Message]:
     """A service text as plain messages of at most :data:`TEXT_LIMIT` characters, split at
     line ends (``mentions`` has no effect: plain text pings no one)."""
-    from digest_core.rendering.split import chunk_lines
-
     return [Message({"text": chunk}) for chunk in chunk_lines(text, TEXT_LIMIT, len)]

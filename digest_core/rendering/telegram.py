@@ -10,20 +10,20 @@ from enum import IntEnum
 from typing import Any
 
 from digest_core.models import QUESTION_MARKER, Issue, Item, Section
-from digest_core.rendering import (
-    BUTTON_SECTIONS,
-    Message,
-    Part,
-    RenderOptions,
-    button_data,
-)
 from digest_core.rendering.html import (
     checked_visible_text,
     escape_attr,
     escape_text,
     text_with_links,
 )
-from digest_core.rendering.split import split_sentences, utf16_len
+from digest_core.rendering.split import chunk_lines, split_sentences, utf16_len
+from digest_core.rendering.types import (
+    BUTTON_SECTIONS,
+    Message,
+    Part,
+    RenderOptions,
+    button_data,
+)
 
 log = logging.getLogger(__name__)
 
@@ -527,8 +527,6 @@ NOTICE_LIMIT = 4000
 def notice(text: str, *, mentions: bool = False) -> list[Message]:
     """A service text as HTML messages without link previews; ``@username`` mentions are muted
     as in posts (notices quote issue text, e.g. search hits) unless ``mentions``."""
-    from digest_core.rendering.split import chunk_lines
-
     return [
         Message(
             {

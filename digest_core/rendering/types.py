@@ -1,0 +1,86 @@
+"""Rendering types shared by the package and its renderer modules (no renderer imports here)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Protocol
+
+from digest_core.models import Issue, Section
+
+
+class Part(StrEnum):
+    """What part of an issue to render."""
+
+    ALL = "all"
+    HEADLINE = "headline"
+    BRIEFS = "briefs"
+    BRIEF = "brief"  # one brief: pass brief=N (from 1)
+    CLASSIC = "classic"
+    TOC = "toc"
+
+
+@dataclass(frozen=True)
+class RenderOptions:
+    """Presentation switches; the defaults are what a channel post looks like."""
+
+    #: Telegram inline keyboard / Discord buttons (重点 / 简讯 / 经典回顾) on the last message.
+    buttons: bool = False
+    #: Discord: embeds (True) or the plain-markdown fallback (False).
+    embeds: bool = True
+    #: Telegram: show a link preview for the headline's source (other messages never preview).
+    link_preview: bool = True
+
+
+@dataclass(frozen=True)
+class Message:
+    """One message ready to send."""
+
+    payload: dict[str, Any] = field(hash=False)
+
+
+#: Prefix of button callback data / custom ids; the rest names the issue and section, so
+#: buttons on old posts keep working after restarts.
+BUTTON_PREFIX = "dg"
+BUTTON_SECTIONS: tuple[Section, ...] = (Section.HEADLINE, Section.BRIEFS, Section.CLASSIC)
+
+
+def button_data(date: dt.date, section: Section) -> str:
+    """``dg:2026-10-27:headline`` — at most 64 bytes, as Telegram's callback_data must be."""
+    return f"{BUTTON_PREFIX}:{date.isoformat()}:{section.value}"
+
+
+def parse_button_data(data: str) -> tuple[dt.date, Section] | None:
+    """The inverse of :func:`button_data`; ``None`` for anything that is not ours or malformed."""
+    parts = data.split(":")
+    if len(parts) != 3 or parts[0] != BUTTON_PREFIX:
+        return None
+    try:
+        return dt.date.fromisoformat(parts[1]), Section(parts[2])
+    except ValueError:
+        return None
+
+
+class Renderer(Protocol):
+    """A renderer: what a platform declares to turn issues and service texts into its payloads.
+
+    The renderer modules here (``telegram``, ``discord``, ``plain``) are renderers; so may be
+    any object or module a platform brings.
+    """
+
+    def render(
+        self, issue: Issue, part: Part, *, brief: int | None, options: RenderOptions
+    ) -> list[Message]:
+        """``part`` of ``issue`` as messages in send order, each within the platform's limits."""
+        ...
+
+    def preview(self, message: Message) -> str:
+        """A readable text view of one payload."""
+        ...
+
+    def notice(self, text: str, *, mentions: bool = False) -> list[Message]:
+        """A short service text as escaped messages, split at line ends to fit, pinging no
+        one; ``mentions`` keeps the bot's own deliberate @mentions where the platform mutes
+        them otherwise."""
+        ...
