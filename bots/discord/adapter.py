@@ -22,7 +22,7 @@ from pydantic import SecretStr
 from bots.discord.commands import DigestTranslator, install_commands
 from bots.discord.limits import DISCORD_LIMITS
 from bots.discord.settings import DiscordSettings
-from bots.discord.views import SectionButton
+from bots.discord.views import SectionButton, no_mentions
 from bots.inflight import InFlight
 from bots.network import network_reason
 from bots.renderers import Flavor
@@ -38,6 +38,7 @@ from digest_core.errors import (
 from digest_core.flood import UserRateLimiter
 from digest_core.platform import PartKey, Target, TargetKind
 from digest_core.rendering import Message, RenderOptions, notice
+from digest_core.rendering.discord import ALLOWED_MENTIONS
 
 if TYPE_CHECKING:
     from digest_core.service import DigestService
@@ -139,7 +140,7 @@ class DigestClient(discord.Client):
     def __init__(self, settings: DiscordSettings, **options: Any) -> None:
         options.setdefault("intents", intents())
         super().__init__(
-            allowed_mentions=discord.AllowedMentions.none(),
+            allowed_mentions=no_mentions(),
             guild_ready_timeout=settings.guild_ready_timeout_seconds,
             # no message cache: nothing here reads old messages
             max_messages=None,
@@ -247,8 +248,6 @@ class DiscordAdapter:
     subscriptions = True
     #: 50 requests/s per bot, 5 messages per 5 s per channel (see DISCORD_LIMITS)
     limits = DISCORD_LIMITS
-    #: every message pings nobody, whatever its text
-    ALLOWED_MENTIONS: dict[str, list[str]] = {"parse": []}  # noqa: RUF012
 
     #: On :meth:`stop`, interactions being answered get this long to finish before they are
     #: cancelled and told to try again (``digest-bot run`` has done this already, within its
@@ -298,7 +297,7 @@ class DiscordAdapter:
             ) from None
         payload = {
             **message.payload,
-            "allowed_mentions": self.ALLOWED_MENTIONS,
+            "allowed_mentions": dict(ALLOWED_MENTIONS),  # pings nobody, whatever the text
             "nonce": secrets.token_hex(12) if key is None else part_nonce(key),
             "enforce_nonce": True,
         }

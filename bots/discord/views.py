@@ -88,11 +88,17 @@ class PayloadEmbed(discord.Embed):
         return dict(self._payload)
 
 
+def no_mentions() -> discord.AllowedMentions:
+    """discord.py's form of the renderer's ``ALLOWED_MENTIONS`` (``{"parse": []}``): pings
+    nobody; ``to_dict()`` equals that constant (tests/bots/discord checks it)."""
+    return discord.AllowedMentions.none()
+
+
 def message_kwargs(message: Message) -> dict[str, Any]:
     """A rendered Discord payload as discord.py keyword arguments (content, embeds); mentions
     are always disabled."""
     payload = message.payload
-    kwargs: dict[str, Any] = {"allowed_mentions": discord.AllowedMentions.none()}
+    kwargs: dict[str, Any] = {"allowed_mentions": no_mentions()}
     if payload.get("content"):
         kwargs["content"] = payload["content"]
     if payload.get("embeds"):
