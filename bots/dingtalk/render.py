@@ -10,7 +10,7 @@ import logging
 from typing import Any
 
 from bots.workchat.markdown import ZWSP, stray_markup, visible
-from bots.workchat.mdrender import notice_texts, render_texts
+from bots.workchat.mdrender import notice_texts, render_texts, utf8_len
 from bots.workchat.transport import encode_body
 from digest_core.models import Issue
 from digest_core.rendering import Message, Part, RenderOptions
@@ -27,10 +27,6 @@ TEXT_LIMIT = 5_000
 TITLE_LIMIT = 64
 #: the whole request body, in bytes (the 460101 reading)
 BODY_LIMIT = 20_000
-
-
-def utf8_len(text: str) -> int:
-    return len(text.encode())
 
 
 def render(

@@ -10,7 +10,7 @@ import logging
 from typing import Any
 
 from bots.workchat.markdown import stray_markup, visible
-from bots.workchat.mdrender import notice_texts, render_texts
+from bots.workchat.mdrender import notice_texts, render_texts, utf8_len
 from digest_core.models import Issue
 from digest_core.rendering import Message, Part, RenderOptions
 
@@ -18,10 +18,6 @@ log = logging.getLogger(__name__)
 
 #: markdown.content, in UTF-8 bytes (https://developer.work.weixin.qq.com/document/path/91770)
 CONTENT_LIMIT = 4096
-
-
-def utf8_len(text: str) -> int:
-    return len(text.encode())
 
 
 def render(

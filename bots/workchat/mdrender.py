@@ -19,6 +19,12 @@ from digest_core.rendering.split import chunk_lines, chunk_text, hard_cut
 
 Measure = Callable[[str], int]
 
+
+def utf8_len(text: str) -> int:
+    """The size of ``text`` in UTF-8 bytes: how both markdown robots measure their limits."""
+    return len(text.encode())
+
+
 #: Between blocks: a blank line is a paragraph break in every markdown dialect (a single
 #: newline is not a line break in DingTalk's).
 PARAGRAPH = "\n\n"
