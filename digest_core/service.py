@@ -1,7 +1,8 @@
 """DigestService: the running bot's core — archive, ledger, delivery, schedule and commands.
 
-Adapters are Platforms that also receive commands; the service
-posts through them and answers their commands, so every platform behaves the same.
+Adapters (:class:`~digest_core.port.Adapter`) are Platforms that also receive commands; the
+service posts through them and answers their commands through the narrow
+:class:`~digest_core.port.Port`, so every platform behaves the same.
 """
 
 from __future__ import annotations
@@ -10,11 +11,11 @@ import asyncio
 import datetime as dt
 import logging
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
 
 from digest_core.archive import Archive
 from digest_core.clock import Clock
 from digest_core.commands import Commands, Request
+from digest_core.confirmation import Confirmations
 from digest_core.delivery import (
     DeliveryEngine,
     DeliveryReport,
@@ -25,41 +26,17 @@ from digest_core.delivery import (
 from digest_core.delivery.health import Trouble, is_transient, read_trouble, short_error
 from digest_core.errors import IssueNotFound, LedgerLost
 from digest_core.models import Issue
-from digest_core.platform import Platform, Target, TargetKind
+from digest_core.platform import Target, TargetKind
+from digest_core.port import Adapter, ServicePort
 from digest_core.rendering import Part, render
 from digest_core.scheduling import DailyPoster, PostState, ScheduleConfig
 
 log = logging.getLogger(__name__)
 
 
-@runtime_checkable
-class Adapter(Platform, Protocol):
-    """A Platform that also talks with people: receives commands, knows its channels.
-
-    The runtime calls :meth:`start` once the service is ready and :meth:`stop` on shutdown;
-    both MUST return promptly (long-running receive loops run as tasks the adapter owns).
-    """
-
-    async def start(self, service: DigestService, *, receive: bool = True) -> None:
-        """Connect; with ``receive``, also begin answering commands through
-        ``service.commands`` (without it, only :meth:`send` is used: ``digest-bot post``)."""
-        ...
-
-    async def stop(self) -> None:
-        """Stop receiving, finish what is being answered, disconnect."""
-        ...
-
-    def channel_targets(self) -> list[Target]:
-        """Where the daily issue is posted (from config)."""
-        ...
-
-    async def alert_admins(self, text: str) -> None:
-        """Tell this platform's admins something went wrong (best effort, never raises)."""
-        ...
-
-
-class DigestService:
-    """Ties the archive, the ledger and the platforms together; implements AdminBackend."""
+class DigestService(ServicePort):
+    """Ties the archive, the ledger and the platforms together; implements AdminBackend and
+    the adapters' :class:`~digest_core.port.Port`."""
 
     def __init__(
         self,
@@ -94,6 +71,7 @@ class DigestService:
             post_options={p.name: p.post_options for p in platforms},
             subscribable=frozenset(p.name for p in platforms if getattr(p, "subscriptions", False)),
         )
+        self.confirmations = Confirmations(self.commands)
         self.poster = DailyPoster(
             schedule,
             clock=clock,
