@@ -174,7 +174,7 @@ async def run_ptb_loop(args: argparse.Namespace) -> dict[str, float]:
     from telegram.ext import AIORateLimiter, ApplicationBuilder
 
     from bots.renderers import Flavor
-    from bots.telegram.adapter import split_payload
+    from bots.telegram.wire import split_payload
     from digest_core.archive import Archive
     from digest_core.rendering import RenderOptions, render
 

@@ -27,8 +27,8 @@ from pydantic import BaseModel
 if TYPE_CHECKING:
     from bots.inflight import InFlight
     from digest_core.clock import Clock
+    from digest_core.port import Adapter
     from digest_core.rendering import Renderer
-    from digest_core.service import Adapter
     from digest_core.settings import Settings
 
 log = logging.getLogger(__name__)

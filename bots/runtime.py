@@ -20,8 +20,9 @@ from digest_core.clock import Clock, SystemClock
 from digest_core.delivery import Backoff, DeliveryEngine, Ledger
 from digest_core.delivery.watchdog import LedgerWatchdog
 from digest_core.errors import ConfigError, LedgerLost
+from digest_core.port import Adapter
 from digest_core.scheduling import ScheduleConfig
-from digest_core.service import Adapter, DigestService
+from digest_core.service import DigestService
 from digest_core.settings import Settings
 
 log = logging.getLogger(__name__)

@@ -20,7 +20,7 @@ from digest_core.platform import PartKey, PlatformLimits, Rate, Target, TargetKi
 from digest_core.rendering import Message, RenderOptions, notice, preview
 
 if TYPE_CHECKING:
-    from digest_core.service import DigestService
+    from digest_core.port import Port
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +76,7 @@ class ConsolePlatform:
     async def alert_admins(self, text: str) -> None:
         self.write(text, header="⚠ alert")
 
-    async def start(self, service: DigestService, *, receive: bool = True) -> None:
+    async def start(self, port: Port, *, receive: bool = True) -> None:
         if not (receive and self._interactive):
             return
         stdin = self._stdin or sys.stdin
@@ -85,7 +85,7 @@ class ConsolePlatform:
                 "console platform: type /help for commands (Ctrl-D stops reading, Ctrl-C quits)",
                 header="digest-bot",
             )
-        self._task = asyncio.create_task(self._serve(service), name="console-commands")
+        self._task = asyncio.create_task(self._serve(port), name="console-commands")
 
     async def stop(self) -> None:
         """Stop reading commands; one being answered is cut short and the operator told."""
@@ -95,7 +95,7 @@ class ConsolePlatform:
                 await self._task
             await self.in_flight.apologise(within=1.0)
 
-    async def _serve(self, service: DigestService) -> None:
+    async def _serve(self, port: Port) -> None:
         async for line in read_lines(self._stdin):
             if not line.strip():
                 continue
@@ -118,7 +118,7 @@ class ConsolePlatform:
             try:
                 reply = await self.in_flight.run(
                     f"console {line.strip()}",
-                    functools.partial(service.commands.handle, request),
+                    functools.partial(port.handle, request),
                     apologise=self._restarting,
                 )
             except Exception:  # a command must never end the console

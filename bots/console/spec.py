@@ -8,8 +8,8 @@ from bots.registry import BuildContext, PlatformSpec
 from bots.renderers import Flavor
 
 if TYPE_CHECKING:
+    from digest_core.port import Adapter
     from digest_core.rendering import Renderer
-    from digest_core.service import Adapter
 
 
 def _renderer() -> Renderer:

@@ -9,20 +9,18 @@ import hashlib
 import logging
 import secrets
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import aiohttp
 import discord
 import yarl
-from discord import app_commands
 from discord.gateway import DiscordWebSocket
 from discord.http import Route
 from pydantic import SecretStr
 
-from bots.discord.commands import DigestTranslator, install_commands
+from bots.discord.client import DigestClient, ShardedDigestClient
 from bots.discord.limits import DISCORD_LIMITS
 from bots.discord.settings import DiscordSettings
-from bots.discord.views import SectionButton, no_mentions
 from bots.inflight import InFlight
 from bots.network import network_reason
 from bots.renderers import Flavor
@@ -41,21 +39,12 @@ from digest_core.rendering import Message, RenderOptions, notice
 from digest_core.rendering.discord import ALLOWED_MENTIONS
 
 if TYPE_CHECKING:
-    from digest_core.service import DigestService
+    from digest_core.port import Port
 
 log = logging.getLogger(__name__)
 
 #: Discord's own API; another base (a rate-limit proxy, a test double) is pointed at explicitly.
 DEFAULT_API_BASE = "https://discord.com/api/v10"
-
-
-def intents() -> discord.Intents:
-    """Default intents, none privileged (slash commands and buttons need none), without the
-    message and typing events a command-only bot never reads (less gateway traffic)."""
-    wanted = discord.Intents.default()
-    wanted.messages = False
-    wanted.typing = False
-    return wanted
 
 
 # --------------------------------------------------------------------------- pointing discord.py
@@ -126,108 +115,6 @@ async def point_discord_py_at(api_base: str) -> AsyncIterator[None]:
         yield
     finally:
         pointer.restore()
-
-
-# --------------------------------------------------------------------------- the client
-
-
-class DigestClient(discord.Client):
-    """A discord.Client with our command tree and persistent section buttons.
-
-    ``service`` is None in ``digest-bot discord sync`` (commands are registered, never run).
-    """
-
-    def __init__(self, settings: DiscordSettings, **options: Any) -> None:
-        options.setdefault("intents", intents())
-        super().__init__(
-            allowed_mentions=no_mentions(),
-            guild_ready_timeout=settings.guild_ready_timeout_seconds,
-            # no message cache: nothing here reads old messages
-            max_messages=None,
-            **options,
-        )
-        self.settings = settings
-        self.service: DigestService | None = None
-        #: the per-user flood limit of readers' commands and presses (set with ``service``)
-        self.limiter: UserRateLimiter | None = None
-        #: the command handlers under way (see bots.inflight); None while only syncing
-        self.in_flight: InFlight | None = None
-        self.tree: app_commands.CommandTree[DigestClient] = app_commands.CommandTree(self)
-        #: configured channel (or thread) id -> the id of the server holding it, for those
-        #: resolved so far; Manage Server and ``admin_roles`` count only in these servers
-        self.channel_guilds: dict[int, int] = {}
-        install_commands(self.tree)
-
-    async def setup_hook(self) -> None:
-        """Runs in ``login``: translations for sync, and buttons that outlive restarts."""
-        await self.tree.set_translator(DigestTranslator())
-        self.add_dynamic_items(SectionButton)
-
-    # ------------------------------------------------------------ where admins are admins
-
-    def admin_guild_ids(self) -> frozenset[int]:
-        """The servers holding at least one configured channel: the only ones where a member's
-        Manage Server / Administrator permission or ``admin_roles`` make them an admin.
-
-        Channels not resolved yet are looked up in the gateway cache (cheap, no request); one
-        that cannot be resolved grants nothing.
-        """
-        for channel_id in self._configured_ids():
-            if channel_id not in self.channel_guilds:
-                self._note_channel(channel_id, self.get_channel(channel_id))
-        return frozenset(self.channel_guilds.values())
-
-    async def resolve_channel_guilds(self) -> None:
-        """Map every configured channel to its server: from the cache, else ``GET
-        /channels/{id}`` (once per channel per ready; a channel that answers an error, is a
-        DM, or does not answer in time stays unresolved)."""
-        for channel_id in self._configured_ids():
-            if self._note_channel(channel_id, self.get_channel(channel_id)):
-                continue
-            try:
-                async with asyncio.timeout(self.settings.request_timeout_seconds):
-                    channel = await self.fetch_channel(channel_id)
-            except (discord.HTTPException, discord.InvalidData, TimeoutError, OSError) as exc:
-                log.warning(
-                    "discord: configured channel %s cannot be resolved (%s); its server's "
-                    "managers are not admins of the bot until it can",
-                    channel_id,
-                    exc,
-                )
-                continue
-            self._note_channel(channel_id, channel)
-        log.info(
-            "discord: admin servers (holding configured channels): %s",
-            sorted(set(self.channel_guilds.values())),
-        )
-
-    async def on_ready(self) -> None:
-        await self.resolve_channel_guilds()
-
-    async def on_guild_available(self, guild: discord.Guild) -> None:
-        self._note_guild(guild)
-
-    async def on_guild_join(self, guild: discord.Guild) -> None:
-        self._note_guild(guild)
-
-    def _note_guild(self, guild: discord.Guild) -> None:
-        """A GUILD_CREATE: configured channels (and threads) in ``guild`` map to it."""
-        for channel_id in self._configured_ids():
-            self._note_channel(channel_id, guild.get_channel_or_thread(channel_id))
-
-    def _note_channel(self, channel_id: int, channel: object) -> bool:
-        guild = getattr(channel, "guild", None)
-        if not isinstance(guild, discord.Guild):
-            return False
-        self.channel_guilds[channel_id] = guild.id
-        return True
-
-    def _configured_ids(self) -> list[int]:
-        return [int(c) for c in self.settings.channels]
-
-
-class ShardedDigestClient(DigestClient, discord.AutoShardedClient):
-    """The same client over several gateway shards (big bots; Discord says when)."""
 
 
 # --------------------------------------------------------------------------- the adapter
@@ -330,7 +217,7 @@ class DiscordAdapter:
             except Exception as exc:  # an alert must never take anything down
                 log.warning("could not DM the alert to Discord user %s: %s", user_id, exc)
 
-    async def start(self, service: DigestService, *, receive: bool = True) -> None:
+    async def start(self, port: Port, *, receive: bool = True) -> None:
         """Log in; with ``receive``, also connect the gateway (as a task) and wait until ready
         (at most ``ready_timeout_seconds``; after that the client keeps connecting meanwhile).
 
@@ -347,11 +234,11 @@ class DiscordAdapter:
         except BaseException:
             self._pointer.restore()
             raise
-        client.service = service
+        client.port = port
         client.limiter = UserRateLimiter(
             burst=self.settings.command_burst,
             window=self.settings.command_window_seconds,
-            clock=service.clock,
+            clock=port.clock,
         )
         client.in_flight = self.in_flight
         self.client = client

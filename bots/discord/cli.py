@@ -10,7 +10,8 @@ from collections.abc import AsyncIterator
 
 import discord
 
-from bots.discord.adapter import DigestClient, point_discord_py_at
+from bots.discord.adapter import point_discord_py_at
+from bots.discord.client import DigestClient
 from bots.discord.settings import DiscordSettings
 from bots.network import network_reason
 from digest_core.errors import ConfigError, DigestError

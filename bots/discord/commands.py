@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import discord
 from discord import app_commands
 from discord.app_commands import locale_str
 
-from bots.discord.views import PLATFORM, SORRY, respond, service_of, slowed_down
+from bots.discord.views import PLATFORM, SORRY, port_of, respond, slowed_down
 from bots.renderers import Flavor
 from digest_core.catalogue import CommandSpec, menu, spec
 from digest_core.commands import ADMIN, Capability, Reply, Request
+
+if TYPE_CHECKING:
+    from bots.discord.views import Interaction
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +92,7 @@ class DigestTranslator(app_commands.Translator):
         return None
 
 
-def capabilities(interaction: discord.Interaction[Any]) -> frozenset[Capability]:
+def capabilities(interaction: Interaction) -> frozenset[Capability]:
     """Admin capabilities of the user behind ``interaction``, checked here in code (servers can
     override a command's ``default_permissions``).
 
@@ -100,17 +102,14 @@ def capabilities(interaction: discord.Interaction[Any]) -> frozenset[Capability]
     nobody has server permissions.
     """
     client = interaction.client
-    settings = getattr(client, "settings", None)
+    settings = client.settings
     user = interaction.user
-    if settings is None:
-        return frozenset()
     if user.id in settings.admin_users:
         return ADMIN
     guild_id = interaction.guild_id
     if guild_id is None or not isinstance(user, discord.Member):
         return frozenset()
-    admin_guilds = getattr(client, "admin_guild_ids", None)
-    if admin_guilds is None or guild_id not in admin_guilds():
+    if guild_id not in client.admin_guild_ids():
         return frozenset()
     perms = interaction.permissions
     if perms.administrator or perms.manage_guild:
@@ -122,7 +121,7 @@ def capabilities(interaction: discord.Interaction[Any]) -> frozenset[Capability]
 
 
 async def run_command(
-    interaction: discord.Interaction[Any],
+    interaction: Interaction,
     command: str,
     *args: str,
     ephemeral: bool = False,
@@ -134,13 +133,12 @@ async def run_command(
     only for the requester; the core may make any answer private, a refusal for instance).
     With ``dm_chat`` the request's chat is the user's DM channel (subscriptions go there).
     """
-    service = service_of(interaction)
-    if service is None:
+    port = port_of(interaction)
+    if port is None:
         await interaction.response.send_message(
             "机器人尚未就绪 / the bot is not ready", ephemeral=True
         )
         return None
-    commands = service.commands
     granted = capabilities(interaction)
     if await slowed_down(interaction, admin=bool(granted)):
         return None
@@ -158,7 +156,7 @@ async def run_command(
             chat=chat,
             capabilities=granted,
         )
-        return await commands.handle(request)
+        return await port.handle(request)
 
     reply = await respond(interaction, work, ephemeral=ephemeral)
     if reply is not None:
@@ -172,30 +170,28 @@ async def run_command(
     return reply
 
 
-async def archive_dates(
-    interaction: discord.Interaction[Any], current: str
-) -> list[app_commands.Choice[str]]:
+async def archive_dates(interaction: Interaction, current: str) -> list[app_commands.Choice[str]]:
     """Autocomplete: archive dates containing what was typed, newest first (25 at most)."""
-    service = service_of(interaction)
-    if service is None:
+    port = port_of(interaction)
+    if port is None:
         return []
     typed = current.strip()
-    dates = sorted(await asyncio.to_thread(service.archive.dates), reverse=True)  # file I/O
+    dates = sorted(await port.archive_dates(), reverse=True)
     hits = [d.isoformat() for d in dates if typed in d.isoformat()]
     return [app_commands.Choice(name=d, value=d) for d in hits[:25]]
 
 
 async def inactive_channels(
-    interaction: discord.Interaction[Any], current: str
+    interaction: Interaction, current: str
 ) -> list[app_commands.Choice[str]]:
     """Autocomplete for ``/reactivate``: the deactivated Discord targets (admins only; others
     get no choices), latest first, those containing what was typed."""
-    service = service_of(interaction)
-    if service is None or Capability.REPOST not in capabilities(interaction):
+    port = port_of(interaction)
+    if port is None or Capability.REPOST not in capabilities(interaction):
         return []
     typed = current.strip().lower().removeprefix(f"{PLATFORM}:")
     choices = []
-    for inactive in await service.ledger.inactive_targets(PLATFORM):
+    for inactive in await port.inactive_targets(PLATFORM):
         target_id = inactive.target.id
         label = target_id
         try:
@@ -229,56 +225,52 @@ def install_commands(tree: app_commands.CommandTree[Any]) -> None:
     """
 
     @tree.command(name=_name("today"), description=_about("today"))
-    async def today(interaction: discord.Interaction[Any]) -> None:
+    async def today(interaction: Interaction) -> None:
         await run_command(interaction, "today")
 
     @tree.command(name=_name("headline"), description=_about("headline"))
-    async def headline(interaction: discord.Interaction[Any]) -> None:
+    async def headline(interaction: Interaction) -> None:
         await run_command(interaction, "headline")
 
     @tree.command(name=_name("briefs"), description=_about("briefs"))
     @app_commands.rename(**_renamed("briefs"))
     @app_commands.describe(**_described("briefs"))
     async def briefs(
-        interaction: discord.Interaction[Any], n: app_commands.Range[int, 1, 99] | None = None
+        interaction: Interaction, n: app_commands.Range[int, 1, 99] | None = None
     ) -> None:
         await run_command(interaction, "briefs", *([str(n)] if n is not None else []))
 
     @tree.command(name=_name("classic"), description=_about("classic"))
-    async def classic(interaction: discord.Interaction[Any]) -> None:
+    async def classic(interaction: Interaction) -> None:
         await run_command(interaction, "classic")
 
     @tree.command(name=_name("toc"), description=_about("toc"))
-    async def toc(interaction: discord.Interaction[Any]) -> None:
+    async def toc(interaction: Interaction) -> None:
         await run_command(interaction, "toc")
 
     @tree.command(name=_name("issue"), description=_about("issue"))
     @app_commands.rename(**_renamed("issue"))
     @app_commands.describe(**_described("issue"))
     @app_commands.autocomplete(date=archive_dates)
-    async def issue(
-        interaction: discord.Interaction[Any], date: app_commands.Range[str, 1, 32]
-    ) -> None:
+    async def issue(interaction: Interaction, date: app_commands.Range[str, 1, 32]) -> None:
         await run_command(interaction, "issue", date.strip())
 
     @tree.command(name=_name("search"), description=_about("search"))
     @app_commands.rename(**_renamed("search"))
     @app_commands.describe(**_described("search"))
-    async def search(
-        interaction: discord.Interaction[Any], keyword: app_commands.Range[str, 1, 64]
-    ) -> None:
+    async def search(interaction: Interaction, keyword: app_commands.Range[str, 1, 64]) -> None:
         await run_command(interaction, "search", keyword)
 
     @tree.command(name=_name("subscribe"), description=_about("subscribe"))
-    async def subscribe(interaction: discord.Interaction[Any]) -> None:
+    async def subscribe(interaction: Interaction) -> None:
         await run_command(interaction, "subscribe", ephemeral=True, dm_chat=True)
 
     @tree.command(name=_name("unsubscribe"), description=_about("unsubscribe"))
-    async def unsubscribe(interaction: discord.Interaction[Any]) -> None:
+    async def unsubscribe(interaction: Interaction) -> None:
         await run_command(interaction, "unsubscribe", ephemeral=True, dm_chat=True)
 
     @tree.command(name=_name("help"), description=_about("help"))
-    async def help_(interaction: discord.Interaction[Any]) -> None:
+    async def help_(interaction: Interaction) -> None:
         await run_command(interaction, "help", ephemeral=True)
 
     @tree.command(name=_name("repost"), description=_about("repost"))
@@ -286,7 +278,7 @@ def install_commands(tree: app_commands.CommandTree[Any]) -> None:
     @app_commands.describe(**_described("repost"))
     @app_commands.autocomplete(date=archive_dates)
     async def repost(
-        interaction: discord.Interaction[Any],
+        interaction: Interaction,
         date: app_commands.Range[str, 1, 32] | None = None,
         force: bool = False,
     ) -> None:
@@ -296,16 +288,14 @@ def install_commands(tree: app_commands.CommandTree[Any]) -> None:
         await run_command(interaction, "repost", *args, ephemeral=True)
 
     @tree.command(name=_name("status"), description=_about("status"))
-    async def status(interaction: discord.Interaction[Any]) -> None:
+    async def status(interaction: Interaction) -> None:
         await run_command(interaction, "status", ephemeral=True)
 
     @tree.command(name=_name("reactivate"), description=_about("reactivate"))
     @app_commands.rename(**_renamed("reactivate"))
     @app_commands.describe(**_described("reactivate"))
     @app_commands.autocomplete(target=inactive_channels)
-    async def reactivate(
-        interaction: discord.Interaction[Any], target: app_commands.Range[str, 1, 64]
-    ) -> None:
+    async def reactivate(interaction: Interaction, target: app_commands.Range[str, 1, 64]) -> None:
         args = reactivate_args(target)
         if args is None:
             await interaction.response.send_message(
@@ -323,9 +313,7 @@ def install_commands(tree: app_commands.CommandTree[Any]) -> None:
             command.default_permissions = discord.Permissions(manage_guild=True)
 
     @tree.error
-    async def on_error(
-        interaction: discord.Interaction[Any], error: app_commands.AppCommandError
-    ) -> None:
+    async def on_error(interaction: Interaction, error: app_commands.AppCommandError) -> None:
         log.error("discord: command %s failed: %r", interaction.command, error, exc_info=error)
         text = SORRY
         try:

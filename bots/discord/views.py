@@ -6,14 +6,22 @@ import asyncio
 import logging
 import re
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import discord
 
-from bots.inflight import RESTARTING, InFlight
+from bots.inflight import RESTARTING
 from bots.renderers import Flavor
 from digest_core.commands import Reply, Request
-from digest_core.flood import UserRateLimiter, Verdict
+from digest_core.confirmation import (
+    CANCEL_DATA,
+    CANCEL_LABEL,
+    CONFIRM_LABEL,
+    CONFIRM_TIMEOUT_SECONDS,
+    Action,
+    confirm_data,
+)
+from digest_core.flood import Verdict
 from digest_core.models import Section
 from digest_core.rendering import (
     BUTTON_PREFIX,
@@ -23,7 +31,12 @@ from digest_core.rendering import (
 )
 
 if TYPE_CHECKING:
-    from digest_core.service import DigestService
+    from bots.discord.client import DigestClient
+    from digest_core.port import Port
+
+    #: an interaction of our client: ``interaction.client`` is a DigestClient (typed, no
+    #: duck typing); discord.py never evaluates the annotation of an interaction parameter
+    Interaction: TypeAlias = discord.Interaction[DigestClient]
 
 log = logging.getLogger(__name__)
 
@@ -32,27 +45,22 @@ log = logging.getLogger(__name__)
 DEFER_AFTER_SECONDS = 1.5
 #: the platform name of Discord targets in the ledger and in core requests
 PLATFORM = "discord"
+#: a component's custom_id holds at most 100 characters
+CUSTOM_ID_LIMIT = 100
 
 #: What a user sees when answering failed (the cause is logged).
 SORRY = "出错了，请稍后再试。/ Something went wrong; please try again later."
-#: How long the repost confirmation buttons stay usable.
-CONFIRM_TIMEOUT_SECONDS = 300.0
 
 
 Work = Callable[[], Awaitable[Reply]]
 
 
-def service_of(interaction: discord.Interaction[Any]) -> DigestService | None:
-    """The running service behind ``interaction.client`` (None when the bot only syncs)."""
-    return getattr(interaction.client, "service", None)
+def port_of(interaction: Interaction) -> Port | None:
+    """What ``interaction`` may ask of the core (None when the bot only syncs commands)."""
+    return interaction.client.port
 
 
-def in_flight_of(interaction: discord.Interaction[Any]) -> InFlight | None:
-    """The tracker of command handlers behind ``interaction.client`` (None when it only syncs)."""
-    return getattr(interaction.client, "in_flight", None)
-
-
-async def tell_restarting(interaction: discord.Interaction[Any]) -> None:
+async def tell_restarting(interaction: Interaction) -> None:
     """:data:`~bots.inflight.RESTARTING`, to the user only: the initial response if it is still
     open, else a follow-up (after a defer, it replaces "thinking…")."""
     if interaction.response.is_done():
@@ -62,11 +70,11 @@ async def tell_restarting(interaction: discord.Interaction[Any]) -> None:
 
 
 async def tracked(
-    interaction: discord.Interaction[Any], answer: Callable[[], Awaitable[Reply | None]]
+    interaction: Interaction, answer: Callable[[], Awaitable[Reply | None]]
 ) -> Reply | None:
     """Run ``answer`` through the client's in-flight tracker: a shutdown may cut it short,
     and the user is then told to try again (at once, once the shutdown has begun)."""
-    in_flight = in_flight_of(interaction)
+    in_flight = interaction.client.in_flight
     if in_flight is None:
         return await answer()
     return await in_flight.run(
@@ -107,7 +115,7 @@ def message_kwargs(message: Message) -> dict[str, Any]:
 
 
 async def send_all(
-    interaction: discord.Interaction[Any],
+    interaction: Interaction,
     messages: Sequence[Message],
     *,
     ephemeral: bool,
@@ -127,7 +135,7 @@ async def send_all(
 
 
 async def respond(
-    interaction: discord.Interaction[Any],
+    interaction: Interaction,
     work: Work,
     *,
     ephemeral: bool,
@@ -144,9 +152,7 @@ async def respond(
     return await tracked(interaction, lambda: _respond(interaction, work, ephemeral=ephemeral))
 
 
-async def _respond(
-    interaction: discord.Interaction[Any], work: Work, *, ephemeral: bool
-) -> Reply | None:
+async def _respond(interaction: Interaction, work: Work, *, ephemeral: bool) -> Reply | None:
     task = asyncio.ensure_future(work())
     try:
         done, _ = await asyncio.wait({task}, timeout=DEFER_AFTER_SECONDS)
@@ -174,8 +180,14 @@ async def _respond(
     if private and not ephemeral and interaction.response.is_done():
         # deferred in public, yet the answer is only for the requester: drop "thinking…"
         await interaction.delete_original_response()
-    view = ConfirmView(reply.confirm) if reply.confirm is not None else None
-    await send_all(interaction, reply.messages, ephemeral=private, view=view)
+    messages, view = reply.messages, None
+    if reply.confirm is not None:
+        port = port_of(interaction)
+        if port is not None:
+            prompt = port.confirmations.prompt(reply, limit=CUSTOM_ID_LIMIT)
+            messages = prompt.messages
+            view = ConfirmView(reply.confirm) if prompt.buttons else None
+    await send_all(interaction, messages, ephemeral=private, view=view)
     return reply
 
 
@@ -184,10 +196,10 @@ def _log_unheard(task: asyncio.Future[Reply]) -> None:
         log.error("discord: unanswered interaction work failed", exc_info=task.exception())
 
 
-async def slowed_down(interaction: discord.Interaction[Any], *, admin: bool) -> bool:
+async def slowed_down(interaction: Interaction, *, admin: bool) -> bool:
     """True when a reader is over the per-user flood limit; they were told, privately."""
-    limiter = getattr(interaction.client, "limiter", None)
-    if admin or not isinstance(limiter, UserRateLimiter):
+    limiter = interaction.client.limiter
+    if admin or limiter is None:
         return False
     if limiter.check(interaction.user.id) is Verdict.ALLOW:
         return False
@@ -232,12 +244,16 @@ class SectionButton(
         return cls(match.string)
 
     async def callback(self, interaction: discord.Interaction[Any]) -> None:
-        service = service_of(interaction)
-        if service is None:
+        # discord.py types a DynamicItem's interaction loosely; ours come to our client
+        ours: Interaction = interaction
+        await self._pressed(ours)
+
+    async def _pressed(self, interaction: Interaction) -> None:
+        port = port_of(interaction)
+        if port is None:
             return
         log.info("discord: %s pressed %s of %s", interaction.user.id, self.section.value, self.date)
-        settings = getattr(interaction.client, "settings", None)
-        admin = interaction.user.id in getattr(settings, "admin_users", ())
+        admin = interaction.user.id in interaction.client.settings.admin_users
         if await slowed_down(interaction, admin=admin):
             return
         request = Request(
@@ -249,7 +265,7 @@ class SectionButton(
         )
 
         async def work() -> Reply:
-            return await service.commands.section(request, self.date, self.section)
+            return await port.section(request, self.date, self.section)
 
         await respond(interaction, work, ephemeral=True)
 
@@ -258,7 +274,8 @@ class SectionButton(
 
 
 class ConfirmView(discord.ui.View):
-    """Confirm / Cancel under an admin action; only the admin who asked may press them.
+    """Confirm / Cancel under an admin action; what a press does is the core's
+    (:mod:`digest_core.confirmation`): only the admin who asked may press them here.
 
     Confirm re-issues ``request`` (already ``confirmed``) and answers with its outcome,
     ephemerally, as a follow-up (a repost can take longer than 3 seconds).
@@ -268,48 +285,53 @@ class ConfirmView(discord.ui.View):
         super().__init__(timeout=timeout)
         self.request = request
 
-    async def interaction_check(self, interaction: discord.Interaction[Any], /) -> bool:
-        if str(interaction.user.id) == self.request.user:
-            return True
-        await interaction.response.send_message(
-            "只有发起的管理员可以确认。/ Only the admin who asked can confirm.", ephemeral=True
-        )
-        return False
+    @discord.ui.button(label=CONFIRM_LABEL, style=discord.ButtonStyle.danger)
+    async def confirm(self, interaction: Interaction, button: discord.ui.Button[Any]) -> None:
+        data = confirm_data(self.request, limit=CUSTOM_ID_LIMIT) or ""
+        await self._pressed(interaction, data)
 
-    @discord.ui.button(label="确认 / Confirm", style=discord.ButtonStyle.danger)
-    async def confirm(
-        self, interaction: discord.Interaction[Any], button: discord.ui.Button[Any]
-    ) -> None:
-        self.stop()
-        service = service_of(interaction)
-        if service is None:
+    @discord.ui.button(label=CANCEL_LABEL, style=discord.ButtonStyle.secondary)
+    async def cancel(self, interaction: Interaction, button: discord.ui.Button[Any]) -> None:
+        await self._pressed(interaction, CANCEL_DATA)
+
+    async def _pressed(self, interaction: Interaction, data: str) -> None:
+        port = port_of(interaction)
+        if port is None:
             return
-        await interaction.response.edit_message(
-            content=_content("开始推送… / Posting…"), embeds=[], view=None
+        by = Request(
+            "",
+            platform=PLATFORM,
+            flavor=Flavor.DISCORD,
+            user=str(interaction.user.id),
+            chat=str(interaction.channel_id or ""),
+            # only who asked may press (asked_by below): with what they were granted then
+            capabilities=self.request.capabilities,
         )
-        commands = service.commands
-        reply = await respond_followup(interaction, lambda: commands.handle(self.request))
-        if reply is not None:
-            request = self.request
-            log.info("discord: /%s by %s: %s", request.command, request.user, reply.status)
+        confirmations = port.confirmations
+        async with confirmations.press(
+            data, by=by, prompt=id(self), asked_by=self.request.user
+        ) as decision:
+            if decision.action in (Action.REFUSE, Action.BUSY, Action.IGNORE):
+                text = decision.text or SORRY
+                await interaction.response.send_message(text, ephemeral=True)
+                return
+            self.stop()
+            await interaction.response.edit_message(
+                content=_content(decision.note), embeds=[], view=None
+            )
+            if decision.action is Action.RUN:
+                reply = await respond_followup(interaction, lambda: confirmations.run(decision))
+                if reply is not None:
+                    log.info("discord: /%s by %s: %s", self.request.command, by.user, reply.status)
 
-    @discord.ui.button(label="取消 / Cancel", style=discord.ButtonStyle.secondary)
-    async def cancel(
-        self, interaction: discord.Interaction[Any], button: discord.ui.Button[Any]
-    ) -> None:
-        self.stop()
-        await interaction.response.edit_message(
-            content=_content("已取消。/ Cancelled."), embeds=[], view=None
-        )
 
-
-async def respond_followup(interaction: discord.Interaction[Any], work: Work) -> Reply | None:
+async def respond_followup(interaction: Interaction, work: Work) -> Reply | None:
     """Run ``work`` after the interaction was answered and send its reply as ephemeral
     follow-ups (the interaction token lasts 15 minutes)."""
     return await tracked(interaction, lambda: _respond_followup(interaction, work))
 
 
-async def _respond_followup(interaction: discord.Interaction[Any], work: Work) -> Reply | None:
+async def _respond_followup(interaction: Interaction, work: Work) -> Reply | None:
     try:
         reply = await work()
     except Exception:

@@ -3,83 +3,45 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import importlib.util
-import inspect
 import logging
-import time
-import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import httpx
 from pydantic import SecretStr
-from telegram import (
-    Bot,
-    BotCommand,
-    BotCommandScope,
-    BotCommandScopeChat,
-    InlineKeyboardMarkup,
-    LinkPreviewOptions,
-    Update,
-)
-from telegram.constants import ChatType
-from telegram.error import (
-    BadRequest,
-    ChatMigrated,
-    Forbidden,
-    InvalidToken,
-    NetworkError,
-    RetryAfter,
-    TelegramError,
-    TimedOut,
-)
+from telegram import Update
+from telegram.error import InvalidToken, TelegramError, TimedOut
 from telegram.ext import Application, ApplicationBuilder, ExtBot
-from telegram.warnings import PTBDeprecationWarning
 
 from bots.inflight import RESTARTING, InFlight
 from bots.network import network_reason
 from bots.renderers import Flavor
 from bots.telegram.handlers import AnswerTiming, Handlers
 from bots.telegram.limits import TELEGRAM_LIMITS
+from bots.telegram.menus import RedactToken, command_menus, sdk_loggers
 from bots.telegram.settings import TelegramSettings
-from digest_core.catalogue import menu
-from digest_core.clock import Clock
-from digest_core.delivery import Pacer
-from digest_core.errors import (
-    ConfigError,
-    DeliveryError,
-    OutcomeUnknown,
-    RateLimited,
-    Rejected,
-    TargetGone,
-    TargetMoved,
-    TransientError,
+from bots.telegram.wire import (
+    chat_id,
+    excerpt,
+    may_have_arrived,
+    split_payload,
+    target_kind,
+    translate,
 )
+from digest_core.clock import Clock
+from digest_core.errors import ConfigError, OutcomeUnknown, TransientError
 from digest_core.platform import PartKey, PlatformLimits, Target, TargetKind
 from digest_core.rendering import Message, RenderOptions, notice
 
 if TYPE_CHECKING:
-    from digest_core.service import DigestService
+    from digest_core.port import Port
 
 log = logging.getLogger(__name__)
 
 #: PTB's concrete Application type as built by ApplicationBuilder
 App = Application[Any, Any, Any, Any, Any, Any]
-
-#: BadRequest descriptions (PTB strips "Bad Request: ") that mean we can never post there:
-#: https://core.telegram.org/bots/api#making-requests and the error texts Telegram returns.
-GONE_DESCRIPTIONS = (
-    "chat not found",
-    "user not found",
-    "peer_id_invalid",
-    "chat_write_forbidden",
-    "have no rights to send",
-    "not enough rights to send",
-    "need administrator rights",
-    "bot is not a member",
-    "group chat was deactivated",
-)
 
 #: Update types the bot asks for: commands come as messages, button presses as callback
 #: queries; channel posts (our own) and member updates are of no use.
@@ -98,49 +60,11 @@ POOL_TIMEOUT = 10.0
 #: (telegram.Bot.get_updates adds the two), so an idle poll never times out.
 GET_UPDATES_READ_MARGIN = 10.0
 
-#: A reply (not a ledgered delivery) waits out a 429 of at most this many seconds, at most
-#: this many times per message, before it is dropped.
-MAX_REPLY_RETRY_AFTER = 30.0
-MAX_REPLY_ATTEMPTS = 4
-
 #: On :meth:`TelegramAdapter.stop`, commands being answered get this long to finish before
 #: they are cancelled and their users told to try again (``digest-bot run`` has done this
 #: already, within its shutdown budget), and the notices this long to go out.
 STOP_GRACE_SECONDS = 3.0
 APOLOGY_SECONDS = 1.5
-
-
-#: one setMyCommands call: scope (None: default), language code (None: all), commands
-MenuCall = tuple[BotCommandScope | None, str | None, list[BotCommand]]
-
-
-def command_menus(admins: Iterable[int]) -> list[MenuCall]:
-    """Every ``setMyCommands`` call, as (scope, language code, commands), from the catalogue.
-
-    Readers get the listed reader commands, in English by default and in Chinese for language
-    code "zh"; each admin's own chat scope gets the admin commands too, in both languages.
-    Descriptions are the catalogue's (1-256 characters, telegram.constants.BotCommandLimit).
-    """
-
-    def commands(*, admin: bool, zh: bool) -> list[BotCommand]:
-        return [BotCommand(s.name, s.zh if zh else s.en) for s in menu(admin=admin)]
-
-    calls: list[MenuCall] = [
-        (None, None, commands(admin=False, zh=False)),
-        (None, "zh", commands(admin=False, zh=True)),
-    ]
-    for admin in sorted(admins):
-        scope = BotCommandScopeChat(admin)
-        calls.append((scope, None, commands(admin=True, zh=False)))
-        calls.append((scope, "zh", commands(admin=True, zh=True)))
-    return calls
-
-
-#: sendMessage parameters PTB's ``Bot.send_message`` takes by name; anything else in a payload
-#: travels as ``api_kwargs`` so the request carries the payload exactly.
-_SEND_PARAMS = frozenset(inspect.signature(Bot.send_message).parameters) - {
-    "self", "chat_id", "api_kwargs", "reply_markup", "link_preview_options",
-}  # fmt: skip
 
 
 class TelegramAdapter:
@@ -201,9 +125,9 @@ class TelegramAdapter:
         self._token = token
         self._app: App | None = None
         self._stopping = False
-        self._pacer: Pacer | None = None
+        self._port: Port | None = None
         self._handlers: Handlers | None = None
-        self._redactor = _RedactToken(token)
+        self._redactor = RedactToken(token)
 
     # ------------------------------------------------------------ Platform
 
@@ -274,8 +198,8 @@ class TelegramAdapter:
     def _log_timeout(
         self, exc: TimedOut, target: Target, message: Message, *, retried: bool
     ) -> None:
-        what = f"sendMessage to chat {target.id} ({_excerpt(message)})"
-        if not _may_have_arrived(exc):
+        what = f"sendMessage to chat {target.id} ({excerpt(message)})"
+        if not may_have_arrived(exc):
             log.info("telegram: %s timed out before it was sent: %s", what, exc)
             return
         log.warning(
@@ -303,17 +227,17 @@ class TelegramAdapter:
             except Exception:
                 log.exception("could not alert admin %s", admin)
 
-    async def start(self, service: DigestService, *, receive: bool = True) -> None:
+    async def start(self, port: Port, *, receive: bool = True) -> None:
         """Build the Application, log in (getMe) and, with ``receive``, answer commands.
 
         Raises:
             ConfigError: Telegram refused the token.
             TransientError: the Bot API could not be reached.
         """
-        for logger in _sdk_loggers():
+        for logger in sdk_loggers():
             # request URLs hold the token: httpx logs each at INFO, PTB its base URL at DEBUG
             logger.addFilter(self._redactor)
-        self._pacer = service.engine.pacer(self)
+        self._port = port
         app = self._app = self._build()
         try:
             await app.initialize()
@@ -331,7 +255,7 @@ class TelegramAdapter:
         log.info("telegram: logged in as @%s", app.bot.username)
         if not receive:
             return
-        self._handlers = Handlers(self, service)
+        self._handlers = Handlers(self, port)
         self._handlers.install(app)
         await self._set_commands()
         await app.start()
@@ -393,7 +317,7 @@ class TelegramAdapter:
         finally:
             self._app = None
             self._stopping = False
-            for logger in _sdk_loggers():
+            for logger in sdk_loggers():
                 logger.removeFilter(self._redactor)
 
     # ------------------------------------------------------------ replies
@@ -408,28 +332,18 @@ class TelegramAdapter:
     ) -> list[str]:
         """Send ``messages`` in order to ``chat`` as a reply (not a ledgered delivery).
 
-        Paced under the same budget as deliveries (real seconds spent waiting are appended to
-        ``paced``); short 429s are waited out (:data:`MAX_REPLY_ATTEMPTS`).
+        The core paces them under the same budget as deliveries and waits out short 429s
+        (:meth:`digest_core.port.Port.reply`; real seconds spent waiting are appended to
+        ``paced``); here each message is one ``sendMessage``, never retried, never waited for.
 
         Raises:
             DeliveryError: a message could not be sent (the rest are not attempted).
         """
         target = Target(self.name, str(chat), kind)
-        ids: list[str] = []
-        for message in messages:
-            for attempt in range(1, MAX_REPLY_ATTEMPTS + 1):
-                before = time.perf_counter()
-                if await self.pace(target) and paced is not None:
-                    paced.append(time.perf_counter() - before)
-                try:
-                    ids.append(await self._send(target, message, retried=False))
-                    break
-                except RateLimited as exc:
-                    pacer = self._get_pacer()
-                    pacer.defer(target, self.clock.monotonic() + exc.retry_after)
-                    if attempt == MAX_REPLY_ATTEMPTS or exc.retry_after > MAX_REPLY_RETRY_AFTER:
-                        raise
-        return ids
+        once = functools.partial(self._send, retried=False)
+        return await self._require_port(target).reply(
+            self, target, messages, send=once, paced=paced
+        )
 
     async def tell_restarting(self, chat: int | str, kind: TargetKind) -> None:
         """Send :data:`~bots.inflight.RESTARTING` to ``chat`` at once: during a shutdown
@@ -439,28 +353,16 @@ class TelegramAdapter:
             DeliveryError: it could not be sent.
         """
         target = Target(self.name, str(chat), kind)
-        self._get_pacer().take(target, self.clock.monotonic())
+        self._require_port(target).account(self, target)
         for message in notice(RESTARTING, self.flavor):
             await self._send(target, message, retried=False)
 
-    async def pace(self, target: Target) -> float:
-        """Wait until ``target`` (and the bot as a whole) may get a message; seconds waited."""
-        pacer = self._get_pacer()
-        waited = 0.0
-        for _ in range(1000):  # bounded: every wait makes a token available
-            now = self.clock.monotonic()
-            wait = max(pacer.ready_at(target, now) - now, pacer.overall_delay(now))
-            if wait <= 0:
-                pacer.take(target, now)
-                return waited
-            await self.clock.sleep(wait)
-            waited += wait
-        raise TransientError("pacing did not converge", platform=self.name, target=target.id)
-
-    def _get_pacer(self) -> Pacer:
-        if self._pacer is None:
-            self._pacer = Pacer(self.limits, now=self.clock.monotonic())
-        return self._pacer
+    def _require_port(self, target: Target) -> Port:
+        if self._port is None:
+            raise TransientError(
+                "the Telegram adapter is not running", platform=self.name, target=target.id
+            )
+        return self._port
 
     # ------------------------------------------------------------ internals
 
@@ -497,123 +399,3 @@ class TelegramAdapter:
                 if scope is None:
                     log.warning("telegram: could not set the command menu: %s", exc)
                 # an admin's scope only works once the admin has talked to the bot; harmless
-
-
-# ---------------------------------------------------------------- helpers
-
-
-def chat_id(target_id: str) -> int | str:
-    """Telegram's chat_id: an integer id, or an ``@channelusername`` as is."""
-    return target_id if target_id.startswith("@") else int(target_id)
-
-
-def target_kind(target_id: str) -> TargetKind:
-    """CHANNEL for @usernames and -100… ids, GROUP for other negative ids, else PRIVATE."""
-    if target_id.startswith(("@", "-100")):
-        return TargetKind.CHANNEL
-    if target_id.startswith("-"):
-        return TargetKind.GROUP
-    return TargetKind.PRIVATE
-
-
-def kind_of_chat(chat_type: str) -> TargetKind:
-    """The pacing kind of a PTB chat type."""
-    if chat_type == ChatType.PRIVATE:
-        return TargetKind.PRIVATE
-    if chat_type == ChatType.CHANNEL:
-        return TargetKind.CHANNEL
-    return TargetKind.GROUP
-
-
-def split_payload(payload: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A rendered sendMessage payload as ``send_message`` keyword arguments plus ``api_kwargs``.
-
-    Objects PTB wants typed (keyboard, preview options) are built from their JSON; the
-    request PTB sends then carries exactly the payload's fields.
-    """
-    kwargs: dict[str, Any] = {}
-    extra: dict[str, Any] = {}
-    for key, value in payload.items():
-        if key == "reply_markup" and isinstance(value, dict) and "inline_keyboard" in value:
-            kwargs[key] = InlineKeyboardMarkup.de_json(value, None)
-        elif key == "link_preview_options" and isinstance(value, dict):
-            kwargs[key] = LinkPreviewOptions.de_json(value, None)
-        elif key in _SEND_PARAMS:
-            kwargs[key] = value
-        else:
-            extra[key] = value
-    return kwargs, extra
-
-
-def _excerpt(message: Message, width: int = 40) -> str:
-    """The start of a message's first line, to tell the parts of a post apart in logs."""
-    text = str(message.payload.get("text", ""))
-    first = text.strip().split("\n", 1)[0]
-    return repr(first[:width] + ("…" if len(first) > width else ""))
-
-
-def retry_seconds(value: float | dt.timedelta) -> float:
-    """RetryAfter.retry_after as float seconds: PTB 22 gives an int, a float or a timedelta."""
-    if isinstance(value, dt.timedelta):
-        return value.total_seconds()
-    return float(value)
-
-
-def translate(exc: TelegramError, target: Target) -> DeliveryError:
-    """The core's DeliveryError for a PTB error (subclasses before their bases)."""
-    where = {"platform": target.platform, "target": target.id}
-    if isinstance(exc, RetryAfter):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", PTBDeprecationWarning)  # int → timedelta migration
-            wait = retry_seconds(exc.retry_after)
-        return RateLimited(str(exc), retry_after=wait, **where)
-    if isinstance(exc, ChatMigrated):
-        return TargetMoved(str(exc), new_target=str(exc.new_chat_id), **where)
-    if isinstance(exc, Forbidden):
-        return TargetGone(str(exc), **where)
-    if isinstance(exc, BadRequest):  # before NetworkError, its base
-        if any(d in exc.message.lower() for d in GONE_DESCRIPTIONS):
-            return TargetGone(str(exc), **where)
-        return Rejected(str(exc), **where)
-    if isinstance(exc, TimedOut) and _may_have_arrived(exc):
-        return OutcomeUnknown(f"{type(exc).__name__}: {exc} (it may have arrived)", **where)
-    if isinstance(exc, TimedOut | NetworkError):
-        return TransientError(f"{type(exc).__name__}: {exc}", **where)
-    return Rejected(f"{type(exc).__name__}: {exc}", **where)
-
-
-def _may_have_arrived(exc: TimedOut) -> bool:
-    """False for a timeout before the request left (connecting, or waiting for a pooled
-    connection); True for a read or write timeout, which Telegram may have acted on."""
-    return not (
-        isinstance(exc.__cause__, httpx.ConnectTimeout | httpx.PoolTimeout)
-        or "pool timeout" in exc.message.lower()
-    )
-
-
-def _sdk_loggers() -> list[logging.Logger]:
-    """The loggers of PTB, httpx and httpcore (a logger's filters do not see its children's
-    records, so each one gets the filter)."""
-    names = [
-        name
-        for name, logger in logging.root.manager.loggerDict.items()
-        if isinstance(logger, logging.Logger)
-        and name.split(".", 1)[0] in ("telegram", "httpx", "httpcore")
-    ]
-    return [logging.getLogger(n) for n in {"telegram", "httpx", "httpcore", *names}]
-
-
-class _RedactToken(logging.Filter):
-    """Replaces the bot token in log records (request URLs carry it) with ``<token>``."""
-
-    def __init__(self, token: SecretStr) -> None:
-        super().__init__()
-        self._secret = token.get_secret_value()
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if self._secret:
-            message = record.getMessage()
-            if self._secret in message:
-                record.msg = message.replace(self._secret, "<token>")
-                record.args = None
-        return True

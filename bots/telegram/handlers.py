@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import html
 import logging
 import time
 from collections.abc import Callable, Coroutine, Sequence
@@ -19,6 +18,7 @@ from telegram.ext import CallbackQueryHandler, ContextTypes, MessageHandler, fil
 from bots.inflight import RESTARTING
 from bots.renderers import Flavor
 from digest_core.commands import ADMIN, Reply, Request, Status, parse_command_line
+from digest_core.confirmation import Action
 from digest_core.errors import DeliveryError, TargetGone
 from digest_core.flood import UserRateLimiter, Verdict
 from digest_core.models import Section
@@ -29,24 +29,18 @@ if TYPE_CHECKING:
     from telegram.ext import Application
 
     from bots.telegram.adapter import TelegramAdapter
-    from digest_core.service import DigestService
+    from digest_core.port import Port
 
 log = logging.getLogger(__name__)
 
-#: Callback data of the confirmation buttons: ``cf:<command>:<args>`` re-issues the command
-#: confirmed; ``cx`` cancels. Both within 64 bytes (InlineKeyboardButtonLimit).
-CONFIRM_PREFIX = "cf"
-CANCEL_DATA = "cx"
-#: ``telegram.constants.InlineKeyboardButtonLimit.MAX_CALLBACK_DATA`` (bytes)
+#: ``telegram.constants.InlineKeyboardButtonLimit.MAX_CALLBACK_DATA`` (bytes): the confirmation
+#: buttons' data (digest_core.confirmation) must fit
 MAX_CALLBACK_DATA = InlineKeyboardButtonLimit.MAX_CALLBACK_DATA
 #: ``answerCallbackQuery`` text limit (CallbackQueryLimit.ANSWER_CALLBACK_QUERY_TEXT_LENGTH)
 MAX_ANSWER_TEXT = CallbackQueryLimit.ANSWER_CALLBACK_QUERY_TEXT_LENGTH
 
 #: a PTB handler callback of ours
 Callback = Callable[[Update, ContextTypes.DEFAULT_TYPE], Coroutine[Any, Any, None]]
-
-CONFIRM_LABEL = "确认 / Confirm"
-CANCEL_LABEL = "取消 / Cancel"
 
 
 @dataclass(frozen=True)
@@ -77,15 +71,13 @@ class Handlers:
     started it, so otherwise the press is answered with an alert asking them to.
     """
 
-    def __init__(self, adapter: TelegramAdapter, service: DigestService) -> None:
+    def __init__(self, adapter: TelegramAdapter, port: Port) -> None:
         self.adapter = adapter
-        self.service = service
-        self.commands = service.commands
+        self.port = port
         s = adapter.settings
         self.limiter = UserRateLimiter(
             burst=s.command_burst, window=s.command_window_seconds, clock=adapter.clock
         )
-        self._confirming: set[tuple[int, int]] = set()
 
     def install(self, app: Application[Any, Any, Any, Any, Any, Any]) -> None:
         app.add_handler(
@@ -146,7 +138,7 @@ class Handlers:
             return
         name, args = parsed
         private = chat.type == ChatType.PRIVATE
-        if not private and name not in self.commands.names:
+        if not private and name not in self.port.command_names:
             return  # probably another bot's command
         admin = user.id in self.adapter.admins
         if not admin and not await self._allowed(user.id, chat.id, private):
@@ -234,26 +226,19 @@ class Handlers:
 
     async def _handle(self, request: Request) -> Reply:
         try:
-            return await self.commands.handle(request)
+            return await self.port.handle(request)
         except Exception:  # a broken command must not take the bot down
             log.exception("telegram: /%s failed", request.command)
             text = "出错了，请稍后再试。/ Something went wrong; please try again later."
             return Reply(notice(text, Flavor.TELEGRAM), status=Status.ERROR)
 
     def _with_confirm_buttons(self, reply: Reply) -> list[Message]:
-        """The confirmation text with 确认/取消 buttons on its last message."""
-        assert reply.confirm is not None
-        data = confirm_data(reply.confirm)
-        if data is None:
-            text = "参数太长，无法确认 / arguments too long to confirm"
-            return notice(text, Flavor.TELEGRAM)
-        messages = [Message(dict(m.payload)) for m in reply.messages]
-        messages[-1].payload["reply_markup"] = {
-            "inline_keyboard": [[
-                {"text": CONFIRM_LABEL, "callback_data": data},
-                {"text": CANCEL_LABEL, "callback_data": CANCEL_DATA},
-            ]]
-        }  # fmt: skip
+        """The core's confirmation prompt with its buttons on the last message."""
+        prompt = self.port.confirmations.prompt(reply, limit=MAX_CALLBACK_DATA)
+        messages = [Message(dict(m.payload)) for m in prompt.messages]
+        if prompt.buttons:
+            row = [{"text": b.label, "callback_data": b.data} for b in prompt.buttons]
+            messages[-1].payload["reply_markup"] = {"inline_keyboard": [row]}
         return messages
 
     # ------------------------------------------------------------ buttons
@@ -263,7 +248,7 @@ class Handlers:
         if query is None:
             return
         data = query.data or ""
-        if data == CANCEL_DATA or data.startswith(CONFIRM_PREFIX + ":"):
+        if self.port.confirmations.is_ours(data):
             await self._on_confirm(query, data)
             return
         parsed = parse_button_data(data)
@@ -287,7 +272,7 @@ class Handlers:
             user=str(user.id),
             chat=str(user.id),
         )
-        reply = await self.service.commands.section(request, date, section)
+        reply = await self.port.section(request, date, section)
         if reply.status is Status.NOT_FOUND:
             # reader-safe text (missing, or a broken file); a callback alert holds 200 chars
             await _answer(query, str(reply.extra.get("problem", ""))[:200], alert=True)
@@ -314,44 +299,29 @@ class Handlers:
         self._timed(f"button:{section.value}", user.id, started, paced)
 
     async def _on_confirm(self, query: CallbackQuery, data: str) -> None:
+        """A press of a confirmation button: the core decides (digest_core.confirmation);
+        the prompt's buttons are replaced by its note so it is not pressed twice."""
         user = query.from_user
         message = query.message
         chat = message.chat.id if message is not None else user.id
         kind = TargetKind.PRIVATE if chat == user.id else TargetKind.GROUP
         admin = user.id in self.adapter.admins
-        key = (chat, message.message_id if message is not None else 0)
-        if data == CANCEL_DATA:
-            if not admin:
-                await _answer(query, "只有管理员可以操作 / admins only", alert=True)
-                return
-            await _answer(query, "已取消 / cancelled")
-            await _close_prompt(query, "✖ 已取消 / cancelled")
-            return
-        request = parse_confirm_data(data)
-        if request is None:
-            await _answer(query)
-            return
-        request = Request(
-            request.command, request.args, platform=self.adapter.name, flavor=Flavor.TELEGRAM,
-            user=str(user.id), chat=str(chat), capabilities=ADMIN if admin else frozenset(),
-            confirmed=True,
+        by = Request(
+            "", platform=self.adapter.name, flavor=Flavor.TELEGRAM, user=str(user.id),
+            chat=str(chat), capabilities=ADMIN if admin else frozenset(),
         )  # fmt: skip
-        if not admin:
-            # the core refuses and writes the audit entry; nothing is reposted
-            reply = await self._handle(request)
-            await _answer(query, _visible(reply.messages), alert=True)
-            return
-        if key in self._confirming:
-            await _answer(query, "已在处理 / already running")
-            return
-        self._confirming.add(key)
-        try:
-            await _answer(query, "正在执行… / working…")
-            await _close_prompt(query, f"✔ 已确认 / confirmed by {user.id}")
-            reply = await self._handle(request)
-            await self._send(chat, kind, reply.messages, [])
-        finally:
-            self._confirming.discard(key)
+        prompt = (chat, message.message_id if message is not None else 0)
+        confirmations = self.port.confirmations
+        async with confirmations.press(data, by=by, prompt=prompt) as decision:
+            if decision.action is Action.IGNORE:
+                await _answer(query)
+                return
+            await _answer(query, decision.text, alert=decision.action is Action.REFUSE)
+            if decision.note:
+                await _close_prompt(query, decision.note)
+            if decision.action is Action.RUN:
+                reply = await confirmations.run(decision)
+                await self._send(chat, kind, reply.messages, [])
 
     # ------------------------------------------------------------ plumbing
 
@@ -377,21 +347,6 @@ def kind_of(chat_type: str) -> TargetKind:
     return TargetKind.PRIVATE if chat_type == ChatType.PRIVATE else TargetKind.GROUP
 
 
-def confirm_data(request: Request) -> str | None:
-    """``cf:repost:2026-11-27 force`` for a request to confirm; None if over 64 bytes."""
-    data = f"{CONFIRM_PREFIX}:{request.command}:{' '.join(request.args)}"
-    return data if len(data.encode("utf-8")) <= MAX_CALLBACK_DATA else None
-
-
-def parse_confirm_data(data: str) -> Request | None:
-    """The inverse of :func:`confirm_data` (command and args only; the rest comes from the
-    press: who pressed decides the capabilities)."""
-    parts = data.split(":", 2)
-    if len(parts) != 3 or parts[0] != CONFIRM_PREFIX or not parts[1]:
-        return None
-    return Request(parts[1], tuple(a for a in parts[2].split(" ") if a))
-
-
 async def _answer(query: CallbackQuery, text: str | None = None, *, alert: bool = False) -> None:
     """Answer a button press (best effort: an old query cannot be answered any more)."""
     if text is not None and len(text) > MAX_ANSWER_TEXT:
@@ -410,17 +365,9 @@ async def _close_prompt(query: CallbackQuery, note: str) -> None:
         await query.edit_message_text(f"{text}\n\n{note}".strip())
 
 
-def _visible(messages: Sequence[Message]) -> str:
-    """The first message's text without HTML (refusals are plain escaped text)."""
-    text = str(messages[0].payload.get("text", "")) if messages else ""
-    return html.unescape(text)
-
-
 __all__ = [
     "AnswerTiming",
     "Handlers",
     "UserRateLimiter",
     "Verdict",
-    "confirm_data",
-    "parse_confirm_data",
 ]

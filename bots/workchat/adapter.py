@@ -20,7 +20,7 @@ from digest_core.platform import PartKey, PlatformLimits, Target, TargetKind
 from digest_core.rendering import Message, Part, Renderer, RenderOptions
 
 if TYPE_CHECKING:
-    from digest_core.service import Adapter
+    from digest_core.port import Adapter, Port
 
 log = logging.getLogger(__name__)
 
@@ -203,9 +203,9 @@ class WebhookAdapter(ABC):
 
     # ------------------------------------------------------------ lifecycle
 
-    async def start(self, service: object | None = None, *, receive: bool = True) -> None:
+    async def start(self, port: Port | None = None, *, receive: bool = True) -> None:
         """Open the HTTP client (idempotent). Webhooks are send-only: nothing is received, so
-        ``service`` and ``receive`` are accepted for the runtime's sake and ignored."""
+        ``port`` and ``receive`` are accepted for the runtime's sake and ignored."""
         await self._transport.start()
 
     async def stop(self) -> None:

@@ -18,7 +18,7 @@ from bots.discord.commands import FOLDED, TRANSLATIONS
 from bots.registry import load_settings
 from bots.renderers import Flavor
 from bots.runtime import open_service
-from bots.telegram.adapter import command_menus
+from bots.telegram.menus import command_menus
 from digest_core.catalogue import (
     BY_NAME,
     CATALOGUE,

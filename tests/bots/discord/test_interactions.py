@@ -9,8 +9,8 @@ from typing import Any
 import discord
 import pytest
 
-from bots.discord.adapter import ShardedDigestClient
 from bots.discord.cli import BOT_PERMISSIONS, invite_url, sync_commands
+from bots.discord.client import ShardedDigestClient
 from bots.renderers import Flavor
 from digest_core.commands import Request
 from digest_core.rendering import Part, RenderOptions, render

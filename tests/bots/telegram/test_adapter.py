@@ -23,14 +23,13 @@ from telegram.error import (
 )
 
 from bots.renderers import Flavor
-from bots.telegram.adapter import chat_id, retry_seconds, split_payload, target_kind, translate
 from bots.telegram.handlers import (
     UserRateLimiter,
     Verdict,
-    confirm_data,
-    parse_confirm_data,
 )
+from bots.telegram.wire import chat_id, retry_seconds, split_payload, target_kind, translate
 from digest_core.commands import Request
+from digest_core.confirmation import confirm_data, parse_confirm_data
 from digest_core.errors import (
     DeliveryError,
     OutcomeUnknown,

@@ -1,0 +1,143 @@
+"""The Bot API at the wire: chat ids and kinds, sendMessage payloads, PTB errors as the core's."""
+
+from __future__ import annotations
+
+import datetime as dt
+import inspect
+import warnings
+from typing import Any
+
+import httpx
+from telegram import Bot, InlineKeyboardMarkup, LinkPreviewOptions
+from telegram.constants import ChatType
+from telegram.error import (
+    BadRequest,
+    ChatMigrated,
+    Forbidden,
+    NetworkError,
+    RetryAfter,
+    TelegramError,
+    TimedOut,
+)
+from telegram.warnings import PTBDeprecationWarning
+
+from digest_core.errors import (
+    DeliveryError,
+    OutcomeUnknown,
+    RateLimited,
+    Rejected,
+    TargetGone,
+    TargetMoved,
+    TransientError,
+)
+from digest_core.platform import Target, TargetKind
+from digest_core.rendering import Message
+
+#: BadRequest descriptions (PTB strips "Bad Request: ") that mean we can never post there:
+#: https://core.telegram.org/bots/api#making-requests and the error texts Telegram returns.
+GONE_DESCRIPTIONS = (
+    "chat not found",
+    "user not found",
+    "peer_id_invalid",
+    "chat_write_forbidden",
+    "have no rights to send",
+    "not enough rights to send",
+    "need administrator rights",
+    "bot is not a member",
+    "group chat was deactivated",
+)
+
+#: sendMessage parameters PTB's ``Bot.send_message`` takes by name; anything else in a payload
+#: travels as ``api_kwargs`` so the request carries the payload exactly.
+_SEND_PARAMS = frozenset(inspect.signature(Bot.send_message).parameters) - {
+    "self", "chat_id", "api_kwargs", "reply_markup", "link_preview_options",
+}  # fmt: skip
+
+
+def chat_id(target_id: str) -> int | str:
+    """Telegram's chat_id: an integer id, or an ``@channelusername`` as is."""
+    return target_id if target_id.startswith("@") else int(target_id)
+
+
+def target_kind(target_id: str) -> TargetKind:
+    """CHANNEL for @usernames and -100… ids, GROUP for other negative ids, else PRIVATE."""
+    if target_id.startswith(("@", "-100")):
+        return TargetKind.CHANNEL
+    if target_id.startswith("-"):
+        return TargetKind.GROUP
+    return TargetKind.PRIVATE
+
+
+def kind_of_chat(chat_type: str) -> TargetKind:
+    """The pacing kind of a PTB chat type."""
+    if chat_type == ChatType.PRIVATE:
+        return TargetKind.PRIVATE
+    if chat_type == ChatType.CHANNEL:
+        return TargetKind.CHANNEL
+    return TargetKind.GROUP
+
+
+def split_payload(payload: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A rendered sendMessage payload as ``send_message`` keyword arguments plus ``api_kwargs``.
+
+    Objects PTB wants typed (keyboard, preview options) are built from their JSON; the
+    request PTB sends then carries exactly the payload's fields.
+    """
+    kwargs: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
+    for key, value in payload.items():
+        if key == "reply_markup" and isinstance(value, dict) and "inline_keyboard" in value:
+            kwargs[key] = InlineKeyboardMarkup.de_json(value, None)
+        elif key == "link_preview_options" and isinstance(value, dict):
+            kwargs[key] = LinkPreviewOptions.de_json(value, None)
+        elif key in _SEND_PARAMS:
+            kwargs[key] = value
+        else:
+            extra[key] = value
+    return kwargs, extra
+
+
+def excerpt(message: Message, width: int = 40) -> str:
+    """The start of a message's first line, to tell the parts of a post apart in logs."""
+    text = str(message.payload.get("text", ""))
+    first = text.strip().split("\n", 1)[0]
+    return repr(first[:width] + ("…" if len(first) > width else ""))
+
+
+def retry_seconds(value: float | dt.timedelta) -> float:
+    """RetryAfter.retry_after as float seconds: PTB 22 gives an int, a float or a timedelta."""
+    if isinstance(value, dt.timedelta):
+        return value.total_seconds()
+    return float(value)
+
+
+def translate(exc: TelegramError, target: Target) -> DeliveryError:
+    """The core's DeliveryError for a PTB error (subclasses before their bases)."""
+    where = {"platform": target.platform, "target": target.id}
+    if isinstance(exc, RetryAfter):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PTBDeprecationWarning)  # int → timedelta migration
+            wait = retry_seconds(exc.retry_after)
+        return RateLimited(str(exc), retry_after=wait, **where)
+    if isinstance(exc, ChatMigrated):
+        return TargetMoved(str(exc), new_target=str(exc.new_chat_id), **where)
+    if isinstance(exc, Forbidden):
+        return TargetGone(str(exc), **where)
+    if isinstance(exc, BadRequest):  # before NetworkError, its base
+        if any(d in exc.message.lower() for d in GONE_DESCRIPTIONS):
+            return TargetGone(str(exc), **where)
+        return Rejected(str(exc), **where)
+    if isinstance(exc, TimedOut) and may_have_arrived(exc):
+        return OutcomeUnknown(f"{type(exc).__name__}: {exc} (it may have arrived)", **where)
+    if isinstance(exc, TimedOut | NetworkError):
+        return TransientError(f"{type(exc).__name__}: {exc}", **where)
+    return Rejected(f"{type(exc).__name__}: {exc}", **where)
+
+
+def may_have_arrived(exc: TimedOut) -> bool:
+    """False for a timeout before the request left (connecting, or waiting for a pooled
+    connection); True for a read or write timeout, which Telegram may have acted on."""
+    return not (
+        isinstance(exc.__cause__, httpx.ConnectTimeout | httpx.PoolTimeout)
+        or "pool timeout" in exc.message.lower()
+    )
