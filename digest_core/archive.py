@@ -11,7 +11,6 @@ import math
 import os
 import threading
 import time
-import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,12 +23,15 @@ from digest_core.archive_files import (
     real_root,
     stat_key,
 )
+from digest_core.archive_scan import RawTest, SearchHit, hits_in, pieces, read_head
 from digest_core.archive_search import SearchIndex
 from digest_core.errors import IssueFormatError, IssueNotFound
 from digest_core.loading import MAX_ISSUE_BYTES, load_issue
-from digest_core.models import Issue, Section
+from digest_core.models import Issue
 
 log = logging.getLogger(__name__)
+
+__all__ = ["Archive", "ArchiveEntry", "SearchHit"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,35 +70,6 @@ class ArchiveEntry:
         else:
             status = f"broken, serving the last good version (revision {self.issue.revision})"
         return f"{self.date}  {self.path.name}  {status}"
-
-
-@dataclass(frozen=True, slots=True)
-class SearchHit:
-    """An item (or a lede) that contains the searched word.
-
-    ``section`` is ``None`` and ``index`` is 0 when the lede matched; otherwise ``index`` counts
-    from 1 within the section (always 1 for the headline and the classic review), as
-    :meth:`Issue.brief` does. ``text`` is the piece that matched (title, paragraph, question).
-    """
-
-    date: dt.date
-    section: Section | None
-    index: int
-    title: str
-    text: str
-
-    @property
-    def where(self) -> str:
-        """Where in the issue: ``重点``, ``简讯 3``, ``经典回顾`` or ``本期重点`` (the lede)."""
-        if self.section is None:
-            return "本期重点"
-        if self.section is Section.BRIEFS:
-            return f"{self.section.label} {self.index}"
-        return self.section.label
-
-    def describe(self) -> str:
-        """One line for listings: ``2026-10-27 · 简讯 3 · title``."""
-        return f"{self.date} · {self.where} · {self.title}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -383,7 +356,7 @@ class Archive:
         with self._lock:
             dates, used = self._dates, self._used
         order = reversed(dates) if candidates is None else sorted(candidates, reverse=True)
-        test = _RawTest.of(needle)
+        test = RawTest.of(needle)
         hits: builtins.list[SearchHit] = []
         for date in order:
             entry = used.get(date)
@@ -393,7 +366,7 @@ class Archive:
                 continue
             issue = self._issue(entry)[0]
             if issue is not None:
-                hits.extend(_hits(issue, needle))
+                hits.extend(hits_in(issue, needle))
             if len(hits) >= limit:
                 break
         return hits[:limit]
@@ -448,7 +421,7 @@ class Archive:
                 time.perf_counter() - started,
             )
 
-    def _may_contain(self, entry: FileEntry, test: _RawTest) -> bool:
+    def _may_contain(self, entry: FileEntry, test: RawTest) -> bool:
         """Without an index: False only when the file surely does not contain the needle.
 
         A published text file holds every piece of its issue verbatim, so a raw substring test
@@ -461,7 +434,7 @@ class Archive:
         if entry.path.suffix != ".txt" or test.for_real:
             return True  # escapes; a line break or an odd space is checked for real
         try:  # the listing's size, not a 1 MiB buffer per file: that was most of a scan
-            raw = _read_head(
+            raw = read_head(
                 entry.path, MAX_ISSUE_BYTES + 1, expect=entry.key[4] if entry.key else 0
             )
         except OSError:
@@ -539,7 +512,7 @@ class Archive:
                 self._last_good[date] = loaded.issue
                 self._reported.pop(str(path), None)
                 if self._index is not None:
-                    self._index.put(date, _pieces(loaded.issue))
+                    self._index.put(date, pieces(loaded.issue))
         return loaded
 
     def _report(self, error: IssueFormatError, *, unexpected: Exception | None = None) -> None:
@@ -573,28 +546,6 @@ class Archive:
         return before, after
 
 
-def _pieces(issue: Issue) -> builtins.list[str]:
-    """The searchable text of an issue: the lede and every item's pieces."""
-    pieces = [issue.lede] if issue.lede is not None else []
-    for _, item in issue.items():
-        pieces.extend(item.text_pieces())
-    return pieces
-
-
-def _hits(issue: Issue, needle: str) -> builtins.list[SearchHit]:
-    """The items (and the lede) of ``issue`` whose text contains ``needle`` (casefolded)."""
-    hits: builtins.list[SearchHit] = []
-    if issue.lede is not None and needle in issue.lede.casefold():
-        hits.append(SearchHit(issue.date, None, 0, issue.lede, issue.lede))
-    counters = dict.fromkeys(Section, 0)
-    for section, item in issue.items():
-        counters[section] += 1
-        piece = next((p for p in item.text_pieces() if needle in p.casefold()), None)
-        if piece is not None:
-            hits.append(SearchHit(issue.date, section, counters[section], item.title, piece))
-    return hits
-
-
 _NO_ISSUE_YET = "还没有任何一期日报。\nThere is no issue yet."
 
 
@@ -607,88 +558,4 @@ def _bilingual(zh: str, en: str, before: dt.date | None, after: dt.date | None) 
         return f"{zh}；最近的是 {near[0]}。\n{en}; the nearest is {near[0]}."
     return (
         f"{zh}；最近的是 {near[0]} 和 {near[1]}。\n{en}; the nearest are {near[0]} and {near[1]}."
-    )
-
-
-#: the ASCII characters that casefolding makes out of some character beyond ASCII (``ß`` →
-#: ``ss``, the Kelvin sign → ``k``, ``ﬁ`` → ``fi``, ``İ`` → ``i̇``, …); a test checks this
-#: against the running Python's Unicode tables
-FOLDED_FROM_BEYOND_ASCII = frozenset("afhijklnstwy")
-
-
-@dataclass(frozen=True, slots=True)
-class _RawTest:
-    """How a scan rules out a text file on its raw bytes (see ``Archive._may_contain``),
-    worked out once per search."""
-
-    needle: str  # casefolded
-    #: a line break or an odd space in the needle: every file is checked for real
-    for_real: bool
-    #: the needle has a space: the file's tabs count as spaces, as the loader reads them
-    tabs: bool
-    #: a caseless needle (e.g. Chinese) as UTF-8: compared byte for byte, no decoding
-    exact: bytes | None
-    #: a Latin needle: its bytes, and the runs any casefolding of it must hold
-    latin: bytes | None
-    runs: tuple[bytes, ...]
-
-    @classmethod
-    def of(cls, needle: str) -> _RawTest:
-        latin = needle.isascii() and not _caseless(needle)
-        return cls(
-            needle,
-            for_real=any(c.isspace() and c != " " for c in needle),
-            tabs=" " in needle,
-            exact=needle.encode("utf-8") if _caseless(needle) else None,
-            latin=needle.encode("ascii") if latin else None,
-            runs=tuple(_ascii_only_runs(needle)) if latin else (),
-        )
-
-    def may_match(self, raw: bytes) -> bool:
-        """False only when a text file of these bytes cannot contain the needle."""
-        if self.tabs:
-            raw = raw.replace(b"\t", b" ")
-        if self.exact is not None:
-            return self.exact in raw
-        if self.latin is not None:  # rule the file out without decoding it
-            lowered = raw.lower()  # ASCII letters only, as casefolding does them
-            if self.latin in lowered:
-                return True
-            if any(run not in lowered for run in self.runs):
-                return False
-        return self.needle in raw.decode("utf-8", errors="replace").casefold()
-
-
-def _read_head(path: Path, limit: int, *, expect: int) -> bytes:
-    """The first ``limit`` bytes of ``path`` (all of it when shorter), in one read when the
-    file is still the ``expect`` bytes long it was listed with."""
-    chunks: builtins.list[bytes] = []
-    got, want = 0, min(expect, limit - 1) + 1
-    with open(path, "rb", buffering=0) as file:
-        while got < limit:
-            chunk = file.read(min(want, limit - got))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            got += len(chunk)
-            want = 1 << 16
-    return b"".join(chunks)
-
-
-def _ascii_only_runs(needle: str) -> builtins.list[bytes]:
-    """The runs of an ASCII ``needle`` (casefolded) made of characters outside
-    :data:`FOLDED_FROM_BEYOND_ASCII`: in a casefolded text, each such character comes from one
-    ASCII character, so a text whose casefolding contains ``needle`` holds every run, as it is
-    or in upper case, byte for byte in its UTF-8 (a character never folds to nothing)."""
-    runs = itertools.groupby(needle, FOLDED_FROM_BEYOND_ASCII.__contains__)
-    found = {"".join(run).encode("ascii") for beyond, run in runs if not beyond}
-    return sorted(found, key=len, reverse=True)  # the longest rules out the most
-
-
-def _caseless(needle: str) -> bool:
-    """True when casefolding a text can neither make nor break a match of ``needle``: it holds
-    no cased letter and no combining mark (what casefolding produces besides cased letters,
-    e.g. U+0307 from "İ"), as Chinese, digits and punctuation are."""
-    return all(
-        c.upper() == c.lower() and not unicodedata.category(c).startswith("M") for c in needle
     )

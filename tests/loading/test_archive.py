@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from digest_core.archive import FOLDED_FROM_BEYOND_ASCII, Archive, SearchHit
+from digest_core.archive import Archive, SearchHit
+from digest_core.archive_scan import FOLDED_FROM_BEYOND_ASCII
 from digest_core.errors import IssueNotFound
 from digest_core.loading import dump_json, load_issue
 from digest_core.models import Section
