@@ -7,6 +7,7 @@ does for the core): what an adapter may use of the core is what the Port offers.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from pathlib import Path
 
 BOTS = Path(__file__).resolve().parents[2] / "bots"
@@ -20,74 +21,71 @@ INTERNALS = {"engine", "ledger", "archive", "commands", "poster", "platforms", "
 DUCK_TYPED = {"service", "port", "limiter", "in_flight", "settings", "admin_guild_ids"}
 
 
-def _trees() -> list[tuple[str, ast.AST]]:
-    return [
-        (str(m.relative_to(BOTS.parent)), ast.parse(m.read_text(encoding="utf-8"))) for m in MODULES
-    ]
+def offences(check: Callable[[ast.AST], str | None]) -> list[str]:
+    """``file:line what`` for every node of every adapter module that ``check`` names."""
+    found = []
+    for module in MODULES:
+        where = module.relative_to(BOTS.parent)
+        for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
+            what = check(node)
+            if what is not None:
+                found.append(f"{where}:{getattr(node, 'lineno', 0)} {what}")
+    return found
 
 
 def test_there_are_platform_folders_to_check() -> None:
-    names = {f.name for f in FOLDERS}
-    assert {"telegram", "discord", "console", "workchat", "feishu"} <= names
+    assert {"telegram", "discord", "console", "workchat", "feishu"} <= {f.name for f in FOLDERS}
 
 
 def test_adapters_never_import_the_service() -> None:
-    found = []
-    for where, tree in _trees():
-        for node in ast.walk(tree):
-            modules = []
-            if isinstance(node, ast.ImportFrom):
-                modules = [node.module or ""]
-            elif isinstance(node, ast.Import):
-                modules = [a.name for a in node.names]
-            if "digest_core.service" in modules:
-                found.append(f"{where}:{node.lineno} imports digest_core.service")
-            if isinstance(node, ast.Name) and node.id == "DigestService":
-                found.append(f"{where}:{node.lineno} names DigestService")
-    assert found == []
+    def check(node: ast.AST) -> str | None:
+        if isinstance(node, ast.ImportFrom) and node.module == "digest_core.service":
+            return "imports digest_core.service"
+        if isinstance(node, ast.Import) and any(
+            a.name == "digest_core.service" for a in node.names
+        ):
+            return "imports digest_core.service"
+        if isinstance(node, ast.Name) and node.id == "DigestService":
+            return "names DigestService"
+        return None
+
+    assert offences(check) == []
 
 
 def test_adapters_never_reach_into_the_core() -> None:
-    found = [
-        f"{where}:{node.lineno} uses .{node.attr}"
-        for where, tree in _trees()
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Attribute) and node.attr in INTERNALS
-    ]
-    assert found == []
+    def check(node: ast.AST) -> str | None:
+        if isinstance(node, ast.Attribute) and node.attr in INTERNALS:
+            return f"uses .{node.attr}"
+        return None
+
+    assert offences(check) == []
 
 
 def test_no_duck_typing_of_the_client() -> None:
-    found = [
-        f"{where}:{node.lineno} getattr(…, {node.args[1].value!r})"
-        for where, tree in _trees()
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id == "getattr"
-        and len(node.args) >= 2
-        and isinstance(node.args[1], ast.Constant)
-        and node.args[1].value in DUCK_TYPED
-    ]
-    assert found == []
+    def check(node: ast.AST) -> str | None:
+        if not (isinstance(node, ast.Call) and ast.unparse(node.func) == "getattr"):
+            return None
+        name = node.args[1] if len(node.args) >= 2 else None
+        if isinstance(name, ast.Constant) and name.value in DUCK_TYPED:
+            return f"getattr(…, {name.value!r})"
+        return None
+
+    assert offences(check) == []
 
 
 def test_adapters_never_sleep_or_retry_a_rate_limit() -> None:
     """The Platform contract (digest_core/platform.py): adapters MUST NOT retry or sleep; the
     core paces and retries, replies included (digest_core/replies.py)."""
-    found = []
-    for where, tree in _trees():
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Call):
-                func = node.func
-                name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-                if name == "sleep":
-                    found.append(f"{where}:{node.lineno} sleeps")
-            elif isinstance(node, ast.ExceptHandler) and node.type is not None:
-                caught = ast.unparse(node.type)
-                if "RateLimited" in caught:
-                    found.append(f"{where}:{node.lineno} catches {caught}")
-    assert found == []
+
+    def check(node: ast.AST) -> str | None:
+        if isinstance(node, ast.Call) and ast.unparse(node.func).rpartition(".")[2] == "sleep":
+            return "sleeps"
+        caught = ast.unparse(node.type) if isinstance(node, ast.ExceptHandler) and node.type else ""
+        if "RateLimited" in caught:
+            return f"catches {caught}"
+        return None
+
+    assert offences(check) == []
 
 
 def test_the_service_offers_every_member_of_the_port() -> None:
@@ -98,7 +96,5 @@ def test_the_service_offers_every_member_of_the_port() -> None:
     members = sorted(n for n in vars(Port) if not n.startswith("_"))
     assert "handle" in members and "reply" in members
     assert issubclass(DigestService, ServicePort)
-    missing = [
-        m for m in members if not hasattr(DigestService, m) and m not in ServicePort.__annotations__
-    ]
-    assert missing == []
+    declared = ServicePort.__annotations__
+    assert [m for m in members if not hasattr(DigestService, m) and m not in declared] == []

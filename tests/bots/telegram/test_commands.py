@@ -334,3 +334,31 @@ async def test_admin_output_asked_in_a_group_goes_to_the_admin_privately(
     fake.block(ADMIN)  # as if the admin never started the bot
     [hint] = await bot.command("/status", user=ADMIN, chat=GROUP)
     assert "/start" in hint.text and "next post" not in hint.text
+
+
+# ---------------------------------------------------------------- replies: paced, 429s waited out
+
+
+async def test_a_reply_hit_by_a_429_is_sent_after_the_wait(
+    bot: Running, fake: FakeTelegram
+) -> None:
+    fake.fail_next(ANN, "flood", times=2, retry_after=0.05)
+    [reply] = await bot.command("/help")
+    assert "/search" in reply.text
+    calls = [c for c in fake.calls("sendMessage") if str(c.chat_id) == str(ANN)]
+    assert [c.status for c in calls] == [429, 429, 200]
+    assert calls[2].at - calls[1].at >= 0.05 - 1e-3  # Retry-After was honoured
+
+
+async def test_a_reply_is_one_send_per_message_in_the_adapter(
+    bot: Running, fake: FakeTelegram
+) -> None:
+    """A server error is not retried (the reply may have arrived); the bot answers the
+    next command as usual."""
+    fake.fail_next(ANN, "server_error", status=502)
+    fake.inject_message(ANN, ANN, "/help")
+    [reply] = await bot.command("/help")
+    assert "/search" in reply.text
+    await asyncio.sleep(0.2)  # a retry would have come by now
+    statuses = [c.status for c in fake.calls("sendMessage") if str(c.chat_id) == str(ANN)]
+    assert statuses == [502, 200]
