@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import re
 
+from digest_core.rendering.markdown import PLAIN_LINKS, read
+from digest_core.rendering.markdown import ZWSP as ZWSP  # the one zero-width space, re-exported
+
 #: escaped wherever they occur: the escape itself, code, emphasis, links and images,
 #: HTML/autolinks/mentions, strikethrough, tables, entities
 ESCAPED_ANYWHERE = frozenset("\\`*_[]<>~|&")
 #: markers that only mean something at a line start: headings, quotes, lists, setext rules
 ESCAPED_AT_LINE_START = frozenset("#>-+=")
-ZWSP = "\u200b"
 #: characters percent-encoded in a link target written as ``(url)``
 URL_UNSAFE = {c: f"%{ord(c):02X}" for c in "()<>[]\\\"'` *_~|@"}
 
@@ -76,37 +78,9 @@ def link(text: str, url: str) -> str:
 def visible(markdown: str, *, markup: bool = True, links: bool = False) -> str:
     """What a reader sees for markdown this package writes (escaped text, ``**bold**``,
     ``[text](url)``, ``> `` quotes): plain text. With ``links`` a link shows as
-    ``text <url>``."""
-    out: list[str] = []
-    i = 0
-    n = len(markdown)
-    at_start = True
-    while i < n:
-        ch = markdown[i]
-        if markup and at_start and markdown.startswith("> ", i):
-            i += 2
-            at_start = False
-            continue
-        at_start = ch == "\n"
-        if ch == "\\" and i + 1 < n:
-            out.append(markdown[i + 1])
-            i += 2
-        elif ch == "@" and markdown.startswith(ZWSP, i + 1):
-            out.append("@")
-            i += 2
-        elif markup and markdown.startswith("**", i):
-            i += 2
-        elif markup and ch == "[":
-            i += 1
-        elif markup and ch == "]" and markdown.startswith("(", i + 1):
-            end = markdown.index(")", i)
-            if links:
-                out.append(f" <{markdown[i + 2 : end]}>")
-            i = end + 1
-        else:
-            out.append(ch)
-            i += 1
-    return "".join(out)
+    ``text <url>``. The core's reader of backslash-escaped markdown, in CommonMark's link
+    dialect."""
+    return read(markdown, markup=markup, links=links, dialect=PLAIN_LINKS)
 
 
 def live_markup(markdown: str) -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
+from dataclasses import dataclass
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +105,7 @@ def _backslash_after(m: re.Match[str]) -> str:
 
 def unescape(text: str) -> str:
     """The inverse of :func:`escape` on its output: the original text."""
-    return _read(text, markup=False, links=False)
+    return read(text, markup=False, links=False)
 
 
 def visible(markdown: str, *, links: bool = False) -> str:
@@ -113,14 +114,40 @@ def visible(markdown: str, *, links: bool = False) -> str:
 
     With ``links``, a masked link shows as ``text <url>``; otherwise as its text only.
     """
-    return _read(markdown, markup=True, links=links)
+    return read(markdown, markup=True, links=links)
 
 
-def _read(text: str, *, markup: bool, links: bool) -> str:
+@dataclass(frozen=True)
+class Dialect:
+    """How a backslash-escaping markdown writes a masked link's target, and whether ``<...>``
+    is an autolink (shown as its content)."""
+
+    link_open: str
+    link_close: str
+    autolinks: bool
+
+
+#: ``[text](<url>)`` (Discord's: no preview) and ``<url>`` autolinks: this module's
+ANGLE_LINKS = Dialect("(<", ">)", autolinks=True)
+#: CommonMark's plain ``[text](url)``, ``<`` always escaped (the work-chat robots')
+PLAIN_LINKS = Dialect("(", ")", autolinks=False)
+
+
+def read(text: str, *, markup: bool, links: bool, dialect: Dialect = ANGLE_LINKS) -> str:
+    """What a reader sees for backslash-escaped markdown as written by the renderers (escaped
+    text, ``**bold**``, masked links, ``> `` quotes, a ZWSP after every "@"): plain text.
+
+    Without ``markup`` only the escapes and the ZWSPs are undone (an unescape). With
+    ``links``, a masked link shows as ``text <url>``; otherwise as its text only.
+
+    Raises:
+        ValueError: an autolink or a link target that is not closed.
+    """
     out: list[str] = []
     i = 0
     n = len(text)
     at_start = True
+    target = "]" + dialect.link_open
     while i < n:
         ch = text[i]
         if markup and at_start and text.startswith("> ", i):
@@ -134,7 +161,7 @@ def _read(text: str, *, markup: bool, links: bool) -> str:
         elif ch == "@" and text.startswith(ZWSP, i + 1):
             out.append("@")
             i += 2
-        elif ch == "<":
+        elif ch == "<" and dialect.autolinks:
             end = text.find(">", i)
             if end < 0:
                 raise ValueError(f"unbalanced '<' at {i} in {text!r}")
@@ -142,11 +169,13 @@ def _read(text: str, *, markup: bool, links: bool) -> str:
             i = end + 1
         elif markup and ch in "*[":
             i += 1
-        elif markup and ch == "]" and text.startswith("(<", i + 1):
-            end = text.find(">)", i)
+        elif markup and text.startswith(target, i):
+            end = text.find(dialect.link_close, i)
+            if end < 0:
+                raise ValueError(f"unclosed link target at {i} in {text!r}")
             if links:
-                out.append(f" <{text[i + 3 : end]}>")
-            i = end + 2
+                out.append(f" <{text[i + len(target) : end]}>")
+            i = end + len(dialect.link_close)
         else:
             out.append(ch)
             i += 1
