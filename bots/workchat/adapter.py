@@ -7,13 +7,18 @@ import logging
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, ClassVar, Self
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import SecretStr
 
 from bots.workchat.settings import WebhookSettings
-from bots.workchat.transport import ErrorRule, WebhookTransport, encode_body, translate
+from bots.workchat.transport import (
+    ErrorRule,
+    StartStop,
+    WebhookTransport,
+    encode_body,
+    translate,
+)
 from digest_core.clock import Clock
 from digest_core.errors import Rejected, TargetGone
 from digest_core.platform import PartKey, PlatformLimits, Target, TargetKind
@@ -33,7 +38,7 @@ class Request:
     body: bytes
 
 
-class WebhookAdapter(ABC):
+class WebhookAdapter(StartStop, ABC):
     """A send-only group webhook platform (Feishu, DingTalk, WeCom) as the core's Platform.
 
     Targets are the configured names (``Target(name, "ai-team", GROUP)``); only names reach
@@ -211,18 +216,6 @@ class WebhookAdapter(ABC):
     async def stop(self) -> None:
         """Close the HTTP client (idempotent)."""
         await self._transport.stop()
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.stop()
 
 
 if TYPE_CHECKING:

@@ -105,7 +105,29 @@ class RedactSecrets(logging.Filter):
         return True
 
 
-class WebhookTransport:
+class StartStop:
+    """``async with x``: ``await x.start()`` on entry, ``await x.stop()`` on exit."""
+
+    async def start(self) -> None:
+        raise NotImplementedError
+
+    async def stop(self) -> None:
+        raise NotImplementedError
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+
+class WebhookTransport(StartStop):
     """An ``httpx.AsyncClient`` that posts JSON to webhooks and translates transport failures.
 
     Use as an async context manager (or :meth:`start`/:meth:`stop`, both idempotent). Errors
@@ -132,18 +154,6 @@ class WebhookTransport:
         if client is not None:
             await client.aclose()
             logging.getLogger("httpx").removeFilter(self._redactor)
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.stop()
 
     async def post(self, url: str, body: bytes, *, target: str) -> tuple[int, dict[str, Any]]:
         """POST ``body`` to ``url``; return the HTTP status and the JSON answer (any status
