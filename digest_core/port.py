@@ -3,7 +3,7 @@
 Adapters get a :class:`Port` in :meth:`Adapter.start`, never the service: commands and section
 buttons, the confirmation flow, the archive's dates, the deactivated targets, and replies paced
 with the deliveries. The service's archive, ledger and engine stay the core's
-(tests/core/test_port.py checks that no adapter reaches for them).
+(tests/bots/test_port.py checks that no adapter reaches for them).
 """
 
 from __future__ import annotations
