@@ -95,8 +95,8 @@ class Reply:
 
     messages: list[Message]
     private: bool = False
-    #: set when an admin action needs a yes/no before it runs: the adapter shows buttons and
-    #: re-issues the request with ``confirmed=True``.
+    #: set when an admin action needs a yes/no before it runs: the adapter shows the prompt
+    #: of :mod:`digest_core.confirmation`, which re-issues the request ``confirmed``.
     confirm: Request | None = None
     #: machine-readable outcome for adapters and tests (every value listed in :class:`Status`)
     status: Status = Status.OK

@@ -106,6 +106,8 @@ class Action(StrEnum):
 
 @dataclass(frozen=True)
 class Decision:
+    """What to do about one press, and what to say."""
+
     action: Action
     #: the short answer to the presser (a callback answer, an ephemeral message)
     text: str = ""
@@ -120,7 +122,8 @@ class Confirmations:
 
     def __init__(self, commands: Commands) -> None:
         self.commands = commands
-        self._running: set[Hashable] = set()
+        #: (platform, prompt) of the confirmed actions running
+        self._running: set[tuple[str, Hashable]] = set()
 
     def prompt(self, reply: Reply, *, limit: int = MAX_BUTTON_DATA) -> Prompt:
         """The prompt of a reply whose ``confirm`` is set (``limit``: the platform's button
@@ -156,15 +159,16 @@ class Confirmations:
         audits it (REFUSE with the refusal's text).
         """
         decision = await self._decide(data, by=by, asked_by=asked_by)
+        key = (by.platform, prompt)  # prompts are the platform's: its ids never meet another's
         if decision.action is Action.RUN:
-            if prompt in self._running:
+            if key in self._running:
                 decision = Decision(Action.BUSY, BUSY)
             else:
-                self._running.add(prompt)
+                self._running.add(key)
                 try:
                     yield decision
                 finally:
-                    self._running.discard(prompt)
+                    self._running.discard(key)
                 return
         yield decision
 
@@ -173,8 +177,8 @@ class Confirmations:
         assert decision.action is Action.RUN and decision.request is not None
         request = decision.request
         reply = await self.commands.handle(request)
-        log.info("/%s confirmed by %s:%s: %s", request.command, request.platform, request.user,
-                 reply.status)  # fmt: skip
+        who = f"{request.platform}:{request.user}"
+        log.info("/%s confirmed by %s: %s", request.command, who, reply.status)
         return reply
 
     async def _decide(self, data: str, *, by: Request, asked_by: str | None) -> Decision:
