@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from bots import registry
+from bots.logs import FORMATS, LEVELS, setup_logging
 from bots.network import network_reason
 from bots.registry import load_settings
 from bots.renderers import Flavor
@@ -45,10 +46,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     try:
         settings = load_settings(args.config, overrides=_overrides(args))
-        logging.basicConfig(
-            level=settings.log_level,
-            format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-            stream=sys.stderr,
+        setup_logging(
+            settings.log_level,
+            fmt=settings.log_format,
+            zone=settings.zone,
+            debug_libs=bool(getattr(args, "debug_libs", False)),
         )
         return int(args.handler(args, settings))
     except ConfigError as exc:
@@ -84,6 +86,25 @@ def _common_options(default: Any) -> argparse.ArgumentParser:
         default=default,
         help="folder of issue files (overrides archive_dir)",
     )
+    common.add_argument(
+        "--log-level",
+        type=str.upper,
+        choices=LEVELS,
+        default=default,
+        help="DEBUG, INFO, WARNING or ERROR (overrides log_level)",
+    )
+    common.add_argument(
+        "--log-format",
+        choices=FORMATS,
+        default=default,
+        help="human lines or one JSON object per line (overrides log_format)",
+    )
+    common.add_argument(
+        "--debug-libs",
+        action="store_true",
+        default=default,
+        help="with --log-level debug, the libraries' debug records too (SQL, HTTP, gateway)",
+    )
     return common
 
 
@@ -93,6 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Posts the daily AI 技术日报 digest to Telegram and Discord.",
         parents=[_common_options(None)],
     )
+    parser.add_argument("--version", action="version", version=f"digest-bot {version()}")
     # the options again after the command (`digest-bot run --config x`); SUPPRESS keeps a
     # value given before the command from being reset by the subcommand's default
     common = _common_options(argparse.SUPPRESS)
@@ -177,6 +199,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def version() -> str:
+    """The installed distribution's version (the package's own when not installed)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version("digest-bot")
+    except PackageNotFoundError:
+        from digest_core import __version__
+
+        return __version__
+
+
 def _date(text: str) -> dt.date:
     try:
         return dt.date.fromisoformat(text)
@@ -188,6 +223,10 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if getattr(args, "archive", None) is not None:
         out["archive_dir"] = args.archive
+    if getattr(args, "log_level", None) is not None:
+        out["log_level"] = args.log_level
+    if getattr(args, "log_format", None) is not None:
+        out["log_format"] = args.log_format
     return out
 
 

@@ -21,6 +21,7 @@ from digest_core.archive import Archive
 from digest_core.catalogue import BY_NAME, help_text
 from digest_core.clock import Clock
 from digest_core.errors import IssueNotFound
+from digest_core.metrics import NULL_METRICS, MetricsSink
 from digest_core.models import Issue, Section
 from digest_core.rendering import (
     Message,
@@ -168,15 +169,18 @@ class Commands:
         backend: AdminBackend | None = None,
         post_options: dict[str, RenderOptions] | None = None,
         subscribable: frozenset[str] = frozenset(),
+        metrics: MetricsSink = NULL_METRICS,
     ):
         """``post_options`` are the platforms' channel-post options by platform name;
-        ``subscribable`` names the platforms that can send the daily issue privately."""
+        ``subscribable`` names the platforms that can send the daily issue privately;
+        ``metrics`` hears how long each command took."""
         self.archive = archive
         self.clock = clock
         self.zone = zone
         self.backend = backend
         self.post_options = post_options or {}
         self.subscribable = subscribable
+        self.metrics = metrics
         self._rendered: dict[tuple[object, ...], list[Message]] = {}
         self._rendered_lock = threading.Lock()
         self._in_threads = 0
@@ -213,6 +217,18 @@ class Commands:
     async def handle(self, request: Request) -> Reply:
         """Run one command. Never raises for bad input: the reply explains and shows usage."""
         name = request.command.lower().lstrip("/")
+        started = self.clock.monotonic()
+        reply = await self._handle(name, request)
+        known = name if name in self._table else "unknown"  # a bounded label set
+        self.metrics.command(
+            request.platform,
+            known,
+            self.clock.monotonic() - started,
+            status=reply.status.value,
+        )
+        return reply
+
+    async def _handle(self, name: str, request: Request) -> Reply:
         handler = self._table.get(name)
         if handler is None:
             return self._text(

@@ -25,6 +25,7 @@ from digest_core.delivery import (
 )
 from digest_core.delivery.health import Trouble, is_transient, read_trouble, short_error
 from digest_core.errors import IssueNotFound, LedgerLost
+from digest_core.metrics import NULL_METRICS, MetricsSink
 from digest_core.models import Issue
 from digest_core.platform import Target, TargetKind
 from digest_core.port import Adapter, ServicePort
@@ -48,6 +49,7 @@ class DigestService(ServicePort):
         zone: dt.tzinfo,
         schedule: ScheduleConfig,
         platforms: Sequence[Adapter],
+        metrics: MetricsSink = NULL_METRICS,
     ):
         self.archive = archive
         self.ledger = ledger
@@ -70,6 +72,7 @@ class DigestService(ServicePort):
             backend=self,
             post_options={p.name: p.post_options for p in platforms},
             subscribable=frozenset(p.name for p in platforms if getattr(p, "subscriptions", False)),
+            metrics=metrics,
         )
         self.confirmations = Confirmations(self.commands)
         self.poster = DailyPoster(

@@ -91,6 +91,39 @@ class DeliverySettings(_Section):
     ledger_check_seconds: float = Field(default=20.0, gt=0, le=300)
 
 
+class HttpSettings(_Section):
+    """The operator's HTTP endpoint: /healthz, /readyz, /metrics (off unless ``listen`` is set)."""
+
+    #: "HOST:PORT" to serve on, e.g. "127.0.0.1:9464"; unset (the default): no endpoint
+    listen: str | None = None
+
+    @field_validator("listen")
+    @classmethod
+    def _check_listen(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        host, sep, port = v.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ValueError(f'expected "HOST:PORT" such as "127.0.0.1:9464", got {v!r}')
+        return v
+
+    @property
+    def address(self) -> tuple[str, int] | None:
+        """(host, port) to bind, brackets of an IPv6 host removed; None when off."""
+        if self.listen is None:
+            return None
+        host, _, port = self.listen.rpartition(":")
+        return host.strip("[]"), int(port)
+
+
+class LeaderSettings(_Section):
+    """Leadership among several ``run`` processes sharing one ledger: one posts, the rest wait."""
+
+    #: the leader's lease lasts this long (the database's clock) and is renewed every third
+    #: of it; a standby takes over at most this long (plus a third) after the leader died
+    lease_seconds: float = Field(default=15.0, ge=2, le=300)
+
+
 class TokenSettings(_Section):
     """The base of a platform's settings that signs in with a bot token."""
 
@@ -152,6 +185,10 @@ class Settings(BaseSettings):
     archive_dir: Path = Path("archive")
     database_url: str = "sqlite+aiosqlite:///var/digest-bot.db"
     log_level: str = "INFO"
+    #: "human" (one readable line, with the digest's zone) or "json" (one object per line)
+    log_format: str = "human"
+    http: HttpSettings = HttpSettings()
+    leader: LeaderSettings = LeaderSettings()
     schedule: ScheduleSettings = ScheduleSettings()
     delivery: DeliverySettings = DeliverySettings()
 
@@ -191,6 +228,13 @@ class Settings(BaseSettings):
         if v.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
             raise ValueError(f"expected DEBUG, INFO, WARNING or ERROR, got {v!r}")
         return v.upper()
+
+    @field_validator("log_format")
+    @classmethod
+    def _check_format(cls, v: str) -> str:
+        if v not in ("human", "json"):
+            raise ValueError(f'expected "human" or "json", got {v!r}')
+        return v
 
     @field_validator("database_url")
     @classmethod

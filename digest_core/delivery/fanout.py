@@ -11,12 +11,14 @@ import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
+from digest_core import metrics
 from digest_core.clock import Clock
 from digest_core.delivery.ledger import (
     DEFAULT_LEASE_TTL,
     MAYBE_SENT,
     Ledger,
     PartState,
+    Plan,
     PlannedPart,
     delivery_lease,
 )
@@ -30,6 +32,8 @@ from digest_core.errors import (
     TargetMoved,
     TransientError,
 )
+from digest_core.logcontext import log_fields
+from digest_core.metrics import NULL_METRICS, MetricsSink
 from digest_core.models import IssueRef
 from digest_core.platform import PartKey, Platform, Target
 from digest_core.rendering import Message
@@ -173,6 +177,7 @@ class DeliveryEngine:
         max_moves: int = 3,
         rng: random.Random | None = None,
         lease_ttl: float = DEFAULT_LEASE_TTL,
+        metrics: MetricsSink = NULL_METRICS,
     ) -> None:
         if max_in_flight < 1:
             raise ValueError("max_in_flight must be at least 1")
@@ -185,6 +190,7 @@ class DeliveryEngine:
         self.max_moves = max_moves
         self.rng = rng or random.Random()
         self.lease_ttl = lease_ttl
+        self.metrics = metrics
         self._pacers: dict[str, Pacer] = {}
 
     def pacer(self, platform: Platform) -> Pacer:
@@ -222,7 +228,15 @@ class DeliveryEngine:
         if not messages:
             raise ValueError("nothing to deliver: no messages")
         async with self._lease(platform.name):
-            return await self._deliver(ref, platform, messages, targets, force, progress)
+            started = self.clock.monotonic()
+            report = await self._deliver(ref, platform, messages, targets, force, progress)
+            self.metrics.delivery(
+                platform.name,
+                self.clock.monotonic() - started,
+                ok=report.ok,
+                at=self.clock.now(),
+            )
+            return report
 
     @contextlib.asynccontextmanager
     async def _lease(self, platform: str) -> AsyncIterator[None]:
@@ -261,6 +275,19 @@ class DeliveryEngine:
         progress: ProgressCallback | None,
     ) -> DeliveryReport:
         plan = await self.ledger.plan(ref, platform.name, targets, len(messages), force=force)
+        with log_fields(
+            delivery_id=plan.delivery_id, platform=platform.name, issue_date=str(ref.date)
+        ):
+            return await self._run_plan(plan, ref, platform, messages, progress)
+
+    async def _run_plan(
+        self,
+        plan: Plan,
+        ref: IssueRef,
+        platform: Platform,
+        messages: Sequence[Message],
+        progress: ProgressCallback | None,
+    ) -> DeliveryReport:
         reports: list[TargetReport] = []
         runs: list[_Run] = []
         for i, tp in enumerate(plan.target_plans()):
@@ -431,6 +458,7 @@ class _Fanout:
             raise
         except RateLimited as exc:
             log.info("%s: rate limited, retry after %.1f s", target, exc.retry_after)
+            self._engine.metrics.rate_limited(self._platform.name)
             self.pacer.defer(target, self._clock.monotonic() + exc.retry_after)
             await self._retry(run, row, exc, backoff=False)
         except OutcomeUnknown as exc:
@@ -450,6 +478,7 @@ class _Fanout:
             await self._fail(run, row, exc)
         else:
             await self._ledger.mark_sent(row.id, message_id)
+            self._engine.metrics.part(self._platform.name, metrics.SENT)
             run.report.sent += 1
             if row.id in run.uncertain:
                 run.report.maybe_twice += 1
@@ -471,6 +500,7 @@ class _Fanout:
             await self._ledger.mark_unknown(row.id, f"{type(exc).__name__}: {exc}")
         else:
             await self._ledger.release(row.id, str(exc))
+        self._engine.metrics.part(self._platform.name, metrics.RETRIED)
         now = self._clock.monotonic()
         if backoff:
             wait = policy.delay(run.attempts, self._engine.rng)
@@ -482,6 +512,7 @@ class _Fanout:
         error = f"{type(exc).__name__}: {exc}{note}"
         log.warning("%s part %d failed: %s", run.target, row.part, error)
         await self._end(run, row, error, PartState.FAILED, self._ledger.mark_failed, "failed")
+        self._engine.metrics.part(self._platform.name, metrics.FAILED)
         run.report.failed += 1
 
     async def _give_up_unknown(self, run: _Run, row: PlannedPart, exc: Exception) -> None:
@@ -492,6 +523,7 @@ class _Fanout:
         await self._end(
             run, row, error, PartState.UNKNOWN, self._ledger.mark_unknown, "outcome unknown"
         )
+        self._engine.metrics.part(self._platform.name, metrics.UNKNOWN)
         run.report.unknown += 1
 
     async def _end(
@@ -519,6 +551,7 @@ class _Fanout:
         error = f"{type(exc).__name__}: {exc}"
         await self._ledger.mark_gone(run.target, row_ids=[p.id for p in remaining], reason=error)
         run.report.gone = True
+        self._engine.metrics.part(self._platform.name, metrics.GONE)
         run.report.errors.append(error)
         for p in remaining:
             self._tell(run.target, p.part, PartState.GONE, error=error)
@@ -526,6 +559,7 @@ class _Fanout:
     async def _moved(self, run: _Run, row: PlannedPart, exc: TargetMoved) -> None:
         new = Target(run.target.platform, exc.new_target, run.target.kind)
         run.moves += 1
+        self._engine.metrics.part(self._platform.name, metrics.MOVED)
         if new == run.target or run.moves > self._engine.max_moves:
             await self._fail(run, row, exc, note=f" (move {run.moves})")
             return

@@ -87,6 +87,8 @@ class LedgerHealth:
         self.file = file
         self.trouble: Trouble | None = None
         self.lost: LedgerLost | None = None
+        #: failed attempts since start, by error kind (the exception's class name): metrics
+        self.failures: dict[str, int] = {}
         self._listeners: list[HealthListener] = []
 
     def subscribe(self, listener: HealthListener) -> None:
@@ -95,6 +97,8 @@ class LedgerHealth:
     def failed(self, exc: BaseException) -> Trouble:
         """Record a failed attempt; the first of a series starts the trouble."""
         previous = self.trouble
+        kind = type(exc).__name__
+        self.failures[kind] = self.failures.get(kind, 0) + 1
         self.trouble = Trouble(
             since=previous.since if previous else self._clock.now(),
             error=short_error(exc),
