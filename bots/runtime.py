@@ -8,7 +8,7 @@ import datetime as dt
 import logging
 import signal
 from collections.abc import AsyncIterator
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
@@ -19,11 +19,17 @@ from digest_core.archive import Archive
 from digest_core.clock import Clock, SystemClock
 from digest_core.delivery import Backoff, DeliveryEngine, Ledger
 from digest_core.delivery.watchdog import LedgerWatchdog
-from digest_core.errors import ConfigError, LedgerLost
+from digest_core.errors import ConfigError, LeadershipLost, LedgerLost
+from digest_core.leadership import Leadership
+from digest_core.metrics import NULL_METRICS, MetricsSink
 from digest_core.port import Adapter
 from digest_core.scheduling import ScheduleConfig
 from digest_core.service import DigestService
 from digest_core.settings import Settings
+
+if TYPE_CHECKING:
+    from bots.http import HttpEndpoint
+    from bots.metrics import PrometheusMetrics
 
 log = logging.getLogger(__name__)
 
@@ -98,11 +104,13 @@ async def open_service(
     out: TextIO | None = None,
     in_flight: InFlight | None = None,
     new_ledger: bool = False,
+    metrics: MetricsSink = NULL_METRICS,
 ) -> AsyncIterator[DigestService]:
     """The service with its ledger open and its adapters built (not yet started).
 
     ``new_ledger`` accepts an empty (or another) ledger where the marker beside it records
-    the one the bot had (see :meth:`Ledger.open`).
+    the one the bot had (see :meth:`Ledger.open`); ``metrics`` hears what the engine and the
+    commands do.
     """
     clock = clock or SystemClock()
     adapters = build_adapters(
@@ -116,6 +124,7 @@ async def open_service(
             backoff=Backoff(
                 base=d.backoff_base_seconds, cap=d.backoff_max_seconds, max_attempts=d.max_attempts
             ),
+            metrics=metrics,
         )
         s = settings.schedule
         yield DigestService(
@@ -132,6 +141,7 @@ async def open_service(
                 deadline=_hours(s.deadline_hours),
             ),
             platforms=adapters,
+            metrics=metrics,
         )
 
 
@@ -151,17 +161,26 @@ async def run(
 ) -> None:
     """Run until SIGINT/SIGTERM (or ``stop`` is set): schedule, catch-up, commands.
 
+    Of the processes sharing the ledger, one leads (:mod:`digest_core.leadership`): this one
+    waits as a standby until it leads, then starts its platforms, the schedule and the
+    catch-up. A standby starts only the adapters that can answer commands without holding a
+    connection of their own (``standby_receives``: Telegram in webhook mode). The HTTP
+    endpoint (``[http] listen``) runs throughout.
+
     Stopping takes at most :data:`SHUTDOWN_BUDGET_SECONDS`, whatever is being answered: see
     :func:`_shut_down`.
 
     Raises:
+        LeadershipLost: this process led and lost the leader's lease (another leads now):
+            its deliveries were cancelled at once and it stopped.
         LedgerLost: the ledger's database was deleted or replaced while running (seen within
             ``delivery.ledger_check_seconds``): deliveries were stopped, admins alerted.
         LedgerError: the ledger cannot be opened, or is not the one its marker records.
     """
     stop = stop or asyncio.Event()
     in_flight = InFlight()
-    lost: list[LedgerLost] = []
+    lost: list[LedgerLost | LeadershipLost] = []
+    metrics = _metrics(settings)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):
@@ -174,7 +193,13 @@ async def run(
         out=out,
         in_flight=in_flight,
         new_ledger=new_ledger,
+        metrics=metrics or NULL_METRICS,
     ) as service:
+        leadership = Leadership(
+            service.ledger, clock=service.clock, lease_seconds=settings.leader.lease_seconds
+        )
+        started: list[Adapter] = []
+        endpoint = await _start_endpoint(settings, service, leadership, started, metrics)
 
         async def on_lost(error: LedgerLost) -> None:
             lost.append(error)
@@ -192,15 +217,37 @@ async def run(
             name="ledger-watchdog",
         )
         scheduler = AsyncIOScheduler(timezone=settings.zone, event_loop=loop)
-        if settings.schedule.enabled:
-            service.poster.install(scheduler)
-        scheduler.start()
-        started: list[Adapter] = []
+        scheduler.start()  # (no job until this process leads)
         catch_up: asyncio.Task[object] | None = None
+        holding: asyncio.Task[None] | None = None
+
+        async def hold() -> None:
+            await leadership.hold()
+            lost.append(
+                LeadershipLost(
+                    "this process lost the leadership (another one leads now); stopped so "
+                    "that a supervisor restarts it as a standby"
+                )
+            )
+            cancelled = await service.cancel_deliveries()
+            if cancelled:
+                log.error("stopped %d delivery(ies): no longer the leader", cancelled)
+            stop.set()
+
         try:
             for adapter in service.platforms.values():
-                await adapter.start(service)
-                started.append(adapter)
+                if getattr(adapter, "standby_receives", False):
+                    await adapter.start(service)
+                    started.append(adapter)
+            if not await _until_leading(leadership, stop):
+                return
+            holding = asyncio.create_task(hold(), name="leadership")
+            for adapter in service.platforms.values():
+                if adapter not in started:
+                    await adapter.start(service)
+                    started.append(adapter)
+            if settings.schedule.enabled:
+                service.poster.install(scheduler)
             names = ", ".join(service.platforms)
             if settings.schedule.enabled:
                 log.info(
@@ -213,13 +260,72 @@ async def run(
             log.info("stopping")
         finally:
             watchdog.cancel()  # (done already if it found the ledger lost)
-            await asyncio.gather(watchdog, return_exceptions=True)
+            tasks = [watchdog] if holding is None else [watchdog, holding]
+            if holding is not None and not holding.done():
+                holding.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
             await _shut_down(service, scheduler, started, in_flight, catch_up, lost=bool(lost))
+            if endpoint is not None:
+                await endpoint.stop()
             for sig in (signal.SIGINT, signal.SIGTERM):
                 with contextlib.suppress(NotImplementedError, RuntimeError):
                     loop.remove_signal_handler(sig)
     if lost:
         raise lost[0]
+
+
+async def _until_leading(leadership: Leadership, stop: asyncio.Event) -> bool:
+    """Wait as a standby until this process leads (True) or is stopped first (False)."""
+    leading = asyncio.create_task(leadership.wait_to_lead(), name="election")
+    stopped = asyncio.create_task(stop.wait(), name="stop")
+    try:
+        await asyncio.wait((leading, stopped), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (leading, stopped):
+            task.cancel()
+        await asyncio.gather(leading, stopped, return_exceptions=True)
+    error = leading.exception() if leading.done() and not leading.cancelled() else None
+    if error is not None:
+        raise error
+    return leadership.leading and not stop.is_set()
+
+
+def _metrics(settings: Settings) -> PrometheusMetrics | None:
+    """The Prometheus sink when the HTTP endpoint is on (None: nothing is counted)."""
+    if settings.http.listen is None:
+        return None
+    try:
+        from bots.metrics import PrometheusMetrics
+    except ImportError as exc:
+        raise ConfigError(
+            "the HTTP endpoint needs prometheus-client: pip install 'digest-bot[http]'",
+            key="http.listen",
+        ) from exc
+    from bots.cli import version
+
+    return PrometheusMetrics(version=version())
+
+
+async def _start_endpoint(
+    settings: Settings,
+    service: DigestService,
+    leadership: Leadership,
+    started: list[Adapter],
+    metrics: PrometheusMetrics | None,
+) -> HttpEndpoint | None:
+    address = settings.http.address
+    if address is None:
+        return None
+    from bots.http import HttpEndpoint, Probe
+
+    if metrics is not None:
+        metrics.watch_ledger(lambda: service.ledger.health.failures)
+    probe = Probe(
+        service, leadership, started, metrics=metrics, scheduled=settings.schedule.enabled
+    )
+    endpoint = HttpEndpoint(probe, host=address[0], port=address[1])
+    await endpoint.start()
+    return endpoint
 
 
 async def _shut_down(

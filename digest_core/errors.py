@@ -59,6 +59,12 @@ class LedgerLost(LedgerError):
     sent or recorded (the records would go to a file no one will read)."""
 
 
+class LeadershipLost(LedgerError):
+    """This process led (scheduled, posted, received commands) and lost the leader's lease:
+    another process leads now. ``digest-bot run`` stops; a supervisor restarts it as a
+    standby."""
+
+
 class IssueError(DigestError):
     """Something is wrong with an issue or it cannot be found."""
 

@@ -217,6 +217,12 @@ class DiscordAdapter:
             except Exception as exc:  # an alert must never take anything down
                 log.warning("could not DM the alert to Discord user %s: %s", user_id, exc)
 
+    @property
+    def connected(self) -> bool:
+        """Logged in to the gateway and ready (for /readyz)."""
+        client = self.client
+        return client is not None and not client.is_closed() and client.is_ready()
+
     async def start(self, port: Port, *, receive: bool = True) -> None:
         """Log in; with ``receive``, also connect the gateway (as a task) and wait until ready
         (at most ``ready_timeout_seconds``; after that the client keeps connecting meanwhile).

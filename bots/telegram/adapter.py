@@ -227,6 +227,20 @@ class TelegramAdapter:
             except Exception:
                 log.exception("could not alert admin %s", admin)
 
+    @property
+    def standby_receives(self) -> bool:
+        """A standby (not the leader) may answer commands in webhook mode; polling is the
+        leader's alone, as two pollers of one token get 409 Conflict."""
+        return self.settings.mode == "webhook"
+
+    @property
+    def connected(self) -> bool:
+        """Logged in and, when receiving, its updater running (for /readyz)."""
+        app = self._app
+        if app is None:
+            return False
+        return not app.running or (app.updater is not None and app.updater.running)
+
     async def start(self, port: Port, *, receive: bool = True) -> None:
         """Build the Application, log in (getMe) and, with ``receive``, answer commands.
 

@@ -174,3 +174,19 @@ class LeasesMixin(LedgerBase):
                 )
             ).first()
         return None if row is None else Lease(name, row.owner, row.expires_at)
+
+    async def free_leases_of(self, owner: str) -> list[str]:
+        """Free every lease ``owner`` holds; returns their names.
+
+        For a leader taking over from one whose leadership lapsed (dead, or cut off from the
+        database): its delivery leases would otherwise hold the deliveries it left for up to
+        their ttl. Claims stay conditional, so a part is still claimed by one process only.
+        """
+        async with self._tx() as conn:
+            names = (
+                (await conn.execute(select(leases.c.name).where(leases.c.owner == owner)))
+                .scalars()
+                .all()
+            )
+            await conn.execute(delete(leases).where(leases.c.owner == owner))
+        return list(names)

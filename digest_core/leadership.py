@@ -1,0 +1,146 @@
+"""Leadership: of the ``run`` processes sharing one ledger, one leads (schedules, posts, receives).
+
+The leader holds the ledger lease :data:`LEADER_LEASE`, whose expiry is set and judged by the
+database's clock (see :mod:`digest_core.delivery.ledger.leases`), and renews it every third of
+its ttl. A standby tries to take it every third of the ttl: it gets it once the leader
+released it (a clean stop), once it lapsed (a leader killed, or cut off from the database), or
+at once when the holder is a dead process of this host. Taking over from a lapsed leader frees
+that leader's delivery leases, so the delivery it left resumes at once instead of after their
+ttl; claims of parts stay conditional, so no part is claimed twice.
+
+A leader that cannot renew for two thirds of the ttl, or finds another owner holding the
+lease, has lost the leadership before its lease could lapse: :meth:`Leadership.hold` returns
+and the caller stops leading (``digest-bot run`` exits; see :class:`LeadershipLost`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+from enum import StrEnum
+
+from digest_core.clock import Clock
+from digest_core.delivery.ledger import Lease, Ledger
+
+log = logging.getLogger(__name__)
+
+#: the name of the leader's lease in the ledger
+LEADER_LEASE = "leader"
+DEFAULT_LEASE_SECONDS = 15.0
+
+
+class Role(StrEnum):
+    STANDBY = "standby"
+    LEADER = "leader"
+    #: led, then lost the lease: stopping
+    LOST = "lost"
+
+
+class Leadership:
+    """This process's part in the election (one per ledger owner)."""
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        *,
+        clock: Clock,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        name: str = LEADER_LEASE,
+    ) -> None:
+        if lease_seconds <= 0:
+            raise ValueError("lease_seconds must be positive")
+        self.ledger = ledger
+        self.clock = clock
+        self.ttl = lease_seconds
+        self.name = name
+        self.role = Role.STANDBY
+        #: the owner seen leading (this process's own id once it leads); None: no one
+        self.holder: str | None = None
+        #: when this process's role last changed (aware UTC)
+        self.since: dt.datetime = clock.now()
+        #: times this process became leader
+        self.terms = 0
+
+    @property
+    def leading(self) -> bool:
+        return self.role is Role.LEADER
+
+    async def try_lead(self) -> bool:
+        """Take the leadership if it is free; True when this process leads (now or already).
+
+        Raises:
+            sqlalchemy.exc.SQLAlchemyError: the ledger failed with a non-transient error
+                (transient ones are waited out by the ledger).
+        """
+        previous = await self.ledger.lease(self.name)
+        lease = await self.ledger.acquire_lease(self.name, ttl=self.ttl)
+        if lease.owner != self.ledger.owner:
+            self.holder = lease.owner
+            return False
+        if self.leading:  # (reentrant: one acquisition is enough)
+            await self.ledger.release_lease(self.name)
+            return True
+        self.role, self.holder, self.since = Role.LEADER, lease.owner, self.clock.now()
+        self.terms += 1
+        if previous is not None and previous.owner != self.ledger.owner:
+            freed = await self.ledger.free_leases_of(previous.owner)
+            log.warning(
+                "leading now: took over from %s, whose lease lapsed (freed its leases: %s)",
+                previous.owner,
+                ", ".join(sorted(freed)) or "none",
+            )
+        else:
+            log.info("leading now (%s)", self.ledger.owner)
+        return True
+
+    async def wait_to_lead(self) -> None:
+        """Return once this process leads, trying every third of the ttl (cancellable)."""
+        told: str | None = None
+        while not await self.try_lead():
+            if self.holder != told:
+                told = self.holder
+                log.info(
+                    "standby: %s leads; taking over within %.0f s of its lease lapsing",
+                    self.holder,
+                    self.ttl / 3,
+                )
+            await self.clock.sleep(self.ttl / 3)
+
+    async def hold(self) -> None:
+        """While leading, renew the lease every third of the ttl; return when it is lost
+        (another owner holds it, or no renewal succeeded for two thirds of the ttl, before
+        the lease could lapse). The role is then :attr:`Role.LOST`. Cancellable."""
+        last_ok = self.clock.monotonic()
+        while True:
+            await self.clock.sleep(self.ttl / 3)
+            started = self.clock.monotonic()
+            try:
+                async with asyncio.timeout(self.ttl / 3):
+                    held = await self.ledger.renew_lease(self.name, ttl=self.ttl)
+            except Exception as exc:  # (TimeoutError included) the next one may work
+                if self.clock.monotonic() - last_ok < self.ttl * 2 / 3:
+                    log.warning("could not renew the leader's lease: %s; trying again", exc)
+                    continue
+                log.error(
+                    "could not renew the leader's lease for %.0f s (%s): stepping down before "
+                    "it lapses",
+                    self.clock.monotonic() - last_ok,
+                    exc,
+                )
+                break
+            if not held:
+                lease = await self._lease_or_none()
+                log.error(
+                    "lost the leader's lease: %s holds it now",
+                    lease.owner if lease is not None else "no one",
+                )
+                break
+            last_ok = started
+        self.role, self.since = Role.LOST, self.clock.now()
+
+    async def _lease_or_none(self) -> Lease | None:
+        try:
+            return await self.ledger.lease(self.name)
+        except Exception:
+            return None
