@@ -93,7 +93,7 @@ class Probe:
         if leadership.role is Role.LEADER:
             # a leader runs every platform: one not yet started is not connected
             connected = {name: connected.get(name, False) for name in self.service.platforms}
-        elif leadership.role is Role.LOST:
+        elif leadership.role in (Role.LOST, Role.STARTING):
             ready = False
         body["platforms"] = connected
         if not all(connected.values()):

@@ -31,6 +31,8 @@ DEFAULT_LEASE_SECONDS = 15.0
 
 
 class Role(StrEnum):
+    #: not yet tried to lead
+    STARTING = "starting"
     STANDBY = "standby"
     LEADER = "leader"
     #: led, then lost the lease: stopping
@@ -54,7 +56,7 @@ class Leadership:
         self.clock = clock
         self.ttl = lease_seconds
         self.name = name
-        self.role = Role.STANDBY
+        self.role = Role.STARTING
         #: the owner seen leading (this process's own id once it leads); None: no one
         self.holder: str | None = None
         #: when this process's role last changed (aware UTC)
@@ -77,6 +79,8 @@ class Leadership:
         lease = await self.ledger.acquire_lease(self.name, ttl=self.ttl)
         if lease.owner != self.ledger.owner:
             self.holder = lease.owner
+            if self.role is Role.STARTING:
+                self.role, self.since = Role.STANDBY, self.clock.now()
             return False
         if self.leading:  # (reentrant: one acquisition is enough)
             await self.ledger.release_lease(self.name)

@@ -197,10 +197,12 @@ async def test_readyz_is_503_while_a_leader_s_platform_is_not_connected(tmp_path
     settings = settings_for(tmp_path, free_port())
     async with runtime.open_service(settings, stdin=io.StringIO(), out=io.StringIO()) as service:
         leadership = Leadership(service.ledger, clock=service.clock)
-        assert await leadership.try_lead()
         endpoint = http.HttpEndpoint(http.Probe(service, leadership), host="127.0.0.1", port=0)
         await endpoint.start()
         try:
+            status, body = await get_json(endpoint.port, "/readyz")
+            assert status == 503 and body["role"] == "starting"  # not yet in the election
+            assert await leadership.try_lead()
             status, body = await get_json(endpoint.port, "/readyz")
             assert status == 503 and body["platforms"] == {"console": False}
             assert body["ready"] is False and body["ledger"] == "ok"

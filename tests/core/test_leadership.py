@@ -37,6 +37,7 @@ async def test_one_leads_the_other_waits(url: str) -> None:
         a, b = await open_two(url, stack)
         first = Leadership(a, clock=SystemClock())
         second = Leadership(b, clock=SystemClock())
+        assert first.role is Role.STARTING
         assert await first.try_lead() and first.role is Role.LEADER and first.terms == 1
         assert not await second.try_lead()
         assert second.role is Role.STANDBY and second.holder == HOST_A

@@ -73,6 +73,10 @@ class _Op:
     done: asyncio.Future[bool]
 
 
+#: the PostgreSQL advisory lock key that serialises schema creation and migration
+_SCHEMA_LOCK = 0x6469676573  # "diges"
+
+
 def _new_owner() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
 
@@ -311,6 +315,10 @@ class LedgerBase:
 
     async def _migrate(self) -> None:
         async with self._tx() as conn:
+            if conn.dialect.name == "postgresql":
+                # processes starting at once on a new database would each create the tables
+                # (and fail on PostgreSQL's catalog): one at a time, until this one commits
+                await conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_SCHEMA_LOCK})")
             await conn.run_sync(metadata.create_all)
             found = (await conn.execute(select(func.max(schema_version.c.version)))).scalar()
             if found is None:
