@@ -9,22 +9,14 @@ what is left (nothing lost) and repeat at most the parts that were in flight (on
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import datetime as dt
-import json
 import os
 import shutil
 import signal
-import socket
-import subprocess
-import sys
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
 
-import aiohttp
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -33,124 +25,18 @@ from digest_core.clock import SystemClock
 from digest_core.delivery import Ledger, PartState
 from digest_core.loading import load_issue
 from digest_core.rendering import Part, RenderOptions, render
-from tests.fakes.telegram_api import DEFAULT_TOKEN, FakeTelegram
-
-ROOT = Path(__file__).resolve().parents[2]
-SAMPLE = sorted((ROOT / "archive").glob("2026-*.txt"))[0]
-#: a channel gets the issue as one message: at Telegram's 29 messages/s overall, 60 channels
-#: take about 2 s, long enough to kill the leader in the middle
-CHANNELS = [-1001000000001 - i for i in range(60)]
-#: the leader's lease: a standby takes over within 4/3 of it (the default is 15 s)
-LEASE = 3
-#: the spec: a standby takes over within this many seconds of the leader's death
-TAKEOVER_LIMIT = 30.0
+from tests.bots.failover_harness import (
+    CHANNELS,
+    SAMPLE,
+    TAKEOVER_LIMIT,
+    Bot,
+    can_unshare,
+    eventually,
+    write_config,
+)
+from tests.fakes.telegram_api import FakeTelegram
 
 pytestmark = pytest.mark.timeout(150)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def zone_at_noon(now: dt.datetime) -> str:
-    """A fixed-offset zone where it is about noon now: the post time an hour ago is today."""
-    offset = (12 - now.hour) % 24
-    if offset > 12:
-        offset -= 24
-    return "UTC" if offset == 0 else f"Etc/GMT{-offset:+d}"
-
-
-async def eventually(condition: Callable[[], bool], *, within: float, step: float = 0.2) -> None:
-    """Wait until ``condition()`` holds (it is asserted at the end, so a timeout fails)."""
-    for _ in range(int(within / step)):
-        if condition():
-            return
-        await asyncio.sleep(step)
-    assert condition()
-
-
-class Bot:
-    """One `digest-bot run` process with its HTTP endpoint."""
-
-    def __init__(self, name: str, config: Path, cwd: Path, *, host: str | None = None) -> None:
-        self.name = name
-        self.port = free_port()
-        self.config = cwd / f"{name}.toml"
-        self.config.write_text(config.read_text() + f'\n[http]\nlisten = "127.0.0.1:{self.port}"\n')
-        self.log = cwd / f"{name}.log"
-        env = {k: v for k, v in os.environ.items() if not k.startswith("DIGEST_BOT_")}
-        env.update(PYTHONPATH=str(ROOT), DIGEST_BOT_TELEGRAM__TOKEN=DEFAULT_TOKEN)
-        with self.log.open("wb") as err:
-            # ``host``: in a UTS namespace of its own under that host name, so that the other
-            # process cannot see it die and must wait for its lease to lapse
-            other_host = ["unshare", "--uts", "sh", "-c", 'hostname "$0" && exec "$@"', host]
-            self.proc = subprocess.Popen(
-                [
-                    *(other_host if host else []),
-                    sys.executable,
-                    "-m",
-                    "bots.cli",
-                    "run",
-                    "--config",
-                    str(self.config),
-                    "--log-format",
-                    "json",
-                ],
-                cwd=cwd,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=err,
-            )
-
-    async def get(self, path: str) -> tuple[int, str]:
-        async with (
-            aiohttp.ClientSession() as http,
-            http.get(
-                f"http://127.0.0.1:{self.port}{path}", timeout=aiohttp.ClientTimeout(total=5)
-            ) as response,
-        ):
-            return response.status, await response.text()
-
-    async def readyz(self) -> tuple[int, dict[str, Any]] | None:
-        try:
-            status, text = await self.get("/readyz")
-        except (aiohttp.ClientError, TimeoutError):
-            return None
-        return status, json.loads(text)
-
-    async def wait_ready(self, *, within: float) -> str:
-        """Wait until /readyz says ready; the role."""
-        for _ in range(int(within / 0.2)):
-            assert self.proc.poll() is None, f"{self.name} exited:\n{self.log.read_text()}"
-            seen = await self.readyz()
-            if seen is not None and seen[0] == 200:
-                return str(seen[1]["role"])
-            await asyncio.sleep(0.2)
-        raise AssertionError(f"{self.name} not ready within {within} s")
-
-    async def wait_role(self, role: str, *, within: float) -> float:
-        """Wait until /readyz says ready in ``role``; the seconds it took."""
-        start = time.monotonic()
-        while time.monotonic() - start < within:
-            assert self.proc.poll() is None, f"{self.name} exited:\n{self.log.read_text()}"
-            seen = await self.readyz()
-            if seen is not None and seen[0] == 200 and seen[1]["role"] == role:
-                return time.monotonic() - start
-            await asyncio.sleep(0.2)
-        raise AssertionError(f"{self.name} not ready as {role} within {within} s: {seen}")
-
-    def records(self) -> list[dict[str, Any]]:
-        return [
-            json.loads(line) for line in self.log.read_text().splitlines() if line.startswith("{")
-        ]
-
-    def kill(self) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            self.proc.kill()
-        self.proc.wait(10)
 
 
 @pytest.fixture
@@ -167,42 +53,6 @@ def bots() -> Iterator[list[Bot]]:
     yield started
     for bot in started:
         bot.kill()
-
-
-def write_config(tmp_path: Path, url: str, tg: FakeTelegram) -> tuple[Path, Path, dt.date]:
-    now = dt.datetime.now(dt.UTC)
-    zone = zone_at_noon(now)
-    from zoneinfo import ZoneInfo
-
-    local = now.astimezone(ZoneInfo(zone))
-    post = local - dt.timedelta(hours=1)
-    archive = tmp_path / "archive"
-    archive.mkdir()
-    config = tmp_path / "base.toml"
-    config.write_text(
-        f'timezone = "{zone}"\n'
-        f'archive_dir = "{archive}"\n'
-        f'database_url = "{url}"\n'
-        "[schedule]\n"
-        f'post_time = "{post:%H:%M}"\n'
-        "catch_up_hours = 6\n"
-        "retry_minutes = 0.02\n"
-        "[telegram]\n"
-        f'api_base_url = "{tg.base_url}"\n'
-        f"channels = {json.dumps([str(c) for c in CHANNELS])}\n"
-        "poll_timeout_seconds = 2\n"
-        "[leader]\n"
-        f"lease_seconds = {LEASE}\n"
-    )
-    return config, archive, local.date()
-
-
-def can_unshare() -> bool:
-    try:
-        done = subprocess.run(["unshare", "--uts", "true"], capture_output=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return done.returncode == 0
 
 
 @pytest.mark.parametrize("hosts", ["one host", "two hosts"])
