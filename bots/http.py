@@ -29,7 +29,7 @@ import json
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from digest_core.errors import ConfigError
 from digest_core.leadership import Leadership, Role
@@ -56,6 +56,15 @@ def add_routes(installer: RouteInstaller) -> RouteInstaller:
     return installer
 
 
+@runtime_checkable
+class Connected(Protocol):
+    """An adapter that knows whether it is connected (logged in, receiving); an adapter
+    without this counts as connected once started."""
+
+    @property
+    def connected(self) -> bool: ...
+
+
 @dataclass
 class Probe:
     """What the endpoint looks at: the running service, its leadership, the adapters started
@@ -71,7 +80,7 @@ class Probe:
     def connected(self) -> dict[str, bool]:
         """Every started adapter: is it connected (adapters without a ``connected`` property
         count as connected once started)."""
-        return {a.name: bool(getattr(a, "connected", True)) for a in self.started}
+        return {a.name: a.connected if isinstance(a, Connected) else True for a in self.started}
 
     async def readiness(self) -> tuple[bool, dict[str, Any]]:
         """(ready, the details shown by /readyz)."""

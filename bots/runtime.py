@@ -20,7 +20,7 @@ from digest_core.clock import Clock, SystemClock
 from digest_core.delivery import Backoff, DeliveryEngine, Ledger
 from digest_core.delivery.watchdog import LedgerWatchdog
 from digest_core.errors import ConfigError, LeadershipLost, LedgerLost
-from digest_core.leadership import Leadership
+from digest_core.leadership import Leadership, receives_as_standby
 from digest_core.metrics import NULL_METRICS, MetricsSink
 from digest_core.port import Adapter
 from digest_core.scheduling import ScheduleConfig
@@ -236,7 +236,7 @@ async def run(
 
         try:
             for adapter in service.platforms.values():
-                if getattr(adapter, "standby_receives", False):
+                if receives_as_standby(adapter):
                     await adapter.start(service)
                     started.append(adapter)
             if not await _until_leading(leadership, stop):

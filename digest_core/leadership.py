@@ -19,6 +19,7 @@ import asyncio
 import datetime as dt
 import logging
 from enum import StrEnum
+from typing import Protocol, runtime_checkable
 
 from digest_core.clock import Clock
 from digest_core.delivery.ledger import Lease, Ledger
@@ -28,6 +29,22 @@ log = logging.getLogger(__name__)
 #: the name of the leader's lease in the ledger
 LEADER_LEASE = "leader"
 DEFAULT_LEASE_SECONDS = 15.0
+
+
+@runtime_checkable
+class StandbyReceiver(Protocol):
+    """An adapter that may answer commands while another process leads (one that needs no
+    connection of its own, such as a webhook); others start only once this process leads."""
+
+    @property
+    def standby_receives(self) -> bool:
+        """True when, as configured, it can receive as a standby."""
+        ...
+
+
+def receives_as_standby(adapter: object) -> bool:
+    """Whether ``adapter`` is started while this process is a standby."""
+    return isinstance(adapter, StandbyReceiver) and adapter.standby_receives
 
 
 class Role(StrEnum):
