@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import io
 import math
+import os
 import random
 import socket
 from collections.abc import AsyncIterator, Callable
@@ -64,6 +65,11 @@ async def get_json(port: int, path: str) -> tuple[int, dict[str, Any]]:
     return status, json.loads(text)
 
 
+def ours(body: dict[str, Any]) -> bool:
+    """The answer is this process's (not another program's that took the free port first)."""
+    return f":{os.getpid()}:" in str(body.get("owner"))
+
+
 def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     """Every sample of a scrape, by (name, sorted labels), parsed by prometheus_client."""
     return {
@@ -101,11 +107,12 @@ async def test_health_ready_and_metrics_of_a_leader(
     port, stop, task = running
 
     async def ready() -> dict[str, Any] | None:
+        assert not task.done(), task
         try:
             status, body = await get_json(port, "/readyz")
         except aiohttp.ClientConnectionError:
             return None
-        return body if status == 200 else None
+        return body if status == 200 and ours(body) else None
 
     body = await eventually(ready)
     assert body["role"] == "leader" and body["ledger"] == "ok"
@@ -160,11 +167,12 @@ async def test_a_standby_is_ready_then_leads_when_the_lease_is_free(tmp_path: Pa
         try:
 
             async def standby() -> dict[str, Any] | None:
+                assert not task.done(), task
                 try:
                     status, body = await get_json(port, "/readyz")
                 except aiohttp.ClientConnectionError:
                     return None
-                return body if status == 200 else None
+                return body if status == 200 and ours(body) else None
 
             body = await eventually(standby)
             assert body["role"] == "standby" and body["leader"] == FOREIGN
@@ -275,3 +283,48 @@ async def test_the_engine_reports_each_outcome() -> None:
     assert got[("digest_last_complete_delivery_timestamp_seconds", (("platform", name),))] == (
         clock.now().timestamp()
     )
+
+
+#: a second SQLite client that takes the write lock, then gives it back when told
+LOCKER = """
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("BEGIN EXCLUSIVE")
+print("locked", flush=True)
+sys.stdin.readline()
+db.execute("COMMIT")
+"""
+
+
+async def test_ledger_errors_are_counted_by_kind(tmp_path: Path) -> None:
+    """A real failure: another process holds the SQLite write lock; the ledger's retried
+    transaction fails ("database is locked"), waits, succeeds, and the scrape counts it."""
+    import sys
+
+    from prometheus_client import generate_latest
+
+    from digest_core.delivery.health import RetryPolicy
+
+    metrics = PrometheusMetrics(version="test")
+    url = f"sqlite+aiosqlite:///{tmp_path / 'l.db'}?timeout=0.2"
+    async with Ledger.open(url, clock=SystemClock()) as ledger:
+        ledger.retry_policy = RetryPolicy(base=0.05, cap=0.2)
+        metrics.watch_ledger(lambda: ledger.health.failures)
+        pipe = asyncio.subprocess.PIPE
+        locker = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", LOCKER, str(tmp_path / "l.db"), stdin=pipe, stdout=pipe
+        )
+        assert locker.stdout is not None and locker.stdin is not None
+        assert (await locker.stdout.readline()).strip() == b"locked"
+        subscribing = asyncio.create_task(ledger.acquire_lease("x", ttl=10))  # (retried)
+        await eventually(lambda: _true(ledger.health.trouble is not None))
+        locker.stdin.write(b"go\n")
+        await locker.stdin.drain()
+        await locker.wait()
+        assert (await asyncio.wait_for(subscribing, 10)).owner == ledger.owner
+    got = samples(generate_latest(metrics.registry).decode())
+    assert got[("digest_ledger_errors_total", (("kind", "OperationalError"),))] >= 1
+
+
+async def _true(value: bool) -> bool:
+    return value
