@@ -99,11 +99,16 @@ class Bot:
             return response.status, await response.text()
 
     async def readyz(self) -> tuple[int, dict[str, Any]] | None:
+        """(status, body) of /readyz; None until this process answers it (not another program
+        that took the free port first)."""
         try:
             status, text = await self.get("/readyz")
         except (aiohttp.ClientError, TimeoutError):
             return None
-        return status, json.loads(text)
+        body = json.loads(text)
+        if f":{self.proc.pid}:" not in str(body.get("owner")):
+            return None
+        return status, body
 
     async def wait_ready(self, *, within: float) -> str:
         """Wait until /readyz says ready; the role."""
