@@ -36,6 +36,7 @@ async def fake() -> AsyncIterator[FakeTelegram]:
 async def test_a_polling_standby_never_polls(
     fake: FakeTelegram, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("DIGEST_BOT_LEADER__LEASE_SECONDS", "3")  # a try every second
     settings = settings_for(
         write_config(tmp_path, base_url=fake.base_url, channels=[str(CHANNEL)]), fake, monkeypatch
     )
