@@ -8,9 +8,10 @@ at once when the holder is a dead process of this host. Taking over from a lapse
 that leader's delivery leases, so the delivery it left resumes at once instead of after their
 ttl; claims of parts stay conditional, so no part is claimed twice.
 
-A leader that cannot renew for two thirds of the ttl, or finds another owner holding the
-lease, has lost the leadership before its lease could lapse: :meth:`Leadership.hold` returns
-and the caller stops leading (``digest-bot run`` exits; see :class:`LeadershipLost`).
+A leader that cannot renew within two thirds of the ttl, or finds another owner holding the
+lease, has lost the leadership (in the first case, before its lease could lapse):
+:meth:`Leadership.hold` returns and the caller stops leading (``digest-bot run`` exits; see
+:class:`LeadershipLost`).
 """
 
 from __future__ import annotations
@@ -129,25 +130,31 @@ class Leadership:
             await self.clock.sleep(self.ttl / 3)
 
     async def hold(self) -> None:
-        """While leading, renew the lease every third of the ttl; return when it is lost
-        (another owner holds it, or no renewal succeeded for two thirds of the ttl, before
-        the lease could lapse). The role is then :attr:`Role.LOST`. Cancellable."""
+        """While leading, renew the lease every third of the ttl (sooner again after a failed
+        renewal); return when it is lost: another owner holds it, or no renewal succeeded
+        within two thirds of the ttl of the last one, a third of the ttl before the lease
+        could lapse. The role is then :attr:`Role.LOST`. Cancellable."""
         last_ok = self.clock.monotonic()
+        delay = self.ttl / 3
         while True:
-            await self.clock.sleep(self.ttl / 3)
+            await self.clock.sleep(delay)
             started = self.clock.monotonic()
+            left = last_ok + self.ttl * 2 / 3 - started
             try:
-                async with asyncio.timeout(self.ttl / 3):
+                if left <= 0:
+                    raise TimeoutError("no time left to renew")
+                async with asyncio.timeout(left):
                     held = await self.ledger.renew_lease(self.name, ttl=self.ttl)
             except Exception as exc:  # (TimeoutError included) the next one may work
                 if self.clock.monotonic() - last_ok < self.ttl * 2 / 3:
                     log.warning("could not renew the leader's lease: %s; trying again", exc)
+                    delay = self.ttl / 12
                     continue
                 log.error(
-                    "could not renew the leader's lease for %.0f s (%s): stepping down before "
+                    "could not renew the leader's lease for %.1f s (%s): stepping down before "
                     "it lapses",
                     self.clock.monotonic() - last_ok,
-                    exc,
+                    exc or type(exc).__name__,
                 )
                 break
             if not held:
@@ -157,7 +164,7 @@ class Leadership:
                     lease.owner if lease is not None else "no one",
                 )
                 break
-            last_ok = started
+            last_ok, delay = started, self.ttl / 3
         self.role, self.since = Role.LOST, self.clock.now()
 
     async def _lease_or_none(self) -> Lease | None:

@@ -79,3 +79,48 @@ async def test_the_old_leader_finds_it_lost_the_lease(url: str) -> None:
         assert await second.try_lead()
         await asyncio.wait_for(holding, timeout=5)
         assert first.role is Role.LOST and not first.leading
+
+
+#: a second SQLite client that takes the write lock, then gives it back when told
+LOCKER = """
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("BEGIN EXCLUSIVE")
+print("locked", flush=True)
+sys.stdin.readline()
+db.execute("COMMIT")
+"""
+
+
+async def test_a_leader_that_cannot_renew_steps_down_before_its_lease_lapses(
+    tmp_path: Path,
+) -> None:
+    """The database stops answering the leader (another process holds SQLite's write lock):
+    after two thirds of the ttl without a renewal it stops leading, before a standby could
+    take the lapsed lease."""
+    import sys
+
+    url = f"sqlite+aiosqlite:///{tmp_path / 'l.db'}?timeout=0.1"
+    async with Ledger.open(url, clock=SystemClock(), owner=HOST_A) as ledger:
+        leadership = Leadership(ledger, clock=SystemClock(), lease_seconds=1.5)
+        assert await leadership.try_lead()
+        holding = asyncio.create_task(leadership.hold())
+        pipe = asyncio.subprocess.PIPE
+        locker = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", LOCKER, str(tmp_path / "l.db"), stdin=pipe, stdout=pipe
+        )
+        assert locker.stdout is not None and locker.stdin is not None
+        try:
+            assert (await locker.stdout.readline()).strip() == b"locked"
+            await asyncio.wait_for(holding, timeout=10)
+            stepped_down = SystemClock().now()
+            assert leadership.role is Role.LOST
+        finally:
+            locker.stdin.write(b"go\n")
+            await locker.stdin.drain()
+            await locker.wait()
+        # stepped down while its lease was still live (SQLite's clock is this host's): no one
+        # else could have led meanwhile
+        stored = await ledger.lease(LEADER_LEASE)
+        assert stored is not None and stored.owner == HOST_A
+        assert stored.expires_at > stepped_down
