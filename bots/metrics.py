@@ -126,15 +126,23 @@ class PrometheusMetrics:
         self._ledger_failures: Callable[[], Mapping[str, int]] = dict
         r.register(_LedgerErrors(lambda: self._ledger_failures()))
         self._subscribers_at: float | None = None
+        self._children: dict[tuple[str, str], tuple[Counter, Gauge | None]] = {}
         #: platforms whose last post time is known (sent since start, or read from the ledger)
         self._last_sent_known: set[str] = set()
 
     # ------------------------------------------------------------ MetricsSink
 
     def part(self, platform: str, outcome: str) -> None:
-        self.messages.labels(platform, outcome).inc()
-        if outcome == core_metrics.SENT:
-            self.last_sent.labels(platform).set(time.time())
+        # called once per message: the labelled children are looked up once
+        child = self._children.get((platform, outcome))
+        if child is None:
+            child = self._children[platform, outcome] = (
+                self.messages.labels(platform, outcome),
+                self.last_sent.labels(platform) if outcome == core_metrics.SENT else None,
+            )
+        child[0].inc()
+        if child[1] is not None:
+            child[1].set(time.time())
             self._last_sent_known.add(platform)
 
     def rate_limited(self, platform: str) -> None:
