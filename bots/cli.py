@@ -476,9 +476,11 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
 
 async def _status(settings: Settings) -> int:
     from bots.runtime import open_service
+    from digest_core.leadership import describe_leader
 
     async with open_service(settings) as service:
         print(await service.status())
+        print(await describe_leader(service.ledger))
     return EXIT_OK
 
 

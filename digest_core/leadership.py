@@ -172,3 +172,14 @@ class Leadership:
             return await self.ledger.lease(self.name)
         except Exception:
             return None
+
+
+async def describe_leader(ledger: Ledger) -> str:
+    """One line for ``digest-bot status``: which process leads, as the ledger records it."""
+    lease = await ledger.lease(LEADER_LEASE)
+    if lease is None:
+        return "领导者 / leader: 无 / none (no `digest-bot run` is running on this ledger)"
+    return (
+        f"领导者 / leader: {lease.owner} (host:pid:id), lease until "
+        f"{lease.expires_at:%Y-%m-%d %H:%M:%S} UTC by the database's clock, unless renewed"
+    )

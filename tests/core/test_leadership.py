@@ -11,7 +11,7 @@ import pytest
 
 from digest_core.clock import SystemClock
 from digest_core.delivery import Ledger, delivery_lease
-from digest_core.leadership import LEADER_LEASE, Leadership, Role
+from digest_core.leadership import LEADER_LEASE, Leadership, Role, describe_leader
 
 #: owners on other hosts: a lapsed lease is the only way to learn they are gone
 HOST_A, HOST_B = "host-a.example:101:aaaa", "host-b.example:202:bbbb"
@@ -124,3 +124,12 @@ async def test_a_leader_that_cannot_renew_steps_down_before_its_lease_lapses(
         stored = await ledger.lease(LEADER_LEASE)
         assert stored is not None and stored.owner == HOST_A
         assert stored.expires_at > stepped_down
+
+
+async def test_status_names_the_leader(url: str) -> None:
+    async with AsyncExitStack() as stack:
+        a, _ = await open_two(url, stack)
+        assert "none" in await describe_leader(a)
+        assert await Leadership(a, clock=SystemClock()).try_lead()
+        line = await describe_leader(a)
+        assert line.startswith("领导者 / leader: ") and HOST_A in line
