@@ -44,8 +44,8 @@ def lines(log: Path) -> list[tuple[str, int]]:
     return [(t, int(p)) for t, p in (line.split() for line in log.read_text().splitlines())]
 
 
-async def test_sigkill_mid_delivery_then_rerun(tmp_path: Path) -> None:
-    url = f"sqlite+aiosqlite:///{tmp_path / 'ledger.sqlite3'}"
+async def test_sigkill_mid_delivery_then_rerun(ledger_url: str, tmp_path: Path) -> None:
+    url = ledger_url
     log = tmp_path / "sent.log"
     proc = await victim(url, log, "--latency=0.05", "--in-flight=16")
     # a real process runs in real time: wait (in short steps) until about a third is sent
@@ -81,11 +81,11 @@ async def test_sigkill_mid_delivery_then_rerun(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("skew", [0, 120, -120])
 async def test_a_second_process_is_refused_while_the_first_delivers(
-    tmp_path: Path, skew: int
+    ledger_url: str, tmp_path: Path, skew: int
 ) -> None:
     """Also when the second's wall clock is 120 s ahead of the first's (or behind): the
     lease's expiry is judged by the database's clock."""
-    url = f"sqlite+aiosqlite:///{tmp_path / 'ledger.sqlite3'}"
+    url = ledger_url
     log = tmp_path / "sent.log"
     pipe = asyncio.subprocess.PIPE
     first = await victim(url, log, "--latency=0.2", "--in-flight=2", stdout=pipe)

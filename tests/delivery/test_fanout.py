@@ -53,8 +53,8 @@ def clock() -> ManualClock:
 
 
 @pytest.fixture
-async def ledger(clock: ManualClock) -> AsyncIterator[Ledger]:
-    async with open_ledger(clock) as ledger:
+async def ledger(clock: ManualClock, ledger_url: str) -> AsyncIterator[Ledger]:
+    async with open_ledger(clock, ledger_url) as ledger:
         yield ledger
 
 
@@ -331,9 +331,9 @@ async def test_a_delivery_started_mid_way_leaves_targets_in_flight_to_the_first(
 
 
 async def test_another_process_delivering_on_the_platform_makes_a_delivery_busy(
-    tmp_path: Path, clock: ManualClock
+    ledger_url: str, tmp_path: Path, clock: ManualClock
 ) -> None:
-    url = f"sqlite+aiosqlite:///{tmp_path / 'ledger.sqlite3'}"
+    url = ledger_url
     async with open_ledger(clock, url, owner="a") as a, open_ledger(clock, url, owner="b") as b:
         slow = FakePlatform(clock, limits=TELEGRAM_LIMITS, latency=1.0)
         other = FakePlatform(clock, name="other", limits=FAST)

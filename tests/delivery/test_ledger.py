@@ -37,8 +37,8 @@ def clock() -> ManualClock:
 
 
 @pytest.fixture
-async def ledger(clock: ManualClock) -> AsyncIterator[Ledger]:
-    async with open_ledger(clock) as ledger:
+async def ledger(clock: ManualClock, ledger_url: str) -> AsyncIterator[Ledger]:
+    async with open_ledger(clock, ledger_url) as ledger:
         yield ledger
 
 
@@ -80,9 +80,9 @@ async def test_plan_adds_rows_for_new_targets_only(ledger: Ledger) -> None:
 
 
 async def test_in_flight_rows_of_a_dead_run_are_planned_again(
-    tmp_path: Path, clock: ManualClock
+    ledger_url: str, clock: ManualClock
 ) -> None:
-    url = f"sqlite+aiosqlite:///{tmp_path / 'ledger.sqlite3'}"
+    url = ledger_url
     async with open_ledger(clock, url, owner="dead") as dead:  # claims part 0, then "dies"
         plan = await dead.plan(REF, "fake", make_targets(1), 2)
         assert await dead.claim(plan.targets[0].parts[0].id)
@@ -135,8 +135,8 @@ async def test_claims_are_conditional_without_update_returning(
     assert (await ledger.counts(REF))[PartState.IN_FLIGHT] == 3
 
 
-async def test_a_dead_runs_row_is_resumed_once(tmp_path: Path, clock: ManualClock) -> None:
-    url = f"sqlite+aiosqlite:///{tmp_path / 'ledger.sqlite3'}"
+async def test_a_dead_runs_row_is_resumed_once(ledger_url: str, clock: ManualClock) -> None:
+    url = ledger_url
     async with open_ledger(clock, url, owner="dead") as dead:
         plan = await dead.plan(REF, "fake", make_targets(1), 1)
         assert await dead.claim(plan.targets[0].parts[0].id)
@@ -152,9 +152,9 @@ async def test_a_dead_runs_row_is_resumed_once(tmp_path: Path, clock: ManualCloc
 
 
 async def test_rows_in_flight_under_another_owners_live_lease_are_left_alone(
-    tmp_path: Path, clock: ManualClock
+    ledger_url: str, clock: ManualClock
 ) -> None:
-    url = f"sqlite+aiosqlite:///{tmp_path / 'ledger.sqlite3'}"
+    url = ledger_url
     async with open_ledger(clock, url, owner="a") as a, open_ledger(clock, url, owner="b") as b:
         assert (await a.acquire_lease(delivery_lease("fake"), ttl=60)).owner == "a"
         plan = await a.plan(REF, "fake", make_targets(2), 2)
@@ -432,10 +432,10 @@ async def test_gone_targets_are_listed_and_can_be_reactivated(
 
 
 async def test_leases_exclude_other_owners_until_they_expire(
-    tmp_path: Path, clock: ManualClock
+    ledger_url: str, clock: ManualClock
 ) -> None:
     """Expiry is the database's clock: a short real ttl stands for a lapsed lease."""
-    url = f"sqlite+aiosqlite:///{tmp_path / 'ledger.sqlite3'}"
+    url = ledger_url
     async with open_ledger(clock, url, owner="a") as a, open_ledger(clock, url, owner="b") as b:
         assert (await a.acquire_lease("x", ttl=30)).owner == "a"
         assert (await a.acquire_lease("x", ttl=30)).owner == "a"  # reentrant
@@ -457,10 +457,10 @@ async def test_leases_exclude_other_owners_until_they_expire(
         assert not await b.renew_lease("x", ttl=30)  # and knows it lost the lease
 
 
-async def test_a_host_whose_clock_is_ahead_cannot_take_a_live_lease(tmp_path: Path) -> None:
+async def test_a_host_whose_clock_is_ahead_cannot_take_a_live_lease(ledger_url: str) -> None:
     """Two processes 120 s apart: lease expiry is judged by the database's clock, so the one
     ahead neither takes the live lease nor plans the rows in flight under it."""
-    url = f"sqlite+aiosqlite:///{tmp_path / 'ledger.sqlite3'}"
+    url = ledger_url
     now = dt.datetime.now(dt.UTC)
     behind, ahead = ManualClock(now), ManualClock(now + dt.timedelta(seconds=120))
     async with (
@@ -481,12 +481,12 @@ async def test_a_host_whose_clock_is_ahead_cannot_take_a_live_lease(tmp_path: Pa
 
 
 async def test_the_lease_of_a_dead_process_on_this_host_is_taken_over_at_once(
-    tmp_path: Path, clock: ManualClock
+    ledger_url: str, clock: ManualClock
 ) -> None:
     proc = await asyncio.create_subprocess_exec(sys.executable, "-c", "pass")
     await proc.wait()  # reaped: its pid names no process now
     dead = f"{socket.gethostname()}:{proc.pid}:0"
-    url = f"sqlite+aiosqlite:///{tmp_path / 'ledger.sqlite3'}"
+    url = ledger_url
     async with open_ledger(clock, url, owner=dead) as crashed:
         assert (await crashed.acquire_lease("x", ttl=60)).owner == dead
         async with open_ledger(clock, url) as ledger:
@@ -497,8 +497,8 @@ async def test_the_lease_of_a_dead_process_on_this_host_is_taken_over_at_once(
             assert (await ledger.acquire_lease("y", ttl=60)).owner == "elsewhere:1:0"
 
 
-async def test_closing_a_ledger_frees_its_leases(tmp_path: Path, clock: ManualClock) -> None:
-    url = f"sqlite+aiosqlite:///{tmp_path / 'ledger.sqlite3'}"
+async def test_closing_a_ledger_frees_its_leases(ledger_url: str, clock: ManualClock) -> None:
+    url = ledger_url
     async with open_ledger(clock, url, owner="a") as a:
         await a.acquire_lease("x", ttl=60)
     async with open_ledger(clock, url, owner="b") as b:

@@ -25,8 +25,8 @@ def clock() -> ManualClock:
 
 
 @pytest.fixture
-async def ledger(clock: ManualClock) -> AsyncIterator[Ledger]:
-    async with open_ledger(clock) as ledger:
+async def ledger(clock: ManualClock, ledger_url: str) -> AsyncIterator[Ledger]:
+    async with open_ledger(clock, ledger_url) as ledger:
         yield ledger
 
 
@@ -70,9 +70,9 @@ async def test_a_forced_repost_is_a_new_generation_so_new_keys(
 
 
 async def test_a_rerun_resumes_a_part_left_in_flight_under_its_key(
-    tmp_path: Path, clock: ManualClock
+    ledger_url: str, tmp_path: Path, clock: ManualClock
 ) -> None:
-    url = f"sqlite+aiosqlite:///{tmp_path / 'ledger.sqlite3'}"
+    url = ledger_url
     # a run that died with part 0 of "a" in flight: claimed, never marked
     async with Ledger.open(url, clock=clock) as dead:
         plan = await dead.plan(REF, "fake", [A], len(PARTS))
