@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import select, update
+from sqlalchemy import update
 
 from digest_core.delivery.ledger import (
     _PLAN_BATCH,
@@ -540,50 +540,6 @@ def test_a_missing_driver_is_a_config_error(url: str, driver: str, hint: str) ->
         _create_engine(url, echo=False)
     assert caught.value.key == "database_url" and hint in str(caught.value)
     assert "hunter2" not in str(caught.value) and "***" in str(caught.value)
-
-
-async def test_a_version_1_ledger_is_migrated_and_gets_leases(
-    tmp_path: Path, clock: ManualClock
-) -> None:
-    url = f"sqlite+aiosqlite:///{tmp_path / 'ledger.sqlite3'}"
-    async with Ledger.open(url, clock=clock) as ledger:
-        await send_all(ledger, make_targets(1))
-        async with ledger._tx() as conn:  # as the previous release left it
-            await conn.exec_driver_sql("DROP TABLE leases")
-            await conn.execute(update(schema_version).values(version=1))
-    async with Ledger.open(url, clock=clock) as ledger:
-        assert (await ledger.acquire_lease("x", ttl=60)).owner == ledger.owner
-        assert (await ledger.counts(REF))[PartState.SENT] == 3
-        async with ledger._tx() as conn:
-            assert (await conn.execute(select(schema_version.c.version))).scalar() == SCHEMA_VERSION
-
-
-async def test_a_version_2_ledger_is_migrated_and_gets_the_records_index(
-    tmp_path: Path, clock: ManualClock
-) -> None:
-    url = f"sqlite+aiosqlite:///{tmp_path / 'ledger.sqlite3'}"
-    async with Ledger.open(url, clock=clock) as ledger:
-        await send_all(ledger, make_targets(2))
-        async with ledger._tx() as conn:  # as the previous release left it
-            await conn.exec_driver_sql("DROP INDEX ix_parts_updated")
-            await conn.execute(update(schema_version).values(version=2))
-    async with Ledger.open(url, clock=clock) as ledger:
-        async with ledger._tx() as conn:
-            assert (await conn.execute(select(schema_version.c.version))).scalar() == SCHEMA_VERSION
-            plan = (
-                await conn.exec_driver_sql(
-                    "EXPLAIN QUERY PLAN SELECT id FROM parts ORDER BY updated_at DESC, id DESC"
-                    " LIMIT 1"
-                )
-            ).all()
-        assert any("ix_parts_updated" in str(step) for step in plan), plan
-        assert "TEMP B-TREE" not in str(plan)  # no sort
-        assert (await ledger.counts(REF))[PartState.SENT] == 6
-        # a row of the new state round-trips through the old file
-        row = (await ledger.plan(REF, "fake", make_targets(3), 3)).targets[2].parts[0]
-        assert await ledger.claim(row.id)
-        await ledger.mark_unknown(row.id, "OutcomeUnknown: cut")
-        assert [r.state for r in await ledger.in_flight(REF)] == [PartState.UNKNOWN]
 
 
 async def test_a_large_plan_commits_other_ledger_work_between_its_batches(

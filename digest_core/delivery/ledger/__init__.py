@@ -1,10 +1,11 @@
 """The delivery ledger (what was sent where), subscribers and the audit log: SQLAlchemy 2 async.
 
-One module per job: :mod:`.schema` (tables, states, migrations), :mod:`.records` (what it
-returns), :mod:`.engine` (engine factory, open errors), :mod:`.core` (state, lifecycle,
-transactions, retries), :mod:`.writer` (group commit), :mod:`.planning` (SQL I/O of
-:meth:`Ledger.plan`) around :mod:`.classify` (the pure per-target decision), :mod:`.leases`,
-:mod:`.targets`, :mod:`.subscribers`, :mod:`.audit`, :mod:`.queries`.
+One module per job: :mod:`.schema` (tables, states), :mod:`.migrate` (Alembic upgrades of
+the schema, revisions in ``migrations/``), :mod:`.records` (what it returns), :mod:`.engine`
+(engine factory, open errors), :mod:`.core` (state, lifecycle, transactions, retries),
+:mod:`.writer` (group commit), :mod:`.planning` (SQL I/O of :meth:`Ledger.plan`) around
+:mod:`.classify` (the pure per-target decision), :mod:`.leases`, :mod:`.targets`,
+:mod:`.subscribers`, :mod:`.audit`, :mod:`.queries`.
 
 :class:`Ledger` stays one class composed of mixins, each a subclass of :class:`.core.LedgerBase`:
 callers keep one object with one lock, one writer and one set of live rows (which planning,

@@ -21,12 +21,10 @@ from typing import Any, Concatenate, ParamSpec, Self, TypeVar
 
 from sqlalchemy import (
     delete,
-    func,
     insert,
     inspect,
     make_url,
     select,
-    update,
 )
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -48,18 +46,21 @@ from digest_core.delivery.ledger.engine import (
     _sqlite_file,
     _unwritable,
 )
+from digest_core.delivery.ledger.migrate import (
+    UPGRADE_COMMAND,
+    lock_for_upgrade,
+    read_state,
+)
+from digest_core.delivery.ledger.migrate import upgrade as upgrade_schema
 from digest_core.delivery.ledger.records import (
     LedgerStats,
 )
 from digest_core.delivery.ledger.schema import (
-    _MIGRATIONS,
     CONFIG_KEY,
     DEFAULT_LEDGER_URL,
     SCHEMA_VERSION,
     leases,
     ledger_identity,
-    metadata,
-    schema_version,
 )
 from digest_core.errors import ConfigError, LedgerError, LedgerLost
 
@@ -71,10 +72,6 @@ class _Op:
     kind: str
     params: dict[str, Any]
     done: asyncio.Future[bool]
-
-
-#: the PostgreSQL advisory lock key that serialises schema creation and migration
-_SCHEMA_LOCK = 0x6469676573  # "diges"
 
 
 def _new_owner() -> str:
@@ -143,6 +140,7 @@ class LedgerBase:
         echo: bool = False,
         owner: str | None = None,
         new_ledger: bool = False,
+        upgrade: bool = True,
     ) -> AsyncIterator[Self]:
         """Open (creating or migrating) the ledger at ``url``, any SQLAlchemy async URL.
 
@@ -156,17 +154,22 @@ class LedgerBase:
         unless ``new_ledger`` accepts it (and the marker is rewritten). A database that
         cannot be used is one :class:`LedgerError` line naming the file and the fix.
 
+        An empty database gets the schema; an older one is upgraded (Alembic, see
+        :mod:`.migrate`; one process at a time) unless ``upgrade`` is false, when it is
+        refused with the command that upgrades it.
+
         Raises:
             ConfigError: the URL is malformed, names an unknown database, a synchronous or
                 missing driver, or the database's schema is newer than this code
                 (key ``database_url``; the password is never shown).
             LedgerError: the database is corrupt, truncated, unwritable, locked, cannot be
-                reached, or is not the one the marker records.
+                reached, is not the one the marker records, or (without ``upgrade``) has
+                an older schema.
         """
         engine = _create_engine(url, echo=echo)
         ledger = cls(engine, clock=clock or SystemClock(), owner=owner)
         try:
-            await ledger._start(url, new_ledger=new_ledger)
+            await ledger._start(url, new_ledger=new_ledger, upgrade=upgrade)
             ledger._writer = asyncio.create_task(ledger._write_loop(), name="ledger-writer")
             yield ledger
         finally:
@@ -182,7 +185,7 @@ class LedgerBase:
         """The group-commit writer's task, started by :meth:`open` (see :mod:`.writer`)."""
         raise NotImplementedError
 
-    async def _start(self, url: str, *, new_ledger: bool) -> None:
+    async def _start(self, url: str, *, new_ledger: bool, upgrade: bool = True) -> None:
         """Check the identity, migrate, check the file: everything :meth:`open` does first."""
         parsed = make_url(url)
         shown = parsed.render_as_string(hide_password=True)
@@ -224,7 +227,7 @@ class LedgerBase:
                     exists=exists,
                     new_ledger=new_ledger,
                 )
-            await self._migrate()
+            await self._migrate(shown, upgrade=upgrade)
             self.ledger_id = found or await self._create_identity(adopted)
         except (LedgerError, ConfigError):
             raise
@@ -255,7 +258,7 @@ class LedgerBase:
 
     async def _has_schema(self) -> bool:
         async with self._tx() as conn:
-            return bool(await conn.run_sync(lambda c: inspect(c).has_table(schema_version.name)))
+            return not (await conn.run_sync(read_state)).empty
 
     async def _create_identity(self, ledger_id: str | None = None) -> str:
         try:
@@ -313,29 +316,31 @@ class LedgerBase:
             except Exception:  # they expire anyway
                 log.exception("could not release the leases of %s", self.owner)
 
-    async def _migrate(self) -> None:
+    async def _migrate(self, shown: str, *, upgrade: bool) -> None:
+        """Create the schema of an empty database, or upgrade an older one when ``upgrade``
+        (see :mod:`.migrate`); a current one is only read (``digest-bot status`` opens it
+        while the bot holds SQLite's write lock)."""
         async with self._tx() as conn:
-            if conn.dialect.name == "postgresql":
-                # processes starting at once on a new database would each create the tables
-                # (and fail on PostgreSQL's catalog): one at a time, until this one commits
-                await conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_SCHEMA_LOCK})")
-            await conn.run_sync(metadata.create_all)
-            found = (await conn.execute(select(func.max(schema_version.c.version)))).scalar()
-            if found is None:
-                await conn.execute(insert(schema_version).values(version=SCHEMA_VERSION))
-                return
-            if found > SCHEMA_VERSION:
-                raise ConfigError(
-                    f"ledger schema version {found} is newer than this code ({SCHEMA_VERSION})",
-                    key=CONFIG_KEY,
-                )
-            if found == SCHEMA_VERSION:
-                return  # no write: `digest-bot status` opens it while the bot holds the lock
-            for version in range(found, SCHEMA_VERSION):
-                log.info("migrating ledger schema from version %d", version)
-                for statement in _MIGRATIONS[version]:
-                    await conn.exec_driver_sql(statement)
-            await conn.execute(update(schema_version).values(version=SCHEMA_VERSION))
+            state = await conn.run_sync(read_state)
+        if state.current:
+            return
+        if state.newer:
+            raise ConfigError(
+                f"ledger schema {state.describe()} is newer than this code "
+                f"({SCHEMA_VERSION}); run the newer release, or restore a backup made "
+                "before it upgraded the ledger",
+                key=CONFIG_KEY,
+            )
+        if not state.empty and not upgrade:
+            raise LedgerError(
+                f"ledger {shown} is at {state.describe()}; this release needs version "
+                f"{SCHEMA_VERSION}: back it up and run `{UPGRADE_COMMAND}` (or set "
+                "[ledger] auto_upgrade = true)",
+                where=shown,
+            )
+        async with self._tx() as conn:
+            await lock_for_upgrade(conn)
+            await conn.run_sync(upgrade_schema)
 
     @property
     def busy(self) -> bool:

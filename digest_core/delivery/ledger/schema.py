@@ -1,13 +1,10 @@
-"""The ledger's tables, part states, schema version and migrations, and small SQL helpers."""
+"""The ledger's tables, part states, schema version, and small SQL helpers."""
 
 from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import (
-    Iterable,
-    Sequence,
-)
+from collections.abc import Iterable, Sequence
 from enum import StrEnum
 from typing import Any
 
@@ -41,8 +38,9 @@ log = logging.getLogger(__name__)
 
 #: Where the ledger lives unless config says otherwise (relative to the working directory).
 DEFAULT_LEDGER_URL = "sqlite+aiosqlite:///var/ledger.sqlite3"
-#: Bumped with every schema change; :data:`_MIGRATIONS` holds the step from each older version.
-SCHEMA_VERSION = 4
+#: Bumped with every schema change: the number of the newest Alembic revision in
+#: ``migrations/versions`` (``v0005_…``), also kept in the ``schema_version`` table.
+SCHEMA_VERSION = 5
 #: The settings key the ledger URL comes from (named in configuration errors).
 CONFIG_KEY = "database_url"
 #: How long a lease lasts unless renewed; a crashed holder blocks others at most this long
@@ -114,6 +112,8 @@ deliveries = Table(
     Column("forced", Boolean, nullable=False, default=False),
     Column("parts", Integer, nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
+    #: when retention deleted its part rows (their summary is in ``day_summaries``)
+    Column("pruned_at", UTCDateTime),
     UniqueConstraint("issue_date", "revision", "platform", "generation"),
 )
 
@@ -193,14 +193,24 @@ ledger_identity = Table(
     Column("created_at", UTCDateTime, nullable=False),
 )
 
-#: version -> DDL/data steps that bring a database from that version to the next (new tables
-#: need none: ``create_all`` adds them before the steps run).
-_MIGRATIONS: dict[int, Sequence[str]] = {
-    1: (),  # 2: the leases table
-    # 3: the index behind records(); the state "unknown" needs no DDL (state is free text)
-    2: ("CREATE INDEX IF NOT EXISTS ix_parts_updated ON parts (updated_at, id)",),
-    3: (),  # 4: the ledger_identity table
-}
+#: What a target got of one day's issue on one platform, kept after retention pruned the
+#: day's part rows (:mod:`digest_core.delivery.retention`): counts of parts by outcome over
+#: every delivery of the day (``unsent``: pending, in flight or unknown when pruned).
+day_summaries = Table(
+    "day_summaries",
+    metadata,
+    Column("issue_date", Date, primary_key=True),
+    Column("platform", String(32), primary_key=True),
+    Column("target", String(128), primary_key=True),
+    Column("kind", String(16), nullable=False),
+    Column("sent", Integer, nullable=False),
+    Column("failed", Integer, nullable=False),
+    Column("gone", Integer, nullable=False),
+    Column("unsent", Integer, nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("last_sent_at", UTCDateTime),
+    Index("ix_day_summaries_target", "platform", "target"),
+)
 
 
 class db_time(FunctionElement[dt.datetime]):
