@@ -124,6 +124,32 @@ class LeaderSettings(_Section):
     lease_seconds: float = Field(default=15.0, ge=2, le=300)
 
 
+class LedgerSettings(_Section):
+    """The ledger database's upkeep: schema upgrades and retention."""
+
+    #: upgrade an older ledger schema at start (false: `digest-bot db upgrade` does it)
+    auto_upgrade: bool = True
+    #: part rows of deliveries older than this many days are pruned (a per-day summary per
+    #: target stays); at least a week, so a catch-up or a correction never meets pruned days
+    keep_days: int = Field(default=90, ge=7, le=36500)
+    #: audit rows (who ran which admin command) are kept this long
+    audit_keep_days: int = Field(default=400, ge=7, le=36500)
+    #: local time (HH:MM) of the daily pruning, away from post_time
+    prune_time: str = "04:30"
+
+    @field_validator("prune_time")
+    @classmethod
+    def _check_time(cls, v: str) -> str:
+        if not _TIME_RE.match(v):
+            raise ValueError(f"expected HH:MM (24-hour), got {v!r}")
+        return v
+
+    @property
+    def prune_at(self) -> dt.time:
+        hour, minute = (int(p) for p in self.prune_time.split(":"))
+        return dt.time(hour, minute)
+
+
 class TokenSettings(_Section):
     """The base of a platform's settings that signs in with a bot token."""
 
@@ -191,6 +217,7 @@ class Settings(BaseSettings):
     leader: LeaderSettings = LeaderSettings()
     schedule: ScheduleSettings = ScheduleSettings()
     delivery: DeliverySettings = DeliverySettings()
+    ledger: LedgerSettings = LedgerSettings()
 
     #: the names of the platform tables (fields) of this class; set by :func:`load_settings`
     platform_names: ClassVar[tuple[str, ...]] = ()

@@ -32,6 +32,7 @@ from digest_core.delivery.ledger.records import (
     TargetPlan,
     delivery_lease,
 )
+from digest_core.delivery.ledger.retention import DaySummary, PruneReport, RetentionMixin
 from digest_core.delivery.ledger.schema import (
     CONFIG_KEY,
     DEFAULT_LEASE_TTL,
@@ -41,6 +42,7 @@ from digest_core.delivery.ledger.schema import (
     DayState,
     PartState,
     audit,
+    day_summaries,
     deliveries,
     leases,
     ledger_identity,
@@ -63,6 +65,7 @@ __all__ = [
     "_PLAN_BATCH",
     "AuditEntry",
     "DayState",
+    "DaySummary",
     "DeliveryRecord",
     "InactiveTarget",
     "Lease",
@@ -72,9 +75,11 @@ __all__ = [
     "PartState",
     "Plan",
     "PlannedPart",
+    "PruneReport",
     "TargetPlan",
     "_create_engine",
     "audit",
+    "day_summaries",
     "deliveries",
     "delivery_lease",
     "leases",
@@ -95,6 +100,7 @@ class Ledger(
     SubscribersMixin,
     AuditMixin,
     QueriesMixin,
+    RetentionMixin,
 ):
     """The delivery ledger, subscribers and audit log in one SQL database.
 

@@ -37,6 +37,7 @@ from digest_core.delivery.ledger.records import (
     _Entry,
     delivery_lease,
 )
+from digest_core.delivery.ledger.retention import served_before_pruning
 from digest_core.delivery.ledger.schema import (
     PartState,
     _chunks,
@@ -67,6 +68,8 @@ class _Batch:
     #: another owner holds the platform's live delivery lease
     foreign: bool
     now: dt.datetime
+    #: the day's rows were pruned (retention): targets its summaries show served get nothing
+    pruned: bool = False
 
 
 class _Moves:
@@ -185,7 +188,20 @@ class PlanningMixin(LedgerBase):
                         )
                     )
                 }
-        batch = _Batch(ref, n_parts, delivery_id, revisions, foreign is not None, now)
+            pruned = not force and bool(
+                (
+                    await conn.execute(
+                        select(deliveries.c.id)
+                        .where(
+                            deliveries.c.issue_date == ref.date,
+                            deliveries.c.platform == platform,
+                            deliveries.c.pruned_at.is_not(None),
+                        )
+                        .limit(1)
+                    )
+                ).first()
+            )
+        batch = _Batch(ref, n_parts, delivery_id, revisions, foreign is not None, now, pruned)
         entries: list[_Entry] = []
         inactive: list[Target] = []
         superseded = live = 0
@@ -231,6 +247,28 @@ class PlanningMixin(LedgerBase):
         moves: _Moves,
     ) -> list[_Entry]:
         """Plan one batch of (requested, resolved) targets (see :meth:`plan`)."""
+        if not batch.pruned:
+            return await self._plan_unpruned(conn, batch, pairs, moves)
+        # the day's rows were pruned: the targets its summaries show served get nothing
+        done = await served_before_pruning(
+            conn, batch.ref.date, pairs[0][1].platform, [t.id for _, t in pairs]
+        )
+        rest = [(req, t) for req, t in pairs if t.id not in done]
+        found = await self._plan_unpruned(conn, batch, rest, moves) if rest else []
+        by_final = {entry[2]: entry for entry in found}
+        n_parts = batch.n_parts
+        return [
+            by_final.get(t.id, (req.id, req.kind.value, t.id, (), n_parts, 0, None))
+            for req, t in pairs
+        ]
+
+    async def _plan_unpruned(
+        self,
+        conn: AsyncConnection,
+        batch: _Batch,
+        pairs: list[tuple[Target, Target]],
+        moves: _Moves,
+    ) -> list[_Entry]:
         delivery_id, n_parts, now = batch.delivery_id, batch.n_parts, batch.now
         finals = [t.id for _, t in pairs]
         if batch.revisions:
