@@ -1,4 +1,4 @@
-"""The `digest-bot` command: validate, preview, archive, run, post, status."""
+"""The `digest-bot` command: validate, preview, archive, run, post, status, db."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from bots import registry
+from bots import cli_db, registry
 from bots.logs import FORMATS, LEVELS, setup_logging
 from bots.network import network_reason
 from bots.registry import load_settings
@@ -193,6 +193,7 @@ def build_parser() -> argparse.ArgumentParser:
         "status", parents=[common], help="next post, last delivery per target, failures"
     )
     p.set_defaults(handler=cmd_status)
+    cli_db.register(sub, common)
 
     for register in registry.command_registrars():
         register(sub, common)

@@ -18,6 +18,7 @@ from bots.registry import BuildContext
 from digest_core.archive import Archive
 from digest_core.clock import Clock, SystemClock
 from digest_core.delivery import Backoff, DeliveryEngine, Ledger
+from digest_core.delivery.retention import RetentionJob, RetentionPolicy
 from digest_core.delivery.watchdog import LedgerWatchdog
 from digest_core.errors import ConfigError, LeadershipLost, LedgerLost
 from digest_core.leadership import Leadership, receives_as_standby
@@ -117,7 +118,12 @@ async def open_service(
         settings, only=only, clock=clock, stdin=stdin, out=out, in_flight=in_flight
     )
     d = settings.delivery
-    async with Ledger.open(settings.database_url, clock=clock, new_ledger=new_ledger) as ledger:
+    async with Ledger.open(
+        settings.database_url,
+        clock=clock,
+        new_ledger=new_ledger,
+        upgrade=settings.ledger.auto_upgrade,
+    ) as ledger:
         engine = DeliveryEngine(
             ledger,
             clock=clock,
@@ -143,6 +149,18 @@ async def open_service(
             platforms=adapters,
             metrics=metrics,
         )
+
+
+def retention_job(service: DigestService, settings: Settings) -> RetentionJob:
+    """The daily pruning of the ledger, as ``[ledger]`` configures it."""
+    s = settings.ledger
+    return RetentionJob(
+        service.ledger,
+        RetentionPolicy(keep_days=s.keep_days, audit_keep_days=s.audit_keep_days),
+        clock=service.clock,
+        zone=settings.zone,
+        at=s.prune_at,
+    )
 
 
 def _hours(h: float) -> dt.timedelta:
@@ -218,6 +236,7 @@ async def run(
         )
         scheduler = AsyncIOScheduler(timezone=settings.zone, event_loop=loop)
         scheduler.start()  # (no job until this process leads)
+        retention = retention_job(service, settings)
         catch_up: asyncio.Task[object] | None = None
         holding: asyncio.Task[None] | None = None
 
@@ -248,6 +267,7 @@ async def run(
                     started.append(adapter)
             if settings.schedule.enabled:
                 service.poster.install(scheduler)
+            retention.install(scheduler)
             names = ", ".join(service.platforms)
             if settings.schedule.enabled:
                 log.info(
@@ -264,6 +284,7 @@ async def run(
             if holding is not None and not holding.done():
                 holding.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            await retention.stop()  # before the ledger closes (the scheduler is shut below)
             await _shut_down(service, scheduler, started, in_flight, catch_up, lost=bool(lost))
             if endpoint is not None:
                 await endpoint.stop()

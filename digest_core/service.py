@@ -299,6 +299,8 @@ class DigestService(ServicePort):
                 if last is not None:
                     at = last.updated_at.astimezone(self.zone)
                     when = f"{last.issue_date} (#{last.part + 1}, {at:%m-%d %H:%M})"
+                elif old := await self.ledger.last_summarised(platform.name, target.id):
+                    when = f"{old.issue_date} (已归档 / rows pruned; parts sent: {old.sent})"
                 lines.append(f"  {target.id}: 最近 / last {when}")
             if len(targets) > 20:
                 lines.append(f"  … {len(targets) - 20} more")

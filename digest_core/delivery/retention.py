@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import logging
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from digest_core.clock import Clock
 from digest_core.delivery.ledger import Ledger, PruneReport
 from digest_core.delivery.ledger.retention import DEFAULT_BATCH, DEFAULT_PAUSE
 
+if TYPE_CHECKING:
+    from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
 log = logging.getLogger(__name__)
+
+#: the scheduler's id of the daily pruning
+JOB_ID = "ledger-retention"
 
 #: the lease the pruning process holds, so two instances on one database do not both prune
 PRUNE_LEASE = "prune"
@@ -63,3 +71,62 @@ async def prune_once(
             report.audit,
         )
     return report
+
+
+class RetentionJob:
+    """The daily :func:`prune_once` at ``at`` (local time in ``zone``), off the post's path."""
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        policy: RetentionPolicy,
+        *,
+        clock: Clock,
+        zone: dt.tzinfo,
+        at: dt.time,
+    ) -> None:
+        self.ledger = ledger
+        self.policy = policy
+        self.clock = clock
+        self.zone = zone
+        self.at = at
+        self._running: set[asyncio.Task[object]] = set()
+
+    def install(self, scheduler: AsyncIOScheduler) -> None:
+        """Add the daily cron job (fixed id) to ``scheduler``."""
+        from apscheduler.triggers.cron import CronTrigger
+
+        if scheduler.get_job(JOB_ID) is not None:
+            scheduler.remove_job(JOB_ID)
+        scheduler.add_job(
+            self.run,
+            CronTrigger(hour=self.at.hour, minute=self.at.minute, timezone=self.zone),
+            id=JOB_ID,
+            name="ledger retention",
+            coalesce=True,
+            max_instances=1,
+            misfire_grace_time=3600,
+        )
+
+    async def run(self) -> PruneReport | None:
+        """One pruning (what the scheduler runs); a failure is logged, never raised: the
+        next day tries again."""
+        task = asyncio.current_task()
+        assert task is not None
+        self._running.add(task)
+        try:
+            return await prune_once(self.ledger, self.policy, clock=self.clock, zone=self.zone)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("pruning the ledger failed; it is tried again tomorrow")
+            return None
+        finally:
+            self._running.discard(task)
+
+    async def stop(self) -> None:
+        """Cancel a pruning under way (its batch rolls back) so none outlives the ledger."""
+        tasks = list(self._running)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)

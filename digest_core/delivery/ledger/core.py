@@ -48,6 +48,7 @@ from digest_core.delivery.ledger.engine import (
 )
 from digest_core.delivery.ledger.migrate import (
     UPGRADE_COMMAND,
+    SchemaState,
     lock_for_upgrade,
     read_state,
 )
@@ -127,6 +128,8 @@ class LedgerBase:
         self.file_id: tuple[int, int] | None = None
         #: the id stored in the database (and in its marker file)
         self.ledger_id: str | None = None
+        #: the schema as found when :meth:`open` created or upgraded it (None: it was current)
+        self.upgraded_from: SchemaState | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -340,7 +343,8 @@ class LedgerBase:
             )
         async with self._tx() as conn:
             await lock_for_upgrade(conn)
-            await conn.run_sync(upgrade_schema)
+            if await conn.run_sync(upgrade_schema):
+                self.upgraded_from = state
 
     @property
     def busy(self) -> bool:

@@ -76,10 +76,11 @@ class SchemaState:
             return True
         if self.revision is None:
             return False
+        script = scripts()  # first: it quiets Alembic's import-time logging
         from alembic.util.exc import CommandError
 
         try:
-            return scripts().get_revision(self.revision) is None
+            return script.get_revision(self.revision) is None
         except CommandError:
             return True
 
