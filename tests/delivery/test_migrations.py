@@ -134,6 +134,33 @@ async def test_the_migrated_schema_is_the_one_the_code_declares(ledger_url: str)
     assert diff == []
 
 
+async def test_the_revisions_build_the_declared_schema_from_nothing(ledger_url: str) -> None:
+    """A new ledger is made with create_all (fast, no Alembic import); the revisions, run
+    from an empty database, must build the same thing."""
+    from alembic.autogenerate import compare_metadata
+    from alembic.runtime.migration import MigrationContext
+
+    engine = create_async_engine(ledger_url)
+    try:
+        async with engine.begin() as conn:
+            await lock_for_upgrade(conn)
+            assert await conn.run_sync(lambda c: upgrade(c, to="0004")) == [
+                "0001",
+                "0002",
+                "0003",
+                "0004",
+            ]
+            assert await conn.run_sync(upgrade) == [HEAD]
+            state = await conn.run_sync(read_state)
+            diff = await conn.run_sync(
+                lambda c: compare_metadata(MigrationContext.configure(c), metadata)
+            )
+    finally:
+        await engine.dispose()
+    assert state.current
+    assert diff == []
+
+
 async def test_a_postgresql_ledger_of_a_release_before_alembic_is_upgraded(pg_url: str) -> None:
     """The layout schema 4 had on PostgreSQL: revisions 1-4, without Alembic's table."""
     engine = create_async_engine(pg_url)

@@ -8,7 +8,17 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import column, inspect, select, table
+from sqlalchemy import (
+    Column,
+    MetaData,
+    PrimaryKeyConstraint,
+    String,
+    Table,
+    delete,
+    insert,
+    inspect,
+    select,
+)
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -28,8 +38,13 @@ UPGRADE_COMMAND = "digest-bot db upgrade"
 _PG_LOCK = 0x6469676573740001
 
 
-#: Alembic's table of the current revision
-_alembic_version = table("alembic_version", column("version_num"))
+#: Alembic's table of the current revision, as Alembic creates it
+_alembic_version = Table(
+    "alembic_version",
+    MetaData(),
+    Column("version_num", String(32), nullable=False),
+    PrimaryKeyConstraint("version_num", name="alembic_version_pkc"),
+)
 
 
 @cache
@@ -122,13 +137,22 @@ def upgrade(conn: Connection, *, to: str = HEAD) -> list[str]:
     """Bring the database behind ``conn`` to revision ``to`` (default :data:`HEAD`), in the
     caller's transaction; returns the revisions applied (none when it was current).
 
-    A ledger from before Alembic is stamped with the revision of its version first. The
+    An empty database gets the declared schema (``create_all``) stamped :data:`HEAD`,
+    without loading Alembic (the revisions build the same schema: a test compares them). A
+    ledger from before Alembic is stamped with the revision of its version first. The
     caller MUST have checked :attr:`SchemaState.newer` and SHOULD hold
     :func:`lock_for_upgrade`.
     """
     state = read_state(conn)
     if state.current or (state.revision == to and state.legacy is None):
         return []
+    if state.empty and to == HEAD:
+        metadata.create_all(conn)
+        _alembic_version.create(conn)
+        conn.execute(insert(_alembic_version).values(version_num=HEAD))
+        conn.execute(delete(schema_version))
+        conn.execute(insert(schema_version).values(version=SCHEMA_VERSION))
+        return [f"{v:04d}" for v in range(1, SCHEMA_VERSION + 1)]
     script = scripts()
     from alembic.operations import Operations
     from alembic.runtime.migration import MigrationContext
