@@ -35,6 +35,11 @@ def test_shipped_config_and_example_load_with_the_documented_defaults() -> None:
         assert s.schedule.post_time == "08:00"
         assert s.schedule.catch_up_hours == 6
         assert s.database_url == "sqlite+aiosqlite:///var/digest-bot.db"
+        assert (s.ledger.auto_upgrade, s.ledger.keep_days, s.ledger.audit_keep_days) == (
+            True,
+            90,
+            400,
+        )
         assert s.telegram.resolved_token() is None
 
 
@@ -85,6 +90,8 @@ def test_token_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         ('database_url = "var/x.db"', "database_url", "SQLAlchemy URL"),
         ('database_url = "sqlite:///x.db"', "database_url", "asyncio driver"),
         ('database_url = "foo://bar"', "database_url", "unknown database kind"),
+        ("[ledger]\nkeep_days = 3", "ledger.keep_days", "greater than or equal to 7"),
+        ('[ledger]\nprune_time = "4am"', "ledger.prune_time", "HH:MM"),
     ],
 )
 def test_bad_values_name_file_key_and_reason(
