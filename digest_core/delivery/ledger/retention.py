@@ -166,30 +166,27 @@ class RetentionMixin(LedgerBase):
     async def _prune_batch(
         self, day: dt.date, platform: str, ids: Sequence[int], batch: int
     ) -> tuple[int, int]:
-        """Summarise and delete the rows of the next few targets of one day's deliveries
-        (one transaction); returns (rows deleted, summaries written)."""
+        """Summarise and delete the rows of the next targets of one day's deliveries, about
+        ``batch`` rows (one transaction); returns (rows deleted, summaries written)."""
         async with self._tx() as conn:
-            per_target = (
-                await conn.execute(
-                    select(func.count())
-                    .where(parts.c.delivery_id.in_(ids))
-                    .group_by(parts.c.target)
-                    .limit(1)
-                )
-            ).scalar()
-            if per_target is None:
+            chunk: list[str] = []
+            for d_id in ids:  # in the order of the unique index: no sort, no scan
+                found = [
+                    str(t)
+                    for (t,) in await conn.execute(
+                        select(parts.c.target)
+                        .where(parts.c.delivery_id == d_id)
+                        .order_by(parts.c.target, parts.c.part)
+                        .limit(batch)
+                    )
+                ]
+                if found:
+                    chunk = list(dict.fromkeys(found))
+                    if len(found) == batch and len(chunk) > 1:
+                        chunk.pop()  # its rows may go on past the limit: next time
+                    break
+            if not chunk:
                 return 0, 0
-            n_targets = max(1, batch // max(1, int(per_target)))
-            chunk = [
-                t
-                for (t,) in await conn.execute(
-                    select(parts.c.target)
-                    .where(parts.c.delivery_id.in_(ids))
-                    .group_by(parts.c.target)
-                    .order_by(parts.c.target)
-                    .limit(n_targets)
-                )
-            ]
             rows = await conn.execute(
                 select(
                     parts.c.target,
