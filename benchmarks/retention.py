@@ -27,6 +27,7 @@ from sqlalchemy import update
 from digest_core.clock import SystemClock
 from digest_core.delivery import Ledger, PartState
 from digest_core.delivery.ledger import parts
+from digest_core.delivery.ledger.retention import DEFAULT_BATCH
 from digest_core.testing import make_issue, make_targets
 
 PROBE_TICK = 0.010
@@ -88,7 +89,7 @@ async def run_once(url: str, n: int, batch: int, pause: float) -> dict[str, floa
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--subscribers", type=int, default=20000)
-    parser.add_argument("--batch", type=int, default=2000)
+    parser.add_argument("--batch", type=int, default=DEFAULT_BATCH)
     parser.add_argument("--pause", type=float, default=0.2)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--no-pg", action="store_true", help="SQLite only")

@@ -22,8 +22,9 @@ from digest_core.delivery.ledger.schema import (
 
 log = logging.getLogger(__name__)
 
-#: part rows per transaction of pruning (a target's rows are never split between two)
-DEFAULT_BATCH = 2000
+#: part rows per transaction of pruning (a target's rows are never split between two): a
+#: state change of a delivery running meanwhile waits for at most one such transaction
+DEFAULT_BATCH = 1000
 #: seconds between two batches, so the delivery path and commands get the database
 DEFAULT_PAUSE = 0.2
 
