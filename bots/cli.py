@@ -24,7 +24,7 @@ from digest_core.loading import date_from_name, load_issue
 from digest_core.models import Issue
 from digest_core.platform import Target, TargetKind
 from digest_core.rendering import Part, Renderer, RenderOptions, preview, render
-from digest_core.settings import Settings
+from digest_core.settings import Settings, default_warning
 
 if TYPE_CHECKING:  # the delivery side is imported by the commands that deliver, so that
     # validate, preview and archive start quickly
@@ -46,6 +46,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     try:
         settings = load_settings(args.config, overrides=_overrides(args))
+        if (defaults := default_warning(settings)) is not None:
+            print(f"digest-bot: WARNING: {defaults}", file=sys.stderr)
         setup_logging(
             settings.log_level,
             fmt=settings.log_format,
@@ -195,6 +197,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=cmd_status)
     cli_db.register(sub, common)
 
+    from bots.cli_doctor import register as register_doctor
+
+    register_doctor(sub, common)
     for register in registry.command_registrars():
         register(sub, common)
     return parser

@@ -86,6 +86,10 @@ class PlatformSpec:
     #: ``"module:function"`` adding the platform's own CLI commands,
     #: ``register(subparsers, common_parent)`` (e.g. ``digest-bot discord sync``)
     commands: str | None = None
+    #: ``"module:function"`` of the platform's ``digest-bot doctor`` checks,
+    #: ``async checks(settings_section, *, now) -> list[bots.doctor.Check]`` (an empty list
+    #: when the section configures nothing); they MUST NOT send to any chat
+    doctor: str | None = None
 
 
 def names() -> tuple[str, ...]:

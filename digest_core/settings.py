@@ -19,6 +19,7 @@ import re
 import tomllib
 import types
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Union, get_args, get_origin
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -221,6 +222,8 @@ class Settings(BaseSettings):
 
     #: the names of the platform tables (fields) of this class; set by :func:`load_settings`
     platform_names: ClassVar[tuple[str, ...]] = ()
+    #: the config file these settings were read from; None when none was found
+    config_path: ClassVar[Path | None] = None
 
     def platform(self, name: str) -> BaseModel:
         """The settings of the platform ``name`` (its ``[name]`` table).
@@ -455,6 +458,7 @@ def load_settings(
         "Settings", __base__=with_toml, __module__=__name__, **fields
     )
     loaded.platform_names = tuple(platforms)
+    loaded.config_path = cfg if cfg.exists() else None
     _check_env_json(loaded, os.environ)
     try:
         settings: Settings = loaded(**(overrides or {}))
@@ -484,6 +488,45 @@ def load_settings(
             where = f"environment {variable}" if variable else (cfg if data else None)
             raise ConfigError(exc.detail, file=where, key=f"{name}.token_file") from exc
     return settings
+
+
+#: settings whose defaults are paths relative to the working directory
+_RELATIVE_DEFAULTS = ("database_url", "archive_dir")
+
+
+@dataclass(frozen=True)
+class DefaultsWarning:
+    """No config file was found and a path setting fell back to its default."""
+
+    detail: str
+    fix: str
+
+    def __str__(self) -> str:
+        return f"{self.detail}; {self.fix}"
+
+
+def default_warning(settings: Settings, *, cwd: Path | None = None) -> DefaultsWarning | None:
+    """What to warn about when no config file was found and ``database_url`` or
+    ``archive_dir`` is still its default, relative to the working directory: run from another
+    folder, the bot would silently open a new, empty ledger there. None when a config file was
+    read or the environment (or a flag) set both."""
+    if settings.config_path is not None:
+        return None
+    defaulted = [k for k in _RELATIVE_DEFAULTS if k not in settings.model_fields_set]
+    if not defaulted:
+        return None
+    cwd = cwd or Path.cwd()
+    used = []
+    if "database_url" in defaulted:
+        db = settings.database_url.removeprefix("sqlite+aiosqlite:///")
+        used.append(f"the ledger {cwd / db}")
+    if "archive_dir" in defaulted:
+        used.append(f"the archive {cwd / settings.archive_dir}")
+    variables = " and ".join(ENV_PREFIX + k.upper() for k in defaulted)
+    return DefaultsWarning(
+        f"no config file {DEFAULT_CONFIG} in {cwd}: using the defaults, " + " and ".join(used),
+        f"run from the folder holding {DEFAULT_CONFIG}, pass --config PATH, or set {variables}",
+    )
 
 
 def _env_name(key: str) -> str | None:

@@ -37,4 +37,5 @@ PLATFORM = PlatformSpec(
     sdk="discord.py",
     sdk_module="discord",
     commands="bots.discord.arguments:register",
+    doctor="bots.discord.doctor:checks",
 )

@@ -35,4 +35,5 @@ PLATFORM = PlatformSpec(
     needs="needs a token: set DIGEST_BOT_TELEGRAM__TOKEN or telegram.token_file",
     needs_key="telegram.token",
     sdk="python-telegram-bot",
+    doctor="bots.telegram.doctor:checks",
 )

@@ -42,4 +42,5 @@ def webhook_platform(
         build=build,
         needs=f"needs targets: set {name}.targets and {settings.env_name('webhooks')}",
         needs_key=f"{name}.targets",
+        doctor="bots.workchat.doctor:checks",
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import email.utils
 import hashlib
 import json
 import logging
@@ -71,6 +72,49 @@ _TYPE_OBJECT = {
 }
 _TYPE_ARRAY = {"code": "BASE_TYPE_ARRAY", "message": "Must be an array."}
 _COMMAND_NAME = re.compile(r"^[-_\w]{1,32}$")
+
+# Permission bits (https://discord.com/developers/docs/topics/permissions).
+ADMINISTRATOR = 1 << 3
+VIEW_CHANNEL = 1 << 10
+SEND_MESSAGES = 1 << 11
+EMBED_LINKS = 1 << 14
+ALL_PERMISSIONS = (1 << 53) - 1
+
+
+def channel_permissions(
+    channel: Json,
+    roles: Mapping[int, Json],
+    member_roles: Iterable[int],
+    member_id: int,
+    *,
+    owner: bool,
+) -> int:
+    """A member's permissions in a guild channel, computed as Discord documents it
+    (https://discord.com/developers/docs/topics/permissions#permission-overwrites)."""
+    guild_id = int(channel["guild_id"])
+    if owner:
+        return ALL_PERMISSIONS
+    mine = [int(r) for r in member_roles]
+    perms = int(roles[guild_id]["permissions"])
+    for r in mine:
+        if r in roles:
+            perms |= int(roles[r]["permissions"])
+    if perms & ADMINISTRATOR:
+        return ALL_PERMISSIONS
+    overwrites = {int(o["id"]): o for o in channel.get("permission_overwrites") or []}
+    if (everyone := overwrites.get(guild_id)) is not None:
+        perms = (perms & ~int(everyone["deny"])) | int(everyone["allow"])
+    allow = deny = 0
+    for r in mine:
+        if (o := overwrites.get(r)) is not None:
+            allow |= int(o["allow"])
+            deny |= int(o["deny"])
+    perms = (perms & ~deny) | allow
+    if (own := overwrites.get(member_id)) is not None:
+        perms = (perms & ~int(own["deny"])) | int(own["allow"])
+    if not perms & VIEW_CHANNEL:
+        return 0
+    return perms
 
 
 class ApiError(Exception):
@@ -280,6 +324,8 @@ class _Guild:
     owner_id: int
     roles: dict[int, Json]
     channel_ids: list[int]
+    #: the roles of the bot's member in this guild
+    bot_roles: list[int] = field(default_factory=list)
 
 
 def _rich(embed: Json) -> Json:
@@ -547,6 +593,12 @@ class FakeDiscord:
         self._meta: dict[Any, _RouteMeta] = {}
         self._changed = asyncio.Event()
         self._runner: web.AppRunner | None = None
+        #: seconds added to the wall clock in the ``Date`` header of every answer (a server
+        #: whose clock differs from the client's, for clock-skew checks)
+        self.date_offset = 0.0
+        #: the application's Interactions Endpoint URL (set: Discord sends interactions there,
+        #: not over the gateway)
+        self.interactions_endpoint_url: str | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -634,6 +686,45 @@ class FakeDiscord:
         self._store_channel(guild, data)
         await self.dispatch("CHANNEL_CREATE", data)
         return data
+
+    def set_bot_roles(self, guild_id: int, roles: Iterable[int]) -> None:
+        """Give the bot's member in a guild these roles (ids of roles added with the guild)."""
+        self._guilds[guild_id].bot_roles = [int(r) for r in roles]
+
+    def set_role_permissions(self, guild_id: int, role_id: int, permissions: int) -> None:
+        """Change a role's permissions (the guild's id is @everyone)."""
+        self._guilds[guild_id].roles[role_id]["permissions"] = str(permissions)
+
+    def set_overwrite(
+        self,
+        channel_id: int,
+        target_id: int,
+        *,
+        allow: int = 0,
+        deny: int = 0,
+        member: bool = False,
+    ) -> None:
+        """Set a channel's permission overwrite for a role (or, with ``member``, a user)."""
+        channel = self._channels[channel_id]
+        kept = [o for o in channel["permission_overwrites"] if int(o["id"]) != target_id]
+        kept.append(
+            {
+                "id": str(target_id),
+                "type": 1 if member else 0,
+                "allow": str(allow),
+                "deny": str(deny),
+            }
+        )
+        channel["permission_overwrites"] = kept
+
+    def bot_permissions(self, channel_id: int) -> int:
+        """The bot's permissions in a guild channel, as Discord computes them."""
+        channel = self._channels[channel_id]
+        guild = self._guilds[int(channel["guild_id"])]
+        bot_id = int(self.bot_user["id"])
+        return channel_permissions(
+            channel, guild.roles, guild.bot_roles, bot_id, owner=guild.owner_id == bot_id
+        )
 
     async def delete_channel(self, channel_id: int) -> None:
         """Delete a channel: later requests to it answer 404 Unknown Channel (10003)."""
@@ -927,7 +1018,7 @@ class FakeDiscord:
         guild.channel_ids.append(channel_id)
 
     def _guild_create(self, guild: _Guild) -> Json:
-        me = p.member(self.bot_user, roles=())
+        me = p.member(self.bot_user, roles=guild.bot_roles)
         return p.guild_create(
             guild.id,
             guild.name,
@@ -1091,6 +1182,8 @@ class FakeDiscord:
             add("GET", path, self._get_commands)
             add("PUT", path, self._put_commands)
         add("GET", "/channels/{channel_id}", self._get_channel)
+        add("GET", "/guilds/{guild_id}", self._get_guild)
+        add("GET", "/guilds/{guild_id}/members/{user_id}", self._get_member)
         add(
             "POST", "/channels/{channel_id}/messages", self._create_message, bucket="message_create"
         )
@@ -1160,6 +1253,9 @@ class FakeDiscord:
         return self._count(response)
 
     def _count(self, response: web.StreamResponse) -> web.StreamResponse:
+        response.headers["Date"] = email.utils.formatdate(
+            time.time() + self.date_offset, usegmt=True
+        )
         self.counters.statuses[response.status] += 1
         self._changed.set()
         return response
@@ -1303,14 +1399,11 @@ class FakeDiscord:
 
     async def _get_application(self, request: web.Request) -> web.Response:
         owner = p.user(p.snowflake(), "owner")
-        return _json(
-            p.application(
-                self.application_id,
-                str(self.bot_user["username"]),
-                owner,
-                flags=self.application_flags,
-            )
+        app = p.application(
+            self.application_id, str(self.bot_user["username"]), owner, flags=self.application_flags
         )
+        app["interactions_endpoint_url"] = self.interactions_endpoint_url
+        return _json(app)
 
     def _check_app(self, request: web.Request) -> None:
         if int(request.match_info["application_id"]) != self.application_id:
@@ -1376,6 +1469,30 @@ class FakeDiscord:
     async def _get_channel(self, request: web.Request) -> web.Response:
         return _json(self._channel_or_404(int(request.match_info["channel_id"])))
 
+    def _guild_or_404(self, request: web.Request) -> _Guild:
+        guild = self._guilds.get(int(request.match_info["guild_id"]))
+        if guild is None:
+            raise ApiError(404, 10004, "Unknown Guild")
+        return guild
+
+    async def _get_guild(self, request: web.Request) -> web.Response:
+        guild = self._guild_or_404(request)
+        return _json(
+            {
+                "id": str(guild.id),
+                "name": guild.name,
+                "owner_id": str(guild.owner_id),
+                "roles": list(guild.roles.values()),
+                "features": [],
+            }
+        )
+
+    async def _get_member(self, request: web.Request) -> web.Response:
+        guild = self._guild_or_404(request)
+        if int(request.match_info["user_id"]) != int(self.bot_user["id"]):
+            raise ApiError(404, 10007, "Unknown Member")
+        return _json(p.member(self.bot_user, roles=guild.bot_roles))
+
     async def _create_dm(self, request: web.Request) -> web.Response:
         body = await self._read_body(request)
         recipient = int(body.get("recipient_id") or 0)
@@ -1402,6 +1519,14 @@ class FakeDiscord:
         channel = self._channel_or_404(int(request.match_info["channel_id"]))
         body = await self._read_body(request)
         validate_message(body)
+        if channel.get("guild_id") is not None:
+            perms = self.bot_permissions(int(channel["id"]))
+            if not perms & VIEW_CHANNEL:
+                raise ApiError(403, 50001, "Missing Access")
+            if not perms & SEND_MESSAGES:
+                raise ApiError(403, 50013, "Missing Permissions")
+            if not perms & EMBED_LINKS and body.get("embeds"):
+                body = {**body, "embeds": []}  # Discord drops them silently
         nonce = _valid_nonce(body)
         # "If true and nonce is present, it will be checked for uniqueness in the past few
         # minutes. If another message was created by the same author with the same nonce, that

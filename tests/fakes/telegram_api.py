@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import email.utils
 import itertools
 import json
 import logging
@@ -38,6 +39,25 @@ MAX_CALLBACK_DATA_BYTES = 64
 MAX_COMMANDS = 100
 # Update types delivered when allowed_updates is [] or was never set.
 DEFAULT_EXCLUDED_UPDATES = frozenset({"chat_member", "message_reaction", "message_reaction_count"})
+#: a ChatMemberAdministrator's rights (https://core.telegram.org/bots/api#chatmemberadministrator)
+ADMIN_RIGHTS: Params = {
+    "status": "administrator",
+    "can_be_edited": False,
+    "is_anonymous": False,
+    "can_manage_chat": True,
+    "can_delete_messages": True,
+    "can_manage_video_chats": False,
+    "can_restrict_members": False,
+    "can_promote_members": False,
+    "can_change_info": False,
+    "can_invite_users": True,
+    "can_post_stories": False,
+    "can_edit_stories": False,
+    "can_delete_stories": False,
+    "can_post_messages": True,
+    "can_edit_messages": True,
+    "can_pin_messages": True,
+}
 _COMMAND_RE = re.compile(r"^[a-z0-9_]{1,32}$")
 _BOT_COMMAND_IN_TEXT = re.compile(r"(?<!\S)/[A-Za-z0-9_]{1,32}(?:@[A-Za-z0-9_]{3,32})?")
 _BUTTON_ACTIONS = (
@@ -62,6 +82,9 @@ class FloodLimits:
     private_window: float = 3.0
     group_count: int = 20  # 20 messages per minute per group, supergroup or channel
     group_window: float = 60.0
+    #: with ``allow_paid_broadcast`` a bot may send up to 1000 messages per second (each one
+    #: past the free 30/s costs Stars): https://core.telegram.org/bots/api#sendmessage
+    paid_global_count: int = 1000
 
 
 class ApiError(Exception):
@@ -89,6 +112,9 @@ class FakeChat:
     pinned: list[int] = field(default_factory=list)
     messages: dict[int, Params] = field(default_factory=dict)
     next_message_id: int = 1
+    #: the bot's ChatMember in this chat (getChatMember), by default an administrator who
+    #: may post; sendMessage is refused as Telegram refuses it when these rights are missing
+    bot_member: Params = field(default_factory=lambda: dict(ADMIN_RIGHTS))
 
     def as_dict(self) -> Params:
         """The Chat object as Telegram serialises it."""
@@ -187,7 +213,14 @@ class FakeTelegram:
         self.answered_callbacks: list[Params] = []
         self.all_commands: dict[tuple[str, str], list[Params]] = {}
         self.webhook: Params | None = None
+        #: what getWebhookInfo reports as the last delivery error (text, unix time)
+        self.webhook_error: tuple[str, int] | None = None
         self.flood_429s = 0
+        #: sendMessage calls that carried allow_paid_broadcast
+        self.paid_broadcasts = 0
+        #: seconds added to the wall clock in the ``Date`` header of every answer (a server
+        #: whose clock differs from the client's, for clock-skew checks)
+        self.date_offset = 0.0
 
         self._sent: list[SentMessage] = []
         self._faults: list[_Fault] = []
@@ -220,6 +253,7 @@ class FakeTelegram:
                 "pinChatMessage": self._pin_chat_message,
                 "unpinChatMessage": self._unpin_chat_message,
                 "getChat": self._get_chat,
+                "getChatMember": self._get_chat_member,
                 "close": self._close,
                 "logOut": self._close,
             }.items()
@@ -301,6 +335,17 @@ class FakeTelegram:
     def block(self, chat_id: int) -> None:
         """Permanently refuse the chat: blocked by the user, or the bot kicked from it."""
         self.chats[chat_id].blocked = True
+
+    def set_bot_member(self, chat_id: int, status: str, **rights: bool) -> None:
+        """The bot's membership in a chat as getChatMember reports it, e.g.
+        ``("administrator", can_post_messages=False)``, ``("member")``, ``("left")`` or
+        ``("restricted", can_send_messages=False)``; sendMessage obeys it."""
+        member: Params = {"status": status}
+        if status == "administrator":
+            member = {**ADMIN_RIGHTS, **rights}
+        elif status == "restricted":
+            member.update({"is_member": True, "can_send_messages": True, **rights})
+        self.chats[chat_id].bot_member = member
 
     def unblock(self, chat_id: int) -> None:
         """Undo :meth:`block`."""
@@ -478,8 +523,15 @@ class FakeTelegram:
                 self.flood_429s += 1
             if exc.status == 502:
                 return web.Response(status=502, text=_NGINX_502, content_type="text/html")
-            return _error_response(exc)
-        return web.json_response({"ok": True, "result": result})
+            return self._dated(_error_response(exc))
+        return self._dated(web.json_response({"ok": True, "result": result}))
+
+    def _dated(self, response: web.Response) -> web.Response:
+        """The ``Date`` header from the double's wall clock (plus ``date_offset``)."""
+        response.headers["Date"] = email.utils.formatdate(
+            self.wall_clock() + self.date_offset, usegmt=True
+        )
+        return response
 
     def _chat_of(self, params: Params) -> int | None:
         raw = params.get("chat_id")
@@ -652,8 +704,20 @@ class FakeTelegram:
             if chat.type == "private":
                 raise ApiError(403, "Forbidden: bot was blocked by the user")
             raise ApiError(403, f"Forbidden: bot was kicked from the {chat.type} chat")
+        member = chat.bot_member
+        if chat.type == "private":
+            return
+        status = member.get("status")
+        if status in ("left", "kicked"):
+            raise ApiError(403, f"Forbidden: bot is not a member of the {chat.type} chat")
+        if chat.type == "channel" and not (
+            status == "creator" or (status == "administrator" and member.get("can_post_messages"))
+        ):
+            raise ApiError(400, "Bad Request: need administrator rights in the channel chat")
+        if status == "restricted" and not member.get("can_send_messages"):
+            raise ApiError(400, "Bad Request: not enough rights to send text messages to the chat")
 
-    def _check_flood(self, chat: FakeChat) -> None:
+    def _check_flood(self, chat: FakeChat, *, paid: bool = False) -> None:
         if not self.flood_control:
             return
         now = self.clock()
@@ -667,7 +731,10 @@ class FakeTelegram:
         chat_window = self._chat_windows.setdefault(chat.id, deque())
         wait = max(
             _window_wait(
-                self._global_window, limits.global_count, limits.global_window / self.scale, now
+                self._global_window,
+                limits.paid_global_count if paid else limits.global_count,
+                limits.global_window / self.scale,
+                now,
             ),
             _window_wait(chat_window, count, window / self.scale, now),
         )
@@ -825,6 +892,8 @@ class FakeTelegram:
             "has_custom_certificate": False,
             "pending_update_count": len(self._updates),
         }
+        if self.webhook_error is not None:
+            info["last_error_message"], info["last_error_date"] = self.webhook_error
         if self.webhook is not None:
             info["url"] = self.webhook["url"]
             info["max_connections"] = self.webhook["max_connections"]
@@ -839,7 +908,10 @@ class FakeTelegram:
         reply_markup = _decode_json(params, "reply_markup")
         _validate_markup(reply_markup)
         link_preview = _decode_json(params, "link_preview_options")
-        self._check_flood(chat)
+        paid = _bool(params, "allow_paid_broadcast")
+        self._check_flood(chat, paid=paid)
+        if paid:
+            self.paid_broadcasts += 1
         message_id = self._next_message_id(chat)
         message = self._message_dict(chat, message_id, text, entities, reply_markup, link_preview)
         chat.messages[message_id] = message
@@ -993,6 +1065,17 @@ class FakeTelegram:
         if chat.pinned:
             info["pinned_message"] = chat.messages[chat.pinned[-1]]
         return info
+
+    async def _get_chat_member(self, params: Params) -> Params:
+        chat = self._resolve_chat(params)
+        user_id = _int(params, "user_id")
+        if user_id is None:
+            raise ApiError(400, "Bad Request: user_id is empty")
+        if user_id == self.bot_id:
+            return {**chat.bot_member, "user": self._bot_user()}
+        if chat.type == "private" and user_id == chat.id:
+            return {"status": "member", "user": self._user_dict(user_id)}
+        raise ApiError(400, "Bad Request: user not found")
 
     async def _close(self, params: Params) -> bool:
         return True

@@ -716,3 +716,32 @@ async def test_a_slow_create_takes_effect_before_its_answer() -> None:
             again = await _create(client, CHANNEL, nonce="n1", enforce_nonce=True)
     assert [m.id for m in fake.messages(CHANNEL)] == [int(again["id"])]
     assert fake.counters.nonce_hits == 1
+
+
+# -- permissions (issue #11: doctor) -------------------------------------------------------
+
+
+async def test_channel_overwrites_decide_what_the_bot_may_post(dc: FakeDiscord) -> None:
+    from tests.fakes.discord_api import EMBED_LINKS, SEND_MESSAGES, VIEW_CHANNEL
+
+    dc.set_overwrite(CHANNEL, GUILD, deny=SEND_MESSAGES)
+    dc.set_overwrite(OTHER_CHANNEL, GUILD, deny=EMBED_LINKS)
+    async with logged_in(dc) as client:
+        with pytest.raises(discord.Forbidden) as refused:
+            await client.get_partial_messageable(CHANNEL).send("x")
+        assert refused.value.code == 50013
+        sent = await client.get_partial_messageable(OTHER_CHANNEL).send(
+            "x", embed=discord.Embed(title="t")
+        )
+        assert sent.embeds == []  # dropped without Embed Links, as Discord does
+        dc.set_bot_roles(GUILD, [ADMINS])  # an administrator overrides every overwrite
+        await client.get_partial_messageable(CHANNEL).send("x")
+    dc.set_bot_roles(GUILD, [])
+    dc.set_overwrite(CHANNEL, GUILD, deny=VIEW_CHANNEL)
+    assert dc.bot_permissions(CHANNEL) == 0
+    status, guild, _ = await raw(dc, "GET", f"/guilds/{GUILD}")
+    assert status == 200 and {r["id"] for r in guild["roles"]} >= {str(GUILD), str(ADMINS)}
+    status, member, _ = await raw(dc, "GET", f"/guilds/{GUILD}/members/{dc.bot_user['id']}")
+    assert status == 200 and member["roles"] == []
+    status, _, headers = await raw(dc, "GET", "/users/@me")
+    assert "Date" in headers

@@ -641,3 +641,56 @@ async def test_standalone_server_runs_in_a_subprocess() -> None:
         if proc.returncode is None:
             proc.terminate()
         assert await asyncio.wait_for(proc.wait(), 10) == 0
+
+
+# ---------------------------------------------------------------- issue #11: doctor, paid broadcast
+
+
+async def test_get_chat_member_reports_the_bots_rights_and_send_obeys_them(
+    tg: FakeTelegram, bot: Bot
+) -> None:
+    me = await bot.get_me()
+    member = await bot.get_chat_member(CHANNEL, me.id)
+    assert member.status == "administrator" and member.can_post_messages  # type: ignore[attr-defined]
+    tg.set_bot_member(CHANNEL, "administrator", can_post_messages=False)
+    with pytest.raises(BadRequest, match=r"(?i)need administrator rights"):
+        await bot.send_message(CHANNEL, "x")
+    tg.set_bot_member(GROUP, "left")
+    assert (await bot.get_chat_member(GROUP, me.id)).status == "left"
+    with pytest.raises(Forbidden, match=r"(?i)not a member"):
+        await bot.send_message(GROUP, "x")
+    tg.set_bot_member(GROUP, "restricted", can_send_messages=False)
+    with pytest.raises(BadRequest, match=r"(?i)not enough rights"):
+        await bot.send_message(GROUP, "x")
+
+
+async def test_date_header_follows_the_doubles_clock(tg: FakeTelegram) -> None:
+    import email.utils
+
+    tg.date_offset = 3600.0
+    async with httpx.AsyncClient() as client:
+        answer = await client.post(f"{tg.base_url}{tg.token}/getMe")
+    date = email.utils.parsedate_to_datetime(answer.headers["Date"])
+    assert abs(date.timestamp() - (tg.wall_clock() + 3600)) < 2
+
+
+async def test_paid_broadcast_lifts_the_overall_limit_to_1000_per_second(
+    clock: FrozenClock,
+) -> None:
+    async with FakeTelegram(clock=clock) as fake, httpx.AsyncClient() as client:
+        for chat in range(1, 61):
+            fake.add_chat(chat)
+
+        async def send(chat: int, **extra: Any) -> int:
+            answer = await client.post(
+                f"{fake.base_url}{fake.token}/sendMessage",
+                json={"chat_id": chat, "text": "x", **extra},
+            )
+            return answer.status_code
+
+        free = [await send(chat) for chat in range(1, 31)]
+        assert free == [200] * 30
+        assert await send(31) == 429  # the 31st in one second, unpaid
+        paid = [await send(chat, allow_paid_broadcast=True) for chat in range(31, 61)]
+        assert paid == [200] * 30
+        assert fake.paid_broadcasts == 30

@@ -1,0 +1,164 @@
+"""Telegram's `digest-bot doctor` checks: token, rights in each channel, webhook, clock.
+
+Plain Bot API calls (getMe, getChat, getChatMember, getWebhookInfo) over httpx, so the
+``Date`` header can be read; nothing is sent to any chat.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+
+from bots.doctor import TIMEOUT_SECONDS, Check, clock_check, fail, ok, warn
+from bots.telegram.settings import TelegramSettings
+
+log = logging.getLogger(__name__)
+# httpx logs each request's URL at INFO, and a Bot API URL holds the token
+logging.getLogger("httpx").setLevel(logging.WARNING)
+
+AREA = "telegram"
+#: the fix for a token Telegram refuses
+TOKEN_FIX = (
+    "copy the token from @BotFather (/mybots, API Token) into DIGEST_BOT_TELEGRAM__TOKEN "
+    "or telegram.token_file"
+)
+
+
+class _Api:
+    """Bot API calls answering (ok, result or description, HTTP status)."""
+
+    def __init__(self, client: httpx.AsyncClient, base: str) -> None:
+        self.client = client
+        self.base = base
+        self.last_date: str | None = None
+
+    async def call(self, method: str, **params: Any) -> tuple[bool, Any, int]:
+        response = await self.client.post(f"{self.base}/{method}", json=params)
+        self.last_date = response.headers.get("Date")
+        try:
+            body = response.json()
+        except ValueError:
+            return (
+                False,
+                f"HTTP {response.status_code} (not a Bot API answer)",
+                response.status_code,
+            )
+        if body.get("ok"):
+            return True, body.get("result"), response.status_code
+        return False, str(body.get("description") or response.status_code), response.status_code
+
+
+async def checks(settings: TelegramSettings, *, now: Callable[[], dt.datetime]) -> list[Check]:
+    """Telegram's lines of the doctor's table; none when no token is configured."""
+    token = settings.resolved_token()
+    if token is None:
+        return []
+    base = settings.api_base_url + token.get_secret_value()
+    async with httpx.AsyncClient(timeout=TIMEOUT_SECONDS) as client:
+        api = _Api(client, base)
+        sent = now()
+        good, me, status = await api.call("getMe")
+        received = now()
+        if not good:
+            if status in (401, 404):
+                return [fail(AREA, "token", f"Telegram refuses the token ({me})", TOKEN_FIX)]
+            return [fail(AREA, "token", f"getMe failed: {me}", "check telegram.api_base_url")]
+        out = [ok(AREA, "token", f"@{me['username']} (id {me['id']})")]
+        out.append(clock_check(AREA, api.last_date, sent=sent, received=received))
+        if not settings.channels:
+            out.append(
+                warn(
+                    AREA,
+                    "channels",
+                    "no channels: only subscribers get the daily issue",
+                    "list the channels in telegram.channels",
+                )
+            )
+        for channel in settings.channels:
+            out.append(await _channel_check(api, channel, int(me["id"]), str(me["username"])))
+        out.append(await _webhook_check(api, settings))
+    return out
+
+
+async def _channel_check(api: _Api, channel: str, bot_id: int, username: str) -> Check:
+    """Whether the bot may post in ``channel``: getChat, then its own getChatMember."""
+    name = f"rights {channel}"
+    good, chat, _ = await api.call("getChat", chat_id=channel)
+    if not good:
+        return fail(
+            AREA,
+            name,
+            f"getChat: {chat}",
+            f"add @{username} to the chat (an administrator of a channel), or fix the id",
+        )
+    kind = chat.get("type")
+    title = chat.get("title") or chat.get("first_name") or channel
+    if kind == "private":
+        return ok(AREA, name, f"private chat with {title}")
+    good, member, _ = await api.call("getChatMember", chat_id=channel, user_id=bot_id)
+    if not good:
+        return fail(AREA, name, f"getChatMember: {member}", f"add @{username} to {title!r}")
+    status = member.get("status")
+    if status in ("left", "kicked"):
+        return fail(
+            AREA,
+            name,
+            f"the bot is not in {kind} {title!r} (status {status!r})",
+            f"add @{username} to it again",
+        )
+    if kind == "channel":
+        if status == "creator" or (status == "administrator" and member.get("can_post_messages")):
+            return ok(AREA, name, f"may post in channel {title!r}")
+        why = "an administrator without Post Messages" if status == "administrator" else status
+        return fail(
+            AREA,
+            name,
+            f"cannot post in channel {title!r}: the bot is {why}",
+            f"channel settings → Administrators → @{username}: allow Post Messages",
+        )
+    if status == "restricted" and not member.get("can_send_messages"):
+        return fail(
+            AREA,
+            name,
+            f"cannot post in {kind} {title!r}: the bot is restricted from sending messages",
+            f"group settings → Permissions → Exceptions → @{username}: allow Send Messages",
+        )
+    return ok(AREA, name, f"may post in {kind} {title!r} ({status})")
+
+
+async def _webhook_check(api: _Api, settings: TelegramSettings) -> Check:
+    good, info, _ = await api.call("getWebhookInfo")
+    if not good:
+        return warn(AREA, "webhook", f"getWebhookInfo: {info}", "none needed for polling")
+    url = info.get("url") or ""
+    error = info.get("last_error_message")
+    pending = int(info.get("pending_update_count") or 0)
+    if settings.mode == "polling":
+        if url:
+            return warn(
+                AREA,
+                "webhook",
+                f"a webhook is set ({url}); polling deletes it at start",
+                'if another instance serves it, stop it or set mode = "webhook" here too',
+            )
+        return ok(AREA, "webhook", f"none set (polling; {pending} updates waiting)")
+    if error:
+        return fail(
+            AREA,
+            "webhook",
+            f"Telegram cannot deliver to {url or settings.webhook_url}: {error}",
+            f"make {settings.webhook_url} reach {settings.webhook_listen}:"
+            f"{settings.webhook_port} (proxy, TLS certificate, firewall)",
+        )
+    if url != settings.webhook_url:
+        return warn(
+            AREA,
+            "webhook",
+            f"set to {url or 'nothing'}, not {settings.webhook_url}",
+            "none: digest-bot run sets it at start",
+        )
+    return ok(AREA, "webhook", f"{url} ({pending} updates waiting)")

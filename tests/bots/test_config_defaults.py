@@ -1,0 +1,42 @@
+"""Run from another folder, the bot says loudly which default ledger and archive it uses."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_cli(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("DIGEST_BOT_")}
+    return subprocess.run(
+        [sys.executable, "-m", "bots.cli", *args],
+        cwd=cwd, capture_output=True, text=True, timeout=60,
+        env={**clean, "PYTHONPATH": str(ROOT), **env},
+    )  # fmt: skip
+
+
+def test_no_config_file_warns_naming_the_default_ledger_and_the_fix(tmp_path: Path) -> None:
+    out = run_cli(tmp_path, "status")
+    [warning] = [line for line in out.stderr.splitlines() if "WARNING" in line]
+    assert f"no config file config/digest-bot.toml in {tmp_path}" in warning
+    assert str(tmp_path / "var" / "digest-bot.db") in warning
+    assert "--config" in warning and "DIGEST_BOT_DATABASE_URL" in warning
+
+
+def test_no_warning_with_a_config_file_or_paths_from_the_environment(tmp_path: Path) -> None:
+    from_repo = run_cli(ROOT, "archive", "list")
+    assert from_repo.returncode == 0 and "WARNING" not in from_repo.stderr
+    env = {
+        "DIGEST_BOT_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'l.db'}",
+        "DIGEST_BOT_ARCHIVE_DIR": str(ROOT / "archive"),
+    }
+    from_env = run_cli(tmp_path, "archive", "list", **env)
+    assert from_env.returncode == 0 and "WARNING" not in from_env.stderr
+    # only the archive from the environment: the ledger default is still named
+    partial = run_cli(tmp_path, "archive", "list", DIGEST_BOT_ARCHIVE_DIR=str(ROOT / "archive"))
+    assert "DIGEST_BOT_DATABASE_URL" in partial.stderr
+    assert "DIGEST_BOT_ARCHIVE_DIR" not in partial.stderr
