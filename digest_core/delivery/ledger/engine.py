@@ -29,6 +29,22 @@ from digest_core.errors import ConfigError, LedgerError
 log = logging.getLogger(__name__)
 
 
+#: PostgreSQL settings of every ledger connection. asyncpg prepares each statement once per
+#: connection, and after five runs PostgreSQL may plan a prepared statement generically,
+#: without its values: for planning's ``target IN (500 values)`` that is a scan of the whole
+#: parts table per batch, so planning 10k subscribers took 25 s instead of 0.5 s
+#: (benchmarks/scale.py). The ledger's statements are cheap to plan with their values.
+#: (PostgreSQL 12 or newer.)
+PG_SERVER_SETTINGS = {"plan_cache_mode": "force_custom_plan"}
+
+
+def _server_settings(parsed: Any) -> dict[str, Any]:
+    """asyncpg's ``connect`` arguments for the ledger (none for other drivers)."""
+    if parsed.get_driver_name() != "asyncpg":
+        return {}
+    return {"server_settings": dict(PG_SERVER_SETTINGS)}
+
+
 def _create_engine(url: str, *, echo: bool) -> AsyncEngine:
     """An async engine for ``url``; every way the URL itself can be wrong is a ConfigError
     naming ``database_url``, never showing the password."""
@@ -50,7 +66,9 @@ def _create_engine(url: str, *, echo: bool) -> AsyncEngine:
         elif sqlite:
             engine = create_async_engine(parsed, echo=echo)
         else:
-            engine = create_async_engine(parsed, echo=echo, pool_pre_ping=True)
+            engine = create_async_engine(
+                parsed, echo=echo, pool_pre_ping=True, connect_args=_server_settings(parsed)
+            )
     except NoSuchModuleError as exc:
         raise ConfigError(
             f"{shown}: unknown database kind or driver {parsed.drivername!r} ({example})",
