@@ -29,7 +29,7 @@ from digest_core.metrics import NULL_METRICS, MetricsSink
 from digest_core.models import Issue
 from digest_core.platform import Target, TargetKind
 from digest_core.port import Adapter, ServicePort
-from digest_core.rendering import Part, render
+from digest_core.rendering import Message, Part, render
 from digest_core.scheduling import DailyPoster, PostState, ScheduleConfig
 
 log = logging.getLogger(__name__)
@@ -167,12 +167,28 @@ class DigestService(ServicePort):
                 log.info("%s has no targets configured; nothing to post", platform.name)
                 return None
             messages = render(issue, platform.flavor, Part.ALL, options=platform.post_options)
+            # private subscribers may get another part (a compact one-message issue): they
+            # are then a second engine run of the same ledger delivery (rows are per target)
+            private = Part(getattr(platform, "subscriber_part", Part.ALL))
+            groups: list[tuple[list[Message], list[Target]]] = [(messages, targets)]
+            if private is not Part.ALL:
+                compact = render(issue, platform.flavor, private, options=platform.post_options)
+                groups = [
+                    (messages, [t for t in targets if t.kind is not TargetKind.PRIVATE]),
+                    (compact, [t for t in targets if t.kind is TargetKind.PRIVATE]),
+                ]
             # one delivery of a day per platform at a time: a /repost while the daily post
             # runs waits for it, then finds everything sent
+            report: DeliveryReport | None = None
             async with self._locks.setdefault((issue.date, platform.name), asyncio.Lock()):
-                return await self.engine.deliver(
-                    issue.ref, platform, messages, targets, force=force, progress=progress
-                )
+                for parts, group in groups:
+                    if not group:
+                        continue
+                    done = await self.engine.deliver(
+                        issue.ref, platform, parts, group, force=force, progress=progress
+                    )
+                    report = done if report is None else report.merged(done)
+            return report
 
         # platforms deliver concurrently; one failing never stops the others, and its error
         # is raised once all have finished

@@ -19,7 +19,7 @@ from bots.inflight import RESTARTING, InFlight
 from bots.network import network_reason
 from bots.renderers import Flavor
 from bots.telegram.handlers import AnswerTiming, Handlers
-from bots.telegram.limits import TELEGRAM_LIMITS
+from bots.telegram.limits import PAID_BROADCAST_LIMITS, TELEGRAM_LIMITS
 from bots.telegram.menus import RedactToken, command_menus, sdk_loggers
 from bots.telegram.settings import TelegramSettings
 from bots.telegram.wire import (
@@ -33,7 +33,7 @@ from bots.telegram.wire import (
 from digest_core.clock import Clock
 from digest_core.errors import ConfigError, OutcomeUnknown, TransientError
 from digest_core.platform import PartKey, PlatformLimits, Target, TargetKind
-from digest_core.rendering import Message, RenderOptions, notice
+from digest_core.rendering import Message, Part, RenderOptions, notice
 
 if TYPE_CHECKING:
     from digest_core.port import Port
@@ -119,6 +119,12 @@ class TelegramAdapter:
         self.clock = clock
         if limits is not None:
             self.limits = limits
+        elif settings.paid_broadcast:
+            self.limits = PAID_BROADCAST_LIMITS
+        #: what private subscribers get (the core renders it): the issue or its compact form
+        self.subscriber_part = Part.TOC if settings.subscriber_format == "compact" else Part.ALL
+        #: every sendMessage carries allow_paid_broadcast: replies share the paced budget
+        self._paid = {"allow_paid_broadcast": True} if settings.paid_broadcast else {}
         self.post_options = RenderOptions(buttons=True, link_preview=settings.link_preview)
         self.admins = frozenset(settings.admins)
         self.on_answered = on_answered
@@ -172,7 +178,7 @@ class TelegramAdapter:
         kwargs, extra = split_payload(message.payload)
         try:
             sent = await app.bot.send_message(
-                chat_id=chat_id(target.id), **kwargs, api_kwargs=extra or None
+                chat_id=chat_id(target.id), **kwargs, **self._paid, api_kwargs=extra or None
             )
         except TelegramError as exc:
             if self._app is not app or self._stopping:

@@ -21,3 +21,12 @@ TELEGRAM_LIMITS = PlatformLimits(
         TargetKind.CHANNEL: Rate(17 / 60, burst=3),
     },
 )
+
+#: With ``allow_paid_broadcast`` (https://core.telegram.org/bots/api#sendmessage, and
+#: https://core.telegram.org/bots/faq#how-can-i-message-all-of-my-bot-39s-subscribers-at-once):
+#: "up to 1000 messages per second", paid in Stars past the free 30. A burst of 50 plus 950/s
+#: keeps every 1 s window at 1000 or fewer; the per-chat limits are unchanged.
+PAID_BROADCAST_LIMITS = PlatformLimits(
+    overall=Rate(950.0, burst=50),
+    per_target=dict(TELEGRAM_LIMITS.per_target),
+)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 
@@ -41,6 +41,13 @@ class TelegramSettings(TokenSettings):
     #: reader commands (and button presses) one user may send per ``command_window_seconds``;
     #: past that they get one "slow down" reply, then silence until the window allows more.
     #: Admins are not limited.
+    #: what a private subscriber gets each day: "full" (the issue, as channels get it) or
+    #: "compact" (one message: the headline and brief titles with the section buttons, which
+    #: send the rest on request); compact makes a delivery to many subscribers hours shorter
+    subscriber_format: Literal["full", "compact"] = "full"
+    #: send with allow_paid_broadcast: up to 1000 messages/s instead of 30, each message past
+    #: the free rate paid in Telegram Stars from the bot's balance; the pacing follows
+    paid_broadcast: bool = False
     command_burst: int = Field(default=5, ge=1, le=1000)
     command_window_seconds: float = Field(default=10.0, gt=0, le=3600)
 

@@ -138,6 +138,19 @@ class DeliveryReport:
         revision, or it is being sent by a concurrent delivery); a deactivated one fails it."""
         return not self.inactive and all(t.complete for t in self.targets)
 
+    def merged(self, other: DeliveryReport) -> DeliveryReport:
+        """This report and ``other`` (another run of the same day and platform, to other
+        targets, e.g. subscribers getting another part) as one; the generation is the later
+        run's (with ``force`` each run starts its own)."""
+        return DeliveryReport(
+            self.ref,
+            self.platform,
+            other.delivery_id,
+            other.generation,
+            [*self.targets, *other.targets],
+            [*self.inactive, *other.inactive],
+        )
+
 
 @dataclass(eq=False, slots=True)
 class _Run:
