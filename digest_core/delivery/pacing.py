@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import random
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from digest_core.platform import PlatformLimits, Rate, Target
@@ -85,11 +86,19 @@ class Pacer:
 
     def forget_idle(self, now: float) -> None:
         """Drop state of targets that are back to a full bucket and no deferral (bounds memory)."""
-        for target, bucket in list(self._buckets.items()):
+        for _ in self.forget_idle_steps(now):
+            pass
+
+    def forget_idle_steps(self, now: float, *, step: int = 1000) -> Iterator[None]:
+        """:meth:`forget_idle` in steps of ``step`` targets, yielding between them (a caller
+        in the event loop sleeps there: 100k targets' state is not dropped in one go)."""
+        for i, (target, bucket) in enumerate(list(self._buckets.items()), start=1):
             bucket.delay(now)
             if bucket.full and self._not_before.get(target, now) <= now:
                 del self._buckets[target]
                 self._not_before.pop(target, None)
+            if i % step == 0:
+                yield
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from digest_core.delivery.heap import refreeze
 from digest_core.delivery.ledger.classify import FoundRow, Situation, classify
 from digest_core.delivery.ledger.core import (
     LedgerBase,
@@ -216,6 +217,7 @@ class PlanningMixin(LedgerBase):
                 entries += found
                 superseded += sum(1 for e in found if e[6] is not None)
                 live += sum(1 for e in found if e[5])
+            refreeze()  # the plan so far: out of the collector's full passes (see heap.py)
             await asyncio.sleep(0)  # let the loop breathe between batches
         if inactive:
             log.info("%s: skipping %d deactivated targets", platform, len(inactive))

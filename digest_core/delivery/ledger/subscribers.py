@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import logging
 
@@ -20,6 +21,9 @@ from digest_core.delivery.ledger.schema import (
 from digest_core.platform import Target, TargetKind
 
 log = logging.getLogger(__name__)
+
+#: subscriber rows turned into targets between two yields to the event loop
+_READ_CHUNK = 5000
 
 
 async def _subscribe(conn: AsyncConnection, platform: str, chat_id: str, now: dt.datetime) -> bool:
@@ -89,4 +93,9 @@ class SubscribersMixin(LedgerBase):
                 .where(subscribers.c.platform == platform, subscribers.c.active.is_(True))
                 .order_by(subscribers.c.since, subscribers.c.chat_id)
             )
-            return [Target(platform, chat_id, TargetKind.PRIVATE) for (chat_id,) in rows]
+        found: list[Target] = []
+        # rows become objects as they are read: 100k at once held the loop for 0.3 s
+        for chunk in rows.partitions(_READ_CHUNK):
+            found += [Target(platform, chat_id, TargetKind.PRIVATE) for (chat_id,) in chunk]
+            await asyncio.sleep(0)
+        return found
