@@ -9,7 +9,7 @@ ARG PYTHON=python:3.12-slim-bookworm
 # ---- build: a virtualenv with the locked dependencies and the bot, made by deploy/install.sh
 FROM ${PYTHON} AS build
 ARG VENV=/opt/digest-bot
-ARG EXTRAS=postgres
+ARG EXTRAS="postgres http"
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY requirements/ requirements/

@@ -3,6 +3,7 @@ command line, run for real in a virtualenv (no Docker daemon or systemd needed).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -11,6 +12,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -61,7 +63,7 @@ def _args(instructions: list[tuple[str, str]]) -> dict[str, str]:
     for keyword, rest in instructions:
         if keyword == "ARG" and "=" in rest:
             name, _, value = rest.partition("=")
-            found[name] = value
+            found[name] = " ".join(shlex.split(value))
     return found
 
 
@@ -154,8 +156,22 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return venv
 
 
-def _runs_until_sigterm(argv: list[str], *, cwd: Path, env: dict[str, str], ledger: Path) -> str:
-    """Start the bot, wait until its ledger exists (it is up), SIGTERM it: exit 0; its stderr."""
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _runs_until_sigterm(
+    argv: list[str],
+    *,
+    cwd: Path,
+    env: dict[str, str],
+    ledger: Path,
+    while_up: Callable[[], None] | None = None,
+) -> str:
+    """Start the bot, wait until its ledger exists (it is up), run ``while_up``, SIGTERM it:
+    exit 0; its stderr."""
     err_path = cwd / "stderr.txt"
     with err_path.open("w") as err:
         proc = subprocess.Popen(
@@ -166,7 +182,11 @@ def _runs_until_sigterm(argv: list[str], *, cwd: Path, env: dict[str, str], ledg
             time.sleep(0.1)
         time.sleep(0.5)
         assert proc.poll() is None, err_path.read_text()
-        proc.send_signal(signal.SIGTERM)
+        try:
+            if while_up is not None:
+                while_up()
+        finally:
+            proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0, err_path.read_text()
     return err_path.read_text()
 
@@ -234,14 +254,24 @@ def test_the_images_command_runs_with_the_images_environment(
             for name, value in _env(rest).items():
                 if name != "PATH":
                     env[name] = mapped(value)
-    import json
-
     entry = [rest for k, rest in runtime if k == "ENTRYPOINT"]
     cmd = [rest for k, rest in runtime if k == "CMD"]
     argv = [mapped(a) for a in json.loads(entry[-1]) + json.loads(cmd[-1])]
     argv[0] = str(installed / "bin" / argv[0])
     env["DIGEST_BOT_SCHEDULE__ENABLED"] = "false"
-    err = _runs_until_sigterm(argv, cwd=state, env=env, ledger=state / "digest-bot.db")
+    # the image's HEALTHCHECK, on a free port instead of 9464 (other tests may hold it)
+    port = _free_port()
+    env["DIGEST_BOT_HTTP__LISTEN"] = env["DIGEST_BOT_HTTP__LISTEN"].replace("9464", str(port))
+    [check] = [rest for k, rest in runtime if k == "HEALTHCHECK"]
+    probe = json.loads(check.split(" CMD ", 1)[1].replace("9464", str(port)))
+    probe[0] = str(installed / "bin" / probe[0])
+
+    def healthy() -> None:
+        assert subprocess.run(probe, env=env, timeout=30).returncode == 0
+
+    err = _runs_until_sigterm(
+        argv, cwd=state, env=env, ledger=state / "digest-bot.db", while_up=healthy
+    )
     assert "WARNING: no config file" not in err
 
 
