@@ -14,11 +14,10 @@ from typing import Any
 import httpx
 
 from bots.doctor import TIMEOUT_SECONDS, Check, clock_check, fail, ok, warn
+from bots.telegram.menus import RedactToken, sdk_loggers
 from bots.telegram.settings import TelegramSettings
 
 log = logging.getLogger(__name__)
-# httpx logs each request's URL at INFO, and a Bot API URL holds the token
-logging.getLogger("httpx").setLevel(logging.WARNING)
 
 AREA = "telegram"
 #: the fix for a token Telegram refuses
@@ -58,6 +57,21 @@ async def checks(settings: TelegramSettings, *, now: Callable[[], dt.datetime]) 
     if token is None:
         return []
     base = settings.api_base_url + token.get_secret_value()
+    # httpx logs each request's URL, and a Bot API URL holds the token
+    redactor = RedactToken(token)
+    loggers = sdk_loggers()
+    for logger in loggers:
+        logger.addFilter(redactor)
+    try:
+        return await _checks(settings, base, now)
+    finally:
+        for logger in loggers:
+            logger.removeFilter(redactor)
+
+
+async def _checks(
+    settings: TelegramSettings, base: str, now: Callable[[], dt.datetime]
+) -> list[Check]:
     async with httpx.AsyncClient(timeout=TIMEOUT_SECONDS) as client:
         api = _Api(client, base)
         sent = now()

@@ -25,7 +25,6 @@ from digest_core.clock import SystemClock
 from digest_core.errors import ConfigError
 
 log = logging.getLogger(__name__)
-logging.getLogger("httpx").setLevel(logging.WARNING)  # request URLs may hold a robot's token
 
 
 async def checks(settings: WebhookSettings, *, now: Callable[[], dt.datetime]) -> list[Check]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import logging
 import os
 import sys
 from pathlib import Path
@@ -77,8 +78,9 @@ async def break_discord(dc: FakeDiscord) -> None:
 
 
 async def test_telegram_rights_webhook_and_clock(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.DEBUG)
     monkeypatch.setenv("DIGEST_BOT_TELEGRAM__TOKEN", DEFAULT_TOKEN)
     async with FakeTelegram() as tg:
         break_telegram(tg)
@@ -99,6 +101,8 @@ async def test_telegram_rights_webhook_and_clock(
     assert checks[f"rights {RESTRICTED_GROUP}"].status is Status.FAIL
     assert checks["webhook"].status is Status.WARN  # polling would delete it
     assert checks["clock"].status is Status.FAIL and "behind" in checks["clock"].detail
+    assert "getChatMember" in caplog.text  # httpx logged the requests...
+    assert DEFAULT_TOKEN.split(":")[1] not in caplog.text  # ...without the token
 
 
 async def test_telegram_rights_agree_with_what_the_double_lets_post(
