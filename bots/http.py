@@ -85,7 +85,10 @@ class Probe:
     async def readiness(self) -> tuple[bool, dict[str, Any]]:
         """(ready, the details shown by /readyz)."""
         leadership = self.leadership
-        body: dict[str, Any] = {"role": leadership.role.value, "owner": self.service.ledger.owner}
+        # the role is read once: it may change while the ledger is asked below, and the
+        # body must show the role that decided the answer
+        role = leadership.role
+        body: dict[str, Any] = {"role": role.value, "owner": self.service.ledger.owner}
         ready = True
         try:
             async with asyncio.timeout(LEDGER_TIMEOUT):
@@ -99,10 +102,10 @@ class Probe:
             body["ledger"] = f"lost: {self.service.ledger.health.lost}"
             ready = False
         connected = self.connected()
-        if leadership.role is Role.LEADER:
+        if role is Role.LEADER:
             # a leader runs every platform: one not yet started is not connected
             connected = {name: connected.get(name, False) for name in self.service.platforms}
-        elif leadership.role in (Role.LOST, Role.STARTING):
+        elif role in (Role.LOST, Role.STARTING):
             ready = False
         body["platforms"] = connected
         if not all(connected.values()):
