@@ -306,7 +306,7 @@ class Archive:
         log.info("archive %s: the issue of %s is not available: %s", self.root, date, error)
         before, after = self._nearest(date)
         zh, en = f"{date} 的日报暂时无法提供", f"The issue of {date} is not available right now"
-        raise IssueNotFound(_bilingual(zh, en, before, after), date=date) from error
+        raise IssueNotFound(nearest_text(zh, en, before, after), date=date) from error
 
     def latest(self, *, on_or_before: dt.date | None = None) -> Issue:
         """The newest issue, or the newest dated ``on_or_before`` a day; broken files are skipped.
@@ -336,8 +336,11 @@ class Archive:
 
     # ------------------------------------------------------------ search
 
-    def search(self, word: str, *, limit: int = 20) -> builtins.list[SearchHit]:
-        """Items (and ledes) containing ``word``, ignoring case; newest issue first.
+    def search(
+        self, word: str, *, limit: int = 20, on_or_before: dt.date | None = None
+    ) -> builtins.list[SearchHit]:
+        """Items (and ledes) containing ``word``, ignoring case; newest issue first (only issues
+        dated ``on_or_before`` a day, if given).
 
         Titles, paragraphs, reading questions and ledes are searched; an item is one hit however
         often the word occurs in it. At most ``limit`` hits are returned. The index only picks
@@ -360,7 +363,7 @@ class Archive:
         hits: builtins.list[SearchHit] = []
         for date in order:
             entry = used.get(date)
-            if entry is None:
+            if entry is None or (on_or_before is not None and date > on_or_before):
                 continue
             if candidates is None and not self._may_contain(entry, test):
                 continue
@@ -532,7 +535,7 @@ class Archive:
         before, after = self._nearest(date)
         if before is None and after is None:
             return _NO_ISSUE_YET
-        return _bilingual(f"没有 {date} 的日报", f"No issue for {date}", before, after)
+        return nearest_text(f"没有 {date} 的日报", f"No issue for {date}", before, after)
 
     def _nearest(self, date: dt.date) -> tuple[dt.date | None, dt.date | None]:
         """The closest dates before and after ``date`` that have an issue to serve."""
@@ -549,7 +552,7 @@ class Archive:
 _NO_ISSUE_YET = "还没有任何一期日报。\nThere is no issue yet."
 
 
-def _bilingual(zh: str, en: str, before: dt.date | None, after: dt.date | None) -> str:
+def nearest_text(zh: str, en: str, before: dt.date | None, after: dt.date | None) -> str:
     """``zh；最近的是 …。`` and ``en; the nearest …`` on two lines, in the bot's reply style."""
     near = [d.isoformat() for d in (before, after) if d is not None]
     if not near:

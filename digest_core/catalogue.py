@@ -88,8 +88,15 @@ CATALOGUE: tuple[CommandSpec, ...] = (
         "今天的简讯，或其中一条",
         "今天的簡訊，或其中一條",
         "The briefs of today's issue, or one of them",
-        "/briefs [N]",
-        args=(_N,),
+        "/briefs [N] [YYYY-MM-DD]",
+        args=(
+            _N,
+            _date(
+                "YYYY-MM-DD (default: today)",
+                "日期 YYYY-MM-DD（默认今天）",
+                "日期 YYYY-MM-DD（預設今天）",
+            ),
+        ),
         label_zh="简讯",
         label_zh_tw="簡訊",
     ),
@@ -237,6 +244,57 @@ CATALOGUE: tuple[CommandSpec, ...] = (
         admin=True,
         label_zh="恢复推送",
         label_zh_tw="恢復推送",
+    ),
+    CommandSpec(
+        "preview",
+        "管理员：私下预览读者将收到的日报（含按钮）",
+        "管理員：私下預覽讀者將收到的日報（含按鈕）",
+        "Admins: privately see what readers will get, buttons included",
+        "/preview [YYYY-MM-DD]",
+        args=(
+            _date(
+                "YYYY-MM-DD (default: the next issue)",
+                "日期 YYYY-MM-DD（默认下一期）",
+                "日期 YYYY-MM-DD（預設下一期）",
+            ),
+        ),
+        admin=True,
+        label_zh="预览",
+        label_zh_tw="預覽",
+    ),
+    CommandSpec(
+        "approve",
+        "管理员：批准某一期按时推送（需要批准时）",
+        "管理員：批准某一期按時推送（需要批准時）",
+        "Admins: approve an issue for its post (when approval is required)",
+        "/approve [YYYY-MM-DD]",
+        args=(
+            _date(
+                "YYYY-MM-DD (default: the next issue)",
+                "日期 YYYY-MM-DD（默认下一期）",
+                "日期 YYYY-MM-DD（預設下一期）",
+            ),
+        ),
+        admin=True,
+        label_zh="批准",
+        label_zh_tw="批准",
+    ),
+    CommandSpec(
+        "hold",
+        "管理员：暂缓某一期，批准前不推送",
+        "管理員：暫緩某一期，批准前不推送",
+        "Admins: hold an issue back until it is approved",
+        "/hold [YYYY-MM-DD]",
+        args=(
+            _date(
+                "YYYY-MM-DD (default: the next issue)",
+                "日期 YYYY-MM-DD（默认下一期）",
+                "日期 YYYY-MM-DD（預設下一期）",
+            ),
+        ),
+        admin=True,
+        label_zh="暂缓",
+        label_zh_tw="暫緩",
     ),
 )
 

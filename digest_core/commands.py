@@ -17,9 +17,11 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import ParamSpec, Protocol, TypeVar
 
+from digest_core import editor_commands
 from digest_core.archive import Archive
 from digest_core.catalogue import BY_NAME, help_text
 from digest_core.clock import Clock
+from digest_core.embargo import Embargo, VisibleArchive
 from digest_core.errors import IssueNotFound
 from digest_core.metrics import NULL_METRICS, MetricsSink
 from digest_core.models import Issue, Section
@@ -44,6 +46,8 @@ class Capability(StrEnum):
 
     REPOST = "repost"
     STATUS = "status"
+    #: preview unpublished issues, approve or hold them
+    PUBLISH = "publish"
 
 
 ADMIN = frozenset(Capability)
@@ -127,6 +131,13 @@ class AdminBackend(Protocol):
         """Record an admin action (or a refused attempt) in the audit log."""
         ...
 
+    async def decide(
+        self, date: dt.date, *, approve: bool, revision: str | None, requested_by: str
+    ) -> str:
+        """Approve (or hold) ``date``'s issue, of ``revision`` when given (a stale one is
+        refused); audited; a late approval posts at once. The reply text."""
+        ...
+
 
 #: the part of an issue a section button (重点 / 简讯 / 经典回顾 on a post) shows
 PART_OF_SECTION: dict[Section, Part] = {
@@ -170,13 +181,17 @@ class Commands:
         post_options: dict[str, RenderOptions] | None = None,
         subscribable: frozenset[str] = frozenset(),
         metrics: MetricsSink = NULL_METRICS,
+        embargo: Embargo | None = None,
     ):
         """``post_options`` are the platforms' channel-post options by platform name;
         ``subscribable`` names the platforms that can send the daily issue privately;
-        ``metrics`` hears how long each command took."""
+        ``metrics`` hears how long each command took; ``embargo`` decides what readers may
+        see (default: a day from its local midnight). Every reader command reads the archive
+        through :meth:`view`, never directly."""
         self.archive = archive
         self.clock = clock
         self.zone = zone
+        self.embargo = embargo or Embargo(zone=zone, post_time=dt.time(0, 0), clock=clock)
         self.backend = backend
         self.post_options = post_options or {}
         self.subscribable = subscribable
@@ -203,6 +218,9 @@ class Commands:
             "repost": Commands.repost,
             "status": Commands.status,
             "reactivate": Commands.reactivate,
+            "preview": editor_commands.preview,
+            "approve": editor_commands.approve,
+            "hold": editor_commands.hold,
         }
 
     @property
@@ -254,6 +272,10 @@ class Commands:
 
     def today_date(self) -> dt.date:
         return self.clock.now().astimezone(self.zone).date()
+
+    def view(self, request: Request) -> VisibleArchive:
+        """The archive as the sender of ``request`` may see it now (admins: everything)."""
+        return self.embargo.view(self.archive, admin=bool(request.capabilities))
 
     async def _off_loop(self, fn: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
         """``fn(*args, **kwargs)`` in a worker thread: file I/O, parsing and rendering."""
@@ -340,12 +362,20 @@ class Commands:
         )
         return [*messages[:keep], *notice(hint, request.flavor)]
 
-    def _current(self) -> tuple[Issue, str | None]:
-        """Today's issue, or the latest one with a note saying so."""
+    def _current(self, request: Request) -> tuple[Issue, str | None]:
+        """Today's issue, or the latest visible one with a note saying so (and, before
+        today's publish time, when today's comes)."""
         today = self.today_date()
-        issue = self.archive.latest(on_or_before=today)
+        issue = self.view(request).latest(on_or_before=today)
         if issue.date == today:
             return issue, None
+        if not self.embargo.visible(today):
+            at = self.embargo.publish_time(today).astimezone(self.zone)
+            return issue, (
+                f"今天（{today}）的日报将于 {at:%H:%M} 发布，这是最新一期：{issue.date}。\n"
+                f"Today's issue ({today}) comes at {at:%H:%M %Z}; here is the latest, "
+                f"from {issue.date}."
+            )
         return issue, (
             f"今天（{today}）的日报还没有发布，这是最新一期：{issue.date}。\n"
             f"Today's issue ({today}) is not out yet; here is the latest, from {issue.date}."
@@ -355,7 +385,7 @@ class Commands:
         return Reply(await self._off_loop(self._current_part, request, part, brief))
 
     def _current_part(self, request: Request, part: Part, brief: int | None) -> list[Message]:
-        issue, note = self._current()
+        issue, note = self._current(request)
         head = notice(note, request.flavor) if note else []
         room = MAX_REPLY_MESSAGES - len(head)
         return [*head, *self._capped(request, issue, part, brief=brief, room=room)]
@@ -363,7 +393,7 @@ class Commands:
     def _dated(
         self, request: Request, date: dt.date, part: Part, brief: int | None
     ) -> list[Message]:
-        issue = self.archive.on(date)
+        issue = self.view(request).on(date)
         return self._capped(request, issue, part, brief=brief, room=MAX_REPLY_MESSAGES)
 
     async def _dated_part(self, request: Request, part: Part) -> Reply:
@@ -389,7 +419,7 @@ class Commands:
         reader-safe explanation (short enough for a callback alert's 200 characters mostly).
         """
         try:
-            issue = await self._off_loop(self.archive.on, date)
+            issue = await self._off_loop(self.view(request).on, date)
         except IssueNotFound as exc:
             reply = self._text(request, str(exc), status=Status.NOT_FOUND, private=True)
             reply.extra["problem"] = str(exc)
@@ -426,6 +456,8 @@ class Commands:
         return await self._dated_part(request, Part.TOC)
 
     async def briefs(self, request: Request) -> Reply:
+        if len(request.args) == 1 and not _NUMBER.fullmatch(request.args[0]):
+            return await self._dated_part(request, Part.BRIEFS)  # /briefs DATE
         if request.args:
             return await self.brief(request)
         return await self._part(request, Part.BRIEFS)
@@ -441,9 +473,9 @@ class Commands:
             except ValueError:
                 return self._usage(request, f"“{request.args[1]}” 不是日期 / is not a date")
         if date is None:
-            issue, _ = await self._off_loop(self._current)
+            issue, _ = await self._off_loop(self._current, request)
         else:
-            issue = await self._off_loop(self.archive.on, date)
+            issue = await self._off_loop(self.view(request).on, date)
         if not 1 <= n <= len(issue.briefs):
             return self._text(
                 request,
@@ -466,7 +498,7 @@ class Commands:
             return self._usage(request, "请给出关键词 / give a keyword")
         if len(word) > 64:
             return self._usage(request, "关键词太长（最多 64 个字符）/ keyword too long (64 max)")
-        hits = await self._off_loop(self.archive.search, word, limit=10)
+        hits = await self._off_loop(self.view(request).search, word, limit=10)
         if not hits:
             return self._text(
                 request,

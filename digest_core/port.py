@@ -18,6 +18,7 @@ from digest_core.clock import Clock
 from digest_core.commands import Commands, Reply, Request
 from digest_core.confirmation import Confirmations
 from digest_core.delivery import DeliveryEngine, InactiveTarget, Ledger
+from digest_core.embargo import Embargo
 from digest_core.models import Section
 from digest_core.platform import Platform, Target
 from digest_core.rendering import Message
@@ -51,8 +52,9 @@ class Port(Protocol):
         """What a section button of the post of ``date`` answers."""
         ...
 
-    async def archive_dates(self) -> list[dt.date]:
-        """The dates the archive serves an issue for, oldest first (autocompletion)."""
+    async def archive_dates(self, *, admin: bool = False) -> list[dt.date]:
+        """The dates the archive serves an issue for that the user may see (readers: only
+        published ones, see :mod:`digest_core.embargo`), oldest first (autocompletion)."""
         ...
 
     async def inactive_targets(self, platform: str) -> list[InactiveTarget]:
@@ -115,6 +117,7 @@ class ServicePort:
     inherits it (its constructor sets these attributes)."""
 
     archive: Archive
+    embargo: Embargo
     ledger: Ledger
     engine: DeliveryEngine
     clock: Clock
@@ -131,8 +134,9 @@ class ServicePort:
     async def section(self, request: Request, date: dt.date, section: Section) -> Reply:
         return await self.commands.section(request, date, section)
 
-    async def archive_dates(self) -> list[dt.date]:
-        return await asyncio.to_thread(self.archive.dates)  # file I/O
+    async def archive_dates(self, *, admin: bool = False) -> list[dt.date]:
+        view = self.embargo.view(self.archive, admin=admin)
+        return await asyncio.to_thread(view.dates)  # file I/O
 
     async def inactive_targets(self, platform: str) -> list[InactiveTarget]:
         return await self.ledger.inactive_targets(platform)

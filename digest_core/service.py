@@ -24,11 +24,13 @@ from digest_core.delivery import (
     ProgressCallback,
 )
 from digest_core.delivery.health import Trouble, is_transient, read_trouble, short_error
+from digest_core.embargo import Embargo
 from digest_core.errors import IssueNotFound, LedgerLost
 from digest_core.metrics import NULL_METRICS, MetricsSink
 from digest_core.models import Issue
 from digest_core.platform import Target, TargetKind
 from digest_core.port import Adapter, ServicePort
+from digest_core.publishing import Publishing, PublishingConfig
 from digest_core.rendering import Message, Part, render
 from digest_core.scheduling import DailyPoster, PostState, ScheduleConfig
 
@@ -50,7 +52,10 @@ class DigestService(ServicePort):
         schedule: ScheduleConfig,
         platforms: Sequence[Adapter],
         metrics: MetricsSink = NULL_METRICS,
+        publishing: PublishingConfig | None = None,
     ):
+        """``publishing``: approval and alert times (default: no approval needed); call
+        :meth:`load` before serving so early publishes recorded earlier count."""
         self.archive = archive
         self.ledger = ledger
         self.engine = engine
@@ -65,6 +70,19 @@ class DigestService(ServicePort):
         #: alerts under way (about the ledger's health: they never touch the ledger)
         self._alerts: set[asyncio.Task[None]] = set()
         ledger.health.subscribe(self._ledger_health_changed)
+        #: the one rule of what readers may see (every reader surface reads through it)
+        self.embargo = Embargo(zone=schedule.zone, post_time=schedule.post_time, clock=clock)
+        self.publishing = Publishing(
+            publishing or PublishingConfig(),
+            embargo=self.embargo,
+            archive=archive,
+            ledger=ledger,
+            clock=clock,
+            platforms=lambda: list(self.platforms.values()),
+            post=lambda day: self.repost(day, force=False, requested_by="approval"),
+            state=self.post_state,
+            alert=self.alert,
+        )
         self.commands = Commands(
             archive,
             clock,
@@ -73,6 +91,7 @@ class DigestService(ServicePort):
             post_options={p.name: p.post_options for p in platforms},
             subscribable=frozenset(p.name for p in platforms if getattr(p, "subscriptions", False)),
             metrics=metrics,
+            embargo=self.embargo,
         )
         self.confirmations = Confirmations(self.commands)
         self.poster = DailyPoster(
@@ -83,6 +102,10 @@ class DigestService(ServicePort):
             post=self._scheduled_post,
             alert=self.alert,
         )
+
+    async def load(self) -> None:
+        """Read what earlier runs recorded that the service needs (early publishes)."""
+        await self.publishing.load()
 
     # ------------------------------------------------------------ posting
 
@@ -105,17 +128,20 @@ class DigestService(ServicePort):
         only_target: str | None = None,
         force: bool = False,
         progress: ProgressCallback | None = None,
+        requested_by: str = "cli:",
     ) -> list[DeliveryReport]:
         """Deliver the issue of ``day`` to every target of the chosen platforms (default all).
 
         Only what the ledger lacks is sent unless ``force``. Platforms deliver concurrently; a
-        platform or target failing never stops the others.
+        platform or target failing never stops the others. Posting a day before its publish
+        time publishes it early (``requested_by``, ``platform:user``, is audited).
 
         Raises:
             IssueNotFound: there is no issue for ``day``.
             ValueError: an unknown platform name.
         """
         issue = self.archive.on(day)
+        await self.publishing.published(day, by=requested_by)
         task = asyncio.current_task()
         assert task is not None, "post() runs in a task"
         self._posting.add(task)
@@ -210,7 +236,10 @@ class DigestService(ServicePort):
             raise ValueError(f"platform {name!r} is not running (running: {known})") from None
 
     async def _scheduled_post(self, day: dt.date) -> None:
-        reports = await self.post(day)
+        if not await self.publishing.gate(day):
+            log.warning("the post of %s is held: not approved", day)
+            return
+        reports = await self.post(day, requested_by="scheduler:")
         failed = [r for r in reports if not r.ok]
         if failed:
             lines = [describe_report(r) for r in failed]
@@ -280,13 +309,31 @@ class DigestService(ServicePort):
 
     async def repost(self, date: dt.date, *, force: bool, requested_by: str) -> str:
         log.info("repost of %s (force=%s) requested by %s", date, force, requested_by)
-        reports = await self.post(date, force=force)
+        reports = await self.post(date, force=force, requested_by=requested_by)
         if not reports:
             return "没有配置推送目标 / no targets are configured"
-        return "\n".join(describe_report(r) for r in reports)
+        return "\n".join([await self.describe(r) for r in reports])
+
+    async def describe(self, report: DeliveryReport, *, force: str = "force") -> str:
+        """:func:`describe_report`, and when nothing was sent because everything had been,
+        when it was delivered and that ``force`` (how the caller spells it) sends it again."""
+        text = describe_report(report)
+        if report.sent or not any(t.already_sent for t in report.targets):
+            return text
+        last = await self.ledger.records(
+            report.ref, platform=report.platform, states=[PartState.SENT], limit=1
+        )
+        when = f"{last[0].updated_at.astimezone(self.zone):%Y-%m-%d %H:%M}" if last else "?"
+        return (
+            f"{text}\n  已于 {when} 送达，没有重发；加 {force} 可再发一遍。/ already delivered at "
+            f"{when}; nothing sent again (add {force} to send it again)"
+        )
 
     async def status(self) -> str:
         lines = [f"下次推送 / next post: {self.poster.next_post():%Y-%m-%d %H:%M %Z}"]
+        next_day = self.publishing.next_day()
+        for day in sorted({next_day, self.poster.today() + dt.timedelta(days=1)}):
+            lines.append("  " + (await self.publishing.readiness(day))[1])
         health = self.ledger.health
         if health.lost is not None:
             lines.append(f"⚠ 账本丢失 / {health.lost}")
@@ -355,6 +402,13 @@ class DigestService(ServicePort):
         if on:
             return await self.ledger.subscribe(platform, chat)
         return await self.ledger.unsubscribe(platform, chat)
+
+    async def decide(
+        self, date: dt.date, *, approve: bool, revision: str | None, requested_by: str
+    ) -> str:
+        return await self.publishing.decide(
+            date, approve=approve, revision=revision, by=requested_by
+        )
 
     async def audit(self, request: Request, *, action: str, allowed: bool, outcome: str) -> None:
         await self.ledger.record_audit(

@@ -67,18 +67,38 @@ class ScheduleSettings(_Section):
     deadline_hours: float = Field(default=4, ge=0, le=23)
     #: set false to run commands only, without the daily post
     enabled: bool = True
+    #: the daily post waits for an admin's approval of the day's current revision
+    require_approval: bool = False
+    #: local HH:MM when admins get the preview to approve (default: 2 h before post_time)
+    review_time: str | None = None
+    #: local HH:MM when admins are alerted that the next issue is missing or invalid
+    #: (default: 3 h before post_time)
+    missing_alert: str | None = None
 
-    @field_validator("post_time")
+    @field_validator("post_time", "review_time", "missing_alert")
     @classmethod
-    def _check_time(cls, v: str) -> str:
-        if not _TIME_RE.match(v):
+    def _check_time(cls, v: str | None) -> str | None:
+        if v is not None and not _TIME_RE.match(v):
             raise ValueError(f"expected HH:MM (24-hour), got {v!r}")
         return v
 
     @property
     def time(self) -> dt.time:
-        hour, minute = (int(p) for p in self.post_time.split(":"))
-        return dt.time(hour, minute)
+        return _clock_time(self.post_time)
+
+    def before_post(self, setting: str | None, *, default_hours: int) -> dt.timedelta:
+        """How long before post_time the local time ``setting`` comes (``default_hours``
+        when unset); a time after post_time is read as the evening before."""
+        if setting is None:
+            return dt.timedelta(hours=default_hours)
+        at = _clock_time(setting)
+        minutes = (self.time.hour - at.hour) * 60 + self.time.minute - at.minute
+        return dt.timedelta(minutes=minutes % (24 * 60))
+
+
+def _clock_time(text: str) -> dt.time:
+    hour, minute = (int(p) for p in text.split(":"))
+    return dt.time(hour, minute)
 
 
 class DeliverySettings(_Section):

@@ -6,6 +6,7 @@ import json
 import logging
 from collections.abc import (
     Mapping,
+    Sequence,
 )
 from typing import Any
 
@@ -58,11 +59,19 @@ class AuditMixin(LedgerBase):
             assert key is not None
             return int(key[0])
 
-    async def audit_log(self, *, platform: str | None = None, limit: int = 50) -> list[AuditEntry]:
-        """The latest audit entries, newest first."""
+    async def audit_log(
+        self,
+        *,
+        platform: str | None = None,
+        actions: Sequence[str] | None = None,
+        limit: int = 50,
+    ) -> list[AuditEntry]:
+        """The latest audit entries (of one platform, of some actions), newest first."""
         query = select(audit).order_by(audit.c.id.desc()).limit(limit)
         if platform is not None:
             query = query.where(audit.c.platform == platform)
+        if actions is not None:
+            query = query.where(audit.c.action.in_(list(actions)))
         async with self._tx() as conn:
             return [
                 AuditEntry(
