@@ -24,6 +24,7 @@ from digest_core.errors import ConfigError, LeadershipLost, LedgerLost
 from digest_core.leadership import Leadership, receives_as_standby
 from digest_core.metrics import NULL_METRICS, MetricsSink
 from digest_core.port import Adapter
+from digest_core.publishing import PublishingConfig
 from digest_core.scheduling import ScheduleConfig
 from digest_core.service import DigestService
 from digest_core.settings import Settings
@@ -133,7 +134,7 @@ async def open_service(
             metrics=metrics,
         )
         s = settings.schedule
-        yield DigestService(
+        service = DigestService(
             archive=Archive(settings.archive_dir),
             ledger=ledger,
             engine=engine,
@@ -148,7 +149,14 @@ async def open_service(
             ),
             platforms=adapters,
             metrics=metrics,
+            publishing=PublishingConfig(
+                require_approval=s.require_approval,
+                review_before=s.before_post(s.review_time, default_hours=2),
+                missing_before=s.before_post(s.missing_alert, default_hours=3),
+            ),
         )
+        await service.load()
+        yield service
 
 
 def retention_job(service: DigestService, settings: Settings) -> RetentionJob:
@@ -267,6 +275,7 @@ async def run(
                     started.append(adapter)
             if settings.schedule.enabled:
                 service.poster.install(scheduler)
+                service.publishing.install(scheduler)
             retention.install(scheduler)
             names = ", ".join(service.platforms)
             if settings.schedule.enabled:

@@ -9,11 +9,12 @@ import itertools
 import logging
 import sys
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, TextIO
 
 from bots.inflight import RESTARTING, InFlight
 from bots.renderers import Flavor
+from digest_core.actions import CommandButton
 from digest_core.commands import ADMIN, Request, parse_command_line
 from digest_core.models import escape
 from digest_core.platform import PartKey, PlatformLimits, Rate, Target, TargetKind
@@ -75,6 +76,16 @@ class ConsolePlatform:
 
     async def alert_admins(self, text: str) -> None:
         self.write(text, header="⚠ alert")
+
+    async def message_admins(
+        self, messages: Sequence[Message], *, actions: Sequence[CommandButton] = ()
+    ) -> int:
+        """Print ``messages`` for the operator (the admin), each action as the command to type."""
+        for message in messages:
+            self.write(preview(message, self.flavor), header="── admin ──")
+        if actions:
+            self.write("  ".join(f"[{a.label}] /{' '.join((a.command, *a.args))}" for a in actions))
+        return 1
 
     async def start(self, port: Port, *, receive: bool = True) -> None:
         if not (receive and self._interactive):

@@ -8,7 +8,7 @@ import contextlib
 import hashlib
 import logging
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING
 
 import aiohttp
@@ -21,9 +21,11 @@ from pydantic import SecretStr
 from bots.discord.client import DigestClient, ShardedDigestClient
 from bots.discord.limits import DISCORD_LIMITS
 from bots.discord.settings import DiscordSettings
+from bots.discord.views import action_row
 from bots.inflight import InFlight
 from bots.network import network_reason
 from bots.renderers import Flavor
+from digest_core.actions import CommandButton
 from digest_core.clock import Clock
 from digest_core.errors import (
     ConfigError,
@@ -222,6 +224,30 @@ class DiscordAdapter:
         """Logged in to the gateway and ready (for /readyz)."""
         client = self.client
         return client is not None and not client.is_closed() and client.is_ready()
+
+    async def message_admins(
+        self, messages: Sequence[Message], *, actions: Sequence[CommandButton] = ()
+    ) -> int:
+        """DM ``messages`` to every ``admin_users`` member, ``actions`` as buttons on the last
+        (best effort, never raises); how many got them. Not a delivery."""
+        client = self.client
+        if client is None or client.is_closed() or not messages:
+            return 0
+        out = list(messages)
+        if actions:
+            out[-1] = Message({**out[-1].payload, "components": [action_row(actions)]})
+        reached = 0
+        for user_id in self.settings.admin_users:
+            try:
+                async with asyncio.timeout(self.settings.request_timeout_seconds):
+                    channel = await client.http.start_private_message(user_id)
+                target = Target(self.name, str(channel["id"]), TargetKind.PRIVATE)
+                for m in out:
+                    await self.send(target, m)
+                reached += 1
+            except Exception as exc:  # a message to admins must never take anything down
+                log.warning("could not DM Discord admin %s: %s", user_id, exc)
+        return reached
 
     async def start(self, port: Port, *, receive: bool = True) -> None:
         """Log in; with ``receive``, also connect the gateway (as a task) and wait until ready

@@ -171,12 +171,14 @@ async def run_command(
 
 
 async def archive_dates(interaction: Interaction, current: str) -> list[app_commands.Choice[str]]:
-    """Autocomplete: archive dates containing what was typed, newest first (25 at most)."""
+    """Autocomplete: archive dates containing what was typed, newest first (25 at most); a
+    reader sees only published ones (the embargo), an admin every date."""
     port = port_of(interaction)
     if port is None:
         return []
     typed = current.strip()
-    dates = sorted(await port.archive_dates(), reverse=True)
+    admin = bool(capabilities(interaction))
+    dates = sorted(await port.archive_dates(admin=admin), reverse=True)
     hits = [d.isoformat() for d in dates if typed in d.isoformat()]
     return [app_commands.Choice(name=d, value=d) for d in hits[:25]]
 
@@ -235,10 +237,16 @@ def install_commands(tree: app_commands.CommandTree[Any]) -> None:
     @tree.command(name=_name("briefs"), description=_about("briefs"))
     @app_commands.rename(**_renamed("briefs"))
     @app_commands.describe(**_described("briefs"))
+    @app_commands.autocomplete(date=archive_dates)
     async def briefs(
-        interaction: Interaction, n: app_commands.Range[int, 1, 99] | None = None
+        interaction: Interaction,
+        n: app_commands.Range[int, 1, 99] | None = None,
+        date: app_commands.Range[str, 1, 32] | None = None,
     ) -> None:
-        await run_command(interaction, "briefs", *([str(n)] if n is not None else []))
+        args = [str(n)] if n is not None else []
+        if date:
+            args.append(date.strip())
+        await run_command(interaction, "briefs", *args)
 
     @tree.command(name=_name("classic"), description=_about("classic"))
     async def classic(interaction: Interaction) -> None:
@@ -304,6 +312,22 @@ def install_commands(tree: app_commands.CommandTree[Any]) -> None:
             )
             return
         await run_command(interaction, "reactivate", *args, ephemeral=True)
+
+    def dated_admin(name: str) -> None:
+        """``/name [date]``: an admin command on one day (default: the next issue)."""
+
+        @tree.command(name=_name(name), description=_about(name))
+        @app_commands.rename(**_renamed(name))
+        @app_commands.describe(**_described(name))
+        @app_commands.autocomplete(date=archive_dates)
+        async def command(
+            interaction: Interaction,
+            date: app_commands.Range[str, 1, 32] | None = None,
+        ) -> None:
+            await run_command(interaction, name, *([date.strip()] if date else []), ephemeral=True)
+
+    for name in ("preview", "approve", "hold"):
+        dated_admin(name)
 
     for entry in slash_commands():
         command = tree.get_command(entry.name)

@@ -12,6 +12,7 @@ import discord
 
 from bots.inflight import RESTARTING
 from bots.renderers import Flavor
+from digest_core.actions import ACTION_PREFIX, CommandButton, Style, parse_action_data
 from digest_core.commands import Reply, Request
 from digest_core.confirmation import (
     CANCEL_DATA,
@@ -103,15 +104,49 @@ def no_mentions() -> discord.AllowedMentions:
 
 
 def message_kwargs(message: Message) -> dict[str, Any]:
-    """A rendered Discord payload as discord.py keyword arguments (content, embeds); mentions
-    are always disabled."""
+    """A rendered Discord payload as discord.py keyword arguments (content, embeds, and its
+    section or action buttons as a view); mentions are always disabled."""
     payload = message.payload
     kwargs: dict[str, Any] = {"allowed_mentions": no_mentions()}
     if payload.get("content"):
         kwargs["content"] = payload["content"]
     if payload.get("embeds"):
         kwargs["embeds"] = [PayloadEmbed(e) for e in payload["embeds"]]
+    view = buttons_view(payload.get("components", []))
+    if view is not None:
+        kwargs["view"] = view
     return kwargs
+
+
+def buttons_view(rows: Sequence[dict[str, Any]]) -> discord.ui.View | None:
+    """The persistent section and action buttons of rendered ``components``, as a view (None
+    when there are none): a preview shows the same buttons as the post."""
+    items: list[discord.ui.Item[Any]] = []
+    for row in rows:
+        for button in row.get("components", []):
+            custom_id = str(button.get("custom_id", ""))
+            if parse_button_data(custom_id) is not None:
+                items.append(SectionButton(custom_id))
+            elif parse_action_data(custom_id) is not None:
+                items.append(ActionButton(custom_id, label=str(button.get("label", ""))))
+    if not items:
+        return None
+    view = discord.ui.View(timeout=None)
+    for item in items:
+        view.add_item(item)
+    return view
+
+
+def action_row(actions: Sequence[CommandButton]) -> dict[str, Any]:
+    """One row of buttons for ``actions`` in Discord's component JSON."""
+    styles = {Style.PRIMARY: 1, Style.DANGER: 4, Style.SECONDARY: 2}
+    return {
+        "type": 1,
+        "components": [
+            {"type": 2, "style": styles[a.style], "label": a.label, "custom_id": a.data}
+            for a in actions
+        ],
+    }
 
 
 async def send_all(
@@ -249,6 +284,8 @@ class SectionButton(
         await self._pressed(ours)
 
     async def _pressed(self, interaction: Interaction) -> None:
+        from bots.discord.commands import capabilities
+
         port = port_of(interaction)
         if port is None:
             return
@@ -262,12 +299,66 @@ class SectionButton(
             flavor=Flavor.DISCORD,
             user=str(interaction.user.id),
             chat=str(interaction.channel_id or ""),
+            capabilities=capabilities(interaction),  # admins press previews' buttons
         )
 
         async def work() -> Reply:
             return await port.section(request, self.date, self.section)
 
         await respond(interaction, work, ephemeral=True)
+
+
+# --------------------------------------------------------------------------- action buttons
+
+
+class ActionButton(
+    discord.ui.DynamicItem[discord.ui.Button[Any]],
+    template=rf"^{ACTION_PREFIX}:(?P<command>[a-z]+)(?: (?P<args>.*))?$",
+):
+    """An Approve / Hold button (``ac:approve DATE REVISION``, see digest_core.actions): the
+    core runs the command as the presser, who must be an admin (else it refuses and audits);
+    the answer is ephemeral. Persistent: a review sent before a restart still works."""
+
+    def __init__(self, custom_id: str, *, label: str = "") -> None:
+        parsed = parse_action_data(custom_id)
+        if parsed is None:
+            raise ValueError(f"not an action button id: {custom_id!r}")
+        self.command, self.args = parsed
+        style = discord.ButtonStyle.secondary
+        if self.command == "approve":
+            style = discord.ButtonStyle.primary
+        super().__init__(
+            discord.ui.Button(label=label or self.command, style=style, custom_id=custom_id)
+        )
+
+    @classmethod
+    async def from_custom_id(
+        cls,
+        interaction: discord.Interaction[Any],
+        item: discord.ui.Item[Any],
+        match: re.Match[str],
+        /,
+    ) -> ActionButton:
+        return cls(match.string)
+
+    async def callback(self, interaction: discord.Interaction[Any]) -> None:
+        from bots.discord.commands import capabilities
+
+        port = port_of(interaction)
+        if port is None:
+            return
+        log.info("discord: %s pressed %s %s", interaction.user.id, self.command, self.args)
+        request = Request(
+            self.command,
+            self.args,
+            platform=PLATFORM,
+            flavor=Flavor.DISCORD,
+            user=str(interaction.user.id),
+            chat=str(interaction.channel_id or ""),
+            capabilities=capabilities(interaction),
+            confirmed=True,
+        )
+        await respond(interaction, lambda: port.handle(request), ephemeral=True)
 
 
 # --------------------------------------------------------------------------- repost confirmation

@@ -30,6 +30,7 @@ from bots.telegram.wire import (
     target_kind,
     translate,
 )
+from digest_core.actions import CommandButton
 from digest_core.clock import Clock
 from digest_core.errors import ConfigError, OutcomeUnknown, TransientError
 from digest_core.platform import PartKey, PlatformLimits, Target, TargetKind
@@ -247,6 +248,25 @@ class TelegramAdapter:
             return False
         return not app.running or (app.updater is not None and app.updater.running)
 
+    async def message_admins(
+        self, messages: Sequence[Message], *, actions: Sequence[CommandButton] = ()
+    ) -> int:
+        """DM ``messages`` to every admin, ``actions`` as buttons on the last (best effort:
+        an admin who never started the bot is skipped); how many got them. Not a delivery."""
+        if self._app is None or not messages:
+            return 0
+        out = list(messages)
+        if actions:
+            out[-1] = with_actions(out[-1], actions)
+        reached = 0
+        for admin in sorted(self.admins):
+            try:
+                await self.reply(admin, TargetKind.PRIVATE, out)
+                reached += 1
+            except Exception as exc:
+                log.warning("could not message admin %s: %s", admin, exc)
+        return reached
+
     async def start(self, port: Port, *, receive: bool = True) -> None:
         """Build the Application, log in (getMe) and, with ``receive``, answer commands.
 
@@ -419,3 +439,12 @@ class TelegramAdapter:
                 if scope is None:
                     log.warning("telegram: could not set the command menu: %s", exc)
                 # an admin's scope only works once the admin has talked to the bot; harmless
+
+
+def with_actions(message: Message, actions: Sequence[CommandButton]) -> Message:
+    """``message`` with one row of inline buttons, one per action (callback data from
+    :attr:`CommandButton.data`)."""
+    payload = dict(message.payload)
+    row = [{"text": a.label, "callback_data": a.data} for a in actions]
+    payload["reply_markup"] = {"inline_keyboard": [row]}
+    return Message(payload)

@@ -7,7 +7,7 @@ import datetime as dt
 import logging
 import time
 from collections.abc import Callable, Coroutine, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from telegram import CallbackQuery, Update
@@ -17,13 +17,14 @@ from telegram.ext import CallbackQueryHandler, ContextTypes, MessageHandler, fil
 
 from bots.inflight import RESTARTING
 from bots.renderers import Flavor
+from digest_core.actions import parse_action_data
 from digest_core.commands import ADMIN, Reply, Request, Status, parse_command_line
 from digest_core.confirmation import Action
 from digest_core.errors import DeliveryError, TargetGone
 from digest_core.flood import UserRateLimiter, Verdict
 from digest_core.models import Section
 from digest_core.platform import TargetKind
-from digest_core.rendering import Message, notice, parse_button_data
+from digest_core.rendering import Message, notice, parse_button_data, plain_renderer, preview
 
 if TYPE_CHECKING:
     from telegram.ext import Application
@@ -251,11 +252,35 @@ class Handlers:
         if self.port.confirmations.is_ours(data):
             await self._on_confirm(query, data)
             return
+        action = parse_action_data(data)
+        if action is not None:
+            await self._on_action(query, *action)
+            return
         parsed = parse_button_data(data)
         if parsed is None:
             await _answer(query)  # not ours (or from an older version): stop the spinner
             return
         await self._on_section(query, *parsed)
+
+    async def _on_action(self, query: CallbackQuery, command: str, args: tuple[str, ...]) -> None:
+        """An action button (Approve / Hold under a review): the core runs the command as the
+        presser (it refuses and audits a non-admin); the answer goes to the presser's chat."""
+        user = query.from_user
+        admin = user.id in self.adapter.admins
+        request = Request(
+            command, args, platform=self.adapter.name, flavor=Flavor.TELEGRAM,
+            user=str(user.id), chat=str(user.id), capabilities=ADMIN if admin else frozenset(),
+            confirmed=True,
+        )  # fmt: skip
+        if not admin:
+            plain = plain_renderer()
+            refused = await self._handle(replace(request, flavor=plain))
+            text = preview(refused.messages[0], plain) if refused.messages else ""
+            await _answer(query, text, alert=True)
+            return
+        await _answer(query, "正在处理… / working…")
+        reply = await self._handle(request)
+        await self._send(user.id, TargetKind.PRIVATE, reply.messages, [])
 
     async def _on_section(self, query: CallbackQuery, date: dt.date, section: Section) -> None:
         started = time.perf_counter()
@@ -271,6 +296,8 @@ class Handlers:
             flavor=Flavor.TELEGRAM,
             user=str(user.id),
             chat=str(user.id),
+            # admins press buttons of previews of issues not out yet
+            capabilities=ADMIN if user.id in self.adapter.admins else frozenset(),
         )
         reply = await self.port.section(request, date, section)
         if reply.status is Status.NOT_FOUND:

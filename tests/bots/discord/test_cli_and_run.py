@@ -44,6 +44,9 @@ COMMANDS = {
     "repost",
     "status",
     "reactivate",
+    "preview",
+    "approve",
+    "hold",
 }
 
 

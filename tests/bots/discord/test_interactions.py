@@ -46,6 +46,9 @@ COMMANDS = {
     "repost",
     "status",
     "reactivate",
+    "preview",
+    "approve",
+    "hold",
 }
 
 #: a server of someone else's that the (public) bot was added to: no configured channel there

@@ -66,7 +66,8 @@ async def bot(
         ("/brief 2", 1, ["2. 梯度累积与学习率"]),
         ("/classic", 1, ["【经典回顾】"]),
         ("/toc", 1, ["【重点】", "【简讯】"]),
-        ("/issue 2026-11-28", 1, ["2026年11月28日"]),
+        ("/issue 2026-11-26", 1, ["2026年11月26日"]),
+        ("/issue 2026-11-28", 1, ["2026-11-28 的日报还没有发布", "08:00"]),  # tomorrow's
         ("/issue yesterday", 1, ["不是日期", "/issue YYYY-MM-DD"]),
         ("/issue 2020-01-01", 1, ["2020-01-01"]),
         ("/search 投机解码", 1, ["2026-11-26", "投机解码"]),
@@ -163,7 +164,7 @@ async def test_admin_menu_lists_every_admin_command_in_both_languages(
     }
     assert set(scoped) == {"", "zh"}
     admin = {s.name for s in CATALOGUE if s.admin}
-    assert admin == {"repost", "status", "reactivate"}
+    assert admin == {"repost", "status", "reactivate", "preview", "approve", "hold"}
     assert admin <= set(scoped[""]) and admin <= set(scoped["zh"])
     assert scoped["zh"]["reactivate"] == spec("reactivate").zh
     assert scoped[""]["reactivate"] == spec("reactivate").en
