@@ -12,7 +12,7 @@ from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from bots import cli_db, registry
+from bots import cli_db, cli_publishing, registry
 from bots.logs import FORMATS, LEVELS, setup_logging
 from bots.network import network_reason
 from bots.registry import load_settings
@@ -155,6 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--json", action="store_true", help="print the exact API payloads, one per message"
     )
+    cli_publishing.add_options(p)
     p.set_defaults(handler=cmd_preview)
 
     p = sub.add_parser("archive", parents=[common], help="list or search the issue archive")
@@ -316,6 +317,8 @@ def _load_and_print(path: Path, date: dt.date | None, *, undated: bool) -> bool:
 
 
 def cmd_preview(args: argparse.Namespace, settings: Settings) -> int:
+    if args.to_admins:
+        return cli_publishing.cmd_preview_to_admins(args, settings)
     issue = _pick_issue(args, settings)
     part = Part(args.section)
     if args.brief is not None:
@@ -403,7 +406,6 @@ def cmd_post(args: argparse.Namespace, settings: Settings) -> int:
 
 async def _post(args: argparse.Namespace, settings: Settings) -> int:
     from bots.runtime import open_service
-    from digest_core.service import describe_report
 
     async with open_service(settings, only=args.platform) as service:
         day = args.date or service.poster.today()
@@ -419,14 +421,16 @@ async def _post(args: argparse.Namespace, settings: Settings) -> int:
                 progress=progress.update,
             )
             progress.close()
+            # "sent 0" says why: already delivered at …, and that --force sends it again
+            lines = [await service.describe(r, force="--force") for r in reports]
         finally:
             for adapter in service.platforms.values():
                 await adapter.stop()
     if not reports:
         print("nothing to post: no targets configured", file=sys.stderr)
         return EXIT_FAILED
-    for report in reports:
-        print(describe_report(report))
+    for line in lines:
+        print(line)
     return EXIT_OK if all(r.ok for r in reports) else EXIT_FAILED
 
 
