@@ -12,7 +12,7 @@ from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from bots import cli_db, cli_publishing, registry
+from bots import cli_db, cli_publishing, cli_site, registry
 from bots.logs import FORMATS, LEVELS, setup_logging
 from bots.network import network_reason
 from bots.registry import load_settings
@@ -201,6 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
     from bots.cli_doctor import register as register_doctor
 
     register_doctor(sub, common)
+    cli_site.register(sub, common)
     for register in registry.command_registrars():
         register(sub, common)
     return parser

@@ -117,6 +117,8 @@ class HttpSettings(_Section):
 
     #: "HOST:PORT" to serve on, e.g. "127.0.0.1:9464"; unset (the default): no endpoint
     listen: str | None = None
+    #: serve the web archive at the endpoint's root too (built live, published issues only)
+    site: bool = False
 
     @field_validator("listen")
     @classmethod
@@ -169,6 +171,27 @@ class LedgerSettings(_Section):
     def prune_at(self) -> dt.time:
         hour, minute = (int(p) for p in self.prune_time.split(":"))
         return dt.time(hour, minute)
+
+
+class SiteSettings(_Section):
+    """The web archive (``digest-bot site build``, and ``[http] site``)."""
+
+    #: the public address of the site, e.g. ``https://digest.example.org/``; when set, posts
+    #: carry a "全文 / web" link to the issue's page and the feed's links are absolute
+    base_url: str | None = None
+
+    @field_validator("base_url")
+    @classmethod
+    def _check_base_url(cls, v: str | None) -> str | None:
+        if v is None or not v.strip():
+            return None
+        v = v.strip()
+        if not re.fullmatch(r"https?://[^/\s?#@]+(/[^\s?#]*)?", v):
+            raise ValueError(
+                f"expected the site's http(s) address without a query, like "
+                f"https://digest.example.org/ (got {v!r})"
+            )
+        return v if v.endswith("/") else v + "/"
 
 
 class TokenSettings(_Section):
@@ -239,6 +262,7 @@ class Settings(BaseSettings):
     schedule: ScheduleSettings = ScheduleSettings()
     delivery: DeliverySettings = DeliverySettings()
     ledger: LedgerSettings = LedgerSettings()
+    site: SiteSettings = SiteSettings()
 
     #: the names of the platform tables (fields) of this class; set by :func:`load_settings`
     platform_names: ClassVar[tuple[str, ...]] = ()

@@ -1,0 +1,135 @@
+"""`digest-bot site build OUT/` and `digest-bot site serve`: the web archive from the CLI."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+from digest_core.archive import Archive
+from digest_core.clock import SystemClock
+from digest_core.settings import Settings
+
+log = logging.getLogger(__name__)
+
+EXIT_OK, EXIT_FAILED = 0, 1
+_NEEDS_EXTRA = (
+    "digest-bot: the web archive needs Jinja2 and feedgen: pip install 'digest-bot[site]'"
+)
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    """Add ``site build`` and ``site serve`` to the ``digest-bot`` parser's subcommands."""
+    p = sub.add_parser("site", parents=[common], help="build or serve the web archive")
+    ssub = p.add_subparsers(title="site commands", metavar="ACTION", required=True)
+    b = ssub.add_parser(
+        "build",
+        parents=[common],
+        help="write the web archive (pages, search index, feed.xml) into a folder",
+    )
+    b.add_argument("out", type=Path, metavar="OUT", help="folder to write (created if missing)")
+    b.add_argument("--base-url", help="the site's public address (overrides [site] base_url)")
+    b.add_argument(
+        "--now",
+        type=_moment,
+        help="build as if it were this moment (ISO 8601 with offset; default: now): issues "
+        "after it stay hidden",
+    )
+    b.set_defaults(handler=cmd_site_build)
+    s = ssub.add_parser(
+        "serve", parents=[common], help="serve the web archive on this machine (Ctrl-C stops)"
+    )
+    s.add_argument(
+        "--listen",
+        default="127.0.0.1:8080",
+        metavar="HOST:PORT",
+        help="address to listen on (default 127.0.0.1:8080)",
+    )
+    s.set_defaults(handler=cmd_site_serve)
+
+
+def _moment(text: str) -> dt.datetime:
+    try:
+        moment = dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an ISO 8601 moment") from None
+    if moment.tzinfo is None:
+        raise argparse.ArgumentTypeError(f"{text!r} needs an offset, e.g. 2026-11-27T08:00+08:00")
+    return moment
+
+
+def _base_url(args: argparse.Namespace, settings: Settings) -> str | None:
+    from digest_core.settings import SiteSettings
+
+    given = getattr(args, "base_url", None)
+    if given is None:
+        return settings.site.base_url
+    try:
+        return SiteSettings(base_url=given).base_url
+    except ValueError as exc:
+        raise SystemExit(f"digest-bot: --base-url: {str(exc).splitlines()[-1].strip()}") from None
+
+
+def cmd_site_build(args: argparse.Namespace, settings: Settings) -> int:
+    """Build the site of the archive's published issues into ``args.out``."""
+    try:
+        from digest_core.site.build import SiteConfig, build_site, write_site
+        from digest_core.site.live import published_issues
+    except ImportError:
+        print(_NEEDS_EXTRA, file=sys.stderr)
+        return EXIT_FAILED
+    now = args.now or SystemClock().now()
+    archive = Archive(settings.archive_dir, index=False)
+    post_time = settings.schedule.time
+    issues = published_issues(archive, now=now, zone=settings.zone, post_time=post_time)
+    hidden = len(archive.dates()) - len(issues)
+    config = SiteConfig(
+        now=now, zone=settings.zone, post_time=post_time, base_url=_base_url(args, settings)
+    )
+    files = build_site(issues, config)
+    try:
+        written, removed = write_site(files, args.out)
+    except OSError as exc:
+        print(f"digest-bot: cannot write {args.out}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_FAILED
+    later = f"; {hidden} not published yet (hidden)" if hidden else ""
+    print(
+        f"{args.out}: {len(issues)} issues{later}; {len(files)} files, "
+        f"{written} written, {removed} removed"
+    )
+    for problem in archive.known_problems():
+        print(f"warning: {problem}", file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_site_serve(args: argparse.Namespace, settings: Settings) -> int:
+    """Serve the live site of the archive until Ctrl-C."""
+    try:
+        from aiohttp import web
+
+        from bots.site_http import site_app
+        from digest_core.site.live import LiveSite
+    except ImportError:
+        print(_NEEDS_EXTRA + " aiohttp", file=sys.stderr)
+        return EXIT_FAILED
+    host, _, port = args.listen.rpartition(":")
+    if not host or not port.isdigit():
+        print(f"digest-bot: --listen {args.listen!r}: expected HOST:PORT", file=sys.stderr)
+        return EXIT_FAILED
+    live = LiveSite(
+        Archive(settings.archive_dir),
+        clock=SystemClock(),
+        zone=settings.zone,
+        post_time=settings.schedule.time,
+        base_url=settings.site.base_url,
+    )
+    print(f"serving the web archive on http://{host}:{port}/ (Ctrl-C stops)", file=sys.stderr)
+    try:
+        web.run_app(site_app(live.files), host=host, port=int(port), print=None)
+    except OSError as exc:
+        print(f"digest-bot: cannot listen on {args.listen}: {exc.strerror}", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK

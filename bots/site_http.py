@@ -1,0 +1,80 @@
+"""The web archive over HTTP: an aiohttp application to mount (``[http] site = true``) or to run
+alone (``digest-bot site serve``)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import posixpath
+from collections.abc import Callable
+
+from aiohttp import web
+
+log = logging.getLogger(__name__)
+
+#: Content types by file suffix; anything else is served as bytes.
+CONTENT_TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".json": "application/json",
+    ".xml": "application/atom+xml; charset=utf-8",
+    ".svg": "image/svg+xml",
+}
+#: Sent with every answer: pages run only the site's own script, never inside a frame.
+SECURITY_HEADERS = {
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",
+    "Content-Security-Policy": (
+        "default-src 'none'; style-src 'self'; script-src 'self'; connect-src 'self'; "
+        "img-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+    ),
+}
+
+Files = Callable[[], dict[str, bytes]]
+
+
+def lookup(files: dict[str, bytes], path: str) -> tuple[int, str]:
+    """What a request for ``path`` (relative to the site root, no leading slash, unquoted)
+    gets: ``(200, file)``, ``(301, path + "/")`` for a folder asked without its slash, or
+    ``(404, "")``. ``..`` and empty segments never reach a file."""
+    if path and (posixpath.normpath(path) != path.rstrip("/") or path.startswith("/")):
+        return 404, ""
+    name = path + "index.html" if path == "" or path.endswith("/") else path
+    if name in files:
+        return 200, name
+    if f"{path}/index.html" in files:
+        return 301, path + "/"
+    return 404, ""
+
+
+def site_app(files: Files) -> web.Application:
+    """An application serving the site ``files()`` returns (called in a worker thread on every
+    request: :class:`~digest_core.site.live.LiveSite.files` rebuilds when the archive
+    changed). Mount it with ``app.add_subapp("/site/", site_app(...))`` or serve it at the
+    root; its links are relative, so any prefix works. GET and HEAD only."""
+    app = web.Application()
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        current = await asyncio.to_thread(files)
+        tail = request.match_info.get("tail", "")
+        status, name = lookup(current, tail)
+        if status == 301:
+            raise web.HTTPMovedPermanently(location=request.path + "/", headers=SECURITY_HEADERS)
+        if status == 404:
+            return web.Response(
+                status=404,
+                text="没有这个页面 / not found\n",
+                headers=SECURITY_HEADERS,
+            )
+        suffix = posixpath.splitext(name)[1]
+        headers = {
+            **SECURITY_HEADERS,
+            "Content-Type": CONTENT_TYPES.get(suffix, "application/octet-stream"),
+            "Cache-Control": "public, max-age=60",
+        }
+        return web.Response(body=current[name], headers=headers)
+
+    app.router.add_get("/{tail:.*}", handle)  # HEAD too
+    return app

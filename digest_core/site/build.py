@@ -1,0 +1,222 @@
+"""Build the web archive: every page, the search index and the feed, as files in memory.
+
+:func:`build_site` is pure (issues in, ``{path: bytes}`` out); :func:`write_site` puts the
+files in a folder. Only published issues are shown (:mod:`digest_core.site.published`): the
+filter is applied here, so no caller can forget it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from digest_core.models import QUESTION_MARKER, Issue
+from digest_core.site.feed import build_feed
+from digest_core.site.links import issue_path
+from digest_core.site.published import is_published, published_at
+from digest_core.site.search import index_json
+
+log = logging.getLogger(__name__)
+
+#: The static files every site carries, from this package's ``static`` folder.
+STATIC_FILES = ("style.css", "search.js", "favicon.svg")
+#: Written beside the pages: what the last build wrote, so the next one removes what is gone.
+MANIFEST = ".digest-site.json"
+#: The site's title when the archive has no issue to take a masthead from.
+DEFAULT_TITLE = "AI 技术日报"
+_WEEKDAYS = "一二三四五六日"
+
+
+@dataclass(frozen=True)
+class SiteConfig:
+    """What a build needs besides the issues.
+
+    ``base_url`` (ending with ``/``) makes canonical links and the feed's links absolute;
+    without it every link is relative. ``now`` (aware) with ``zone`` and ``post_time`` decides
+    which issues are public.
+    """
+
+    now: dt.datetime
+    zone: dt.tzinfo
+    post_time: dt.time
+    base_url: str | None = None
+
+
+@dataclass(frozen=True)
+class _Entry:
+    issue: Issue
+    path: str
+
+    @property
+    def date(self) -> dt.date:
+        return self.issue.date
+
+    @property
+    def short_date(self) -> str:
+        return f"{self.date.month}月{self.date.day}日 周{_WEEKDAYS[self.date.weekday()]}"
+
+
+def public_issues(issues: Iterable[Issue], config: SiteConfig) -> list[Issue]:
+    """The issues that may be shown at ``config.now``, oldest first (one per date)."""
+    by_date = {
+        i.date: i
+        for i in issues
+        if is_published(i.date, now=config.now, zone=config.zone, post_time=config.post_time)
+    }
+    return [by_date[d] for d in sorted(by_date)]
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("digest_core.site", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    env.globals["question_marker"] = QUESTION_MARKER
+    return env
+
+
+def long_date(date: dt.date) -> str:
+    """``2026年11月27日 星期五``."""
+    return f"{date.year}年{date.month}月{date.day}日 星期{_WEEKDAYS[date.weekday()]}"
+
+
+def build_site(issues: Iterable[Issue], config: SiteConfig) -> dict[str, bytes]:
+    """Every file of the site for the public ones among ``issues``, by path relative to the
+    site root (``index.html``, ``2026/11/27/index.html``, ``classic/index.html``,
+    ``search/index.html``, ``search.json``, ``feed.xml``, ``static/…``).
+
+    Issue pages are ``YYYY/MM/DD/index.html`` with the anchors of
+    :func:`digest_core.site.links.anchor`; links between pages are relative, so the site works
+    under any path prefix. All issue text is escaped by the templates (autoescape).
+    """
+    shown = public_issues(issues, config)
+    env = _environment()
+    title = shown[-1].masthead if shown else DEFAULT_TITLE
+    entries = [_Entry(i, issue_path(i.date)) for i in shown]
+
+    def page(template: str, root: str, canonical: str, **values: Any) -> bytes:
+        url = config.base_url + canonical if config.base_url else None
+        values.setdefault("lang", "zh-CN")
+        html = env.get_template(template).render(
+            site_title=title, root=root, canonical=url, **values
+        )
+        return html.encode("utf-8")
+
+    files: dict[str, bytes] = {}
+    files["index.html"] = page("index.html.j2", "", "", months=_months(entries))
+    for n, entry in enumerate(entries):
+        files[entry.path + "index.html"] = page(
+            "issue.html.j2",
+            "../../../",
+            entry.path,
+            issue=entry.issue,
+            long_date=long_date(entry.date),
+            lang=_lang(entry.issue),
+            older=entries[n - 1] if n > 0 else None,
+            newer=entries[n + 1] if n + 1 < len(entries) else None,
+        )
+    classics = [e for e in reversed(entries) if e.issue.classic is not None]
+    files["classic/index.html"] = page("classic.html.j2", "../", "classic/", entries=classics)
+    files["search/index.html"] = page("search.html.j2", "../", "search/")
+    files["search.json"] = index_json(shown)
+    body = env.get_template("item.html.j2").module.issue_body  # type: ignore[attr-defined]
+
+    def content(issue: Issue) -> str:
+        page_url = (config.base_url or "") + issue_path(issue.date)
+        return str(body(issue, page_url))
+
+    files["feed.xml"] = build_feed(
+        shown,
+        title=title,
+        base_url=config.base_url,
+        published=lambda d: published_at(d, zone=config.zone, post_time=config.post_time),
+        content=content,
+    )
+    static = resources.files("digest_core.site") / "static"
+    for name in STATIC_FILES:
+        files[f"static/{name}"] = (static / name).read_bytes()
+    log.debug("site: %d issues, %d files", len(shown), len(files))
+    return files
+
+
+def _lang(issue: Issue) -> str:
+    """``zh-CN``, or ``en`` for an issue whose masthead and headline hold no Chinese."""
+    text = issue.masthead + issue.headline.title
+    return "zh-CN" if any("\u3400" <= c <= "\u9fff" for c in text) else "en"
+
+
+def _months(entries: Sequence[_Entry]) -> list[dict[str, Any]]:
+    """The entries by month, newest month and issue first."""
+    months: dict[tuple[int, int], list[_Entry]] = {}
+    for entry in reversed(entries):
+        months.setdefault((entry.date.year, entry.date.month), []).append(entry)
+    return [
+        {"id": f"{y:04d}-{m:02d}", "label": f"{y}年{m}月", "entries": items}
+        for (y, m), items in months.items()
+    ]
+
+
+def write_site(files: dict[str, bytes], out: Path) -> tuple[int, int]:
+    """Write ``files`` under ``out`` (created if missing); returns (written, removed).
+
+    A file whose content is unchanged is not rewritten; others are replaced atomically (a
+    reader of the folder never sees half a page). Files the previous build wrote (listed in
+    :data:`MANIFEST`) that this one does not are removed; nothing else in ``out`` is touched.
+
+    Raises:
+        OSError: ``out`` cannot be created or written.
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    manifest = out / MANIFEST
+    try:
+        before = set(json.loads(manifest.read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError):
+        before = set()
+    written = 0
+    for rel, data in sorted(files.items()):
+        target = out / rel
+        try:
+            if target.read_bytes() == data:
+                continue
+        except OSError:
+            pass
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _atomic_write(target, data)
+        written += 1
+    removed = 0
+    for rel in sorted(before - files.keys()):
+        target = out / rel
+        if ".." in Path(rel).parts or Path(rel).is_absolute():
+            continue  # a tampered manifest never removes anything outside the folder
+        try:
+            target.unlink()
+            removed += 1
+        except FileNotFoundError:
+            pass
+    _atomic_write(manifest, json.dumps(sorted(files), indent=0).encode("utf-8"))
+    return written, removed
+
+
+def _atomic_write(target: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=target.suffix)
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(data)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

@@ -1,0 +1,85 @@
+"""The site of an archive as it is now: rebuilt when a published issue appears or changes."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import threading
+
+from digest_core.archive import Archive
+from digest_core.clock import Clock
+from digest_core.errors import IssueNotFound
+from digest_core.models import Issue
+from digest_core.site.build import SiteConfig, build_site
+from digest_core.site.published import is_published
+
+log = logging.getLogger(__name__)
+
+#: The archive is looked at again at most this often (seconds) by :meth:`LiveSite.files`.
+CHECK_SECONDS = 5.0
+
+
+def published_issues(
+    archive: Archive, *, now: dt.datetime, zone: dt.tzinfo, post_time: dt.time
+) -> list[Issue]:
+    """Every issue of ``archive`` that is public at ``now``, oldest first; a date whose file
+    is broken with no good version is left out (the archive reports it)."""
+    out: list[Issue] = []
+    for date in archive.dates():
+        if not is_published(date, now=now, zone=zone, post_time=post_time):
+            continue
+        try:
+            out.append(archive.on(date))
+        except IssueNotFound:
+            continue
+    return out
+
+
+class LiveSite:
+    """The files of the site of ``archive``, built again only when what is public changed.
+
+    Thread-safe; :meth:`files` does file I/O and may build: call it from a worker thread.
+    """
+
+    def __init__(
+        self,
+        archive: Archive,
+        *,
+        clock: Clock,
+        zone: dt.tzinfo,
+        post_time: dt.time,
+        base_url: str | None = None,
+        check_seconds: float = CHECK_SECONDS,
+    ) -> None:
+        self.archive = archive
+        self.clock = clock
+        self.zone = zone
+        self.post_time = post_time
+        self.base_url = base_url
+        self.check_seconds = check_seconds
+        self._lock = threading.Lock()
+        self._key: tuple[tuple[dt.date, str], ...] | None = None
+        self._files: dict[str, bytes] = {}
+        self._checked = -float("inf")
+        self.builds = 0
+
+    def files(self) -> dict[str, bytes]:
+        """The site's files now (see :func:`~digest_core.site.build.build_site`)."""
+        with self._lock:
+            if self.clock.monotonic() - self._checked < self.check_seconds:
+                return self._files
+            now = self.clock.now()
+            issues = published_issues(
+                self.archive, now=now, zone=self.zone, post_time=self.post_time
+            )
+            key = tuple((i.date, i.revision) for i in issues)
+            if key != self._key:
+                config = SiteConfig(
+                    now=now, zone=self.zone, post_time=self.post_time, base_url=self.base_url
+                )
+                self._files = build_site(issues, config)
+                self._key = key
+                self.builds += 1
+                log.info("web archive built: %d published issues", len(issues))
+            self._checked = self.clock.monotonic()
+            return self._files
