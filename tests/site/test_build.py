@@ -1,0 +1,279 @@
+"""The web archive's build: the embargo, escaping, the feed, the search index, writing a folder,
+serving it over HTTP and the CLI."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import feedparser
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+
+from bots.site_http import lookup, site_app
+from digest_core.archive import Archive
+from digest_core.models import Issue, Item
+from digest_core.site.build import MANIFEST, SiteConfig, build_site, write_site
+from digest_core.site.feed import FEED_ISSUES
+from digest_core.site.live import LiveSite
+from digest_core.site.search import build_index
+from digest_core.testing import ManualClock, make_issue
+
+ROOT = Path(__file__).resolve().parents[2]
+ZONE = ZoneInfo("Asia/Shanghai")
+EIGHT = dt.time(8, 0)
+DAY = dt.date(2026, 11, 30)
+ATOM = "{http://www.w3.org/2005/Atom}"
+
+
+def config(now: dt.datetime, base_url: str | None = "https://digest.example/") -> SiteConfig:
+    return SiteConfig(now=now, zone=ZONE, post_time=EIGHT, base_url=base_url)
+
+
+def at(date: dt.date, hour: int, minute: int = 0) -> dt.datetime:
+    return dt.datetime.combine(date, dt.time(hour, minute), tzinfo=ZONE)
+
+
+def issues(n: int, last: dt.date = DAY) -> list[Issue]:
+    return [make_issue(last - dt.timedelta(days=k), briefs=3) for k in range(n)]
+
+
+# --- the embargo ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("now", "shown"),
+    [
+        (at(DAY, 7, 59), False),  # a minute before the post time, in the digest's zone
+        # instants, whatever their zone: 07:59 and 08:00 in Shanghai, midnight UTC
+        (dt.datetime(2026, 11, 29, 23, 59, tzinfo=dt.UTC), False),
+        (dt.datetime(2026, 11, 30, 0, 0, tzinfo=dt.UTC), True),
+        (at(DAY, 8, 0), True),
+    ],
+)
+def test_an_issue_appears_nowhere_before_its_post_time(now: dt.datetime, shown: bool) -> None:
+    files = build_site([*issues(3), make_issue(DAY + dt.timedelta(days=1))], config(now))
+    page = "2026/11/30/index.html"
+    assert (page in files) is shown
+    assert "2026/12/01/index.html" not in files  # tomorrow's issue, whatever the time
+    mentions = [name for name, data in files.items() if b"2026/11/30/" in data]
+    if shown:
+        assert {"index.html", "search.json", "feed.xml", "classic/index.html"} <= set(mentions)
+    else:
+        assert mentions == []
+        assert b"2026-11-30" not in files["feed.xml"] + files["search.json"]
+
+
+def test_the_live_site_serves_an_issue_from_its_post_time_on() -> None:
+    root = ROOT / "archive"
+    clock = ManualClock(at(DAY, 7, 59), autoadvance=False)
+    live = LiveSite(Archive(root), clock=clock, zone=ZONE, post_time=EIGHT, check_seconds=30)
+    assert lookup(live.files(), "2026/11/30/") == (404, "")
+    assert lookup(live.files(), "2026/11/29/") == (200, "2026/11/29/index.html")
+    clock.advance(60)  # 08:00
+    assert lookup(live.files(), "2026/11/30/") == (200, "2026/11/30/index.html")
+    assert live.builds == 2
+    clock.advance(10)
+    live.files()
+    assert live.builds == 2  # nothing changed: no rebuild
+
+
+# --- pages ---------------------------------------------------------------------------------
+
+
+def test_issue_text_is_escaped_in_pages_search_and_feed() -> None:
+    evil = "<script>alert(1)</script> & <b>"
+    issue = Issue(
+        date=DAY,
+        lede=evil,
+        headline=Item(title=evil, paragraphs=(evil,), links=("https://example.org/a?x=1&y=2",)),
+    )
+    files = build_site([issue], config(at(DAY, 9)))
+    page = files["2026/11/30/index.html"].decode()
+    assert "<script>alert" not in page and "<b>" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; &amp; &lt;b&gt;" in page
+    assert 'href="https://example.org/a?x=1&amp;y=2"' in page
+    assert "<script>alert" not in files["index.html"].decode()
+    content = ET.fromstring(files["feed.xml"]).find(f"{ATOM}entry/{ATOM}content")
+    assert content is not None and content.text is not None
+    assert "<script>alert" not in content.text and "&lt;script&gt;alert" in content.text
+
+
+def test_an_issue_page_has_an_anchor_per_item_and_links_to_its_neighbours() -> None:
+    files = build_site(issues(3), config(at(DAY, 9)))
+    page = files["2026/11/29/index.html"].decode()
+    for anchor in ("lede", "headline", "briefs", "brief-1", "brief-2", "brief-3", "classic"):
+        assert f'id="{anchor}"' in page
+    assert 'href="#brief-2"' in page
+    assert 'href="../../../2026/11/30/"' in page and 'href="../../../2026/11/28/"' in page
+    assert '<link rel="canonical" href="https://digest.example/2026/11/29/">' in page
+    index = files["index.html"].decode()
+    assert index.index("2026/11/30/") < index.index("2026/11/28/")  # newest first
+
+
+def test_the_index_groups_issues_by_month() -> None:
+    files = build_site(issues(3, last=dt.date(2026, 12, 1)), config(at(dt.date(2026, 12, 2), 9)))
+    index = files["index.html"].decode()
+    assert index.index("2026年12月") < index.index("2026年11月")
+    assert 'id="2026-12"' in index and 'id="2026-11"' in index
+
+
+# --- the feed ------------------------------------------------------------------------------
+
+
+def test_the_feed_holds_the_newest_30_issues_and_validates() -> None:
+    files = build_site(issues(35), config(at(DAY, 9)))
+    feed = feedparser.parse(files["feed.xml"])
+    assert not feed.bozo, feed.get("bozo_exception")
+    assert feed.version == "atom10"
+    assert len(feed.entries) == FEED_ISSUES
+    assert feed.entries[0].link == "https://digest.example/2026/11/30/"
+    assert feed.entries[-1].link == "https://digest.example/2026/11/01/"
+    for entry in feed.entries:
+        assert entry.id.startswith("urn:uuid:")
+        assert entry.updated_parsed is not None and entry.published_parsed is not None
+        assert entry.content[0].type == "text/html"
+        assert "简讯3" in entry.content[0].value  # the whole issue, not a summary
+    assert feed.feed.updated == "2026-11-30T08:00:00+08:00"
+
+
+def test_feed_ids_and_times_are_stable_across_rebuilds() -> None:
+    first = build_site(issues(5), config(at(DAY, 9)))["feed.xml"]
+    again = build_site(issues(5), config(at(DAY, 23)))["feed.xml"]
+    assert first == again  # the same archive: the same bytes, whenever it is built
+    tomorrow = DAY + dt.timedelta(days=1)
+    later = feedparser.parse(
+        build_site(issues(6, last=tomorrow), config(at(tomorrow, 9)))["feed.xml"]
+    )
+    before = {e.link: (e.id, e.updated) for e in feedparser.parse(first).entries}
+    after = {e.link: (e.id, e.updated) for e in later.entries}
+    assert all(after[link] == value for link, value in before.items())
+
+
+def test_a_feed_without_base_url_has_relative_links_and_still_validates() -> None:
+    feed = feedparser.parse(build_site(issues(2), config(at(DAY, 9), None))["feed.xml"])
+    assert not feed.bozo
+    assert [e.link for e in feed.entries] == ["2026/11/30/", "2026/11/29/"]
+
+
+# --- the search index ----------------------------------------------------------------------
+
+
+def test_the_search_index_answers_by_pairs_and_single_characters() -> None:
+    index = build_index(issues(2))
+    docs, grams = index["docs"], index["grams"]
+    assert isinstance(docs, list) and isinstance(grams, dict)
+    paths = [d[0] for d in docs]
+    assert paths[:2] == ["2026/11/30/#lede", "2026/11/30/#headline"]
+    assert "2026/11/29/#brief-2" in paths and "2026/11/29/#classic" in paths
+    brief2 = paths.index("2026/11/30/#brief-2")
+    assert brief2 in grams["讯2"] and brief2 in grams["2"]
+    assert all(brief2 not in grams.get(g, []) for g in ("讯3",))
+    # postings are ascending document numbers
+    assert all(posting == sorted(posting) for posting in grams.values())
+
+
+# --- writing a folder ----------------------------------------------------------------------
+
+
+def test_write_site_replaces_changed_files_and_removes_only_what_it_wrote(tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    first = build_site(issues(3), config(at(DAY, 9)))
+    assert write_site(first, out) == (len(first), 0)
+    (out / "mine.txt").write_text("not the site's")
+    assert write_site(first, out) == (0, 0)  # nothing changed: nothing rewritten
+    second = build_site(issues(2), config(at(DAY, 9)))  # 2026-11-28 is gone from the archive
+    written, removed = write_site(second, out)
+    assert removed == 1 and not (out / "2026/11/28/index.html").exists()
+    assert written > 0 and (out / "mine.txt").exists()
+    assert sorted(json.loads((out / MANIFEST).read_text())) == sorted(second)
+
+
+# --- HTTP ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("", (200, "index.html")),
+        ("2026/11/30/", (200, "2026/11/30/index.html")),
+        ("2026/11/30", (301, "2026/11/30/")),
+        ("2026/11/30/index.html", (200, "2026/11/30/index.html")),
+        ("2026/11/30/../../../feed.xml", (404, "")),
+        ("2026//11/30/", (404, "")),
+        ("/etc/passwd", (404, "")),
+        ("nothing/", (404, "")),
+    ],
+)
+def test_lookup(path: str, expected: tuple[int, str]) -> None:
+    files = build_site(issues(1), config(at(DAY, 9)))
+    assert lookup(files, path) == expected
+
+
+async def test_the_site_app_serves_pages_mounted_under_a_prefix() -> None:
+    from aiohttp import web
+
+    files = build_site(issues(2), config(at(DAY, 9)))
+    app = web.Application()
+    app.add_subapp("/site/", site_app(lambda: files))
+    async with TestClient(TestServer(app)) as client:
+        page = await client.get("/site/2026/11/30/")
+        assert page.status == 200
+        assert page.headers["Content-Type"] == "text/html; charset=utf-8"
+        assert "script-src 'self'" in page.headers["Content-Security-Policy"]
+        assert "重点新闻" in await page.text()
+        moved = await client.get("/site/2026/11/30", allow_redirects=False)
+        assert (moved.status, moved.headers["Location"]) == (301, "/site/2026/11/30/")
+        feed = await client.get("/site/feed.xml")
+        assert feed.headers["Content-Type"].startswith("application/atom+xml")
+        assert (await client.get("/site/2026/11/01/")).status == 404
+        assert (await client.head("/site/")).status == 200
+
+
+# --- the CLI -------------------------------------------------------------------------------
+
+
+def _cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "bots.cli", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+    )
+
+
+def test_cli_builds_the_bundled_archive(tmp_path: Path) -> None:
+    shutil.copytree(ROOT / "archive", tmp_path / "archive")
+    done = _cli(tmp_path, "site", "build", "out", "--now", "2026-11-30T07:59+08:00")
+    assert done.returncode == 0, done.stderr
+    assert "4 issues; 1 not published yet (hidden)" in done.stdout
+    assert (tmp_path / "out/2026/11/29/index.html").exists()
+    assert not (tmp_path / "out/2026/11/30").exists()
+    bad = _cli(tmp_path, "site", "build", "out", "--base-url", "ftp://x")
+    assert bad.returncode == 1
+    assert len(bad.stderr.strip().splitlines()) == 1 and "--base-url" in bad.stderr
+
+
+# --- settings ------------------------------------------------------------------------------
+
+
+def test_base_url_is_checked_and_ends_with_a_slash(tmp_path: Path) -> None:
+    from bots.registry import load_settings
+    from digest_core.errors import ConfigError
+
+    cfg = tmp_path / "bot.toml"
+    cfg.write_text('[site]\nbase_url = "https://digest.example/ai"\n', encoding="utf-8")
+    assert load_settings(cfg).site.base_url == "https://digest.example/ai/"
+    cfg.write_text('[site]\nbase_url = "digest.example"\n', encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_settings(cfg)
+    assert info.value.key == "site.base_url"
+    assert load_settings(None).site.base_url is None
