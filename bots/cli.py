@@ -324,7 +324,9 @@ def cmd_preview(args: argparse.Namespace, settings: Settings) -> int:
     part = Part(args.section)
     if args.brief is not None:
         part = Part.BRIEF
-    options = RenderOptions(buttons=args.buttons, embeds=not args.no_embeds)
+    options = RenderOptions(
+        buttons=args.buttons, embeds=not args.no_embeds, site_url=settings.site.base_url
+    )
     if args.platform == "plain":
         renderer: Renderer = Flavor.PLAIN
     else:

@@ -8,6 +8,7 @@ import datetime as dt
 import logging
 import signal
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import TYPE_CHECKING, TextIO
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
@@ -118,6 +119,9 @@ async def open_service(
     adapters = build_adapters(
         settings, only=only, clock=clock, stdin=stdin, out=out, in_flight=in_flight
     )
+    if settings.site.base_url is not None:  # posts and replies link to the web archive
+        for adapter in adapters:
+            adapter.post_options = replace(adapter.post_options, site_url=settings.site.base_url)
     d = settings.delivery
     async with Ledger.open(
         settings.database_url,

@@ -32,7 +32,15 @@ from digest_core.rendering.split import (
     split_sentences,
     utf16_len,
 )
-from digest_core.rendering.types import BUTTON_SECTIONS, Message, Part, RenderOptions, button_data
+from digest_core.rendering.types import (
+    BUTTON_SECTIONS,
+    Message,
+    Part,
+    RenderOptions,
+    button_data,
+    web_url,
+)
+from digest_core.site.links import WEB_LINK_LABEL
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +113,8 @@ def render(
     :func:`_markdown_units`). All issue text is escaped (:mod:`.markdown`) and every payload
     carries ``allowed_mentions: {"parse": []}``. With ``options.buttons`` the last message has
     one row of buttons for the issue's sections, their custom ids from
-    :func:`~digest_core.rendering.button_data`.
+    :func:`~digest_core.rendering.button_data`. With ``options.site_url`` the first line
+    ends with a "全文 / web" masked link to the part's place in the web archive.
 
     A source link whose masked form cannot fit (a very long URL) is written as
     ``来源 n（链接太长，地址如下）：`` and its address as inline code over as many lines as needed.
@@ -120,11 +129,12 @@ def render(
     part = Part(part)
     options = options or RenderOptions()
     entries = [] if part is Part.TOC else select(issue, part, brief)
+    web = web_url(options, issue, part, brief)
     if options.embeds and entries:
-        payloads = _embed_messages(issue, part, entries)
+        payloads = _embed_messages(issue, part, entries, web)
     else:
         units = _toc_units(issue) if part is Part.TOC else _markdown_units(issue, entries)
-        units.insert(0, _header(issue, part))
+        units.insert(0, _header(issue, part, web))
         notice = nothing_notice(part)
         if not entries and notice:
             units.append([("\n\n", notice)])
@@ -364,11 +374,13 @@ def _later_sources(sep: str, links: Sequence[str], limit: int) -> list[Block]:
     return _source_blocks(sep, list(enumerate(links, start=1))[1:], limit)
 
 
-def _header(issue: Issue, part: Part) -> list[Block]:
-    """Masthead · date, and the lede for the whole issue and the TOC."""
+def _header(issue: Issue, part: Part, web: str | None = None) -> list[Block]:
+    """Masthead · date (· the web link), and the lede for the whole issue and the TOC."""
     blocks = _md_blocks("", issue.masthead, CONTENT_LIMIT - 14, bold=True)
     last_sep, last = blocks[-1]
     blocks[-1] = (last_sep, f"{last} · {issue.date.isoformat()}")
+    if web is not None:
+        blocks.append((" · ", f"[{WEB_LINK_LABEL}](<{safe_url(web)}>)"))
     if issue.lede and part in (Part.ALL, Part.TOC):
         blocks += _md_blocks("\n", lede_text(issue.lede), CONTENT_LIMIT)
     return blocks
@@ -377,9 +389,11 @@ def _header(issue: Issue, part: Part) -> list[Block]:
 # --- embeds ----------------------------------------------------------------------------------
 
 
-def _embed_messages(issue: Issue, part: Part, entries: Sequence[Entry]) -> list[Json]:
+def _embed_messages(
+    issue: Issue, part: Part, entries: Sequence[Entry], web: str | None
+) -> list[Json]:
     """Content-only messages for an oversized header, then items packed as embeds."""
-    contents = pack_blocks([_header(issue, part)], CONTENT_LIMIT, measure)
+    contents = pack_blocks([_header(issue, part, web)], CONTENT_LIMIT, measure)
     units = [_item_embeds(issue, entry) for entry in entries]
     # flow asks about growing groups of the same embeds: size each one once (by identity, as
     # the embeds are dicts and all alive until this returns)

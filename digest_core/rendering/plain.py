@@ -8,7 +8,8 @@ from typing import NamedTuple
 
 from digest_core.models import Issue, Item, Section
 from digest_core.rendering.split import chunk_lines, chunk_text, flow
-from digest_core.rendering.types import Message, Part, RenderOptions
+from digest_core.rendering.types import Message, Part, RenderOptions, web_url
+from digest_core.site.links import WEB_LINK_LABEL
 
 log = logging.getLogger(__name__)
 
@@ -98,15 +99,17 @@ def render(
 
     The text has no markup: masthead · date, the lede, 【section】 labels, numbered briefs, each
     link on its own line and the reading question set apart after "» ". Messages split between
-    items, then paragraphs, then sentences; nothing is lost or repeated. ``options`` has no
-    effect here (there are no buttons or embeds on a console).
+    items, then paragraphs, then sentences; nothing is lost or repeated. Of ``options`` only
+    ``site_url`` counts (a "全文 / web：URL" line after the first); there are no buttons or
+    embeds on a console.
 
     Raises:
         ValueError: ``part`` is BRIEF and ``brief`` is None.
         IndexError: ``part`` is BRIEF and the issue has no brief number ``brief``.
     """
     part = Part(part)
-    units: list[list[Block]] = [_header(issue, part)]
+    web = web_url(options or RenderOptions(), issue, part, brief)
+    units: list[list[Block]] = [_header(issue, part, web)]
     if part is Part.TOC:
         units.extend(_toc(issue))
     else:
@@ -134,8 +137,10 @@ def _chunks(sep: str, text: str, *, prefix: str = "") -> list[Block]:
     return [(sep if i == 0 else "\n", (prefix if i == 0 else "") + p) for i, p in enumerate(pieces)]
 
 
-def _header(issue: Issue, part: Part) -> list[Block]:
+def _header(issue: Issue, part: Part, web: str | None) -> list[Block]:
     blocks = _chunks("", f"{issue.masthead} · {issue.date.isoformat()}")
+    if web is not None:
+        blocks += _chunks("\n", f"{WEB_LINK_LABEL}：{web}")
     if issue.lede and part in (Part.ALL, Part.TOC):
         blocks += _chunks("\n", lede_text(issue.lede))
     return blocks

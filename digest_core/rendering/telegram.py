@@ -23,7 +23,9 @@ from digest_core.rendering.types import (
     Part,
     RenderOptions,
     button_data,
+    web_url,
 )
+from digest_core.site.links import WEB_LINK_LABEL
 
 log = logging.getLogger(__name__)
 
@@ -405,14 +407,18 @@ def _to_html(tokens: Iterable[_Text]) -> str:
 # --- public API -------------------------------------------------------------------------------
 
 
-def _layout(issue: Issue, part: Part, brief: int | None) -> list[_Token]:
-    """The tokens of ``part``, with mentions in issue text (never in links) muted."""
-    return [
+def _layout(issue: Issue, part: Part, brief: int | None, web: str | None) -> list[_Token]:
+    """The tokens of ``part``, with mentions in issue text (never in links) muted, and the
+    web link (when ``web``) after the masthead and date."""
+    tokens = [
         replace(t, text=mute_mentions(t.text))
         if isinstance(t, _Text) and not t.atomic and "@" in t.text
         else t
         for t in _layout_tokens(issue, part, brief)
     ]
+    if web is not None:  # every layout starts with the two masthead tokens
+        tokens[2:2] = [_glue(MASTHEAD_SEP), _Text(WEB_LINK_LABEL, (_link(web),), atomic=True)]
+    return tokens
 
 
 def _layout_tokens(issue: Issue, part: Part, brief: int | None) -> list[_Token]:
@@ -471,7 +477,8 @@ def render(
     :data:`MENTION_BREAK` where Telegram would otherwise read a mention (:func:`mute_mentions`);
     link targets are left as they are. With ``options.link_preview`` the
     message carrying the headline's title previews the headline's first source; every other
-    message has previews disabled.
+    message has previews disabled. With ``options.site_url`` the first line ends with a
+    "全文 / web" link to the part's place in the web archive.
 
     Raises:
         IndexError: ``part`` is BRIEF and the issue has no brief number ``brief``.
@@ -479,7 +486,8 @@ def render(
     """
     options = options or RenderOptions()
     part = Part(part)
-    chunks = _split(_layout(issue, part, brief), MAX_TEXT_UTF16)
+    web = web_url(options, issue, part, brief)
+    chunks = _split(_layout(issue, part, brief, web), MAX_TEXT_UTF16)
     previewed = False
     messages: list[Message] = []
     for continued, tokens in chunks:

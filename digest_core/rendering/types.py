@@ -8,6 +8,7 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from digest_core.models import Issue, Section
+from digest_core.site.links import issue_url
 
 
 class Part(StrEnum):
@@ -31,6 +32,10 @@ class RenderOptions:
     embeds: bool = True
     #: Telegram: show a link preview for the headline's source (other messages never preview).
     link_preview: bool = True
+    #: The web archive's address (``[site] base_url``, ending with ``/``): the first line then
+    #: carries a "全文 / web" link to the issue's page (to the item, for one part; see
+    #: :func:`web_url`). None: no link.
+    site_url: str | None = None
 
 
 @dataclass(frozen=True)
@@ -84,3 +89,21 @@ class Renderer(Protocol):
         one; ``mentions`` keeps the bot's own deliberate @mentions where the platform mutes
         them otherwise."""
         ...
+
+
+#: The section a part's web link points at (ALL and TOC: the page itself).
+_PART_SECTIONS = {
+    Part.HEADLINE: Section.HEADLINE,
+    Part.BRIEFS: Section.BRIEFS,
+    Part.BRIEF: Section.BRIEFS,
+    Part.CLASSIC: Section.CLASSIC,
+}
+
+
+def web_url(options: RenderOptions, issue: Issue, part: Part, brief: int | None) -> str | None:
+    """The page of ``part`` of ``issue`` in the web archive (``…/2026/11/27/#brief-3``), or
+    None when ``options.site_url`` is unset."""
+    if options.site_url is None:
+        return None
+    section = _PART_SECTIONS.get(part)
+    return issue_url(options.site_url, issue.date, section, brief if part is Part.BRIEF else None)

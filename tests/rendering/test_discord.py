@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import logging
@@ -704,3 +705,28 @@ def test_a_missing_golden_file_fails(tmp_path: Path, monkeypatch: pytest.MonkeyP
     (tmp_path / "present.json").write_text("[1]\n", encoding="utf-8")
     with pytest.raises(AssertionError):
         assert_golden(tmp_path / "present.json", "[2]\n")
+
+
+# --- the web archive link ------------------------------------------------------------------------
+
+SITE = "https://digest.example/"
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+@pytest.mark.parametrize(
+    ("name", "part", "brief"), [("all", Part.ALL, None), ("brief2", Part.BRIEF, 2)]
+)
+def test_golden_payloads_with_the_web_link(
+    name: str, part: Part, brief: int | None, mode: str
+) -> None:
+    issue = load_fixture("special")
+    options = dataclasses.replace(MODES[mode], site_url=SITE)
+    messages = dc.render(issue, part, brief=brief, options=options)
+    assert_within_limits(messages)
+    text = json.dumps([m.payload for m in messages], ensure_ascii=False, indent=2) + "\n"
+    assert_golden(GOLDEN / "discord" / f"special-{name}-{mode}-web.json", text)
+    anchor = "#brief-2" if brief else ""
+    link = f"[全文 / web](<{SITE}{issue.date:%Y/%m/%d}/{anchor}>)"
+    assert messages[0].payload["content"].split("\n", 1)[0].endswith(" · " + link)
+    without = dc.render(issue, part, brief=brief, options=MODES[mode])
+    assert [m.payload for m in without][1:] == [m.payload for m in messages][1:]

@@ -129,3 +129,17 @@ def test_every_text_fits_and_nothing_is_lost(issue: Issue, part: Part) -> None:
     assert messages
     assert all(0 < len(m.payload["text"]) <= plain.TEXT_LIMIT for m in messages)
     assert_covers(_text(messages), plain_pieces(issue, part), PLAIN_DECORATION)
+
+
+@pytest.mark.parametrize(
+    ("name", "part", "brief"), [("all", Part.ALL, None), ("brief2", Part.BRIEF, 2)]
+)
+def test_golden_texts_with_the_web_link(name: str, part: Part, brief: int | None) -> None:
+    issue = load_fixture("special")
+    options = RenderOptions(site_url="https://digest.example/")
+    messages = plain.render(issue, part, brief=brief, options=options)
+    golden = "\n\n===== next message =====\n\n".join(plain.preview(m) for m in messages) + "\n"
+    assert_golden(GOLDEN / "plain" / f"special-{name}-web.txt", golden)
+    anchor = "#brief-2" if brief else ""
+    second = messages[0].payload["text"].split("\n")[1]
+    assert second == f"全文 / web：https://digest.example/{issue.date:%Y/%m/%d}/{anchor}"

@@ -739,3 +739,31 @@ def test_core_does_not_import_telegram() -> None:
         [sys.executable, "-c", code], cwd=Path(__file__).parents[2], capture_output=True, text=True
     )
     assert result.returncode == 0, result.stderr
+
+
+# --- the web archive link ------------------------------------------------------------------------
+
+SITE = "https://digest.example/"
+
+
+@pytest.mark.parametrize(("part", "brief"), [(Part.ALL, None), (Part.BRIEF, 2), (Part.TOC, None)])
+def test_golden_with_the_web_link(part: Part, brief: int | None) -> None:
+    issue = load_fixture("special")
+    options = RenderOptions(buttons=True, site_url=SITE)
+    messages = tg.render(issue, part, brief=brief, options=options)
+    got = [{"payload": m.payload, "preview": tg.preview(m)} for m in messages]
+    suffix = f"{part.value}{brief}" if brief else part.value
+    path = GOLDEN / f"special_{suffix}_web.json"
+    if os.environ.get("UPDATE_GOLDEN") == "1":
+        path.write_text(json.dumps(got, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    assert path.exists(), f"missing golden {path.name}: run with UPDATE_GOLDEN=1 and review"
+    assert json.loads(path.read_text(encoding="utf-8")) == got
+    anchor = {Part.ALL: "", Part.BRIEF: "#brief-2", Part.TOC: ""}[part]
+    link = f'<a href="{SITE}{issue.date:%Y/%m/%d}/{anchor}">全文 / web</a>'
+    first_line = messages[0].payload["text"].split("\n", 1)[0]
+    assert first_line.endswith(link)
+    # the link is the only difference from a post without it
+    plain = tg.render(issue, part, brief=brief, options=RenderOptions(buttons=True))
+    assert [m.payload["text"].replace(" · " + link, "", 1) for m in messages] == [
+        m.payload["text"] for m in plain
+    ]
