@@ -9,7 +9,7 @@ ARGS   ?=
 # Run a step quietly: one line says what it does; its output is shown only if it fails.
 quiet = out=$$($(1) 2>&1) || { printf '%s\n' "$$out"; echo "failed: $(1)"; exit 1; }
 
-.PHONY: run test lint bench lock clean
+.PHONY: run site test lint bench lock clean
 
 $(BIN)/python:
 	@echo "• creating $(VENV)"
@@ -32,6 +32,11 @@ $(VENV)/.dev-deps: pyproject.toml requirements/dev.lock | $(BIN)/python
 ## run: the bot on embedded defaults (console platform when no tokens are set)
 run: $(VENV)/.run-deps
 	$(BIN)/digest-bot run $(ARGS)
+
+## site: the web archive of the archive folder, served live at http://$(SITE_LISTEN)/
+SITE_LISTEN ?= 127.0.0.1:8080
+site: $(VENV)/.run-deps
+	$(BIN)/digest-bot site serve --listen $(SITE_LISTEN) $(ARGS)
 
 ## test: lint, type-check and the whole test suite
 test: $(VENV)/.dev-deps

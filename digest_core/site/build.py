@@ -25,7 +25,7 @@ from digest_core.models import QUESTION_MARKER, Issue
 from digest_core.site.feed import build_feed
 from digest_core.site.links import issue_path
 from digest_core.site.published import is_published, published_at
-from digest_core.site.search import index_json
+from digest_core.site.search import search_files
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +95,7 @@ def long_date(date: dt.date) -> str:
 def build_site(issues: Iterable[Issue], config: SiteConfig) -> dict[str, bytes]:
     """Every file of the site for the public ones among ``issues``, by path relative to the
     site root (``index.html``, ``2026/11/27/index.html``, ``classic/index.html``,
-    ``search/index.html``, ``search.json``, ``feed.xml``, ``static/…``).
+    ``search/index.html`` and its index ``search/…``, ``feed.xml``, ``static/…``).
 
     Issue pages are ``YYYY/MM/DD/index.html`` with the anchors of
     :func:`digest_core.site.links.anchor`; links between pages are relative, so the site works
@@ -130,7 +130,7 @@ def build_site(issues: Iterable[Issue], config: SiteConfig) -> dict[str, bytes]:
     classics = [e for e in reversed(entries) if e.issue.classic is not None]
     files["classic/index.html"] = page("classic.html.j2", "../", "classic/", entries=classics)
     files["search/index.html"] = page("search.html.j2", "../", "search/")
-    files["search.json"] = index_json(shown)
+    files.update(search_files(shown))
     body = env.get_template("item.html.j2").module.issue_body  # type: ignore[attr-defined]
 
     def content(issue: Issue) -> str:

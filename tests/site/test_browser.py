@@ -125,6 +125,13 @@ def _check_links(page: Any, root: str, checked: dict[str, str]) -> None:
         checked[href] = "ok"
 
 
+def _searched(page: Any) -> None:
+    """Wait until the search page has answered the query it shows."""
+    page.wait_for_function(
+        "() => /found/.test(document.getElementById('status').textContent)", timeout=10_000
+    )
+
+
 def test_the_word_is_in_exactly_one_brief(site: dict[str, bytes]) -> None:
     archive = Archive(ROOT / "archive", index=False)
     docs = documents(published_issues(archive, now=NOW, zone=ZONE, post_time=dt.time(8, 0)))
@@ -137,7 +144,7 @@ def test_pages_load_without_errors_and_every_link_resolves(watched: Watched, roo
     for path in ("", "2026/11/27/", "classic/", "search/?q=模型"):
         page.goto(root + path)
         if path.startswith("search/"):
-            page.wait_for_selector("body[data-search-ready]")
+            _searched(page)
             assert page.locator("#results li").count() > 0
         _check_links(page, root, checked)
     assert watched.errors == []
@@ -156,8 +163,8 @@ def test_search_finds_a_word_of_one_brief_and_its_link_opens_it(
     page.wait_for_selector("body[data-search-ready]")
     page.fill("#q", WORD)
     page.press("#q", "Enter")
+    _searched(page)
     results = page.locator("#results li")
-    results.first.wait_for()
     assert results.count() == 1
     assert WORD in results.first.locator("mark").inner_text()
     link = results.first.locator("a")
@@ -169,7 +176,7 @@ def test_search_finds_a_word_of_one_brief_and_its_link_opens_it(
     assert target.get_attribute("id") == "brief-1"
     assert WORD in target.inner_text()
     page.goto(root + "search/?q=" + urllib.parse.quote("没有这个词"))
-    page.wait_for_selector("body[data-search-ready]")
+    _searched(page)
     assert page.locator("#results li").count() == 0
     assert "nothing found" in page.locator("#status").inner_text()
     assert watched.errors == []
@@ -192,7 +199,7 @@ def test_screenshots_at_phone_and_desktop_widths(browser: Any, root: str, scheme
             ):
                 page.goto(root + path)
                 if label == "search":
-                    page.wait_for_selector("#results li")
+                    _searched(page)
                 page.screenshot(path=str(SHOTS / f"{label}-{name}-{scheme}.png"))
                 overflow = page.evaluate(
                     "document.documentElement.scrollWidth - document.documentElement.clientWidth"

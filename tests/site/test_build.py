@@ -22,7 +22,7 @@ from digest_core.models import Issue, Item
 from digest_core.site.build import MANIFEST, SiteConfig, build_site, write_site
 from digest_core.site.feed import FEED_ISSUES
 from digest_core.site.live import LiveSite
-from digest_core.site.search import build_index
+from digest_core.site.search import search_files, shard
 from digest_core.testing import ManualClock, make_issue
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,10 +64,12 @@ def test_an_issue_appears_nowhere_before_its_post_time(now: dt.datetime, shown: 
     assert "2026/12/01/index.html" not in files  # tomorrow's issue, whatever the time
     mentions = [name for name, data in files.items() if b"2026/11/30/" in data]
     if shown:
-        assert {"index.html", "search.json", "feed.xml", "classic/index.html"} <= set(mentions)
+        assert {"index.html", "search/docs/2026-11.json", "feed.xml", "classic/index.html"} <= set(
+            mentions
+        )
     else:
         assert mentions == []
-        assert b"2026-11-30" not in files["feed.xml"] + files["search.json"]
+        assert not any(b"2026-11-30" in data for data in files.values())
 
 
 def test_the_live_site_serves_an_issue_from_its_post_time_on() -> None:
@@ -166,17 +168,39 @@ def test_a_feed_without_base_url_has_relative_links_and_still_validates() -> Non
 
 
 def test_the_search_index_answers_by_pairs_and_single_characters() -> None:
-    index = build_index(issues(2))
-    docs, grams = index["docs"], index["grams"]
-    assert isinstance(docs, list) and isinstance(grams, dict)
+    files = search_files(issues(2))
+    meta = json.loads(files["search/meta.json"])
+    assert meta["v"] == 2 and meta["months"] == [["2026-11", 0]]
+    docs = json.loads(files["search/docs/2026-11.json"])
     paths = [d[0] for d in docs]
     assert paths[:2] == ["2026/11/30/#lede", "2026/11/30/#headline"]
     assert "2026/11/29/#brief-2" in paths and "2026/11/29/#classic" in paths
+
+    def posting(gram: str) -> list[int]:
+        part = json.loads(files[f"search/grams/{shard(gram, meta['shards'])}.json"])
+        found: list[int] = part.get(gram, [])
+        return found
+
     brief2 = paths.index("2026/11/30/#brief-2")
-    assert brief2 in grams["讯2"] and brief2 in grams["2"]
-    assert all(brief2 not in grams.get(g, []) for g in ("讯3",))
-    # postings are ascending document numbers
-    assert all(posting == sorted(posting) for posting in grams.values())
+    assert brief2 in posting("讯2") and brief2 in posting("2")
+    assert brief2 not in posting("讯3")
+    assert posting("讯2") == sorted(posting("讯2"))
+
+
+def test_a_big_archive_has_its_index_in_shards_and_months() -> None:
+    many = [make_issue(DAY - dt.timedelta(days=k), briefs=8) for k in range(400)]
+    files = search_files(many)
+    meta = json.loads(files["search/meta.json"])
+    assert meta["shards"] > 1
+    grams = [name for name in files if name.startswith("search/grams/")]
+    assert len(grams) == meta["shards"]
+    assert max(len(files[name]) for name in grams) < 4 * 128 * 1024
+    months = [m for m, _ in meta["months"]]
+    assert months[0] == "2026-11" and months == sorted(months, reverse=True)
+    assert len(months) == 14
+    # each month file starts at the number meta gives it
+    first = [json.loads(files[f"search/docs/{m}.json"])[0][1] for m in months[:2]]
+    assert first == ["2026-11-30", "2026-10-31"]
 
 
 # --- writing a folder ----------------------------------------------------------------------

@@ -1,14 +1,31 @@
-// The archive's search: no server. Loads the prebuilt index (search.json, see
-// digest_core/site/search.py): a query's character pairs (its character, for one
-// character) pick candidate documents; each is then checked for the whole query.
+// The archive's search, without a server. The index is prebuilt (digest_core/site/search.py):
+// search/meta.json, then the shards of the query's character pairs (its character, for one
+// character) give candidate documents; month files are loaded newest first, and each
+// candidate is checked for the whole query, until a page of hits is shown.
 (function () {
   "use strict";
+  var PAGE = 30;
   var list = document.getElementById("results");
   var status = document.getElementById("status");
+  var more = document.getElementById("more");
   var input = document.getElementById("q");
   var root = list.getAttribute("data-root");
-  var index = null;
-  var lowered = null;
+  var base = list.getAttribute("data-index");
+  var meta = null;
+  var cache = {};
+  var run = 0;
+  var pending = null;
+  var timer = null;
+
+  function load(path) {
+    if (!cache[path]) {
+      cache[path] = fetch(base + path).then(function (r) {
+        if (!r.ok) throw new Error(path + ": HTTP " + r.status);
+        return r.json();
+      });
+    }
+    return cache[path];
+  }
 
   function grams(query) {
     var chars = Array.from(query);
@@ -18,15 +35,35 @@
     return out;
   }
 
+  function shard(gram) {
+    var value = 0;
+    Array.from(gram).forEach(function (c) { value = value * 31 + c.codePointAt(0); });
+    return value % meta.shards;
+  }
+
   function candidates(query) {
-    var postings = grams(query).map(function (g) { return index.grams[g] || []; });
-    postings.sort(function (a, b) { return a.length - b.length; });
-    var docs = postings[0];
-    for (var i = 1; i < postings.length && docs.length; i++) {
-      var other = new Set(postings[i]);
-      docs = docs.filter(function (d) { return other.has(d); });
+    var wanted = grams(query);
+    return Promise.all(wanted.map(function (g) {
+      return load("grams/" + shard(g) + ".json").then(function (part) { return part[g] || []; });
+    })).then(function (postings) {
+      postings.sort(function (a, b) { return a.length - b.length; });
+      var docs = postings[0];
+      for (var i = 1; i < postings.length && docs.length; i++) {
+        var other = new Set(postings[i]);
+        docs = docs.filter(function (d) { return other.has(d); });
+      }
+      return docs;
+    });
+  }
+
+  function month(doc) {  // the month file holding document number `doc`
+    var m = meta.months;
+    var lo = 0, hi = m.length - 1;
+    while (lo < hi) {
+      var mid = (lo + hi + 1) >> 1;
+      if (m[mid][1] <= doc) lo = mid; else hi = mid - 1;
     }
-    return docs;
+    return m[lo];
   }
 
   function snippet(text, at, length) {
@@ -44,60 +81,95 @@
     return p;
   }
 
+  function hit(doc, at, length) {
+    var li = document.createElement("li");
+    var a = document.createElement("a");
+    a.href = root + doc[0];
+    a.textContent = doc[3];
+    var info = document.createElement("div");
+    info.className = "meta";
+    info.textContent = doc[1] + " · " + doc[2];
+    li.append(a, info, snippet(doc[4], at, length));
+    list.append(li);
+  }
+
+  // check candidates in order until PAGE more hits are shown; resolves to the count shown
+  function fill(state, me) {
+    var shown = 0;
+    function next() {
+      if (me !== run) return Promise.resolve(-1);
+      if (shown >= PAGE || state.at >= state.docs.length) return Promise.resolve(shown);
+      var number = state.docs[state.at];
+      var m = month(number);
+      return load("docs/" + m[0] + ".json").then(function (docs) {
+        if (me !== run) return -1;
+        var doc = docs[number - m[1]];
+        var at = doc[4].toLowerCase().indexOf(state.query);
+        if (at >= 0) { hit(doc, at, state.query.length); shown++; }
+        state.at++;
+        return next();
+      });
+    }
+    return next();
+  }
+
+  function report(state, raw) {
+    state.found = list.children.length;
+    var left = state.at < state.docs.length;
+    more.hidden = !left;
+    status.textContent = state.found
+      ? "找到 " + state.found + (left ? "+" : "") + " 条 / " + state.found + (left ? "+" : "") + " found"
+      : "没有找到“" + raw + "” / nothing found";
+    document.body.setAttribute("data-search-done", String(run));
+  }
+
   function show(raw) {
+    var me = ++run;
     var query = raw.trim().toLowerCase();
     list.replaceChildren();
-    if (!query) { status.textContent = ""; return; }
-    var found = 0;
-    candidates(query).forEach(function (d) {
-      var at = lowered[d].indexOf(query);
-      if (at < 0) return;
-      var doc = index.docs[d];
-      var li = document.createElement("li");
-      var a = document.createElement("a");
-      a.href = root + doc[0];
-      a.textContent = doc[3];
-      var meta = document.createElement("div");
-      meta.className = "meta";
-      meta.textContent = doc[1] + " · " + doc[2];
-      li.append(a, meta, snippet(doc[4], at, query.length));
-      list.append(li);
-      found++;
-    });
-    status.textContent = found
-      ? "找到 " + found + " 条 / " + found + " found"
-      : "没有找到“" + raw.trim() + "” / nothing found";
-  }
-
-  function run() {
-    var q = input.value;
-    var url = new URL(window.location.href);
-    if (q.trim()) url.searchParams.set("q", q.trim()); else url.searchParams.delete("q");
-    window.history.replaceState(null, "", url);
-    show(q);
-  }
-
-  var params = new URLSearchParams(window.location.search);
-  input.value = params.get("q") || "";
-  status.textContent = "正在载入索引… / loading the index…";
-  fetch(list.getAttribute("data-index"))
-    .then(function (r) {
-      if (!r.ok) throw new Error("HTTP " + r.status);
-      return r.json();
-    })
-    .then(function (data) {
-      index = data;
-      lowered = data.docs.map(function (doc) { return doc[4].toLowerCase(); });
-      document.body.setAttribute("data-search-ready", "1");
-      show(input.value);
-      var timer = null;
-      input.addEventListener("input", function () {
-        clearTimeout(timer);
-        timer = setTimeout(run, 150);
+    more.hidden = true;
+    pending = null;
+    if (!query) { status.textContent = ""; return Promise.resolve(); }
+    status.textContent = "正在搜索… / searching…";
+    return candidates(query).then(function (docs) {
+      if (me !== run) return;
+      var state = { query: query, docs: docs, at: 0, found: 0 };
+      return fill(state, me).then(function (n) {
+        if (n < 0) return;
+        pending = state;
+        report(state, raw.trim());
       });
-      input.form.addEventListener("submit", function (e) { e.preventDefault(); run(); });
-    })
-    .catch(function (err) {
-      status.textContent = "索引载入失败 / the index did not load: " + err.message;
+    }).catch(function (err) {
+      status.textContent = "搜索失败 / search failed: " + err.message;
     });
+  }
+
+  function submit() {
+    clearTimeout(timer);
+    var q = input.value.trim();
+    var url = new URL(window.location.href);
+    if (q) url.searchParams.set("q", q); else url.searchParams.delete("q");
+    window.history.replaceState(null, "", url);
+    show(input.value);
+  }
+
+  more.addEventListener("click", function () {
+    if (!pending) return;
+    var state = pending, me = run;
+    fill(state, me).then(function (n) { if (n >= 0) report(state, input.value.trim()); });
+  });
+
+  input.value = new URLSearchParams(window.location.search).get("q") || "";
+  load("meta.json").then(function (data) {
+    meta = data;
+    document.body.setAttribute("data-search-ready", "1");
+    input.addEventListener("input", function () {
+      clearTimeout(timer);
+      timer = setTimeout(submit, 200);
+    });
+    input.form.addEventListener("submit", function (e) { e.preventDefault(); submit(); });
+    show(input.value);
+  }).catch(function (err) {
+    status.textContent = "索引载入失败 / the index did not load: " + err.message;
+  });
 })();
