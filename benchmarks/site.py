@@ -26,6 +26,7 @@ from benchmarks.archive import TODAY, make_archive
 from digest_core.archive import Archive
 from digest_core.site.build import SiteConfig, build_site
 from digest_core.site.live import LiveSite, published_issues
+from digest_core.site.published import FixedClock, PostTimeRule
 from digest_core.site.search import shard
 from digest_core.testing import ManualClock
 
@@ -39,13 +40,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
-    config = SiteConfig(now=NOW, zone=ZONE, post_time=dt.time(8), base_url="https://x.example/")
+    rule = PostTimeRule(zone=ZONE, post_time=dt.time(8), clock=FixedClock(NOW))
+    config = SiteConfig(rule=rule, base_url="https://x.example/")
     for files in (5, 365, 3650):
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)
             make_archive(folder, files)
             archive = Archive(folder, index=False)
-            issues = published_issues(archive, now=NOW, zone=ZONE, post_time=dt.time(8))
+            issues = published_issues(archive, rule)
             times = []
             for _ in range(args.runs):
                 t0 = time.perf_counter()
@@ -61,9 +63,7 @@ def main() -> None:
             ]
             one = sum(len(q) for q in query)
             packed = sum(len(gzip.compress(q, 6)) for q in query)
-            live = LiveSite(
-                archive, clock=ManualClock(NOW), zone=ZONE, post_time=dt.time(8), check_seconds=0
-            )
+            live = LiveSite(archive, rule=rule, clock=ManualClock(NOW), check_seconds=0)
             live.files()
             checks = []
             for _ in range(args.runs):

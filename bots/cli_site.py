@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from digest_core.archive import Archive
-from digest_core.clock import SystemClock
+from digest_core.clock import Clock, SystemClock
 from digest_core.settings import Settings
+from digest_core.site.published import FixedClock, PostTimeRule, PublishRule
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +74,11 @@ def _base_url(args: argparse.Namespace, settings: Settings) -> str | None:
         raise SystemExit(f"digest-bot: --base-url: {str(exc).splitlines()[-1].strip()}") from None
 
 
+def _rule(settings: Settings, clock: Clock) -> PublishRule:
+    """The embargo as the settings make it: each issue from its post time on."""
+    return PostTimeRule(zone=settings.zone, post_time=settings.schedule.time, clock=clock)
+
+
 def cmd_site_build(args: argparse.Namespace, settings: Settings) -> int:
     """Build the site of the archive's published issues into ``args.out``."""
     try:
@@ -81,14 +87,11 @@ def cmd_site_build(args: argparse.Namespace, settings: Settings) -> int:
     except ImportError:
         print(_NEEDS_EXTRA, file=sys.stderr)
         return EXIT_FAILED
-    now = args.now or SystemClock().now()
     archive = Archive(settings.archive_dir, index=False)
-    post_time = settings.schedule.time
-    issues = published_issues(archive, now=now, zone=settings.zone, post_time=post_time)
+    rule = _rule(settings, FixedClock(args.now) if args.now else SystemClock())
+    issues = published_issues(archive, rule)
     hidden = len(archive.dates()) - len(issues)
-    config = SiteConfig(
-        now=now, zone=settings.zone, post_time=post_time, base_url=_base_url(args, settings)
-    )
+    config = SiteConfig(rule=rule, base_url=_base_url(args, settings))
     files = build_site(issues, config)
     try:
         written, removed = write_site(files, args.out)
@@ -119,11 +122,11 @@ def cmd_site_serve(args: argparse.Namespace, settings: Settings) -> int:
     if not host or not port.isdigit():
         print(f"digest-bot: --listen {args.listen!r}: expected HOST:PORT", file=sys.stderr)
         return EXIT_FAILED
+    clock = SystemClock()
     live = LiveSite(
         Archive(settings.archive_dir),
-        clock=SystemClock(),
-        zone=settings.zone,
-        post_time=settings.schedule.time,
+        rule=_rule(settings, clock),
+        clock=clock,
         base_url=settings.site.base_url,
     )
     print(f"serving the web archive on http://{host}:{port}/ (Ctrl-C stops)", file=sys.stderr)

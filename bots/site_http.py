@@ -50,11 +50,25 @@ def lookup(files: dict[str, bytes], path: str) -> tuple[int, str]:
 
 
 def site_app(files: Files) -> web.Application:
-    """An application serving the site ``files()`` returns (called in a worker thread on every
-    request: :class:`~digest_core.site.live.LiveSite.files` rebuilds when the archive
-    changed). Mount it with ``app.add_subapp("/site/", site_app(...))`` or serve it at the
-    root; its links are relative, so any prefix works. GET and HEAD only."""
+    """An application serving the site ``files()`` returns at its root. Mount it with
+    ``app.add_subapp("/site/", site_app(...))`` or run it alone; the site's links are
+    relative, so any prefix works."""
     app = web.Application()
+    add_site_routes(app, files)
+    return app
+
+
+def add_site_routes(app: web.Application, files: Files, *, prefix: str = "/") -> None:
+    """Serve the site ``files()`` returns under ``prefix`` (ending with ``/``) of ``app``, GET
+    and HEAD only. ``files`` is called in a worker thread on every request
+    (:meth:`~digest_core.site.live.LiveSite.files` rebuilds when the archive changed).
+
+    The route catches every path under ``prefix``: routes added to ``app`` before it (e.g.
+    ``/healthz`` beside a site at ``/``) still answer theirs; a path neither they nor the
+    site has gets 404.
+    """
+    if not prefix.startswith("/") or not prefix.endswith("/"):
+        raise ValueError(f"prefix must start and end with '/', not {prefix!r}")
 
     async def handle(request: web.Request) -> web.StreamResponse:
         current = await asyncio.to_thread(files)
@@ -76,5 +90,4 @@ def site_app(files: Files) -> web.Application:
         }
         return web.Response(body=current[name], headers=headers)
 
-    app.router.add_get("/{tail:.*}", handle)  # HEAD too
-    return app
+    app.router.add_get(prefix + "{tail:.*}", handle)  # HEAD too

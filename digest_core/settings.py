@@ -186,6 +186,8 @@ class SiteSettings(_Section):
         if v is None or not v.strip():
             return None
         v = v.strip()
+        if len(v) > 300:
+            raise ValueError(f"is {len(v)} characters long; at most 300 are allowed")
         if not re.fullmatch(r"https?://[^/\s?#@]+(/[^\s?#]*)?", v):
             raise ValueError(
                 f"expected the site's http(s) address without a query, like "

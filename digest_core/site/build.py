@@ -24,7 +24,7 @@ import jinja2
 from digest_core.models import QUESTION_MARKER, Issue
 from digest_core.site.feed import build_feed
 from digest_core.site.links import issue_path
-from digest_core.site.published import is_published, published_at
+from digest_core.site.published import PublishRule
 from digest_core.site.search import search_files
 
 log = logging.getLogger(__name__)
@@ -42,14 +42,12 @@ _WEEKDAYS = "一二三四五六日"
 class SiteConfig:
     """What a build needs besides the issues.
 
-    ``base_url`` (ending with ``/``) makes canonical links and the feed's links absolute;
-    without it every link is relative. ``now`` (aware) with ``zone`` and ``post_time`` decides
-    which issues are public.
+    ``rule`` decides which issues are public (now) and when each was published (the feed's
+    times). ``base_url`` (ending with ``/``) makes canonical links and the feed's links
+    absolute; without it every link is relative.
     """
 
-    now: dt.datetime
-    zone: dt.tzinfo
-    post_time: dt.time
+    rule: PublishRule
     base_url: str | None = None
 
 
@@ -67,13 +65,9 @@ class _Entry:
         return f"{self.date.month}月{self.date.day}日 周{_WEEKDAYS[self.date.weekday()]}"
 
 
-def public_issues(issues: Iterable[Issue], config: SiteConfig) -> list[Issue]:
-    """The issues that may be shown at ``config.now``, oldest first (one per date)."""
-    by_date = {
-        i.date: i
-        for i in issues
-        if is_published(i.date, now=config.now, zone=config.zone, post_time=config.post_time)
-    }
+def public_issues(issues: Iterable[Issue], rule: PublishRule) -> list[Issue]:
+    """The issues ``rule`` says may be shown now, oldest first (one per date)."""
+    by_date = {i.date: i for i in issues if rule.visible(i.date)}
     return [by_date[d] for d in sorted(by_date)]
 
 
@@ -101,7 +95,7 @@ def build_site(issues: Iterable[Issue], config: SiteConfig) -> dict[str, bytes]:
     :func:`digest_core.site.links.anchor`; links between pages are relative, so the site works
     under any path prefix. All issue text is escaped by the templates (autoescape).
     """
-    shown = public_issues(issues, config)
+    shown = public_issues(issues, config.rule)
     env = _environment()
     title = shown[-1].masthead if shown else DEFAULT_TITLE
     entries = [_Entry(i, issue_path(i.date)) for i in shown]
@@ -141,7 +135,7 @@ def build_site(issues: Iterable[Issue], config: SiteConfig) -> dict[str, bytes]:
         shown,
         title=title,
         base_url=config.base_url,
-        published=lambda d: published_at(d, zone=config.zone, post_time=config.post_time),
+        published=config.rule.publish_time,
         content=content,
     )
     static = resources.files("digest_core.site") / "static"

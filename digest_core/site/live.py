@@ -11,7 +11,7 @@ from digest_core.clock import Clock
 from digest_core.errors import IssueNotFound
 from digest_core.models import Issue
 from digest_core.site.build import SiteConfig, build_site
-from digest_core.site.published import is_published
+from digest_core.site.published import PublishRule
 
 log = logging.getLogger(__name__)
 
@@ -19,14 +19,12 @@ log = logging.getLogger(__name__)
 CHECK_SECONDS = 5.0
 
 
-def published_issues(
-    archive: Archive, *, now: dt.datetime, zone: dt.tzinfo, post_time: dt.time
-) -> list[Issue]:
-    """Every issue of ``archive`` that is public at ``now``, oldest first; a date whose file
-    is broken with no good version is left out (the archive reports it)."""
+def published_issues(archive: Archive, rule: PublishRule) -> list[Issue]:
+    """Every issue of ``archive`` that ``rule`` says is public now, oldest first; a date whose
+    file is broken with no good version is left out (the archive reports it)."""
     out: list[Issue] = []
     for date in archive.dates():
-        if not is_published(date, now=now, zone=zone, post_time=post_time):
+        if not rule.visible(date):
             continue
         try:
             out.append(archive.on(date))
@@ -36,25 +34,24 @@ def published_issues(
 
 
 class LiveSite:
-    """The files of the site of ``archive``, built again only when what is public changed.
+    """The files of the site of ``archive``, built again only when what is public changed
+    (looked at every ``check_seconds`` of ``clock``'s monotonic time).
 
-    Thread-safe; :meth:`files` does file I/O and may build: call it from a worker thread.
+        Thread-safe; :meth:`files` does file I/O and may build: call it from a worker thread.
     """
 
     def __init__(
         self,
         archive: Archive,
         *,
+        rule: PublishRule,
         clock: Clock,
-        zone: dt.tzinfo,
-        post_time: dt.time,
         base_url: str | None = None,
         check_seconds: float = CHECK_SECONDS,
     ) -> None:
         self.archive = archive
+        self.rule = rule
         self.clock = clock
-        self.zone = zone
-        self.post_time = post_time
         self.base_url = base_url
         self.check_seconds = check_seconds
         self._lock = threading.Lock()
@@ -68,15 +65,10 @@ class LiveSite:
         with self._lock:
             if self.clock.monotonic() - self._checked < self.check_seconds:
                 return self._files
-            now = self.clock.now()
-            issues = published_issues(
-                self.archive, now=now, zone=self.zone, post_time=self.post_time
-            )
+            issues = published_issues(self.archive, self.rule)
             key = tuple((i.date, i.revision) for i in issues)
             if key != self._key:
-                config = SiteConfig(
-                    now=now, zone=self.zone, post_time=self.post_time, base_url=self.base_url
-                )
+                config = SiteConfig(rule=self.rule, base_url=self.base_url)
                 self._files = build_site(issues, config)
                 self._key = key
                 self.builds += 1

@@ -16,6 +16,7 @@ import pytest
 from digest_core.archive import Archive
 from digest_core.site.build import SiteConfig, build_site
 from digest_core.site.live import published_issues
+from digest_core.site.published import FixedClock, PostTimeRule
 from digest_core.site.search import documents
 from tests.site.browser import CHROMIUM_ARGS, chromium, served
 
@@ -26,6 +27,7 @@ SHOTS = ROOT / "var" / "screenshots"
 ZONE = ZoneInfo("Asia/Shanghai")
 #: after the bundled archive's last post time
 NOW = dt.datetime(2026, 11, 30, 8, 0, tzinfo=ZONE)
+RULE = PostTimeRule(zone=ZONE, post_time=dt.time(8, 0), clock=FixedClock(NOW))
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1280, "height": 900}
 #: a word of exactly one brief of the bundled archive (checked below)
@@ -35,8 +37,7 @@ WORD = "交错切分"
 @pytest.fixture(scope="module")
 def site() -> dict[str, bytes]:
     archive = Archive(ROOT / "archive", index=False)
-    issues = published_issues(archive, now=NOW, zone=ZONE, post_time=dt.time(8, 0))
-    return build_site(issues, SiteConfig(now=NOW, zone=ZONE, post_time=dt.time(8, 0)))
+    return build_site(published_issues(archive, RULE), SiteConfig(rule=RULE))
 
 
 @pytest.fixture(scope="module")
@@ -134,7 +135,7 @@ def _searched(page: Any) -> None:
 
 def test_the_word_is_in_exactly_one_brief(site: dict[str, bytes]) -> None:
     archive = Archive(ROOT / "archive", index=False)
-    docs = documents(published_issues(archive, now=NOW, zone=ZONE, post_time=dt.time(8, 0)))
+    docs = documents(published_issues(archive, RULE))
     assert [d[0] for d in docs if WORD in d[4]] == ["2026/11/30/#brief-1"]
 
 

@@ -22,6 +22,7 @@ from digest_core.models import Issue, Item
 from digest_core.site.build import MANIFEST, SiteConfig, build_site, write_site
 from digest_core.site.feed import FEED_ISSUES
 from digest_core.site.live import LiveSite
+from digest_core.site.published import FixedClock, PostTimeRule
 from digest_core.site.search import search_files, shard
 from digest_core.testing import ManualClock, make_issue
 
@@ -33,7 +34,11 @@ ATOM = "{http://www.w3.org/2005/Atom}"
 
 
 def config(now: dt.datetime, base_url: str | None = "https://digest.example/") -> SiteConfig:
-    return SiteConfig(now=now, zone=ZONE, post_time=EIGHT, base_url=base_url)
+    return SiteConfig(rule=rule_at(now), base_url=base_url)
+
+
+def rule_at(now: dt.datetime) -> PostTimeRule:
+    return PostTimeRule(zone=ZONE, post_time=EIGHT, clock=FixedClock(now))
 
 
 def at(date: dt.date, hour: int, minute: int = 0) -> dt.datetime:
@@ -75,7 +80,8 @@ def test_an_issue_appears_nowhere_before_its_post_time(now: dt.datetime, shown: 
 def test_the_live_site_serves_an_issue_from_its_post_time_on() -> None:
     root = ROOT / "archive"
     clock = ManualClock(at(DAY, 7, 59), autoadvance=False)
-    live = LiveSite(Archive(root), clock=clock, zone=ZONE, post_time=EIGHT, check_seconds=30)
+    rule = PostTimeRule(zone=ZONE, post_time=EIGHT, clock=clock)
+    live = LiveSite(Archive(root), rule=rule, clock=clock, check_seconds=30)
     assert lookup(live.files(), "2026/11/30/") == (404, "")
     assert lookup(live.files(), "2026/11/29/") == (200, "2026/11/29/index.html")
     clock.advance(60)  # 08:00
@@ -301,3 +307,30 @@ def test_base_url_is_checked_and_ends_with_a_slash(tmp_path: Path) -> None:
         load_settings(cfg)
     assert info.value.key == "site.base_url"
     assert load_settings(None).site.base_url is None
+
+
+def test_a_post_time_skipped_by_a_dst_change_moves_forward() -> None:
+    berlin = ZoneInfo("Europe/Berlin")
+    spring = dt.date(2026, 3, 29)  # 02:00 -> 03:00
+    rule = PostTimeRule(zone=berlin, post_time=dt.time(2, 30), clock=FixedClock(at(DAY, 9)))
+    assert rule.publish_time(spring) == dt.datetime(2026, 3, 29, 1, 30, tzinfo=dt.UTC)
+    assert rule.publish_time(spring).utcoffset() == dt.timedelta(hours=2)
+
+
+async def test_the_site_beside_other_routes_at_the_root() -> None:
+    from aiohttp import web
+
+    from bots.site_http import add_site_routes
+
+    files = build_site(issues(1), config(at(DAY, 9)))
+    app = web.Application()
+
+    async def healthz(request: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    app.router.add_get("/healthz", healthz)
+    add_site_routes(app, lambda: files)
+    async with TestClient(TestServer(app)) as client:
+        assert await (await client.get("/healthz")).text() == "ok"
+        assert (await client.get("/2026/11/30/")).status == 200
+        assert (await client.get("/")).status == 200
