@@ -18,7 +18,8 @@ log = logging.getLogger(__name__)
 
 EXIT_OK, EXIT_FAILED = 0, 1
 _NEEDS_EXTRA = (
-    "digest-bot: the web archive needs Jinja2 and feedgen: pip install 'digest-bot[site]'"
+    "digest-bot: the web archive needs the site extra (Jinja2, feedgen, aiohttp): "
+    "pip install 'digest-bot[site]'"
 )
 
 
@@ -113,25 +114,30 @@ def cmd_site_serve(args: argparse.Namespace, settings: Settings) -> int:
     try:
         from aiohttp import web
 
-        from bots.site_http import site_app
-        from digest_core.site.live import LiveSite
+        from bots.site_http import mount_site
     except ImportError:
-        print(_NEEDS_EXTRA + " aiohttp", file=sys.stderr)
+        print(_NEEDS_EXTRA, file=sys.stderr)
         return EXIT_FAILED
     host, _, port = args.listen.rpartition(":")
     if not host or not port.isdigit():
         print(f"digest-bot: --listen {args.listen!r}: expected HOST:PORT", file=sys.stderr)
         return EXIT_FAILED
     clock = SystemClock()
-    live = LiveSite(
-        Archive(settings.archive_dir),
-        rule=_rule(settings, clock),
-        clock=clock,
-        base_url=settings.site.base_url,
-    )
+    app = web.Application()
+    try:
+        mount_site(
+            app,
+            Archive(settings.archive_dir),
+            rule=_rule(settings, clock),
+            clock=clock,
+            base_url=settings.site.base_url,
+        )
+    except ImportError:
+        print(_NEEDS_EXTRA, file=sys.stderr)
+        return EXIT_FAILED
     print(f"serving the web archive on http://{host}:{port}/ (Ctrl-C stops)", file=sys.stderr)
     try:
-        web.run_app(site_app(live.files), host=host, port=int(port), print=None)
+        web.run_app(app, host=host, port=int(port), print=None)
     except OSError as exc:
         print(f"digest-bot: cannot listen on {args.listen}: {exc.strerror}", file=sys.stderr)
         return EXIT_FAILED

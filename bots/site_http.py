@@ -7,8 +7,15 @@ import asyncio
 import logging
 import posixpath
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from aiohttp import web
+
+if TYPE_CHECKING:
+    from digest_core.archive import Archive
+    from digest_core.clock import Clock
+    from digest_core.site.live import LiveSite
+    from digest_core.site.published import PublishRule
 
 log = logging.getLogger(__name__)
 
@@ -91,3 +98,25 @@ def add_site_routes(app: web.Application, files: Files, *, prefix: str = "/") ->
         return web.Response(body=current[name], headers=headers)
 
     app.router.add_get(prefix + "{tail:.*}", handle)  # HEAD too
+
+
+def mount_site(
+    app: web.Application,
+    archive: Archive,
+    *,
+    rule: PublishRule,
+    clock: Clock,
+    base_url: str | None,
+    prefix: str = "/",
+) -> LiveSite:
+    """Serve the live web archive of ``archive`` (public by ``rule``) under ``prefix`` of
+    ``app``: what ``[http] site = true`` adds to the bot's HTTP endpoint. Returns the site.
+
+    Raises:
+        ImportError: the ``site`` extra (Jinja2, feedgen) is not installed.
+    """
+    from digest_core.site.live import LiveSite
+
+    live = LiveSite(archive, rule=rule, clock=clock, base_url=base_url)
+    add_site_routes(app, live.files, prefix=prefix)
+    return live

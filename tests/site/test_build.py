@@ -334,3 +334,39 @@ async def test_the_site_beside_other_routes_at_the_root() -> None:
         assert await (await client.get("/healthz")).text() == "ok"
         assert (await client.get("/2026/11/30/")).status == 200
         assert (await client.get("/")).status == 200
+
+
+def test_cli_serves_the_site_until_terminated(tmp_path: Path) -> None:
+    import signal
+    import socket
+    import time
+    import urllib.request
+
+    shutil.copytree(ROOT / "archive", tmp_path / "archive")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    bad = _cli(tmp_path, "site", "serve", "--listen", "nowhere")
+    assert bad.returncode == 1 and "HOST:PORT" in bad.stderr
+    server = subprocess.Popen(
+        [sys.executable, "-m", "bots.cli", "site", "serve", "--listen", f"127.0.0.1:{port}"],
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/2026/11/27/") as answer:
+                    assert "KV 缓存" in answer.read().decode()
+                    break
+            except OSError:
+                assert server.poll() is None, server.stderr.read() if server.stderr else ""
+                assert time.monotonic() < deadline, "the server did not answer in 20 s"
+                time.sleep(0.1)
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(10)
+    assert server.returncode in (0, -signal.SIGTERM)
