@@ -14,6 +14,7 @@ from bots.workchat.mdrender import notice_texts, render_texts, utf8_len
 from bots.workchat.transport import encode_body
 from digest_core.models import Issue
 from digest_core.rendering import Message, Part, RenderOptions
+from digest_core.rendering.types import web_url
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +41,8 @@ def render(
 
     The layout is :func:`bots.workchat.mdrender.render_texts`'s; the title is masthead · date.
     ``at`` is ``{"isAtAll": false}`` and names nobody, and every "@" in the text is defused,
-    so a post never pings. ``options`` has no effect.
+    so a post never pings. Of ``options`` only ``site_url`` counts (a "全文 / web" link
+    after the masthead).
 
     Raises:
         ValueError: ``part`` is BRIEF and ``brief`` is None.
@@ -48,7 +50,8 @@ def render(
     """
     part = Part(part)
     title = _title(f"{issue.masthead} · {issue.date.isoformat()}")
-    texts = render_texts(issue, part, brief, limit=TEXT_LIMIT, measure=utf8_len)
+    web = web_url(options or RenderOptions(), issue, part, brief)
+    texts = render_texts(issue, part, brief, limit=TEXT_LIMIT, measure=utf8_len, web=web)
     messages = [Message(_payload(title, t)) for t in texts]
     for n, m in enumerate(messages):
         problems = check_message(m.payload)

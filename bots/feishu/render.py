@@ -20,6 +20,8 @@ from digest_core.models import Issue, Section
 from digest_core.rendering import Message, Part, RenderOptions
 from digest_core.rendering.plain import Entry, lede_text, nothing_notice, select
 from digest_core.rendering.split import chunk_lines, chunk_text, flow
+from digest_core.rendering.types import web_url
+from digest_core.site.links import WEB_LINK_LABEL
 
 log = logging.getLogger(__name__)
 
@@ -73,8 +75,9 @@ def render(
     Every message is titled masthead · date; lines: the lede, 【section】 labels, each item's
     title linked to its first source, its paragraphs, the reading question after "» ", further
     sources as 来源 n links. Items are packed in order, whole where they fit; a long paragraph
-    is split at sentences. Each payload, signed, is within :data:`BODY_LIMIT` bytes;
-    ``options`` has no effect (a webhook has no buttons).
+    is split at sentences. Each payload, signed, is within :data:`BODY_LIMIT` bytes. Of
+    ``options`` only ``site_url`` counts: a first line "全文 / web" links to the web archive
+    (a webhook has no buttons).
 
     Raises:
         ValueError: ``part`` is BRIEF and ``brief`` is None.
@@ -83,6 +86,9 @@ def render(
     part = Part(part)
     title = defuse(f"{issue.masthead} · {issue.date.isoformat()}")
     units: list[list[Line]] = []
+    web = web_url(options or RenderOptions(), issue, part, brief)
+    if web is not None:
+        units.append([[{"tag": "a", "text": WEB_LINK_LABEL, "href": web}]])
     if issue.lede and part in (Part.ALL, Part.TOC):
         units.append(_text_lines(lede_text(issue.lede)))
     if part is Part.TOC:

@@ -13,6 +13,7 @@ from bots.workchat.markdown import stray_markup, visible
 from bots.workchat.mdrender import notice_texts, render_texts, utf8_len
 from digest_core.models import Issue
 from digest_core.rendering import Message, Part, RenderOptions
+from digest_core.rendering.types import web_url
 
 log = logging.getLogger(__name__)
 
@@ -31,14 +32,16 @@ def render(
 
     The layout is :func:`bots.workchat.mdrender.render_texts`'s. Markdown messages take no
     ``mentioned_list``, and every "<" and "@" in the text is escaped/defused, so no
-    ``<@userid>`` mention can come from issue text. ``options`` has no effect.
+    ``<@userid>`` mention can come from issue text. Of ``options`` only ``site_url`` counts
+    (a "全文 / web" link after the masthead).
 
     Raises:
         ValueError: ``part`` is BRIEF and ``brief`` is None.
         IndexError: ``part`` is BRIEF and the issue has no brief number ``brief``.
     """
     part = Part(part)
-    texts = render_texts(issue, part, brief, limit=CONTENT_LIMIT, measure=utf8_len)
+    web = web_url(options or RenderOptions(), issue, part, brief)
+    texts = render_texts(issue, part, brief, limit=CONTENT_LIMIT, measure=utf8_len, web=web)
     messages = [Message(_payload(t)) for t in texts]
     for n, m in enumerate(messages):
         problems = check_message(m.payload)

@@ -16,6 +16,7 @@ from digest_core.rendering.plain import (
     select,
 )
 from digest_core.rendering.split import chunk_lines, chunk_text, hard_cut
+from digest_core.site.links import WEB_LINK_LABEL
 
 Measure = Callable[[str], int]
 
@@ -35,21 +36,28 @@ LONG_SOURCE_LABEL = "来源 {n}（链接太长，地址如下）："
 
 
 def render_texts(
-    issue: Issue, part: Part, brief: int | None, *, limit: int, measure: Measure
+    issue: Issue,
+    part: Part,
+    brief: int | None,
+    *,
+    limit: int,
+    measure: Measure,
+    web: str | None = None,
 ) -> list[str]:
     """``part`` of ``issue`` as markdown texts, each at most ``limit`` by ``measure``.
 
     Masthead and date in bold, the lede, 【section】 labels in bold, each item's title bold and
     linked to its first source, its paragraphs, the reading question as a quote, further
     sources as 来源 n links. Split between items, then paragraphs, then sentences; nothing is
-    lost or repeated. All issue text is escaped (:mod:`bots.workchat.markdown`).
+    lost or repeated. All issue text is escaped (:mod:`bots.workchat.markdown`). With ``web``
+    (the page in the web archive) a "全文 / web" link follows the masthead.
 
     Raises:
         ValueError: ``part`` is BRIEF and ``brief`` is None.
         IndexError: ``part`` is BRIEF and the issue has no brief number ``brief``.
     """
     blocks = _Blocks(limit, measure)
-    units: list[list[Block]] = [blocks.header(issue, part)]
+    units: list[list[Block]] = [blocks.header(issue, part, web)]
     if part is Part.TOC:
         units.extend(blocks.toc(issue))
     else:
@@ -93,8 +101,10 @@ class _Blocks:
             wrap = ""
         return [(PARAGRAPH, f"{lead}{wrap}{escape(p)}{wrap}") for p in pieces]
 
-    def header(self, issue: Issue, part: Part) -> list[Block]:
+    def header(self, issue: Issue, part: Part, web: str | None = None) -> list[Block]:
         blocks = self.text(f"{issue.masthead} · {issue.date.isoformat()}", bold=True)
+        if web is not None:
+            blocks.append((PARAGRAPH, link(WEB_LINK_LABEL, web)))
         if issue.lede and part in (Part.ALL, Part.TOC):
             blocks += self.text(lede_text(issue.lede))
         return blocks

@@ -132,3 +132,17 @@ def test_escape_round_trips_and_leaves_no_markup(text: str) -> None:
 def test_safe_urls_cannot_close_a_link(url: str) -> None:
     safe = safe_url(url)
     assert not set(safe) & set("()<>[] @\\")
+
+
+@each_robot
+def test_the_web_link_follows_the_masthead(robot: Robot) -> None:
+    from digest_core.rendering import RenderOptions
+
+    issue = load_golden_issue()
+    options = RenderOptions(site_url="https://digest.example/")
+    linked = robot.texts(robot.render.render(issue, Part.BRIEF, brief=2, options=options))
+    plain = robot.texts(robot.render.render(issue, Part.BRIEF, brief=2))
+    link = "[全文 / web](https://digest.example/2026/11/30/#brief-2)"
+    head, rest = linked[0].split("\n\n", 1)
+    assert rest.startswith(link + "\n\n")
+    assert [head + "\n\n" + rest.removeprefix(link + "\n\n"), *linked[1:]] == plain

@@ -82,3 +82,16 @@ def test_defuse_round_trips_and_leaves_no_at_tag(text: str) -> None:
     defused = fr.defuse(text)
     assert fr.restore(defused) == text
     assert "<at" not in defused.lower()
+
+
+def test_the_web_link_is_the_first_line() -> None:
+    from digest_core.rendering import RenderOptions
+
+    issue = load_golden_issue()
+    options = RenderOptions(site_url="https://digest.example/")
+    linked = fr.render(issue, Part.BRIEF, brief=2, options=options)
+    lines = linked[0].payload["content"]["post"][fr.LANGUAGE]["content"]
+    web = {"tag": "a", "text": "全文 / web", "href": "https://digest.example/2026/11/30/#brief-2"}
+    assert lines[0] == [web]
+    plain = fr.render(issue, Part.BRIEF, brief=2)
+    assert lines[1:] == plain[0].payload["content"]["post"][fr.LANGUAGE]["content"]
