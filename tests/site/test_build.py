@@ -370,3 +370,30 @@ def test_cli_serves_the_site_until_terminated(tmp_path: Path) -> None:
         server.send_signal(signal.SIGTERM)
         server.wait(10)
     assert server.returncode in (0, -signal.SIGTERM)
+
+
+def test_every_relative_link_of_every_page_resolves() -> None:
+    """All pages of a site of many issues: each href/src inside the site names a file of the
+    build (a folder's index.html) and each #fragment an id of that page."""
+    import posixpath
+    import re
+
+    files = build_site(issues(40), config(at(DAY, 9)))
+    pages = {name: data.decode() for name, data in files.items() if name.endswith(".html")}
+    assert len(pages) == 43
+    checked = 0
+    for name, html in pages.items():
+        folder = posixpath.dirname(name)
+        for ref in re.findall(r'(?:href|src)="([^"]*)"', html):
+            if ref.startswith(("https://", "http://")):
+                continue
+            path, _, fragment = ref.partition("#")
+            target = posixpath.normpath(posixpath.join(folder, path)) if path else name
+            if path.endswith("/") or path == "":
+                target = name if not path else posixpath.join(target, "index.html")
+            target = target.removeprefix("./")
+            assert target in files, f"{name}: {ref} -> {target}"
+            if fragment:
+                assert f'id="{fragment}"' in pages[target], f"{name}: {ref}"
+            checked += 1
+    assert checked > 10 * len(pages)
