@@ -42,7 +42,7 @@ site: $(VENV)/.run-deps
 test: $(VENV)/.dev-deps
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -n 2 $(ARGS)
+	$(BIN)/python -m pytest -n 2 --dist loadgroup $(ARGS)
 
 lint: $(VENV)/.dev-deps
 	$(BIN)/ruff check .

@@ -22,6 +22,9 @@ from tests.site.browser import CHROMIUM_ARGS, chromium, served
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 
+#: one worker runs them all (make test: --dist loadgroup), so one Chromium starts
+pytestmark = pytest.mark.xdist_group("browser")
+
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = ROOT / "var" / "screenshots"
 ZONE = ZoneInfo("Asia/Shanghai")
@@ -195,7 +198,8 @@ def test_screenshots_at_phone_and_desktop_widths(browser: Any, root: str, scheme
             page.set_viewport_size(size)
             for label, path in (
                 ("index", ""),
-                ("issue", "2026/11/27/#brief-3"),
+                ("issue", "2026/11/27/"),
+                ("permalink", "2026/11/27/#brief-3"),
                 ("search", "search/?q=" + urllib.parse.quote(WORD)),
             ):
                 page.goto(root + path)
