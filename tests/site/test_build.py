@@ -397,3 +397,18 @@ def test_every_relative_link_of_every_page_resolves() -> None:
                 assert f'id="{fragment}"' in pages[target], f"{name}: {ref}"
             checked += 1
     assert checked > 10 * len(pages)
+
+
+def test_only_the_search_page_has_a_script_and_nothing_runs_inline() -> None:
+    import re
+
+    files = build_site(issues(3), config(at(DAY, 9)))
+    pages = {n: d.decode() for n, d in files.items() if n.endswith(".html")}
+    with_scripts = sorted(n for n, html in pages.items() if "<script" in html)
+    assert with_scripts == ["search/index.html"]
+    assert re.findall(r"<script[^>]*>", pages["search/index.html"]) == [
+        '<script src="../static/search.js" defer>'
+    ]
+    for name, html in pages.items():
+        assert not re.search(r"\son[a-z]+=|javascript:|style=", html), name
+        assert '<meta name="viewport" content="width=device-width, initial-scale=1">' in html
