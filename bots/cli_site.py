@@ -104,6 +104,12 @@ def cmd_site_build(args: argparse.Namespace, settings: Settings) -> int:
         f"{args.out}: {len(issues)} issues{later}; {len(files)} files, "
         f"{written} written, {removed} removed"
     )
+    if config.base_url is None:
+        print(
+            "note: [site] base_url is not set: feed.xml links relative to itself and posts "
+            "carry no 全文 / web link (set it to the site's public address)",
+            file=sys.stderr,
+        )
     for problem in archive.known_problems():
         print(f"warning: {problem}", file=sys.stderr)
     return EXIT_OK
