@@ -31,7 +31,7 @@ from digest_core.service import DigestService
 from digest_core.settings import Settings
 
 if TYPE_CHECKING:
-    from bots.http import HttpEndpoint
+    from bots.http import HttpEndpoint, RouteInstaller
     from bots.metrics import PrometheusMetrics
 
 log = logging.getLogger(__name__)
@@ -357,7 +357,12 @@ async def _start_endpoint(
     probe = Probe(
         service, leadership, started, metrics=metrics, scheduled=settings.schedule.enabled
     )
-    endpoint = HttpEndpoint(probe, host=address[0], port=address[1])
+    routes: list[RouteInstaller] = []
+    if settings.http.site:  # the web archive at the root
+        from bots.site_http import endpoint_routes
+
+        routes = endpoint_routes(settings)
+    endpoint = HttpEndpoint(probe, host=address[0], port=address[1], routes=routes)
     await endpoint.start()
     return endpoint
 

@@ -11,9 +11,13 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
+from digest_core.errors import ConfigError
+
 if TYPE_CHECKING:
+    from bots.http import Probe, RouteInstaller
     from digest_core.archive import Archive
     from digest_core.clock import Clock
+    from digest_core.settings import Settings
     from digest_core.site.live import LiveSite
     from digest_core.site.published import PublishRule
 
@@ -120,3 +124,40 @@ def mount_site(
     live = LiveSite(archive, rule=rule, clock=clock, base_url=base_url)
     add_site_routes(app, live.files, prefix=prefix)
     return live
+
+
+def endpoint_routes(settings: Settings) -> list[RouteInstaller]:
+    """What ``[http] site = true`` adds to the bot's HTTP endpoint (:mod:`bots.http`): the
+    live web archive of the service's archive at the root, each issue from its post time on
+    (after the endpoint's own /healthz, /readyz and /metrics, which keep answering). Empty
+    when ``[http] site`` is off.
+
+    Raises:
+        ConfigError: the ``site`` extra (Jinja2, feedgen) is not installed.
+    """
+    if not settings.http.site:
+        return []
+    try:
+        import digest_core.site.live  # noqa: F401  # Jinja2 and feedgen, checked at start
+    except ImportError as exc:
+        raise ConfigError(
+            "[http] site needs Jinja2 and feedgen: pip install 'digest-bot[site]'",
+            key="http.site",
+        ) from exc
+    from digest_core.site.published import PostTimeRule
+
+    def install(app: web.Application, probe: Probe) -> None:
+        service = probe.service
+        rule = PostTimeRule(
+            zone=settings.zone, post_time=settings.schedule.time, clock=service.clock
+        )
+        mount_site(
+            app,
+            service.archive,
+            rule=rule,
+            clock=service.clock,
+            base_url=settings.site.base_url,
+        )
+        log.info("serving the web archive at the HTTP endpoint's root")
+
+    return [install]

@@ -32,6 +32,7 @@ from pydantic import (
     ValidationError,
     create_model,
     field_validator,
+    model_validator,
 )
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
@@ -129,6 +130,15 @@ class HttpSettings(_Section):
         if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
             raise ValueError(f'expected "HOST:PORT" such as "127.0.0.1:9464", got {v!r}')
         return v
+
+    @model_validator(mode="after")
+    def _site_needs_listen(self) -> HttpSettings:
+        if self.site and self.listen is None:
+            raise ValueError(
+                'site = true serves the web archive on the endpoint: set listen = "HOST:PORT" '
+                "too (or use `digest-bot site serve`)"
+            )
+        return self
 
     @property
     def address(self) -> tuple[str, int] | None:
