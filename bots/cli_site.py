@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from digest_core.archive import Archive
 from digest_core.clock import Clock, SystemClock
 from digest_core.settings import Settings
@@ -71,8 +73,9 @@ def _base_url(args: argparse.Namespace, settings: Settings) -> str | None:
         return settings.site.base_url
     try:
         return SiteSettings(base_url=given).base_url
-    except ValueError as exc:
-        raise SystemExit(f"digest-bot: --base-url: {str(exc).splitlines()[-1].strip()}") from None
+    except ValidationError as exc:
+        why = exc.errors()[0]["msg"].removeprefix("Value error, ")
+        raise SystemExit(f"digest-bot: --base-url: {why}") from None
 
 
 def _rule(settings: Settings, clock: Clock) -> PublishRule:

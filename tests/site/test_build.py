@@ -282,6 +282,8 @@ def _cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def test_cli_builds_the_bundled_archive(tmp_path: Path) -> None:
     shutil.copytree(ROOT / "archive", tmp_path / "archive")
+    (tmp_path / "config").mkdir()
+    shutil.copy(ROOT / "config" / "digest-bot.toml", tmp_path / "config" / "digest-bot.toml")
     done = _cli(tmp_path, "site", "build", "out", "--now", "2026-11-30T07:59+08:00")
     assert done.returncode == 0, done.stderr
     assert "4 issues; 1 not published yet (hidden)" in done.stdout
@@ -289,7 +291,10 @@ def test_cli_builds_the_bundled_archive(tmp_path: Path) -> None:
     assert not (tmp_path / "out/2026/11/30").exists()
     bad = _cli(tmp_path, "site", "build", "out", "--base-url", "ftp://x")
     assert bad.returncode == 1
-    assert len(bad.stderr.strip().splitlines()) == 1 and "--base-url" in bad.stderr
+    assert bad.stderr.strip().splitlines() == [
+        "digest-bot: --base-url: expected the site's http(s) address without a query, like "
+        "https://digest.example.org/ (got 'ftp://x')"
+    ]
 
 
 # --- settings ------------------------------------------------------------------------------
