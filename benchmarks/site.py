@@ -24,9 +24,10 @@ from zoneinfo import ZoneInfo
 
 from benchmarks.archive import TODAY, make_archive
 from digest_core.archive import Archive
+from digest_core.embargo import Embargo
 from digest_core.site.build import SiteConfig, build_site
 from digest_core.site.live import LiveSite, published_issues
-from digest_core.site.published import FixedClock, PostTimeRule
+from digest_core.site.published import FixedClock
 from digest_core.site.search import shard
 from digest_core.testing import ManualClock
 
@@ -40,7 +41,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
-    rule = PostTimeRule(zone=ZONE, post_time=dt.time(8), clock=FixedClock(NOW))
+    rule = Embargo(zone=ZONE, post_time=dt.time(8), clock=FixedClock(NOW))
     config = SiteConfig(rule=rule, base_url="https://x.example/")
     for files in (5, 365, 3650):
         with tempfile.TemporaryDirectory() as tmp:

@@ -13,8 +13,9 @@ from pydantic import ValidationError
 
 from digest_core.archive import Archive
 from digest_core.clock import Clock, SystemClock
+from digest_core.embargo import Embargo
 from digest_core.settings import Settings
-from digest_core.site.published import FixedClock, PostTimeRule, PublishRule
+from digest_core.site.published import FixedClock, PublishRule
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +81,7 @@ def _base_url(args: argparse.Namespace, settings: Settings) -> str | None:
 
 def _rule(settings: Settings, clock: Clock) -> PublishRule:
     """The embargo as the settings make it: each issue from its post time on."""
-    return PostTimeRule(zone=settings.zone, post_time=settings.schedule.time, clock=clock)
+    return Embargo(zone=settings.zone, post_time=settings.schedule.time, clock=clock)
 
 
 def cmd_site_build(args: argparse.Namespace, settings: Settings) -> int:

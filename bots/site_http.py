@@ -144,17 +144,14 @@ def endpoint_routes(settings: Settings) -> list[RouteInstaller]:
             "[http] site needs Jinja2 and feedgen: pip install 'digest-bot[site]'",
             key="http.site",
         ) from exc
-    from digest_core.site.published import PostTimeRule
 
     def install(app: web.Application, probe: Probe) -> None:
         service = probe.service
-        rule = PostTimeRule(
-            zone=settings.zone, post_time=settings.schedule.time, clock=service.clock
-        )
         mount_site(
             app,
             service.archive,
-            rule=rule,
+            # the service's own embargo: early publishes (audited, re-read) show at once
+            rule=service.embargo,
             clock=service.clock,
             base_url=settings.site.base_url,
         )

@@ -14,9 +14,10 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from digest_core.archive import Archive
+from digest_core.embargo import Embargo
 from digest_core.site.build import SiteConfig, build_site
 from digest_core.site.live import published_issues
-from digest_core.site.published import FixedClock, PostTimeRule
+from digest_core.site.published import FixedClock
 from digest_core.site.search import documents
 from tests.site.browser import CHROMIUM_ARGS, chromium, served
 
@@ -30,7 +31,7 @@ SHOTS = ROOT / "var" / "screenshots"
 ZONE = ZoneInfo("Asia/Shanghai")
 #: after the bundled archive's last post time
 NOW = dt.datetime(2026, 11, 30, 8, 0, tzinfo=ZONE)
-RULE = PostTimeRule(zone=ZONE, post_time=dt.time(8, 0), clock=FixedClock(NOW))
+RULE = Embargo(zone=ZONE, post_time=dt.time(8, 0), clock=FixedClock(NOW))
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1280, "height": 900}
 #: a word of exactly one brief of the bundled archive (checked below)

@@ -18,11 +18,12 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from bots.site_http import lookup, site_app
 from digest_core.archive import Archive
+from digest_core.embargo import Embargo
 from digest_core.models import Issue, Item
 from digest_core.site.build import MANIFEST, SiteConfig, build_site, write_site
 from digest_core.site.feed import FEED_ISSUES
 from digest_core.site.live import LiveSite
-from digest_core.site.published import FixedClock, PostTimeRule
+from digest_core.site.published import FixedClock
 from digest_core.site.search import search_files, shard
 from digest_core.testing import ManualClock, make_issue
 
@@ -37,8 +38,8 @@ def config(now: dt.datetime, base_url: str | None = "https://digest.example/") -
     return SiteConfig(rule=rule_at(now), base_url=base_url)
 
 
-def rule_at(now: dt.datetime) -> PostTimeRule:
-    return PostTimeRule(zone=ZONE, post_time=EIGHT, clock=FixedClock(now))
+def rule_at(now: dt.datetime) -> Embargo:
+    return Embargo(zone=ZONE, post_time=EIGHT, clock=FixedClock(now))
 
 
 def at(date: dt.date, hour: int, minute: int = 0) -> dt.datetime:
@@ -80,7 +81,7 @@ def test_an_issue_appears_nowhere_before_its_post_time(now: dt.datetime, shown: 
 def test_the_live_site_serves_an_issue_from_its_post_time_on() -> None:
     root = ROOT / "archive"
     clock = ManualClock(at(DAY, 7, 59), autoadvance=False)
-    rule = PostTimeRule(zone=ZONE, post_time=EIGHT, clock=clock)
+    rule = Embargo(zone=ZONE, post_time=EIGHT, clock=clock)
     live = LiveSite(Archive(root), rule=rule, clock=clock, check_seconds=30)
     assert lookup(live.files(), "2026/11/30/") == (404, "")
     assert lookup(live.files(), "2026/11/29/") == (200, "2026/11/29/index.html")
@@ -317,7 +318,7 @@ def test_base_url_is_checked_and_ends_with_a_slash(tmp_path: Path) -> None:
 def test_a_post_time_skipped_by_a_dst_change_moves_forward() -> None:
     berlin = ZoneInfo("Europe/Berlin")
     spring = dt.date(2026, 3, 29)  # 02:00 -> 03:00
-    rule = PostTimeRule(zone=berlin, post_time=dt.time(2, 30), clock=FixedClock(at(DAY, 9)))
+    rule = Embargo(zone=berlin, post_time=dt.time(2, 30), clock=FixedClock(at(DAY, 9)))
     assert rule.publish_time(spring) == dt.datetime(2026, 3, 29, 1, 30, tzinfo=dt.UTC)
     assert rule.publish_time(spring).utcoffset() == dt.timedelta(hours=2)
 
