@@ -20,7 +20,7 @@ from bots.renderers import Flavor
 from digest_core import archive_files
 from digest_core.archive import Archive
 from digest_core.errors import ConfigError, DigestError, IssueFormatError
-from digest_core.loading import date_from_name, load_issue
+from digest_core.loading import Hint, date_from_name, load_issue
 from digest_core.models import Issue
 from digest_core.platform import Target, TargetKind
 from digest_core.rendering import Part, Renderer, RenderOptions, preview, render
@@ -125,7 +125,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "validate", parents=[common], help="check issue files; print path:line: problem"
     )
-    p.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="issue files or folders")
+    p.add_argument(
+        "paths",
+        nargs="*",
+        type=Path,
+        metavar="PATH",
+        help="issue files or folders (default: the configured archive folder)",
+    )
     p.add_argument("--date", type=_date, help="date of files whose name carries none (YYYY-MM-DD)")
     p.set_defaults(handler=cmd_validate)
 
@@ -248,9 +254,11 @@ def cmd_validate(args: argparse.Namespace, settings: Settings) -> int:
     serve as named (misnamed, a second file for a date, a link out of the folder, a FIFO) is an
     error. A file named on the command line may be an undated draft; it is checked as if dated
     ``--date`` (default today). Nothing outside a folder (or a file's own folder) is read.
+    With no path, the configured archive folder is checked. Warnings (a body line that looks
+    like a link without https://) are printed as ``path:line: warning: …`` and do not fail.
     """
     checked = failed = missing = 0
-    for path in args.paths:
+    for path in args.paths or [settings.archive_dir]:
         if not os.path.lexists(path):
             print(f"no such file or folder: {path}", file=sys.stderr)
             failed += 1
@@ -300,11 +308,14 @@ def _validate_file(path: Path, date: dt.date | None, settings: Settings) -> bool
 
 
 def _load_and_print(path: Path, date: dt.date | None, *, undated: bool) -> bool:
+    hints: list[Hint] = []
     try:
-        issue = load_issue(path, date=date)
+        issue = load_issue(path, date=date, hints=hints)
     except IssueFormatError as exc:
         print(exc)
         return False
+    for hint in hints:
+        print(hint)
     when = "undated (name it YYYY-MM-DD.txt to publish it)" if undated else str(issue.date)
     print(
         f"{path}: ok — {when}, 1 headline, {len(issue.briefs)} briefs, "
@@ -410,7 +421,7 @@ def cmd_post(args: argparse.Namespace, settings: Settings) -> int:
 async def _post(args: argparse.Namespace, settings: Settings) -> int:
     from bots.runtime import open_service
 
-    async with open_service(settings, only=args.platform) as service:
+    async with open_service(settings, only=args.platform, option="--platform") as service:
         day = args.date or service.poster.today()
         issue = service.archive.on(day)
         for adapter in service.platforms.values():

@@ -6,9 +6,11 @@ import asyncio
 import contextlib
 import datetime as dt
 import logging
+import os
 import signal
 from collections.abc import AsyncIterator
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
@@ -46,10 +48,31 @@ COMMAND_GRACE_SECONDS = 3.0
 APOLOGY_SECONDS = 1.5
 
 
+def check_archive_dir(settings: Settings) -> None:
+    """Refuse to start on an archive folder that is not there (a typo, the wrong working
+    directory): the bot would run and never find an issue.
+
+    Raises:
+        ConfigError: ``archive_dir`` (or ``--archive``) names no folder; the message names it
+            (and, when relative, where it was looked for).
+    """
+    path = settings.archive_dir
+    if path.is_dir():
+        return
+    shown = str(path) if path.is_absolute() else f"{path} ({Path.cwd() / path})"
+    what = "is not a folder" if os.path.lexists(path) else "does not exist"
+    raise ConfigError(
+        f"the archive folder {shown} {what}: create it, or point archive_dir (or --archive) "
+        "at the folder of issue files",
+        key="archive_dir",
+    )
+
+
 def build_adapters(
     settings: Settings,
     *,
     only: str | None = None,
+    option: str = "--only",
     clock: Clock,
     stdin: TextIO | None = None,
     out: TextIO | None = None,
@@ -59,6 +82,8 @@ def build_adapters(
     targets), or the fallback (the console) when none is.
 
     ``in_flight`` tracks the command handlers of all of them (each makes its own without).
+    ``option`` is how the user asked for ``only`` (``--only`` of ``run``, ``--platform`` of
+    ``post``), for the error that says what it needs.
 
     Raises:
         ConfigError: ``only`` names no platform, or one its settings do not configure, or
@@ -86,7 +111,7 @@ def build_adapters(
             ) from exc
         if adapter is None:
             if only == spec.name:
-                raise ConfigError(f"--only {spec.name} {spec.needs}", key=spec.needs_key)
+                raise ConfigError(f"{option} {spec.name} {spec.needs}", key=spec.needs_key)
             continue
         adapters.append(adapter)
     if not adapters:
@@ -102,6 +127,7 @@ async def open_service(
     settings: Settings,
     *,
     only: str | None = None,
+    option: str = "--only",
     clock: Clock | None = None,
     stdin: TextIO | None = None,
     out: TextIO | None = None,
@@ -113,11 +139,22 @@ async def open_service(
 
     ``new_ledger`` accepts an empty (or another) ledger where the marker beside it records
     the one the bot had (see :meth:`Ledger.open`); ``metrics`` hears what the engine and the
-    commands do.
+    commands do; ``option`` is :func:`build_adapters`'.
+
+    Raises:
+        ConfigError: the archive folder is missing (:func:`check_archive_dir`), or see
+            :func:`build_adapters`.
     """
+    check_archive_dir(settings)
     clock = clock or SystemClock()
     adapters = build_adapters(
-        settings, only=only, clock=clock, stdin=stdin, out=out, in_flight=in_flight
+        settings,
+        only=only,
+        option=option,
+        clock=clock,
+        stdin=stdin,
+        out=out,
+        in_flight=in_flight,
     )
     if settings.site.base_url is not None:  # posts and replies link to the web archive
         for adapter in adapters:

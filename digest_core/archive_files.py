@@ -32,6 +32,9 @@ _RANK = {s: n for n, s in enumerate(SUFFIXES)}
 _EXACT = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})\.(txt|json|yaml|yml)")
 #: a date at the start of a name in any script's digits (\d is Unicode-aware)
 _ANY_DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
+#: a date written some other way: an unpadded month or day (``2026-12-1``), another
+#: separator (``2026_12_01``, ``2026.12.01``) or none (``20261201``)
+_LOOSE_DATE = re.compile(r"([0-9]{4})(?:([-_./])([0-9]{1,2})\2([0-9]{1,2})|([0-9]{2})([0-9]{2}))")
 #: what :func:`check_name` says of a name that carries no date (an undated draft)
 NO_DATE = "not named after its date: name issue files YYYY-MM-DD.txt"
 
@@ -87,7 +90,7 @@ def check_name(path: Path) -> tuple[dt.date | None, str | None]:
             return None, f"the file name's date {day} is not a calendar day: {exc}"
     any_date = _ANY_DATE.match(stem)
     if any_date is None:
-        return None, NO_DATE
+        return _loose_date(stem, suffix)
     ascii_date = "".join(_ascii_digit(c) for c in any_date[0])
     try:
         date: dt.date | None = dt.date.fromisoformat(ascii_date)
@@ -100,6 +103,29 @@ def check_name(path: Path) -> tuple[dt.date | None, str | None]:
         detail = f"only a date may precede the suffix: rename it {fixed} to publish it"
     else:
         detail = f"the suffix must be lowercase: rename it {fixed}"
+    return date, f"{detail} (the archive does not serve it as it is named)"
+
+
+def _loose_date(stem: str, suffix: str) -> tuple[dt.date | None, str]:
+    """A name whose date is written another way than ``YYYY-MM-DD`` is an error that names the
+    form (a draft would otherwise pass as undated, and the archive would skip it); a name
+    without anything like a date is :data:`NO_DATE`."""
+    m = _LOOSE_DATE.match(stem)
+    if m is None:
+        return None, NO_DATE
+    month, day = (m[3], m[4]) if m[2] else (m[5], m[6])
+    try:
+        date = dt.date(int(m[1]), int(month), int(day))
+    except ValueError:
+        return None, NO_DATE
+    rest = stem[m.end() :]
+    fixed = f"{date.isoformat()}{suffix.lower()}"
+    detail = (
+        f"the date in the name must be written YYYY-MM-DD (four-digit year, two-digit month "
+        f"and day, joined by '-'): rename it {fixed}"
+    )
+    if rest:
+        detail += f" (and drop {rest!r}: only the date may precede the suffix)"
     return date, f"{detail} (the archive does not serve it as it is named)"
 
 

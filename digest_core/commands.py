@@ -24,7 +24,7 @@ from digest_core.clock import Clock
 from digest_core.embargo import Embargo, VisibleArchive
 from digest_core.errors import IssueNotFound
 from digest_core.metrics import NULL_METRICS, MetricsSink
-from digest_core.models import Issue, Section
+from digest_core.models import Issue, Section, shorten
 from digest_core.rendering import (
     Message,
     Part,
@@ -36,6 +36,10 @@ from digest_core.rendering import (
 )
 
 log = logging.getLogger(__name__)
+
+#: the most characters of a reader's own argument quoted back in a reply (``/issue <5000
+#: digits>`` is answered with its first ones and ``…``, not all of them)
+MAX_ECHO_CHARS = 40
 
 #: a brief number: ASCII digits only ("²".isdigit() is True), and short
 _NUMBER = re.compile(r"[0-9]{1,4}")
@@ -249,9 +253,11 @@ class Commands:
     async def _handle(self, name: str, request: Request) -> Reply:
         handler = self._table.get(name)
         if handler is None:
+            shown = _echo(name)
             return self._text(
                 request,
-                f"未知命令 /{name}。发送 /help 查看全部命令。\nUnknown command /{name}; try /help.",
+                f"未知命令 /{shown}。发送 /help 查看全部命令。\n"
+                f"Unknown command /{shown}; try /help.",
                 status=Status.USAGE,
             )
         try:
@@ -405,7 +411,7 @@ class Commands:
         try:
             date = dt.date.fromisoformat(request.args[0])
         except ValueError:
-            return self._usage(request, f"“{request.args[0]}” 不是日期 / is not a date")
+            return self._usage(request, f"“{_echo(request.args[0])}” 不是日期 / is not a date")
         return Reply(await self._off_loop(self._dated, request, date, part, None))
 
     # ------------------------------------------------------------ section buttons
@@ -471,7 +477,7 @@ class Commands:
             try:
                 date = dt.date.fromisoformat(request.args[1])
             except ValueError:
-                return self._usage(request, f"“{request.args[1]}” 不是日期 / is not a date")
+                return self._usage(request, f"“{_echo(request.args[1])}” 不是日期 / is not a date")
         if date is None:
             issue, _ = await self._off_loop(self._current, request)
         else:
@@ -563,7 +569,7 @@ class Commands:
         try:
             date = dt.date.fromisoformat(args[0]) if args else self.today_date()
         except ValueError:
-            return self._usage(request, f"“{args[0]}” 不是日期 / is not a date")
+            return self._usage(request, f"“{_echo(args[0])}” 不是日期 / is not a date")
         # IssueNotFound → a clear reply before anything is asked
         await self._off_loop(self.archive.on, date)
         if self.backend is None:
@@ -610,9 +616,10 @@ class Commands:
         outcome = "reactivated" if changed else "not deactivated"
         await self.backend.audit(request, action="reactivate", allowed=True, outcome=outcome)
         if not changed:
+            shown = _echo(f"{platform}:{target_id}")
             return self._text(
                 request,
-                f"{platform}:{target_id} 没有被停用。/ {platform}:{target_id} was not deactivated.",
+                f"{shown} 没有被停用。/ {shown} was not deactivated.",
                 status=Status.NOT_FOUND,
                 private=True,
             )
@@ -632,6 +639,11 @@ class Commands:
             )
         summary = await self.backend.status()
         return self._text(request, summary, private=True)
+
+
+def _echo(text: str) -> str:
+    """A reader's argument as quoted back: at most :data:`MAX_ECHO_CHARS` characters."""
+    return shorten(text, MAX_ECHO_CHARS)
 
 
 def parse_command_line(line: str) -> tuple[str, tuple[str, ...]] | None:

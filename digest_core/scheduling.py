@@ -133,8 +133,7 @@ class DailyPoster:
                 f" No issue file for {day} by {give_up_at:%H:%M %Z}; nothing was posted."
             )
             self.notes.append(message)
-            log.error("%s", message)
-            await self._alert(message)
+            await self._alert(message)  # (which logs it: printed once)
             return Outcome.GAVE_UP
         try:
             await self._post(day)
@@ -176,8 +175,7 @@ class DailyPoster:
                     f" not sent. Use /repost {day} to send it."
                 )
                 self.notes.append(message)
-                log.warning("%s", message)
-                await self._alert(message)
+                await self._alert(message)  # (which logs it: printed once)
                 results.append((day, Outcome.MISSED))
         return results
 

@@ -298,7 +298,11 @@ class DigestService(ServicePort):
             await asyncio.wait(list(self._alerts), timeout=max(within, 0.01))
 
     async def alert(self, text: str) -> None:
-        log.warning("alert: %s", text)
+        """Tell every platform's admins ``text``; logged at WARNING, unless a platform shows
+        alerts on the operator's terminal itself (``alerts_on_terminal``, the console): the
+        operator reads it once."""
+        if not any(getattr(p, "alerts_on_terminal", False) for p in self.platforms.values()):
+            log.warning("alert: %s", text)
         for platform in self.platforms.values():
             try:
                 await platform.alert_admins(text)

@@ -16,7 +16,7 @@ from bots.inflight import RESTARTING, InFlight
 from bots.renderers import Flavor
 from digest_core.actions import CommandButton
 from digest_core.commands import ADMIN, Request, parse_command_line
-from digest_core.models import escape
+from digest_core.models import escape, shorten
 from digest_core.platform import PartKey, PlatformLimits, Rate, Target, TargetKind
 from digest_core.rendering import Message, RenderOptions, notice, preview
 
@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     from digest_core.port import Port
 
 log = logging.getLogger(__name__)
+
+#: the most characters of a typed command echoed above its answer
+MAX_ECHO_LINE = 80
 
 
 class ConsolePlatform:
@@ -39,6 +42,8 @@ class ConsolePlatform:
     limits = PlatformLimits(overall=Rate(1000.0, 1000), per_target={})
     post_options = RenderOptions(buttons=False)
     target = Target("console", "stdout", TargetKind.CHANNEL)
+    #: alerts are printed on the operator's terminal, so the service does not log them again
+    alerts_on_terminal = True
 
     def __init__(
         self,
@@ -137,7 +142,8 @@ class ConsolePlatform:
                 continue
             if reply is None:  # shutting down; the operator was told
                 continue
-            self._out.write(f"> {_terminal_safe(line.strip())}\n")
+            # the typed line, as the reply's heading: its start is enough
+            self._out.write(f"> {shorten(line.strip(), MAX_ECHO_LINE)}\n")
             for m in reply.messages:
                 self.write(preview(m, self.flavor))
         log.info("stdin closed; the bot keeps running (Ctrl-C to stop)")

@@ -16,7 +16,7 @@ from digest_core.loading.structured import (
     dump_yaml,
     load_structured,
 )
-from digest_core.loading.text import dump_text, parse_text, question_marker
+from digest_core.loading.text import Hint, dump_text, parse_text, question_marker
 from digest_core.models import Issue
 
 log = logging.getLogger(__name__)
@@ -46,12 +46,15 @@ def date_from_name(path: str | Path) -> dt.date | None:
         raise IssueFormatError(path, None, detail) from exc
 
 
-def load_issue(path: Path, *, date: dt.date | None = None) -> Issue:
+def load_issue(
+    path: Path, *, date: dt.date | None = None, hints: list[Hint] | None = None
+) -> Issue:
     """Load the issue stored at ``path``; the suffix picks the format (.txt, .json, .yaml, .yml).
 
     The issue's date comes from the file name (which SHOULD start with ``YYYY-MM-DD``), from
     ``date``, or, for JSON and YAML only, from the data's own ``date`` field. When two of these
-    are present they MUST agree.
+    are present they MUST agree. ``hints`` collects warnings about the text (see
+    :func:`parse_text`).
 
     Raises:
         IssueFormatError: the file cannot be read, is larger than :data:`MAX_ISSUE_BYTES`, is
@@ -77,9 +80,38 @@ def load_issue(path: Path, *, date: dt.date | None = None) -> Issue:
         )
     data = _read_capped(path)
     log.debug("loading %s (%d bytes)", path, len(data))
+    return load_issue_data(data, path=path, suffix=suffix, date=date, hints=hints)
+
+
+def load_issue_data(
+    data: bytes,
+    *,
+    path: str | Path,
+    suffix: str,
+    date: dt.date | None,
+    hints: list[Hint] | None = None,
+) -> Issue:
+    """An issue from the bytes of a file (an upload, a file read once): ``suffix`` (lower case,
+    one of :data:`ISSUE_SUFFIXES`) picks the format; ``path`` is what errors name. ``date`` is
+    required for text; JSON and YAML may carry their own.
+
+    Raises:
+        IssueFormatError: as :func:`load_issue` (but nothing is read from disk).
+    """
+    if len(data) > MAX_ISSUE_BYTES:
+        raise IssueFormatError(
+            path,
+            None,
+            f"the file is {len(data)} bytes; an issue file is at most "
+            f"{MAX_ISSUE_BYTES // (1024 * 1024)} MiB",
+        )
     if suffix == ".txt":
-        assert date is not None
-        return parse_text(decode_utf8(data, path=path), path=path, date=date)
+        if date is None:
+            raise IssueFormatError(path, None, "the issue's date is unknown: give it")
+        return parse_text(decode_utf8(data, path=path), path=path, date=date, hints=hints)
+    if suffix not in ISSUE_SUFFIXES:
+        known = ", ".join(ISSUE_SUFFIXES)
+        raise IssueFormatError(path, None, f"unknown issue file type {suffix!r}; expected {known}")
     structured: StructuredSuffix = ".json" if suffix == ".json" else ".yaml"
     return load_structured(data, path=path, date=date, suffix=structured)
 
@@ -105,12 +137,14 @@ def _read_capped(path: Path) -> bytes:
 __all__ = [
     "ISSUE_SUFFIXES",
     "MAX_ISSUE_BYTES",
+    "Hint",
     "date_from_name",
     "decode_utf8",
     "dump_json",
     "dump_text",
     "dump_yaml",
     "load_issue",
+    "load_issue_data",
     "load_structured",
     "parse_text",
     "question_marker",

@@ -42,6 +42,9 @@ SECTION_LABELS: dict[str, Section] = {
     "Briefs": Section.BRIEFS,
     "Classic": Section.CLASSIC,
 }
+#: Characters dropped when a line is compared with the labels for "did you mean": spaces
+#: anywhere (ASCII, full-width, no-break) and a trailing colon, ASCII or full-width.
+_NEAR_LABEL_SPACE = re.compile(r"[\s\u3000\u00a0]+")
 #: What starts the lede line; the first is written.
 LEDE_PREFIXES: tuple[str, ...] = ("本期重点：", "本期重点:")
 #: The question marker written for an English item (one without any CJK character).
@@ -56,7 +59,9 @@ _ITEM_NOUN = {
 _LABEL_LIST = "重点, 简讯 or 经典回顾"
 
 
-def parse_text(text: str, *, path: str | Path = "<text>", date: dt.date) -> Issue:
+def parse_text(
+    text: str, *, path: str | Path = "<text>", date: dt.date, hints: list[Hint] | None = None
+) -> Issue:
     """Parse an issue from the published text format.
 
     The rules are FORMAT.md's: line 1 is the masthead; before the first section only the lede
@@ -72,13 +77,18 @@ def parse_text(text: str, *, path: str | Path = "<text>", date: dt.date) -> Issu
     ``QUESTION_MARKERS`` is the item's reading question and MUST be its last body line; without
     one, a marker inside the last paragraph splits it into paragraph and question.
 
+    A line that is almost a section label (``简讯：``, extra spaces, another case) is an error
+    that names the label. With ``hints``, lines that load but are probably a mistake are
+    appended to it (:class:`Hint`): a body line that is a bare domain or path
+    (``example.org/x``), which is text, not the item's link.
+
     Time is linear in the size of the text.
 
     Raises:
         IssueFormatError: ``path:line: detail`` for the first problem found, naming the item and
             what was expected instead; quoted file content is shortened and escaped.
     """
-    return _Parser(str(path), date).parse(text)
+    return _Parser(str(path), date, hints).parse(text)
 
 
 def dump_text(issue: Issue) -> str:
@@ -124,6 +134,52 @@ def question_marker(item: Item) -> str:
     return ENGLISH_QUESTION_MARKER
 
 
+def near_label(line: str) -> str | None:
+    """The section label ``line`` (stripped) almost is — ``简讯：``, ``简讯 :``, ``简 讯``,
+    ``Briefs:`` — or ``None`` (also for an exact label). Case still counts: ``briefs`` is a
+    word, as labels are case-sensitive."""
+    if line in SECTION_LABELS or len(line) > 20:
+        return None
+    key = _NEAR_LABEL_SPACE.sub("", line).rstrip(":：")
+    return key if key in SECTION_LABELS else None
+
+
+@dataclass(frozen=True)
+class Hint:
+    """A line that loads but is probably not what the editor meant (a warning, not an error):
+    ``str(hint)`` is ``path:line: warning: detail``."""
+
+    path: str
+    line: int
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: warning: {self.detail}"
+
+
+#: a line that is one bare domain or path: ``example.org/a``, ``www.example.org``,
+#: ``htps://example.org`` (with a mistyped scheme, so not a link line)
+_BARE_LINK = re.compile(
+    r"(?P<scheme>[a-z][a-z0-9+.-]*:/*)?(?P<www>www\.)?"
+    r"[a-z0-9-]+(?:\.[a-z0-9-]+)*\.(?P<tld>[a-z]{2,24})(?::[0-9]{1,5})?(?P<path>[/?#]\S*)?",
+    re.IGNORECASE,
+)
+#: top-level domains common enough that a bare ``name.tld`` line is taken for a link
+_COMMON_TLDS = frozenset(
+    {"com", "org", "net", "io", "ai", "dev", "edu", "gov", "cn", "co", "me", "app", "info"}
+    | {"xyz", "uk", "de", "jp", "fr", "hk", "tw", "sg", "in"}
+)
+
+
+def bare_link(line: str) -> bool:
+    """True when ``line`` is one token that reads as a link written without ``https://``: a
+    host with a path, ``www.``, a mistyped scheme, or a common top-level domain."""
+    m = _BARE_LINK.fullmatch(line)
+    if m is None:
+        return False
+    return bool(m["scheme"] or m["www"] or m["path"]) or m["tld"].lower() in _COMMON_TLDS
+
+
 def _quote(text: str, limit: int = 40) -> str:
     return f'"{shorten(text, limit)}"'
 
@@ -157,9 +213,10 @@ class _Draft:
 class _Parser:
     """One pass over the lines; raises at the first problem."""
 
-    def __init__(self, path: str, date: dt.date) -> None:
+    def __init__(self, path: str, date: dt.date, hints: list[Hint] | None = None) -> None:
         self.path = path
         self.date = date
+        self.hints = hints
         self.masthead = ""
         self.lede: tuple[str, int] | None = None
         self.section: Section | None = None
@@ -215,6 +272,12 @@ class _Parser:
             self.close_item()
         elif line in SECTION_LABELS:
             self.open_section(SECTION_LABELS[line], number)
+        elif (label := near_label(line)) is not None:
+            raise self.fail(
+                number,
+                f"{_quote(line)} is not a section label: did you mean {label}? (a label "
+                "stands alone on its line, without a colon or spaces)",
+            )
         elif self.section is None:
             self.read_preamble(line, number)
         elif line.startswith(URL_PREFIXES):
@@ -322,6 +385,16 @@ class _Parser:
                 )
             self.check_text(f"{draft.name}: the paragraph", line, MAX_PARAGRAPH_CHARS, number)
             draft.paragraphs.append((line, number))
+            if self.hints is not None and bare_link(line):
+                self.hints.append(
+                    Hint(
+                        self.path,
+                        number,
+                        f"{draft.name}: the body line {_quote(line)} looks like a link without "
+                        "https://; it is shown as text. To make it the item's link, write it "
+                        "in full (https://…) on its own line after the body",
+                    )
+                )
             return
         question = line[len(marker) :].strip()
         if not question:
@@ -436,6 +509,8 @@ def _check_representable(issue: Issue) -> None:
             what = f"paragraph {n}" if n else "the title"
             if line in SECTION_LABELS:
                 raise fail(name, f"{what} is the section label {_quote(line)}")
+            if near_label(line) is not None:
+                raise fail(name, f"{what} is almost the section label {_quote(line)}")
             if line.startswith(URL_PREFIXES):
                 raise fail(name, f"{what} starts with a link, so it would read back as a link line")
             if _marker_at_start(line):
