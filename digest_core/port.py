@@ -19,10 +19,12 @@ from digest_core.commands import Commands, Reply, Request
 from digest_core.confirmation import Confirmations
 from digest_core.delivery import DeliveryEngine, InactiveTarget, Ledger
 from digest_core.embargo import Embargo
+from digest_core.greeting import greeting
 from digest_core.models import Section
 from digest_core.platform import Platform, Target
 from digest_core.rendering import Message
 from digest_core.replies import SendOnce, send_replies
+from digest_core.scheduling import DailyPoster
 
 
 class Port(Protocol):
@@ -55,6 +57,11 @@ class Port(Protocol):
     async def archive_dates(self, *, admin: bool = False) -> list[dt.date]:
         """The dates the archive serves an issue for that the user may see (readers: only
         published ones, see :mod:`digest_core.embargo`), oldest first (autocompletion)."""
+        ...
+
+    async def greeting(self) -> str:
+        """A terminal's start-up block: the current issue, the next post (in the digest's
+        zone and the host's), what to type (:func:`digest_core.greeting.greeting`)."""
         ...
 
     async def inactive_targets(self, platform: str) -> list[InactiveTarget]:
@@ -123,6 +130,8 @@ class ServicePort:
     clock: Clock
     commands: Commands
     confirmations: Confirmations
+    poster: DailyPoster
+    zone: dt.tzinfo
 
     @property
     def command_names(self) -> Sequence[str]:
@@ -137,6 +146,9 @@ class ServicePort:
     async def archive_dates(self, *, admin: bool = False) -> list[dt.date]:
         view = self.embargo.view(self.archive, admin=admin)
         return await asyncio.to_thread(view.dates)  # file I/O
+
+    async def greeting(self) -> str:
+        return await asyncio.to_thread(greeting, self.archive, self.poster, zone=self.zone)
 
     async def inactive_targets(self, platform: str) -> list[InactiveTarget]:
         return await self.ledger.inactive_targets(platform)

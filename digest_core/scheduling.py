@@ -45,6 +45,13 @@ class Outcome(StrEnum):
     MISSED = "missed"  # found on start, beyond the catch-up window; reported, not sent
 
 
+def post_time_of(day: dt.date, *, zone: dt.tzinfo, post_time: dt.time) -> dt.datetime:
+    """The aware moment the issue of ``day`` is due: ``post_time`` in ``zone`` (a nonexistent
+    local time on a DST spring-forward day is moved forward, as the cron trigger does)."""
+    local = dt.datetime.combine(day, post_time).replace(tzinfo=zone)
+    return local.astimezone(dt.UTC).astimezone(zone)
+
+
 @dataclass(frozen=True)
 class ScheduleConfig:
     zone: dt.tzinfo
@@ -83,9 +90,12 @@ class DailyPoster:
     def post_at(self, day: dt.date) -> dt.datetime:
         """The aware moment the issue of ``day`` is due (a nonexistent local time on a DST
         spring-forward day is moved forward, as the cron trigger does)."""
-        naive = dt.datetime.combine(day, self.config.post_time)
-        local = naive.replace(tzinfo=self.config.zone)
-        return local.astimezone(dt.UTC).astimezone(self.config.zone)
+        return post_time_of(day, zone=self.config.zone, post_time=self.config.post_time)
+
+    @property
+    def installed(self) -> bool:
+        """The daily post is scheduled (:meth:`install` ran): False when it is disabled."""
+        return self._scheduler is not None
 
     def today(self) -> dt.date:
         return self.clock.now().astimezone(self.config.zone).date()

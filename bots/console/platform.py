@@ -95,12 +95,8 @@ class ConsolePlatform:
     async def start(self, port: Port, *, receive: bool = True) -> None:
         if not (receive and self._interactive):
             return
-        stdin = self._stdin or sys.stdin
-        if stdin.isatty():
-            self.write(
-                "console platform: type /help for commands (Ctrl-D stops reading, Ctrl-C quits)",
-                header="digest-bot",
-            )
+        # what is current, when the next post comes (it may be hours away) and what to type
+        self.write(await port.greeting(), header="── digest-bot ──")
         self._task = asyncio.create_task(self._serve(port), name="console-commands")
 
     async def stop(self) -> None:
