@@ -12,7 +12,7 @@ from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from bots import cli_db, cli_publishing, cli_site, registry
+from bots import cli_db, cli_editor, cli_publishing, cli_site, registry
 from bots.logs import FORMATS, LEVELS, setup_logging
 from bots.network import network_reason
 from bots.registry import load_settings
@@ -166,8 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("archive", parents=[common], help="list or search the issue archive")
     asub = p.add_subparsers(title="archive commands", metavar="ACTION", required=True)
-    a = asub.add_parser("list", parents=[common], help="every issue with its date and headline")
-    a.set_defaults(handler=cmd_archive_list)
+    cli_editor.register_archive(asub, common)
     a = asub.add_parser("search", parents=[common], help="find a word in titles and bodies")
     a.add_argument("word", help="word to look for (substring match)")
     a.add_argument("--limit", type=int, default=20, help="at most this many hits (default 20)")
@@ -203,6 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(handler=cmd_status)
     cli_db.register(sub, common)
+    cli_editor.register(sub, common)
 
     from bots.cli_doctor import register as register_doctor
 
@@ -373,18 +373,6 @@ def _pick_issue(args: argparse.Namespace, settings: Settings) -> Issue:
 
 
 # ---------------------------------------------------------------- archive
-
-
-def cmd_archive_list(args: argparse.Namespace, settings: Settings) -> int:
-    archive = Archive(settings.archive_dir, index=False)
-    entries = archive.list()
-    for entry in entries:
-        print(entry.describe())
-    for problem in archive.problems:
-        print(f"skipped: {problem}", file=sys.stderr)
-    if not entries:
-        print(f"no issues in {settings.archive_dir}", file=sys.stderr)
-    return EXIT_OK
 
 
 def cmd_archive_search(args: argparse.Namespace, settings: Settings) -> int:

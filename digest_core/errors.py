@@ -8,7 +8,8 @@
     │   └── LedgerLost         deleted or replaced under the running bot
     ├── IssueError
     │   ├── IssueNotFound      no issue for that date / in the archive
-    │   └── IssueFormatError   path, line, detail
+    │   ├── IssueFormatError   path, line, detail
+    │   └── IssuePublished     adding a file over a published issue without --correct
     └── DeliveryError          platform, target
         ├── DeliveryBusy       another process holds the delivery lease of the platform
         ├── TransientError     network, 5xx, timeouts: retry with backoff and jitter
@@ -90,6 +91,17 @@ class IssueFormatError(IssueError):
         self.detail = detail
         where = f"{self.path}:{line}" if line is not None else self.path
         super().__init__(f"{where}: {detail}")
+
+
+class IssuePublished(IssueError):
+    """An issue file would replace the issue of a day already published (its post time has
+    passed): refused unless the editor says it is a correction. ``path`` is the file that
+    holds the published issue."""
+
+    def __init__(self, detail: str, *, date: dt.date, path: str | Path):
+        self.date = date
+        self.path = str(path)
+        super().__init__(detail)
 
 
 class DeliveryError(DigestError):

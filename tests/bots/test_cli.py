@@ -146,9 +146,9 @@ def test_preview_errors(workdir: Path) -> None:
 def test_archive_list_and_search(workdir: Path) -> None:
     (workdir / "archive" / "2026-12-03.txt").write_text("不是日报\n", encoding="utf-8")
     listed = cli(workdir, "archive", "list")
-    assert listed.returncode == 0
-    assert listed.stdout.count("loaded") == 5
-    assert "2026-12-03.txt" in listed.stderr  # reported, listing not broken
+    assert listed.returncode == 1  # a broken file is listed as invalid (issue #13)
+    assert listed.stdout.count("  published  ") == 5
+    assert "2026-12-03  invalid    " in listed.stdout  # listed, the listing not broken
     found = cli(workdir, "archive", "search", "ZeRO")
     assert found.returncode == 0 and "2026-11-27" in found.stdout
     none = cli(workdir, "archive", "search", "绝对不会出现的词")
@@ -168,8 +168,7 @@ def test_validate_a_folder_never_follows_a_link_out_of_it(workdir: Path) -> None
     assert "archive/2026-12-01.txt: a link that leads out of the folder: not followed" in out.stdout
     assert out.stdout.count(": ok — ") == 5
     listed = cli(workdir, "archive", "list")  # the archive agrees: not served
-    assert "2026-12-01  2026-12-01.txt  broken" in listed.stdout
-    assert "2026-12-01.txt: a link that leads out of the folder" in listed.stderr
+    assert "2026-12-01  invalid    archive/2026-12-01.txt: a link that leads out" in listed.stdout
 
 
 def test_validate_a_folder_holding_a_fifo_does_not_hang(workdir: Path) -> None:
@@ -198,9 +197,9 @@ def test_validate_rejects_what_the_archive_would_not_serve_as_named(
     assert f"archive/{name}: {problem}" in out.stdout
     assert "1 of 6 files failed" in out.stderr
     listed = cli(workdir, "archive", "list")  # one rule: the archive does not serve it either
-    assert "loaded" not in "".join(line for line in listed.stdout.splitlines() if name in line)
-    assert listed.stdout.count("loaded") == 5
-    assert f"{name}: {problem}" in listed.stderr
+    [line] = [line for line in listed.stdout.splitlines() if name in line]
+    assert "  invalid    " in line and f"{name}: {problem}" in line
+    assert listed.stdout.count("  published  ") == 5 and listed.returncode == 1
 
 
 def test_validate_a_missing_path_names_it_in_one_line(workdir: Path) -> None:

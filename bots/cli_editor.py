@@ -1,0 +1,209 @@
+"""The editor's commands: `archive list`, `archive add`, `new` and `schema`."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from digest_core.archive import Archive
+from digest_core.archive_add import MAX_ADD_BYTES, add_issue, published_by_schedule
+from digest_core.errors import IssueFormatError, IssuePublished
+from digest_core.models import Issue, issue_json_schema, shorten
+from digest_core.scheduling import post_time_of
+from digest_core.settings import Settings
+from digest_core.template import issue_template
+
+log = logging.getLogger(__name__)
+
+EXIT_OK, EXIT_FAILED = 0, 1
+
+
+def _date(text: str) -> dt.date:
+    try:
+        return dt.date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a date (YYYY-MM-DD)") from None
+
+
+def register_archive(asub: Any, common: argparse.ArgumentParser) -> None:
+    """``archive list`` and ``archive add`` under the ``archive`` command."""
+    a = asub.add_parser(
+        "list",
+        parents=[common],
+        help="every issue: date, published/scheduled/invalid, headline, briefs (exit 1 if any "
+        "file is invalid)",
+    )
+    a.set_defaults(handler=cmd_archive_list)
+    a = asub.add_parser(
+        "add",
+        parents=[common],
+        help="check an issue file and store it in the archive as YYYY-MM-DD.<type>",
+    )
+    a.add_argument("file", type=Path, metavar="FILE", help="the issue file (.txt, .json, .yaml)")
+    a.add_argument("--date", type=_date, help="the issue's date when the name carries none")
+    a.add_argument(
+        "--correct",
+        action="store_true",
+        help="replace an issue that is already published (a correction)",
+    )
+    a.set_defaults(handler=cmd_archive_add)
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    """``new`` and ``schema``."""
+    p = sub.add_parser(
+        "new", parents=[common], help="write a commented template of an issue (YAML) to fill in"
+    )
+    p.add_argument(
+        "date",
+        nargs="?",
+        type=_date,
+        metavar="DATE",
+        help="the issue's date YYYY-MM-DD (default: the day of the next post)",
+    )
+    p.add_argument("-o", "--output", type=Path, help="where to write it (default: ./DATE.yaml)")
+    p.set_defaults(handler=cmd_new)
+    p = sub.add_parser("schema", parents=[common], help="print the JSON schema of an issue file")
+    p.set_defaults(handler=cmd_schema)
+
+
+# ---------------------------------------------------------------- archive list
+
+
+def _published(settings: Settings) -> Any:
+    return published_by_schedule(
+        zone=settings.zone,
+        post_time=settings.schedule.time,
+        now=lambda: dt.datetime.now(dt.UTC),
+    )
+
+
+def _summary(issue: Issue) -> str:
+    n = len(issue.briefs)
+    return f"{shorten(issue.headline.title, 50)} · {n} brief{'' if n == 1 else 's'}"
+
+
+def cmd_archive_list(args: argparse.Namespace, settings: Settings) -> int:
+    """One line per issue file: ``date  state  headline · N briefs`` where state is published
+    (its post time has come), scheduled or invalid (then the problem instead of the
+    headline); misnamed files are listed as invalid too. Exit 1 if any file is invalid."""
+    # each problem is a line of the listing: the archive's own log line would repeat it
+    logging.getLogger("digest_core.archive").setLevel(logging.ERROR)
+    archive = Archive(settings.archive_dir, index=False)
+    published = _published(settings)
+    entries = archive.list()
+    invalid = 0
+    for entry in entries:
+        if entry.loaded and entry.issue is not None:
+            state = "published" if published(entry.date) else "scheduled"
+            print(f"{entry.date}  {state:<9}  {_summary(entry.issue)}")
+            continue
+        invalid += 1
+        detail = str(entry.problem) if entry.problem is not None else f"{entry.path}: broken"
+        if entry.stale and entry.issue is not None:
+            detail += f" (the last good version is served: {_summary(entry.issue)})"
+        print(f"{entry.date}  {'invalid':<9}  {detail}")
+    listed = {str(e.problem) for e in entries if e.problem is not None}
+    for problem in archive.problems:
+        if str(problem) not in listed:  # misnamed files, a folder that cannot be read
+            invalid += 1
+            print(f"{'?':<10}  {'invalid':<9}  {problem}")
+    if not entries and not invalid:
+        print(f"no issues in {settings.archive_dir}", file=sys.stderr)
+    if invalid:
+        print(f"{invalid} invalid file(s): digest-bot validate shows each problem", file=sys.stderr)
+    return EXIT_FAILED if invalid else EXIT_OK
+
+
+# ---------------------------------------------------------------- archive add
+
+
+def cmd_archive_add(args: argparse.Namespace, settings: Settings) -> int:
+    """Validate FILE and store it in the archive (see :func:`add_issue`); errors are one
+    ``path:line: detail`` line and exit 1."""
+    path: Path = args.file
+    try:
+        size = path.stat().st_size
+        if size > MAX_ADD_BYTES:
+            print(
+                f"{path}: the file is {size} bytes; an issue file is at most 1 MiB", file=sys.stderr
+            )
+            return EXIT_FAILED
+        data = path.read_bytes()
+    except OSError as exc:
+        print(f"{path}: cannot read the file: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_FAILED
+    try:
+        added = add_issue(
+            settings.archive_dir,
+            data,
+            name=path.name,
+            date=args.date,
+            published=_published(settings),
+            correct=args.correct,
+            shown=str(path),
+        )
+    except (IssueFormatError, IssuePublished) as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_FAILED
+    for hint in added.hints:
+        print(hint, file=sys.stderr)
+    issue = added.issue
+    when = post_time_of(issue.date, zone=settings.zone, post_time=settings.schedule.time)
+    if added.unchanged:
+        print(f"{added.path}: unchanged (the same issue is stored already)")
+        return EXIT_OK
+    state = (
+        "a correction of the published issue"
+        if added.corrected
+        else f"posts {when:%Y-%m-%d %H:%M %Z}"
+    )
+    print(f"stored {added.path}: {issue.date} · {_summary(issue)} · {state}")
+    for removed in added.removed:
+        print(f"removed {removed} (the new file replaces it)")
+    if added.corrected:
+        print("readers who got it keep the old text until the correction is sent")
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------- new, schema
+
+
+def cmd_new(args: argparse.Namespace, settings: Settings) -> int:
+    """Write the commented template of the issue of DATE (default: the next post's day)."""
+    date = args.date or _next_post_day(settings)
+    out: Path = args.output or Path(f"{date.isoformat()}.yaml")
+    try:
+        with out.open("x", encoding="utf-8") as file:  # never over an editor's work
+            file.write(issue_template(date))
+    except FileExistsError:
+        print(f"{out}: already exists; not overwritten (give -o PATH)", file=sys.stderr)
+        return EXIT_FAILED
+    except OSError as exc:
+        print(f"{out}: cannot write it: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_FAILED
+    print(f"wrote {out}: fill it in, then `digest-bot archive add {out}`")
+    return EXIT_OK
+
+
+def _next_post_day(settings: Settings) -> dt.date:
+    now = dt.datetime.now(dt.UTC)
+    today = now.astimezone(settings.zone).date()
+    due = post_time_of(today, zone=settings.zone, post_time=settings.schedule.time)
+    return today if now < due else today + dt.timedelta(days=1)
+
+
+def cmd_schema(args: argparse.Namespace, settings: Settings) -> int:
+    """Print the JSON schema of the structured issue files (the contract for tools)."""
+    try:
+        json.dump(issue_json_schema(), sys.stdout, ensure_ascii=False, indent=2)
+        print(flush=True)
+    except BrokenPipeError:  # `digest-bot schema | head`: the reader had enough
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115  (nothing more is flushed to the pipe)
+    return EXIT_OK
