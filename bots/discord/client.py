@@ -30,6 +30,15 @@ def intents() -> discord.Intents:
     return wanted
 
 
+def _no_voice_warnings() -> None:
+    """The bot never joins a voice channel: discord.py's start-up warnings that PyNaCl and
+    davey (voice libraries) are missing say nothing to its operator, so they are switched off
+    (discord.py warns once per process, while these flags are set)."""
+    for flag in ("warn_nacl", "warn_dave"):
+        if hasattr(discord.VoiceClient, flag):
+            setattr(discord.VoiceClient, flag, False)
+
+
 class DigestClient(discord.Client):
     """A discord.Client with our command tree and persistent section buttons.
 
@@ -40,6 +49,7 @@ class DigestClient(discord.Client):
 
     def __init__(self, settings: DiscordSettings, **options: Any) -> None:
         options.setdefault("intents", intents())
+        _no_voice_warnings()
         super().__init__(
             allowed_mentions=no_mentions(),
             guild_ready_timeout=settings.guild_ready_timeout_seconds,
