@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol, runtime_checkable
 
 from digest_core.archive import Archive
@@ -25,6 +25,7 @@ from digest_core.platform import Platform, Target
 from digest_core.rendering import Message
 from digest_core.replies import SendOnce, send_replies
 from digest_core.scheduling import DailyPoster
+from digest_core.uploads import IssueUploads
 
 
 class Port(Protocol):
@@ -57,6 +58,22 @@ class Port(Protocol):
     async def archive_dates(self, *, admin: bool = False) -> list[dt.date]:
         """The dates the archive serves an issue for that the user may see (readers: only
         published ones, see :mod:`digest_core.embargo`), oldest first (autocompletion)."""
+        ...
+
+    async def receive_issue_file(
+        self,
+        request: Request,
+        *,
+        name: str,
+        size: int | None,
+        download: Callable[[], Awaitable[bytes]],
+    ) -> Reply:
+        """An issue file sent to the bot privately (``request`` names the sender, their
+        capabilities and the words sent with it): checked, stored as ``digest-bot archive add``
+        does, and answered (privately) with the errors or the preview. ``download`` is awaited
+        only when the file is taken (an admin's, at most 1 MiB) and raises
+        :class:`~digest_core.errors.TransientError` when the platform cannot give the file
+        (:class:`digest_core.uploads.IssueUploads`)."""
         ...
 
     async def greeting(self) -> str:
@@ -146,6 +163,23 @@ class ServicePort:
     async def archive_dates(self, *, admin: bool = False) -> list[dt.date]:
         view = self.embargo.view(self.archive, admin=admin)
         return await asyncio.to_thread(view.dates)  # file I/O
+
+    async def receive_issue_file(
+        self,
+        request: Request,
+        *,
+        name: str,
+        size: int | None,
+        download: Callable[[], Awaitable[bytes]],
+    ) -> Reply:
+        uploads = IssueUploads(
+            self.archive.root,
+            post_at=self.poster.post_at,
+            now=self.clock.now,
+            backend=self.commands.backend,
+            post_options=self.commands.post_options,
+        )
+        return await uploads.take(request, name=name, size=size, download=download)
 
     async def greeting(self) -> str:
         return await asyncio.to_thread(greeting, self.archive, self.poster, zone=self.zone)

@@ -20,7 +20,7 @@ from bots.renderers import Flavor
 from digest_core.actions import parse_action_data
 from digest_core.commands import ADMIN, Reply, Request, Status, parse_command_line
 from digest_core.confirmation import Action
-from digest_core.errors import DeliveryError, TargetGone
+from digest_core.errors import DeliveryError, TargetGone, TransientError
 from digest_core.flood import UserRateLimiter, Verdict
 from digest_core.models import Section
 from digest_core.platform import TargetKind
@@ -90,6 +90,12 @@ class Handlers:
             MessageHandler(
                 filters.UpdateType.MESSAGE & filters.ChatType.PRIVATE & filters.TEXT,
                 self._tracked(self.on_text),
+            )
+        )
+        app.add_handler(
+            MessageHandler(
+                filters.UpdateType.MESSAGE & filters.ChatType.PRIVATE & filters.Document.ALL,
+                self._tracked(self.on_document),
             )
         )
         app.add_handler(CallbackQueryHandler(self._tracked(self.on_button)))
@@ -203,6 +209,35 @@ class Handlers:
             return
         text = "发送 /help 查看全部命令。\nSend /help to see what I can do."
         await self._send(chat.id, TargetKind.PRIVATE, notice(text, Flavor.TELEGRAM), [])
+
+    async def on_document(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """A file sent privately: an admin's issue file, checked and stored by the core
+        (:meth:`Port.receive_issue_file`), which downloads it only once it takes it."""
+        message, user, chat = update.effective_message, update.effective_user, update.effective_chat
+        if message is None or message.document is None or user is None or chat is None:
+            return
+        admin = user.id in self.adapter.admins
+        if not admin and not await self._allowed(user.id, chat.id, True):
+            return
+        document = message.document
+        name = document.file_name or "upload"
+        request = Request(
+            "upload", tuple((message.caption or "").split()), platform=self.adapter.name,
+            flavor=Flavor.TELEGRAM, user=str(user.id), chat=str(chat.id),
+            capabilities=ADMIN if admin else frozenset(),
+        )  # fmt: skip
+
+        async def download() -> bytes:
+            try:
+                file = await document.get_file()
+                return bytes(await file.download_as_bytearray())
+            except TelegramError as exc:
+                raise TransientError(str(exc), platform=self.adapter.name) from exc
+
+        reply = await self.port.receive_issue_file(
+            request, name=name, size=document.file_size, download=download
+        )
+        await self._send(chat.id, TargetKind.PRIVATE, reply.messages, [])
 
     def _addressed_to_us(self, text: str) -> bool:
         """``/cmd`` or ``/cmd@ourbot``; ``/cmd@otherbot`` is not ours."""

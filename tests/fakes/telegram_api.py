@@ -36,6 +36,8 @@ Params = dict[str, Any]
 # Telegram's limits (https://core.telegram.org/bots/api#sendmessage, /bots/faq#broadcasting).
 MAX_TEXT_UTF16 = 4096
 MAX_CALLBACK_DATA_BYTES = 64
+#: getFile refuses larger files ("file is too big")
+MAX_DOWNLOAD_BYTES = 20 * 1024 * 1024
 MAX_COMMANDS = 100
 # Update types delivered when allowed_updates is [] or was never set.
 DEFAULT_EXCLUDED_UPDATES = frozenset({"chat_member", "message_reaction", "message_reaction_count"})
@@ -223,6 +225,11 @@ class FakeTelegram:
         self.date_offset = 0.0
 
         self._sent: list[SentMessage] = []
+        #: files users sent (documents): file_id -> (file_unique_id, bytes); and what getFile
+        #: handed out: file_path -> bytes (the download URL's last part)
+        self._files: dict[str, tuple[str, bytes]] = {}
+        self._file_paths: dict[str, bytes] = {}
+        self.downloads: list[str] = []
         self._faults: list[_Fault] = []
         self._updates: list[Params] = []
         self._update_ids = itertools.count(10_000)
@@ -254,6 +261,7 @@ class FakeTelegram:
                 "unpinChatMessage": self._unpin_chat_message,
                 "getChat": self._get_chat,
                 "getChatMember": self._get_chat_member,
+                "getFile": self._get_file,
                 "close": self._close,
                 "logOut": self._close,
             }.items()
@@ -278,6 +286,7 @@ class FakeTelegram:
         app = web.Application()
         app.router.add_route("*", "/bot{token}/{method}", self._handle)
         app.router.add_route("*", "/_fake/{action}", self._control)
+        app.router.add_route("GET", "/file/bot{token}/{path:.+}", self._download)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
@@ -429,6 +438,49 @@ class FakeTelegram:
         chat.messages[message["message_id"]] = message
         kind = "channel_post" if chat.type == "channel" else "message"
         return self._push_update({kind: message})
+
+    def inject_document(
+        self,
+        chat_id: int,
+        from_user: int | Params,
+        file_name: str,
+        data: bytes,
+        *,
+        caption: str | None = None,
+        mime_type: str = "text/plain",
+    ) -> Params:
+        """Queue a message carrying a document (a file the user sent) and return the Update.
+
+        As Telegram does, the message holds the file's ``file_id``, ``file_unique_id``, name,
+        MIME type and size, not its bytes: the bot gets a ``file_path`` from ``getFile`` and
+        downloads ``/file/bot<token>/<file_path>``.
+        """
+        user = self._user_dict(from_user)
+        chat = self.chats.get(chat_id)
+        if chat is None:
+            if chat_id <= 0:
+                raise KeyError(f"chat {chat_id} is not registered; call add_chat first")
+            chat = self.add_chat(chat_id, "private", first_name=user.get("first_name"))
+        unique = f"AgAD{len(self._files):04d}"
+        file_id = f"BQACAgIAAxkBAA{len(self._files):06d}{unique}"
+        self._files[file_id] = (unique, data)
+        message: Params = {
+            "message_id": self._next_message_id(chat),
+            "date": self._now(),
+            "chat": chat.as_dict(),
+            "from": user,
+            "document": {
+                "file_id": file_id,
+                "file_unique_id": unique,
+                "file_name": file_name,
+                "mime_type": mime_type,
+                "file_size": len(data),
+            },
+        }
+        if caption is not None:
+            message["caption"] = caption
+        chat.messages[message["message_id"]] = message
+        return self._push_update({"message": message})
 
     def inject_callback(
         self, chat_id: int, from_user: int | Params, message_id: int, data: str
@@ -1076,6 +1128,34 @@ class FakeTelegram:
         if chat.type == "private" and user_id == chat.id:
             return {"status": "member", "user": self._user_dict(user_id)}
         raise ApiError(400, "Bad Request: user not found")
+
+    async def _get_file(self, params: Params) -> Params:
+        """``getFile``: a ``file_path`` to download the file from (Bot API: at most 20 MB)."""
+        file_id = str(params.get("file_id") or "")
+        if file_id not in self._files:
+            raise ApiError(400, "Bad Request: invalid file_id")
+        unique, data = self._files[file_id]
+        if len(data) > MAX_DOWNLOAD_BYTES:
+            raise ApiError(400, "Bad Request: file is too big")
+        path = f"documents/file_{len(self._file_paths)}.txt"
+        self._file_paths[path] = data
+        return {
+            "file_id": file_id,
+            "file_unique_id": unique,
+            "file_size": len(data),
+            "file_path": path,
+        }
+
+    async def _download(self, request: web.Request) -> web.StreamResponse:
+        """``GET /file/bot<token>/<file_path>``: the bytes of a file ``getFile`` announced."""
+        if request.match_info["token"] != self.token:
+            return web.Response(status=401, text="Unauthorized")
+        path = request.match_info["path"]
+        self.downloads.append(path)
+        data = self._file_paths.get(path)
+        if data is None:
+            return web.Response(status=404, text="Not Found")
+        return web.Response(body=data, content_type="application/octet-stream")
 
     async def _close(self, params: Params) -> bool:
         return True

@@ -1,0 +1,116 @@
+"""Issue #10 item 4: an admin sends an issue file to the bot privately (a Telegram document).
+
+The real PTB Application downloads it through the double's getFile and file URL; the core
+checks and stores it as `digest-bot archive add` does and answers with the errors or a preview.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from digest_core.archive import Archive
+from tests.bots.telegram.harness import (
+    ADMIN,
+    ANN,
+    ARCHIVE,
+    Running,
+    register_chats,
+    running_bot,
+    settings_for,
+    visible,
+    write_config,
+)
+from tests.fakes.telegram_api import FakeTelegram
+
+GOOD = (ARCHIVE / "2026-11-28.txt").read_bytes()
+FUTURE = "2026-12-05"
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeTelegram]:
+    async with FakeTelegram(scale=100) as tg:
+        register_chats(tg)
+        yield tg
+
+
+@pytest.fixture
+async def bot(
+    fake: FakeTelegram, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[Running]:
+    settings = settings_for(write_config(tmp_path, base_url=fake.base_url), fake, monkeypatch)
+    async with running_bot(settings, fake, scale=100) as running:
+        yield running
+
+
+async def send_file(
+    bot: Running, name: str, data: bytes, *, user: int = ADMIN, caption: str | None = None
+) -> str:
+    before = len(bot.fake.sent(user))
+    bot.fake.inject_document(user, user, name, data, caption=caption)
+    await bot.fake.wait_for_messages(user, before + 1, timeout=10)
+    await bot.adapter.in_flight.idle(5)  # every message of the answer
+    return visible(bot.fake.sent(user)[before:])
+
+
+def archive_of(bot: Running) -> Path:
+    return bot.service.archive.root
+
+
+async def test_a_good_file_is_stored_and_answered_with_the_preview(bot: Running) -> None:
+    text = await send_file(bot, f"{FUTURE}.txt", GOOD)
+    assert f"已收录 / stored: {FUTURE}.txt" in text and "posts 2026-12-05 08:00 CST" in text
+    assert "推理模型的 <think> 段落" in text  # the preview: the headline as readers get it
+    stored = archive_of(bot) / f"{FUTURE}.txt"
+    assert stored.read_bytes() == GOOD
+    assert bot.fake.downloads  # fetched through getFile and the file URL, as Telegram serves it
+    issue = Archive(archive_of(bot), index=False).on(dt.date.fromisoformat(FUTURE))
+    assert issue.headline.title.startswith("推理模型的")
+    assert not [p for p in archive_of(bot).iterdir() if p.name.startswith(".")]
+    [entry] = await bot.service.ledger.audit_log(limit=1)
+    assert entry.action == "upload" and entry.allowed and f"stored {FUTURE}.txt" in entry.outcome
+
+
+async def test_a_bad_file_is_answered_with_path_line_and_stores_nothing(bot: Running) -> None:
+    before = sorted(p.name for p in archive_of(bot).iterdir())
+    bad = GOOD.decode().replace("\n简讯\n", "\n简讯：\n", 1).encode()
+    text = await send_file(bot, f"{FUTURE}.txt", bad)
+    line = GOOD.decode().split("\n").index("简讯") + 1
+    assert f"未收录 / not stored:\n{FUTURE}.txt:{line}: " in text
+    assert "did you mean 简讯?" in text
+    assert sorted(p.name for p in archive_of(bot).iterdir()) == before
+
+
+async def test_a_published_day_is_replaced_only_with_the_caption_correct(bot: Running) -> None:
+    published = archive_of(bot) / "2026-11-26.txt"
+    old = published.read_bytes()
+    fixed = old.replace("投机解码".encode(), "投机解码（更正）".encode(), 1)
+    refused = await send_file(bot, "2026-11-26.txt", fixed)
+    assert "is published already" in refused and "caption correct" in refused
+    assert published.read_bytes() == old
+    corrected = await send_file(bot, "2026-11-26.txt", fixed, caption="correct")
+    assert "已更正 / corrected: 2026-11-26.txt" in corrected
+    assert published.read_bytes() == fixed
+
+
+async def test_an_undated_file_takes_the_date_from_its_caption(bot: Running) -> None:
+    text = await send_file(bot, "draft.txt", GOOD, caption=FUTURE)
+    assert f"已收录 / stored: {FUTURE}.txt" in text
+
+
+async def test_a_reader_cannot_add_issues_and_nothing_is_downloaded(bot: Running) -> None:
+    text = await send_file(bot, f"{FUTURE}.txt", GOOD, user=ANN)
+    assert "Only admins can send issue files" in text
+    assert not (archive_of(bot) / f"{FUTURE}.txt").exists()
+    assert bot.fake.calls("getFile") == [] and bot.fake.downloads == []
+    [entry] = await bot.service.ledger.audit_log(limit=1)
+    assert entry.action == "upload" and not entry.allowed
+
+
+async def test_a_file_over_1_mib_is_refused_before_downloading(bot: Running) -> None:
+    text = await send_file(bot, f"{FUTURE}.txt", GOOD + b"x" * (1024 * 1024))
+    assert "at most 1 MiB" in text
+    assert bot.fake.calls("getFile") == [] and bot.fake.downloads == []
