@@ -11,6 +11,7 @@ from discord import app_commands
 
 from bots.discord.commands import DigestTranslator, install_commands
 from bots.discord.settings import DiscordSettings
+from bots.discord.uploads import on_direct_message
 from bots.discord.views import ActionButton, SectionButton, no_mentions
 from bots.inflight import InFlight
 from digest_core.flood import UserRateLimiter
@@ -23,10 +24,14 @@ log = logging.getLogger(__name__)
 
 def intents() -> discord.Intents:
     """Default intents, none privileged (slash commands and buttons need none), without the
-    message and typing events a command-only bot never reads (less gateway traffic)."""
+    server message and typing events a command-only bot never reads (less gateway traffic);
+    direct messages are read, for admins' issue files."""
     wanted = discord.Intents.default()
     wanted.messages = False
     wanted.typing = False
+    # direct messages only, for an admin's issue file (not privileged: a DM's content and
+    # attachments reach the bot without the message content intent)
+    wanted.dm_messages = True
     return wanted
 
 
@@ -115,6 +120,10 @@ class DigestClient(discord.Client):
 
     async def on_ready(self) -> None:
         await self.resolve_channel_guilds()
+
+    async def on_message(self, message: discord.Message) -> None:
+        """A DM with a file: an admin's issue file (see bots.discord.uploads)."""
+        await on_direct_message(self, message)
 
     async def on_guild_available(self, guild: discord.Guild) -> None:
         self._note_guild(guild)

@@ -184,9 +184,10 @@ def test_archive_add_of_json_replaces_the_days_text_file(workdir: Path) -> None:
     assert out.returncode == 0, out.stderr
     assert not (workdir / "archive" / f"{day}.txt").exists()
     assert f"removed archive/{day}.txt" in out.stdout
-    assert Archive(workdir / "archive", index=False).on(day).revision == issue.model_copy(
-        update={"date": day}
-    ).revision
+    assert (
+        Archive(workdir / "archive", index=False).on(day).revision
+        == issue.model_copy(update={"date": day}).revision
+    )
 
 
 def test_archive_add_refuses_a_file_over_1_mib(workdir: Path) -> None:

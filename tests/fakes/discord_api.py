@@ -575,6 +575,10 @@ class FakeDiscord:
         self._guilds: dict[int, _Guild] = {}
         self._channels: dict[int, Json] = {}
         self._dm_by_user: dict[int, int] = {}
+        #: the bytes behind attachment URLs (what the CDN serves), by URL path
+        self._cdn: dict[str, bytes] = {}
+        #: the URL paths the CDN was asked for, in order
+        self.cdn_requests: list[str] = []
         self._messages: dict[int, list[StoredMessage]] = {}
         self._message_index: dict[int, StoredMessage] = {}
         self._global_commands: list[Json] = []
@@ -748,6 +752,47 @@ class FakeDiscord:
             channel, {"content": content, "embeds": list(embeds), "components": list(components)}
         )
         self._keep(msg)
+        return msg
+
+    async def user_sends_dm(
+        self,
+        user: int | Json,
+        content: str = "",
+        *,
+        files: Iterable[tuple[str, bytes]] = (),
+    ) -> StoredMessage:
+        """``user`` writes to the bot in their DM channel, with ``files`` attached, as Discord
+        does: the message (MESSAGE_CREATE, to sessions with the DIRECT_MESSAGES intent; a DM's
+        content and attachments need no privileged intent) lists each attachment's id, name,
+        size, content type and a CDN ``url`` the bot downloads it from."""
+        author = user if isinstance(user, dict) else p.user(int(user))
+        user_id = int(author["id"])
+        channel_id = self._dm_by_user.get(user_id)
+        if channel_id is None:
+            channel_id = self._dm_by_user[user_id] = p.snowflake()
+            self._channels[channel_id] = p.dm_channel(channel_id, author)
+        attachments: list[Json] = []
+        for filename, data in files:
+            attachment_id = p.snowflake()
+            path = f"/attachments/{channel_id}/{attachment_id}/{filename}"
+            self._cdn[path] = data
+            url = f"http://{self.host}:{self.port}{path}?ex=0&is=0&hm=0"
+            attachments.append(
+                {
+                    "id": str(attachment_id),
+                    "filename": filename,
+                    "size": len(data),
+                    "content_type": "text/plain; charset=utf-8",
+                    "url": url,
+                    "proxy_url": url,
+                }
+            )
+        msg = StoredMessage(
+            id=p.snowflake(), channel_id=channel_id, guild_id=None, author=author,
+            content=content, attachments=attachments,
+        )  # fmt: skip
+        self._keep(msg)
+        await self.dispatch("MESSAGE_CREATE", msg.as_payload())
         return msg
 
     # -- inspection ----------------------------------------------------------------------------
@@ -1210,6 +1255,9 @@ class FakeDiscord:
             )
         route = app.router.add_route("GET", GATEWAY_PATH, self._gateway)
         self._meta[route] = _RouteMeta(GATEWAY_PATH, "gateway", False)
+        # the CDN (cdn.discordapp.com on the real service): attachment downloads, no token
+        route = app.router.add_route("GET", "/attachments/{path:.+}", self._get_attachment)
+        self._meta[route] = _RouteMeta("/attachments", "cdn", False)
 
     @web.middleware
     async def _middleware(
@@ -1219,7 +1267,7 @@ class FakeDiscord:
         if meta is None:
             return self._count(_json({"message": "404: Not Found", "code": 0}, 404))
         self.counters.requests[f"{request.method} {meta.template}"] += 1
-        if meta.bucket == "gateway":
+        if meta.bucket in ("gateway", "cdn"):
             return await handler(request)
         if meta.auth and request.headers.get("Authorization") != f"Bot {self.token}":
             return self._count(_json({"message": "401: Unauthorized", "code": 0}, 401))
@@ -1386,6 +1434,14 @@ class FakeDiscord:
         }
 
     # -- REST handlers ---------------------------------------------------------------------
+
+    async def _get_attachment(self, request: web.Request) -> web.Response:
+        path = request.path
+        self.cdn_requests.append(path)
+        data = self._cdn.get(path)
+        if data is None:
+            return web.Response(status=404, text="Not Found")
+        return web.Response(body=data, content_type="application/octet-stream")
 
     async def _get_gateway(self, request: web.Request) -> web.Response:
         return _json({"url": self.gateway_url})
