@@ -152,6 +152,10 @@ def cmd_archive_add(args: argparse.Namespace, settings: Settings) -> int:
     except (IssueFormatError, IssuePublished) as exc:
         print(exc, file=sys.stderr)
         return EXIT_FAILED
+    except OSError as exc:  # the archive folder is not writable, a folder in the way, disk full
+        where = exc.filename or settings.archive_dir
+        print(f"{where}: cannot store the issue: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_FAILED
     for hint in added.hints:
         print(hint, file=sys.stderr)
     issue = added.issue

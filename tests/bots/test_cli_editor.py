@@ -207,3 +207,30 @@ def test_validate_without_a_path_checks_the_configured_archive(workdir: Path) ->
     (workdir / "archive" / "2026-12-03.txt").write_text("AI 技术日报\n", encoding="utf-8")
     broken = cli(workdir, "validate")
     assert broken.returncode == 1 and "2026-12-03.txt" in broken.stdout
+
+
+def test_archive_add_that_cannot_write_leaves_no_temporary_file(workdir: Path) -> None:
+    day = future()
+    (workdir / "archive" / f"{day}.txt").mkdir()  # a folder where the file would go
+    source = workdir / f"{day}.txt"
+    source.write_bytes(sample())
+    out = cli(workdir, "archive", "add", str(source))
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert "cannot store the issue" in out.stderr
+    assert not [p for p in (workdir / "archive").iterdir() if p.name.startswith(".")]
+
+
+def test_a_reader_sees_the_old_file_or_the_new_one_never_a_part(workdir: Path) -> None:
+    """The store renames a complete file over the old one: the inode changes, and at no
+    point does the path hold a shorter file (the old inode is never written to)."""
+    day = future()
+    target = workdir / "archive" / f"{day}.txt"
+    target.write_bytes(sample("2026-11-26"))
+    held = target.open("rb")  # a reader that opened the old file
+    source = workdir / "new.txt"
+    source.write_bytes(sample())
+    out = cli(workdir, "archive", "add", str(source), "--date", str(day))
+    assert out.returncode == 0, out.stderr
+    assert held.read() == sample("2026-11-26")  # the old file, whole, for its reader
+    held.close()
+    assert target.read_bytes() == sample()

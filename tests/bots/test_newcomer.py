@@ -220,3 +220,51 @@ def test_a_missed_post_alert_is_printed_once(workdir: Path) -> None:
     assert missed, both
     for day in missed:
         assert both.count(f"Missed the post of {day}") == 1, both
+
+
+# ---------------------------------------------------------------- 1: the console's greeting
+
+
+async def _service_greeting(tmp_path: Path, *, schedule: bool, local: str) -> str:
+    from zoneinfo import ZoneInfo
+
+    from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+    from digest_core.greeting import greeting
+
+    shutil.copytree(ROOT / "archive", tmp_path / "archive")
+    cfg = tmp_path / "bot.toml"
+    cfg.write_text(
+        f'archive_dir = "{tmp_path / "archive"}"\n'
+        f'database_url = "sqlite+aiosqlite:///{tmp_path}/l.db"\n',
+        encoding="utf-8",
+    )
+    # 20:00 in Shanghai on 2026-11-30: today's post (08:00) is long past, nothing to see
+    clock = ManualClock(dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.UTC), autoadvance=False)
+    async with open_service(load_settings(cfg), clock=clock, out=io.StringIO()) as svc:
+        if schedule:
+            svc.poster.install(AsyncIOScheduler(timezone=svc.zone))
+        return greeting(svc, local_zone=ZoneInfo(local))
+
+
+async def test_the_greeting_says_what_is_current_and_when_the_next_post_comes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("DIGEST_BOT_TELEGRAM__TOKEN", raising=False)
+    monkeypatch.delenv("DIGEST_BOT_DISCORD__TOKEN", raising=False)
+    text = await _service_greeting(tmp_path, schedule=True, local="America/New_York")
+    assert "current issue: 2026-11-30 · 集合通信的拓扑账" in text
+    assert (
+        "next post: 2026-12-01 08:00 Asia/Shanghai (your time: 2026-11-30 19:00 EST)" in text
+    )
+    assert "the file for 2026-12-01 is not in the archive yet" in text
+    assert "/today" in text and "/help" in text
+
+
+async def test_the_greeting_says_when_the_daily_post_is_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("DIGEST_BOT_TELEGRAM__TOKEN", raising=False)
+    monkeypatch.delenv("DIGEST_BOT_DISCORD__TOKEN", raising=False)
+    text = await _service_greeting(tmp_path, schedule=False, local="UTC")
+    assert "the daily post is off" in text and "next post" not in text
