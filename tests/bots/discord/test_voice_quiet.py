@@ -19,7 +19,7 @@ async def test_running_on_discord_prints_no_voice_warnings(
     # as in a fresh process: discord.py warns once per process, while these flags are set
     for flag in ("warn_nacl", "warn_dave"):
         monkeypatch.setattr(discord.VoiceClient, flag, True, raising=False)
-    caplog.set_level(logging.INFO)
+    caplog.set_level(logging.INFO, logger="discord")  # (a one-shot command may have quieted it)
     async with fake_discord() as fake:
         settings = make_settings(tmp_path, monkeypatch, fake, schedule=True)
         stop = asyncio.Event()
