@@ -244,7 +244,7 @@ async def _service_greeting(tmp_path: Path, *, schedule: bool, local: str) -> st
     async with open_service(load_settings(cfg), clock=clock, out=io.StringIO()) as svc:
         if schedule:
             svc.poster.install(AsyncIOScheduler(timezone=svc.zone))
-        return greeting(svc, local_zone=ZoneInfo(local))
+        return greeting(svc.archive, svc.poster, zone=svc.zone, local_zone=ZoneInfo(local))
 
 
 async def test_the_greeting_says_what_is_current_and_when_the_next_post_comes(
