@@ -164,7 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_publishing.add_options(p)
     p.set_defaults(handler=cmd_preview)
 
-    p = sub.add_parser("archive", parents=[common], help="list or search the issue archive")
+    p = sub.add_parser("archive", parents=[common], help="list, add to or search the issue archive")
     asub = p.add_subparsers(title="archive commands", metavar="ACTION", required=True)
     cli_editor.register_archive(asub, common)
     a = asub.add_parser("search", parents=[common], help="find a word in titles and bodies")
