@@ -694,3 +694,22 @@ async def test_paid_broadcast_lifts_the_overall_limit_to_1000_per_second(
         paid = [await send(chat, allow_paid_broadcast=True) for chat in range(31, 61)]
         assert paid == [200] * 30
         assert fake.paid_broadcasts == 30
+
+
+# ------------------------------------------------------------------ files (documents)
+
+
+async def test_a_document_is_fetched_with_get_file_and_the_file_url(tg: FakeTelegram) -> None:
+    tg.add_chat(7, "private", first_name="Ann")
+    update = tg.inject_document(7, 7, "2026-12-05.txt", "内容".encode(), caption="c")
+    document = update["message"]["document"]
+    assert document["file_size"] == len("内容".encode()) and "file_path" not in document
+    async with Bot(tg.token, base_url=tg.base_url, base_file_url=f"{tg.url}/file/bot") as bot:
+        file = await bot.get_file(document["file_id"])
+        assert bytes(await file.download_as_bytearray()) == "内容".encode()
+        with pytest.raises(BadRequest, match="Invalid file_id"):
+            await bot.get_file("no-such-file")
+    async with httpx.AsyncClient() as client:
+        missing = await client.get(f"{tg.url}/file/bot{tg.token}/documents/none.txt")
+        wrong_token = await client.get(f"{tg.url}/file/bot999:WRONG/{file.file_path}")
+    assert (missing.status_code, wrong_token.status_code) == (404, 401)
