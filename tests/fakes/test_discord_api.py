@@ -745,3 +745,40 @@ async def test_channel_overwrites_decide_what_the_bot_may_post(dc: FakeDiscord) 
     assert status == 200 and member["roles"] == []
     status, _, headers = await raw(dc, "GET", "/users/@me")
     assert "Date" in headers
+
+
+# -- direct messages with attachments ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("dm_intent", [True, False])
+async def test_a_users_dm_with_a_file_reaches_only_a_client_with_the_dm_intent(
+    dc: FakeDiscord, dm_intent: bool
+) -> None:
+    intents = discord.Intents.default()
+    intents.dm_messages = dm_intent
+    client = discord.Client(intents=intents, guild_ready_timeout=0.05)
+    got: list[discord.Message] = []
+    client.event(_collect(got))
+    async with connected(dc, client):
+        sent = await dc.user_sends_dm(4242, "correct", files=[("a.txt", b"bytes")])
+        if dm_intent:
+            for _ in range(100):  # (the double's wait_until wakes on its own changes only)
+                if got:
+                    break
+                await asyncio.sleep(0.02)
+            [message] = got
+            assert (message.guild, message.content) == (None, "correct")
+            [attachment] = message.attachments
+            assert (attachment.filename, attachment.size) == ("a.txt", 5)
+            assert await attachment.read() == b"bytes"  # from the double's CDN, no token
+        else:
+            await asyncio.sleep(0.2)
+            assert got == []
+    assert dc.messages(sent.channel_id) == [sent]
+
+
+def _collect(into: list[discord.Message]) -> Any:
+    async def on_message(message: discord.Message) -> None:
+        into.append(message)
+
+    return on_message
