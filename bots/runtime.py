@@ -187,6 +187,7 @@ async def open_service(
                 catch_up=_hours(s.catch_up_hours),
                 retry_every=_hours(s.retry_minutes / 60),
                 deadline=_hours(s.deadline_hours),
+                enabled=s.enabled,
             ),
             platforms=adapters,
             metrics=metrics,

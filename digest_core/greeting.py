@@ -42,7 +42,7 @@ def greeting(
             f"当前一期 / current issue: {issue.date} · {shorten(issue.headline.title, 40)} "
             f"· {len(issue.briefs)} briefs"
         )
-    if poster.installed:
+    if poster.config.enabled:
         at = poster.next_post()
         name = getattr(zone, "key", None) or at.tzname()
         local = at.astimezone(local_zone) if local_zone is not None else at.astimezone()

@@ -59,6 +59,8 @@ class ScheduleConfig:
     catch_up: dt.timedelta = dt.timedelta(hours=6)
     retry_every: dt.timedelta = dt.timedelta(minutes=5)
     deadline: dt.timedelta = dt.timedelta(hours=4)
+    #: the daily post runs (``[schedule] enabled``); False: the poster is never installed
+    enabled: bool = True
 
 
 class DailyPoster:
@@ -91,11 +93,6 @@ class DailyPoster:
         """The aware moment the issue of ``day`` is due (a nonexistent local time on a DST
         spring-forward day is moved forward, as the cron trigger does)."""
         return post_time_of(day, zone=self.config.zone, post_time=self.config.post_time)
-
-    @property
-    def installed(self) -> bool:
-        """The daily post is scheduled (:meth:`install` ran): False when it is disabled."""
-        return self._scheduler is not None
 
     def today(self) -> dt.date:
         return self.clock.now().astimezone(self.config.zone).date()

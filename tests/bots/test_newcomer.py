@@ -228,22 +228,19 @@ def test_a_missed_post_alert_is_printed_once(workdir: Path) -> None:
 async def _service_greeting(tmp_path: Path, *, schedule: bool, local: str) -> str:
     from zoneinfo import ZoneInfo
 
-    from apscheduler.schedulers.asyncio import AsyncIOScheduler
-
     from digest_core.greeting import greeting
 
     shutil.copytree(ROOT / "archive", tmp_path / "archive")
     cfg = tmp_path / "bot.toml"
     cfg.write_text(
         f'archive_dir = "{tmp_path / "archive"}"\n'
-        f'database_url = "sqlite+aiosqlite:///{tmp_path}/l.db"\n',
+        f'database_url = "sqlite+aiosqlite:///{tmp_path}/l.db"\n'
+        f"[schedule]\nenabled = {'true' if schedule else 'false'}\n",
         encoding="utf-8",
     )
     # 20:00 in Shanghai on 2026-11-30: today's post (08:00) is long past, nothing to see
     clock = ManualClock(dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.UTC), autoadvance=False)
     async with open_service(load_settings(cfg), clock=clock, out=io.StringIO()) as svc:
-        if schedule:
-            svc.poster.install(AsyncIOScheduler(timezone=svc.zone))
         return greeting(svc.archive, svc.poster, zone=svc.zone, local_zone=ZoneInfo(local))
 
 
