@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from digest_core.archive import Archive
-from digest_core.archive_add import MAX_ADD_BYTES, add_issue, published_by_schedule
+from digest_core.archive_add import MAX_ADD_BYTES, add_issue
 from digest_core.errors import IssueFormatError, IssuePublished
 from digest_core.models import Issue, issue_json_schema, shorten
 from digest_core.scheduling import post_time_of
@@ -77,11 +77,13 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _published(settings: Settings) -> Any:
-    return published_by_schedule(
-        zone=settings.zone,
-        post_time=settings.schedule.time,
-        now=lambda: dt.datetime.now(dt.UTC),
-    )
+    """Published = visible to readers, by the core's one embargo rule (from the schedule; an
+    early publish is known to the running bot, which reads it from the audit log)."""
+    from digest_core.clock import SystemClock
+    from digest_core.embargo import Embargo
+
+    embargo = Embargo(zone=settings.zone, post_time=settings.schedule.time, clock=SystemClock())
+    return embargo.visible
 
 
 def _summary(issue: Issue) -> str:

@@ -15,7 +15,6 @@ from digest_core.archive_files import NO_DATE, SUFFIXES, check_name
 from digest_core.errors import ConfigError, IssueFormatError, IssuePublished
 from digest_core.loading import MAX_ISSUE_BYTES, Hint, load_issue, load_issue_data
 from digest_core.models import Issue
-from digest_core.scheduling import post_time_of
 
 log = logging.getLogger(__name__)
 
@@ -36,18 +35,6 @@ class Added:
     hints: list[Hint] = field(default_factory=list)
     #: an issue of that date was published already (the file is a correction)
     corrected: bool = False
-
-
-def published_by_schedule(
-    *, zone: dt.tzinfo, post_time: dt.time, now: Callable[[], dt.datetime]
-) -> Callable[[dt.date], bool]:
-    """The rule :func:`add_issue` is given by the CLI and the bots: a day's issue is published
-    once its post time (``post_time`` in ``zone``) has come."""
-
-    def published(day: dt.date) -> bool:
-        return post_time_of(day, zone=zone, post_time=post_time) <= now()
-
-    return published
 
 
 def add_issue(

@@ -174,7 +174,8 @@ class ServicePort:
     ) -> Reply:
         uploads = IssueUploads(
             self.archive.root,
-            post_at=self.poster.post_at,
+            # published = visible to readers: the one embargo rule (early publishes too)
+            post_at=self.embargo.publish_time,
             now=self.clock.now,
             backend=self.commands.backend,
             post_options=self.commands.post_options,
