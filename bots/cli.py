@@ -113,7 +113,7 @@ def _common_options(default: Any) -> argparse.ArgumentParser:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="digest-bot",
-        description="Posts the daily AI 技术日报 digest to Telegram and Discord.",
+        description="Posts the daily AI 技术日报 digest to Telegram, Discord and work chats.",
         parents=[_common_options(None)],
     )
     parser.add_argument("--version", action="version", version=f"digest-bot {version()}")
