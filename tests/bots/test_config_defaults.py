@@ -21,7 +21,9 @@ def run_cli(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[st
 
 def test_no_config_file_warns_naming_the_default_ledger_and_the_fix(tmp_path: Path) -> None:
     out = run_cli(tmp_path, "status")
-    [warning] = [line for line in out.stderr.splitlines() if "WARNING" in line]
+    # exactly one such warning (other warnings, e.g. a slow ledger under load, may come too)
+    [warning] = [line for line in out.stderr.splitlines() if "no config file" in line]
+    assert "WARNING" in warning
     assert f"no config file config/digest-bot.toml in {tmp_path}" in warning
     assert str(tmp_path / "var" / "digest-bot.db") in warning
     assert "--config" in warning and "DIGEST_BOT_DATABASE_URL" in warning
