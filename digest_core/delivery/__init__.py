@@ -9,13 +9,7 @@ Typical use::
 ``deliver`` raises :class:`DeliveryBusy` while another process delivers on the platform.
 """
 
-from digest_core.delivery.fanout import (
-    DeliveryEngine,
-    DeliveryReport,
-    PartOutcome,
-    ProgressCallback,
-    TargetReport,
-)
+from digest_core.delivery.fanout import DeliveryEngine
 from digest_core.delivery.ledger import (
     DEFAULT_LEASE_TTL,
     DEFAULT_LEDGER_URL,
@@ -36,6 +30,12 @@ from digest_core.delivery.ledger import (
     delivery_lease,
 )
 from digest_core.delivery.pacing import Backoff, Pacer, TokenBucket
+from digest_core.delivery.reports import (
+    DeliveryReport,
+    PartOutcome,
+    ProgressCallback,
+    TargetReport,
+)
 from digest_core.errors import DeliveryBusy  # re-exported: raised by DeliveryEngine.deliver
 
 __all__ = [

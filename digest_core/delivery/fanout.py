@@ -9,7 +9,7 @@ import heapq
 import logging
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from digest_core import metrics
 from digest_core.clock import Clock
@@ -24,6 +24,12 @@ from digest_core.delivery.ledger import (
     delivery_lease,
 )
 from digest_core.delivery.pacing import Backoff, Pacer
+from digest_core.delivery.reports import (  # re-exported: the engine returns them
+    DeliveryReport,
+    PartOutcome,
+    ProgressCallback,
+    TargetReport,
+)
 from digest_core.errors import (
     DeliveryBusy,
     DeliveryError,
@@ -43,114 +49,6 @@ log = logging.getLogger(__name__)
 
 #: loops over every target yield to the event loop this often
 _YIELD_EVERY = 500
-
-
-@dataclass(frozen=True)
-class PartOutcome:
-    """The final outcome of one part at one target, as passed to a progress callback."""
-
-    target: Target
-    part: int
-    state: PartState
-    message_id: str | None = None
-    error: str | None = None
-
-
-#: Called once per part that reaches a final state in this run; it MUST NOT raise or block.
-ProgressCallback = Callable[[PartOutcome], None]
-
-
-@dataclass(slots=True)
-class TargetReport:
-    """What one delivery did for one requested target."""
-
-    target: Target
-    #: sent in this run
-    sent: int = 0
-    #: found already sent by an earlier run (under ``sent_revision`` if that is set)
-    already_sent: int = 0
-    failed: int = 0
-    #: not attempted because an earlier part failed (their order must hold)
-    skipped: int = 0
-    gone: bool = False
-    moved_to: str | None = None
-    #: left to another delivery of this issue running at the same time (it reports them)
-    in_progress: int = 0
-    #: given up with the outcome unknown (a send was cut after the request may have left):
-    #: they may have arrived; recorded ``UNKNOWN``, counted in flight, sent again next time
-    unknown: int = 0
-    #: sent in this run after an earlier attempt (or a crashed run) may have sent them: they
-    #: may have arrived twice
-    maybe_twice: int = 0
-    #: the target already had this day's issue under that other revision, so this revision
-    #: was not sent there (``force`` sends it)
-    sent_revision: str | None = None
-    errors: list[str] = field(default_factory=list)
-
-    @property
-    def complete(self) -> bool:
-        """Nothing failed, was skipped, went away or was left of unknown outcome (parts in
-        progress elsewhere are not failures)."""
-        return not self.gone and self.failed == 0 and self.skipped == 0 and self.unknown == 0
-
-
-@dataclass
-class DeliveryReport:
-    """The outcome of :meth:`DeliveryEngine.deliver`, per target."""
-
-    ref: IssueRef
-    platform: str
-    delivery_id: int
-    generation: int
-    targets: list[TargetReport]
-    #: requested targets left out because they were deactivated earlier (gone): they got
-    #: nothing, so the delivery is not :attr:`ok`; ``Ledger.reactivate`` lets them in again
-    inactive: list[Target]
-
-    @property
-    def sent(self) -> int:
-        return sum(t.sent for t in self.targets)
-
-    @property
-    def failed(self) -> int:
-        return sum(t.failed + t.skipped for t in self.targets)
-
-    @property
-    def gone(self) -> list[Target]:
-        return [t.target for t in self.targets if t.gone]
-
-    @property
-    def in_progress(self) -> int:
-        return sum(t.in_progress for t in self.targets)
-
-    @property
-    def unknown(self) -> int:
-        """Parts left of unknown outcome (possible duplicates, sent again next time)."""
-        return sum(t.unknown for t in self.targets)
-
-    @property
-    def maybe_twice(self) -> int:
-        """Parts sent in this run that an earlier, cut attempt may have sent already."""
-        return sum(t.maybe_twice for t in self.targets)
-
-    @property
-    def ok(self) -> bool:
-        """Every requested target has every part (or this day's issue under another
-        revision, or it is being sent by a concurrent delivery); a deactivated one fails it."""
-        return not self.inactive and all(t.complete for t in self.targets)
-
-    def merged(self, other: DeliveryReport) -> DeliveryReport:
-        """This report and ``other`` (another run of the same day and platform, to other
-        targets, e.g. subscribers getting another part) as one; the generation is the later
-        run's (with ``force`` each run starts its own)."""
-        return DeliveryReport(
-            self.ref,
-            self.platform,
-            other.delivery_id,
-            other.generation,
-            [*self.targets, *other.targets],
-            [*self.inactive, *other.inactive],
-        )
 
 
 @dataclass(eq=False, slots=True)
