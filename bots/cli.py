@@ -1,4 +1,4 @@
-"""The `digest-bot` command: validate, preview, archive, run, post, status, db."""
+"""The `digest-bot` command: validate, preview, archive, run, post, correct, status, db."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from bots import cli_db, cli_editor, cli_publishing, cli_site, registry
+from bots import cli_correct, cli_db, cli_editor, cli_publishing, cli_site, registry
 from bots.logs import FORMATS, LEVELS, setup_logging
 from bots.network import network_reason
 from bots.registry import load_settings
@@ -190,6 +190,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", metavar="ID", help="only this chat/channel id")
     p.add_argument("--force", action="store_true", help="send everything again, as a new delivery")
     p.set_defaults(handler=cmd_post)
+
+    cli_correct.register(sub, common, date=_date)
 
     p = sub.add_parser(
         "reactivate", parents=[common], help="post again to a target deactivated as gone"

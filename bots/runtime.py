@@ -213,6 +213,10 @@ def retention_job(service: DigestService, settings: Settings) -> RetentionJob:
     )
 
 
+#: with ``corrections = "auto"``, how often the archive is checked for a posted day's new file
+AUTO_CORRECT_SECONDS = 60.0
+
+
 def _hours(h: float) -> dt.timedelta:
     return dt.timedelta(hours=h)
 
@@ -319,6 +323,11 @@ async def run(
                 service.poster.install(scheduler)
                 service.publishing.install(scheduler)
             retention.install(scheduler)
+            if settings.schedule.corrections == "auto":
+                scheduler.add_job(
+                    service.auto_correct, "interval", seconds=AUTO_CORRECT_SECONDS,
+                    id="auto-correct", max_instances=1, coalesce=True,
+                )  # fmt: skip
             names = ", ".join(service.platforms)
             if settings.schedule.enabled:
                 log.info(

@@ -216,6 +216,23 @@ CATALOGUE: tuple[CommandSpec, ...] = (
         label_zh_tw="重新推送",
     ),
     CommandSpec(
+        "correct",
+        "管理员：把已发出的某一期改成更正后的内容",
+        "管理員：把已發出的某一期改成更正後的內容",
+        "Admins: edit a posted issue to its corrected text",
+        "/correct [YYYY-MM-DD]",
+        args=(
+            _date(
+                "YYYY-MM-DD (default: today)",
+                "日期 YYYY-MM-DD（默认今天）",
+                "日期 YYYY-MM-DD（預設今天）",
+            ),
+        ),
+        admin=True,
+        label_zh="更正",
+        label_zh_tw="更正",
+    ),
+    CommandSpec(
         "status",
         "管理员：下次推送、最近的推送、失败",
         "管理員：下次推送、最近的推送、失敗",

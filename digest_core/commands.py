@@ -119,6 +119,10 @@ class AdminBackend(Protocol):
         """Deliver the issue of ``date`` again (only missing parts unless ``force``); a summary."""
         ...
 
+    async def correct_issue(self, date: dt.date, *, requested_by: str) -> str:
+        """Edit the messages already posted for ``date`` to its current revision; a summary."""
+        ...
+
     async def status(self) -> str:
         """Next scheduled post, last delivery per target, failures: a summary."""
         ...
@@ -220,6 +224,7 @@ class Commands:
             "subscribe": Commands.subscribe,
             "unsubscribe": Commands.unsubscribe,
             "repost": Commands.repost,
+            "correct": Commands.correct,
             "status": Commands.status,
             "reactivate": Commands.reactivate,
             "preview": editor_commands.preview,
@@ -599,6 +604,28 @@ class Commands:
             date, force=force, requested_by=f"{request.platform}:{request.user}"
         )
         await self.backend.audit(request, action="repost", allowed=True, outcome=summary)
+        return self._text(request, summary, private=True)
+
+    async def correct(self, request: Request) -> Reply:
+        """``/correct [DATE]``: edit the day's posted messages to the file's revision (no
+        confirmation: it only makes the posts match the archive, and a rerun changes nothing)."""
+        if Capability.REPOST not in request.capabilities:
+            return await self._refuse(request, "correct")
+        if len(request.args) > 1:
+            return self._usage(request, "参数太多 / too many arguments")
+        try:
+            date = dt.date.fromisoformat(request.args[0]) if request.args else self.today_date()
+        except ValueError:
+            return self._usage(request, f"“{request.args[0]}” 不是日期 / is not a date")
+        await self._off_loop(self.archive.on, date)  # IssueNotFound → a clear reply
+        if self.backend is None:
+            return self._text(
+                request, "推送服务未运行 / delivery is not running", status=Status.USAGE
+            )
+        summary = await self.backend.correct_issue(
+            date, requested_by=f"{request.platform}:{request.user}"
+        )
+        await self.backend.audit(request, action="correct", allowed=True, outcome=summary)
         return self._text(request, summary, private=True)
 
     async def reactivate(self, request: Request) -> Reply:

@@ -17,6 +17,8 @@
         │   └── OutcomeUnknown cut after the request may have left: retried, may be a duplicate
         ├── TargetGone         blocked, kicked, deleted, no permission: stop sending there
         ├── TargetMoved        new id (Telegram group -> supergroup)
+        ├── MessageGone        the message to edit, delete or pin no longer exists
+        ├── NotPermitted       the bot lacks a right for this action (pin, delete) there
         └── Rejected           the platform refused our payload: a bug, never retried
 
 Adapters translate SDK errors at the boundary with ``raise X(...) from exc``.
@@ -163,6 +165,16 @@ class TargetMoved(DeliveryError):
     def __init__(self, detail: str, *, new_target: str, platform: str = "", target: str = ""):
         self.new_target = new_target
         super().__init__(detail, platform=platform, target=target)
+
+
+class MessageGone(DeliveryError):
+    """The message to edit, delete or pin no longer exists (someone deleted it); the target
+    itself still receives messages."""
+
+
+class NotPermitted(DeliveryError):
+    """The bot lacks the right for this action on one message (pin, delete) in the target;
+    sending there still works. Retrying cannot help until an admin grants the right."""
 
 
 class Rejected(DeliveryError):

@@ -135,3 +135,67 @@ class Platform(Protocol):
             Rejected: the payload was refused.
         """
         ...
+
+
+@runtime_checkable
+class Editor(Protocol):
+    """An optional capability of a :class:`Platform`: change and remove messages it sent.
+
+    Send-only platforms (webhooks) do not implement it; the core checks with
+    ``isinstance(platform, Editor)``. The same error contract as :meth:`Platform.send`, plus
+    :class:`~digest_core.errors.MessageGone` when the message no longer exists.
+    """
+
+    def corrected(self, message: Message, note: str) -> Message:
+        """``message`` with the short correction mark ``note`` added where the platform shows
+        it (pure; the message stays within the platform's limits: a mark that does not fit is
+        left out)."""
+        ...
+
+    async def edit(self, target: Target, message_id: str, message: Message) -> None:
+        """Replace the text (and buttons) of a message this bot sent with ``message``.
+
+        An edit identical to what the message shows already (a resumed edit that had gone
+        through before a crash) succeeds without change.
+
+        Raises:
+            MessageGone: no such message (deleted, or never sent by this bot).
+            the :meth:`Platform.send` errors otherwise.
+        """
+        ...
+
+    async def delete(self, target: Target, message_id: str) -> bool:
+        """Delete a message this bot sent; False when the platform does not allow it (then the
+        caller replaces it with a short note). A message already gone counts as deleted.
+
+        Raises:
+            the :meth:`Platform.send` errors (not ``MessageGone``).
+        """
+        ...
+
+
+@runtime_checkable
+class Pinner(Protocol):
+    """An optional capability of a :class:`Platform`: pin and unpin messages it sent."""
+
+    #: whether the daily post's first message is pinned (the platform's ``pin`` setting)
+    pin_posts: bool
+
+    async def pin(self, target: Target, message_id: str) -> None:
+        """Pin a message without notifying anyone.
+
+        Raises:
+            NotPermitted: the bot lacks the right to pin there.
+            MessageGone: no such message.
+            the :meth:`Platform.send` errors otherwise.
+        """
+        ...
+
+    async def unpin(self, target: Target, message_id: str) -> None:
+        """Unpin a message (one that is not pinned, or gone, is no error).
+
+        Raises:
+            NotPermitted: the bot lacks the right to unpin there.
+            the :meth:`Platform.send` errors otherwise.
+        """
+        ...

@@ -17,18 +17,21 @@ from digest_core.clock import Clock
 from digest_core.commands import Commands, Request
 from digest_core.confirmation import Confirmations
 from digest_core.delivery import (
+    DayState,
     DeliveryEngine,
     DeliveryReport,
     Ledger,
     PartState,
     ProgressCallback,
 )
+from digest_core.delivery.corrector import CorrectionReport, correct
 from digest_core.delivery.health import Trouble, is_transient, read_trouble, short_error
 from digest_core.embargo import Embargo
 from digest_core.errors import IssueNotFound, LedgerLost
 from digest_core.metrics import NULL_METRICS, MetricsSink
 from digest_core.models import Issue
-from digest_core.platform import Target, TargetKind
+from digest_core.pinning import Pins
+from digest_core.platform import Editor, Target, TargetKind
 from digest_core.port import Adapter, ServicePort
 from digest_core.publishing import Publishing, PublishingConfig
 from digest_core.rendering import Message, Part, render
@@ -94,6 +97,9 @@ class DigestService(ServicePort):
             embargo=self.embargo,
         )
         self.confirmations = Confirmations(self.commands)
+        self.pins = Pins(ledger, alert=self.alert)
+        #: (day, revision) that ``auto_correct`` found served everywhere
+        self._auto_checked: set[tuple[dt.date, str]] = set()
         self.poster = DailyPoster(
             schedule,
             clock=clock,
@@ -214,6 +220,7 @@ class DigestService(ServicePort):
                         issue.ref, platform, parts, group, force=force, progress=progress
                     )
                     report = done if report is None else report.merged(done)
+                await self.pins.after_post(issue.date, platform, platform.channel_targets())
             return report
 
         # platforms deliver concurrently; one failing never stops the others, and its error
@@ -227,6 +234,50 @@ class DigestService(ServicePort):
         if errors:
             raise errors[0][1]
         return [r for r in results if isinstance(r, DeliveryReport)]
+
+    async def correct(
+        self,
+        day: dt.date,
+        *,
+        platforms: Sequence[str] | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> list[CorrectionReport]:
+        """Edit the messages already posted for ``day`` to show its current revision, on the
+        chosen platforms (default all): see :func:`digest_core.delivery.corrector.correct`.
+        Platforms correct concurrently; one failing never stops the others.
+
+        Raises:
+            IssueNotFound: there is no issue for ``day``.
+            ValueError: an unknown platform name.
+        """
+        issue = self.archive.on(day)
+        chosen = (
+            [self._platform(n) for n in platforms] if platforms else list(self.platforms.values())
+        )
+
+        async def run(platform: Adapter) -> CorrectionReport:
+            messages = render(issue, platform.flavor, Part.ALL, options=platform.post_options)
+            async with self._locks.setdefault((issue.date, platform.name), asyncio.Lock()):
+                return await correct(
+                    self.engine, issue.ref, platform, messages, zone=self.zone, progress=progress
+                )
+
+        task = asyncio.current_task()
+        assert task is not None, "correct() runs in a task"
+        self._posting.add(task)
+        self._idle.clear()
+        try:
+            results = await asyncio.gather(*(run(p) for p in chosen), return_exceptions=True)
+        finally:
+            self._posting.discard(task)
+            if not self._posting:
+                self._idle.set()
+        errors = [r for r in results if isinstance(r, BaseException)]
+        for error in errors:
+            log.error("correction failed: %s", error)
+        if errors:
+            raise errors[0]
+        return [r for r in results if isinstance(r, CorrectionReport)]
 
     def _platform(self, name: str) -> Adapter:
         try:
@@ -332,6 +383,47 @@ class DigestService(ServicePort):
             f"{text}\n  已于 {when} 送达，没有重发；加 {force} 可再发一遍。/ already delivered at "
             f"{when}; nothing sent again (add {force} to send it again)"
         )
+
+    async def auto_correct(self) -> list[CorrectionReport]:
+        """``corrections = "auto"``: correct yesterday and today on every platform that can
+        edit and has posted the day, once per revision of the day's file (a correction with
+        nothing to change changes nothing; one that failed is tried again next time). Admins
+        are told what changed."""
+        today = self.poster.today()
+        done: list[CorrectionReport] = []
+        for day in (today - dt.timedelta(days=1), today):
+            try:
+                issue = await asyncio.to_thread(self.archive.on, day)
+            except IssueNotFound:
+                continue
+            if (day, issue.revision) in self._auto_checked:
+                continue
+            stale = []
+            for name, platform in self.platforms.items():
+                if not isinstance(platform, Editor):
+                    continue
+                if await self.ledger.day_state(day, platform=name) is not DayState.NONE:
+                    stale.append(name)  # posted there: what it shows is compared
+            if stale:
+                reports = await self.correct(day, platforms=stale)
+                done += reports
+                changed = [r for r in reports if r.changed or not r.ok]
+                if changed:
+                    await self.alert(
+                        f"{day} 的日报已自动更正 / the issue of {day} was corrected in place:\n"
+                        + "\n".join(r.describe() for r in changed)
+                    )
+                if not all(r.ok for r in reports):
+                    continue
+            self._auto_checked.add((day, issue.revision))
+        return done
+
+    async def correct_issue(self, date: dt.date, *, requested_by: str) -> str:
+        log.info("correction of %s requested by %s", date, requested_by)
+        reports = await self.correct(date)
+        if not reports:
+            return "没有运行的平台 / no platform is running"
+        return "\n".join(r.describe() for r in reports)
 
     async def status(self) -> str:
         lines = [f"下次推送 / next post: {self.poster.next_post():%Y-%m-%d %H:%M %Z}"]

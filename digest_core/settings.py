@@ -21,7 +21,7 @@ import types
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Union, get_args, get_origin
+from typing import Any, ClassVar, Literal, Union, get_args, get_origin
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import (
@@ -75,6 +75,9 @@ class ScheduleSettings(_Section):
     #: local HH:MM when admins are alerted that the next issue is missing or invalid
     #: (default: 3 h before post_time)
     missing_alert: str | None = None
+    #: "auto": when the file of a day already posted changes, the running bot edits the posted
+    #: messages in place (as `digest-bot correct` does); "manual": only when asked
+    corrections: Literal["manual", "auto"] = "manual"
 
     @field_validator("post_time", "review_time", "missing_alert")
     @classmethod

@@ -9,7 +9,7 @@ import hashlib
 import logging
 import secrets
 from collections.abc import AsyncIterator, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 import discord
@@ -30,6 +30,8 @@ from digest_core.clock import Clock
 from digest_core.errors import (
     ConfigError,
     DeliveryError,
+    MessageGone,
+    NotPermitted,
     RateLimited,
     Rejected,
     TargetGone,
@@ -38,7 +40,7 @@ from digest_core.errors import (
 from digest_core.flood import UserRateLimiter
 from digest_core.platform import PartKey, Target, TargetKind
 from digest_core.rendering import Message, RenderOptions, notice
-from digest_core.rendering.discord import ALLOWED_MENTIONS
+from digest_core.rendering.discord import ALLOWED_MENTIONS, corrected
 
 if TYPE_CHECKING:
     from digest_core.port import Port
@@ -47,6 +49,9 @@ log = logging.getLogger(__name__)
 
 #: Discord's own API; another base (a rate-limit proxy, a test double) is pointed at explicitly.
 DEFAULT_API_BASE = "https://discord.com/api/v10"
+#: JSON error codes: https://discord.com/developers/docs/topics/opcodes-and-status-codes
+UNKNOWN_MESSAGE = 10008
+MISSING_PERMISSIONS = 50013
 
 
 # --------------------------------------------------------------------------- pointing discord.py
@@ -197,6 +202,112 @@ class DiscordAdapter:
         except Exception as exc:
             raise translate_error(exc, platform=self.name, target=target.id) from exc
         return str(data["id"])
+
+    # ------------------------------------------------------------ Editor, Pinner
+
+    @property
+    def pin_posts(self) -> bool:
+        """``[discord] pin``: pin the first message of each day's post in the channels."""
+        return self.settings.pin
+
+    def corrected(self, message: Message, note: str) -> Message:
+        """The message with the correction mark as a last line of small text."""
+        return corrected(message, note)
+
+    async def edit(self, target: Target, message_id: str, message: Message) -> None:
+        """``PATCH /channels/{c}/messages/{m}`` with the payload's content, embeds and
+        components (absent ones are cleared, so the edited message is exactly the payload).
+
+        Raises:
+            MessageGone: 404 Unknown Message (10008).
+            the errors of :meth:`send` otherwise.
+        """
+        payload = {
+            "content": message.payload.get("content") or "",
+            "embeds": message.payload.get("embeds") or [],
+            "components": message.payload.get("components") or [],
+            "allowed_mentions": dict(ALLOWED_MENTIONS),
+        }
+        await self._message_call(
+            target,
+            "PATCH",
+            "/channels/{channel_id}/messages/{message_id}",
+            message_id,
+            json=payload,
+        )
+
+    async def delete(self, target: Target, message_id: str) -> bool:
+        """``DELETE /channels/{c}/messages/{m}`` (always allowed for the bot's own messages);
+        a message already gone counts as deleted; False if Discord refuses (403)."""
+        try:
+            await self._message_call(
+                target, "DELETE", "/channels/{channel_id}/messages/{message_id}", message_id
+            )
+        except MessageGone:
+            return True
+        except NotPermitted:
+            return False
+        return True
+
+    async def pin(self, target: Target, message_id: str) -> None:
+        """``PUT /channels/{c}/messages/pins/{m}`` (pins never notify on Discord).
+
+        Raises:
+            NotPermitted: 403 (no Pin Messages / Manage Messages permission there).
+            MessageGone: 404 Unknown Message.
+        """
+        await self._message_call(
+            target, "PUT", "/channels/{channel_id}/messages/pins/{message_id}", message_id
+        )
+
+    async def unpin(self, target: Target, message_id: str) -> None:
+        """``DELETE /channels/{c}/messages/pins/{m}``; a message gone or not pinned is fine.
+
+        Raises:
+            NotPermitted: 403.
+        """
+        try:
+            await self._message_call(
+                target, "DELETE", "/channels/{channel_id}/messages/pins/{message_id}", message_id
+            )
+        except MessageGone:
+            return
+
+    async def _message_call(
+        self, target: Target, method: str, path: str, message_id: str, *, json: Any = None
+    ) -> None:
+        """One request about message ``message_id`` in channel ``target``: 404 Unknown
+        Message is :class:`MessageGone`, 403 :class:`NotPermitted`, the rest as for sends."""
+        client = self._require_client()
+        try:
+            route = Route(method, path, channel_id=int(target.id), message_id=int(message_id))
+        except ValueError:
+            raise Rejected(
+                f"not a Discord channel and message id: {target.id!r}, {message_id!r}",
+                platform=self.name,
+                target=target.id,
+            ) from None
+        try:
+            async with asyncio.timeout(self.settings.request_timeout_seconds):
+                await client.http.request(route, json=json)
+        except discord.NotFound as exc:
+            if exc.code == UNKNOWN_MESSAGE:
+                raise MessageGone(
+                    f"{exc.status} (code {exc.code}): {exc.text}",
+                    platform=self.name,
+                    target=target.id,
+                ) from exc
+            raise translate_error(exc, platform=self.name, target=target.id) from exc
+        except discord.Forbidden as exc:
+            if exc.code == MISSING_PERMISSIONS:
+                raise NotPermitted(
+                    f"{exc.status} (code {exc.code}): {exc.text}",
+                    platform=self.name,
+                    target=target.id,
+                ) from exc
+            raise translate_error(exc, platform=self.name, target=target.id) from exc
+        except Exception as exc:
+            raise translate_error(exc, platform=self.name, target=target.id) from exc
 
     # ------------------------------------------------------------ Adapter
 

@@ -295,6 +295,15 @@ def install_commands(tree: app_commands.CommandTree[Any]) -> None:
             args.append("force")
         await run_command(interaction, "repost", *args, ephemeral=True)
 
+    @tree.command(name=_name("correct"), description=_about("correct"))
+    @app_commands.rename(**_renamed("correct"))
+    @app_commands.describe(**_described("correct"))
+    @app_commands.autocomplete(date=archive_dates)
+    async def correct(
+        interaction: discord.Interaction[Any], date: app_commands.Range[str, 1, 32] | None = None
+    ) -> None:
+        await run_command(interaction, "correct", *([date.strip()] if date else []), ephemeral=True)
+
     @tree.command(name=_name("status"), description=_about("status"))
     async def status(interaction: Interaction) -> None:
         await run_command(interaction, "status", ephemeral=True)

@@ -26,6 +26,9 @@ class DiscordSettings(TokenSettings):
     api_base_url: str = "https://discord.com/api/v10"
     #: embeds (true) or the plain-markdown fallback
     embeds: bool = True
+    #: pin the first message of each day's post in the channels and unpin the day before's;
+    #: the bot needs Manage Messages / Pin Messages there (a missing right is reported once)
+    pin: bool = False
     #: None = one shard unless Discord asks for more; a number forces AutoShardedClient
     shard_count: int | None = Field(default=None, ge=1)
     #: user ids that are admins everywhere (DMs included) and get alerts by DM

@@ -18,6 +18,7 @@ from telegram.ext import Application, ApplicationBuilder, ExtBot
 from bots.inflight import RESTARTING, InFlight
 from bots.network import network_reason
 from bots.renderers import Flavor
+from bots.telegram.editing import TelegramEditing
 from bots.telegram.handlers import AnswerTiming, Handlers
 from bots.telegram.limits import PAID_BROADCAST_LIMITS, TELEGRAM_LIMITS
 from bots.telegram.menus import RedactToken, command_menus, sdk_loggers
@@ -68,7 +69,7 @@ STOP_GRACE_SECONDS = 3.0
 APOLOGY_SECONDS = 1.5
 
 
-class TelegramAdapter:
+class TelegramAdapter(TelegramEditing):
     """The Telegram platform: posts through the Bot API and answers commands.
 
     ``send`` is the Platform contract (one sendMessage, errors translated, no retries);

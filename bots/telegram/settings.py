@@ -23,6 +23,9 @@ class TelegramSettings(TokenSettings):
     api_base_url: str = "https://api.telegram.org/bot"
     #: link preview for the headline's source on channel posts
     link_preview: bool = True
+    #: pin the first message of each day's post in the channels (silently) and unpin the day
+    #: before's; the bot needs the right to pin (a missing right is reported once)
+    pin: bool = False
     #: "polling" (default) or "webhook"
     mode: str = "polling"
     #: long-polling: seconds one getUpdates call waits for updates (Telegram allows up to 50)

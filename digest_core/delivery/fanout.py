@@ -205,6 +205,8 @@ class DeliveryEngine:
         progress: ProgressCallback | None,
     ) -> DeliveryReport:
         plan = await self.ledger.plan(ref, platform.name, targets, len(messages), force=force)
+        # what each part shows, so a correction edits only the messages that change
+        await self.ledger.record_digests(plan.delivery_id, [m.digest for m in messages])
         with log_fields(
             delivery_id=plan.delivery_id, platform=platform.name, issue_date=str(ref.date)
         ):

@@ -552,3 +552,15 @@ def notice(text: str, *, mentions: bool = False) -> list[Message]:
         Message({"content": escape(chunk), "allowed_mentions": dict(ALLOWED_MENTIONS)})
         for chunk in chunk_lines(text, NOTICE_LIMIT, len)
     ]
+
+
+def corrected(message: Message, note: str) -> Message:
+    """``message`` with ``note`` (a correction mark) as a last line of small text in its
+    content; the message as it is when that would break a limit."""
+    content = str(message.payload.get("content") or "")
+    line = f"-# {escape(note)}"
+    payload = {**message.payload, "content": f"{content}\n{line}" if content else line}
+    if check_message(payload):
+        log.info("discord: no room for the correction mark in a message; edited without it")
+        return message
+    return Message(payload)

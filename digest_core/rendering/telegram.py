@@ -545,3 +545,13 @@ def notice(text: str, *, mentions: bool = False) -> list[Message]:
         )
         for chunk in chunk_lines(text, NOTICE_LIMIT, utf16_len)
     ]
+
+
+def corrected(message: Message, note: str) -> Message:
+    """``message`` with ``note`` (a correction mark) as an italic last line; the message as
+    it is when the note would push it past :data:`MAX_TEXT_UTF16`."""
+    html = f"{message.payload['text']}\n\n<i>{escape_text(note)}</i>"
+    if utf16_len(checked_visible_text(html)) > MAX_TEXT_UTF16:
+        log.info("no room for the correction mark in a message; edited without it")
+        return message
+    return Message({**message.payload, "text": html})

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+import json
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
@@ -43,6 +45,13 @@ class Message:
     """One message ready to send."""
 
     payload: dict[str, Any] = field(hash=False)
+
+    @property
+    def digest(self) -> str:
+        """32 hex digits naming the payload's content (key order does not matter): two
+        messages with equal digests look the same; the ledger keeps it per part."""
+        canonical = json.dumps(self.payload, sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(canonical.encode()).hexdigest()[:32]
 
 
 #: Prefix of button callback data / custom ids; the rest names the issue and section, so

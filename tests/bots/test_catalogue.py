@@ -65,7 +65,7 @@ def test_the_catalogue_is_well_formed() -> None:
         assert spec.usage.split()[0] == f"/{spec.name}"
         texts = [spec.zh, spec.zh_tw, spec.en, *(a.en for a in spec.args)]
         assert all(1 <= len(t) <= MAX_DESCRIPTION for t in texts), spec.name
-    assert {"repost", "status", "reactivate", "preview", "approve", "hold"} == ADMIN_ONLY
+    assert {"repost", "status", "reactivate", "correct", "preview", "approve", "hold"} == ADMIN_ONLY
 
 
 async def test_every_catalogue_command_is_answered(service: DigestService) -> None:

@@ -32,6 +32,12 @@ GATEWAY_PATH = "/gateway"
 
 # Message flags (https://discord.com/developers/docs/resources/message#message-object-message-flags).
 EPHEMERAL = 1 << 6
+#: permission bits the message routes check (https://discord.com/developers/docs/topics/permissions)
+MANAGE_MESSAGES = 1 << 13
+PIN_MESSAGES = 1 << 51
+#: what the bot may do in a guild channel unless :meth:`FakeDiscord.set_bot_permissions` says
+#: otherwise: everything these routes check
+BOT_PERMISSIONS = MANAGE_MESSAGES | PIN_MESSAGES
 LOADING = 1 << 7
 
 FaultKind = Literal[
@@ -182,6 +188,7 @@ class StoredMessage:
     request: Json = field(default_factory=dict)
     edits: list[Json] = field(default_factory=list)
     deleted: bool = False
+    pinned: bool = False
     extra: Json = field(default_factory=dict)
 
     @property
@@ -595,6 +602,8 @@ class FakeDiscord:
         self._gateway_open = asyncio.Event()
         self._gateway_open.set()
         self._meta: dict[Any, _RouteMeta] = {}
+        #: guild channel id -> the bot's permissions there (absent: BOT_PERMISSIONS)
+        self._bot_permissions: dict[int, int] = {}
         self._changed = asyncio.Event()
         self._runner: web.AppRunner | None = None
         #: seconds added to the wall clock in the ``Date`` header of every answer (a server
@@ -794,6 +803,15 @@ class FakeDiscord:
         self._keep(msg)
         await self.dispatch("MESSAGE_CREATE", msg.as_payload())
         return msg
+
+    def set_bot_permissions(self, channel_id: int, permissions: int) -> None:
+        """The bot's permissions in a guild channel (pins need Pin Messages or Manage
+        Messages; deleting another author's message needs Manage Messages)."""
+        self._bot_permissions[channel_id] = permissions
+
+    def pinned(self, channel_id: int) -> list[StoredMessage]:
+        """The pinned messages of a channel, in creation order."""
+        return [m for m in self.messages(channel_id) if m.pinned]
 
     # -- inspection ----------------------------------------------------------------------------
 
@@ -1235,6 +1253,8 @@ class FakeDiscord:
         add("GET", "/channels/{channel_id}/messages/{message_id}", self._get_message)
         add("PATCH", "/channels/{channel_id}/messages/{message_id}", self._edit_message)
         add("DELETE", "/channels/{channel_id}/messages/{message_id}", self._delete_message)
+        add("PUT", "/channels/{channel_id}/messages/pins/{message_id}", self._pin_message)
+        add("DELETE", "/channels/{channel_id}/messages/pins/{message_id}", self._unpin_message)
         add(
             "POST",
             "/interactions/{interaction_id}/{token}/callback",
@@ -1637,8 +1657,36 @@ class FakeDiscord:
         if not msg.ephemeral:
             await self.dispatch("MESSAGE_UPDATE", msg.as_payload(with_guild=True))
 
+    def _require(self, channel_id: int, *bits: int) -> None:
+        """403 Missing Permissions (50013) unless the bot has one of ``bits`` in a guild
+        channel (DMs have no permissions to lack)."""
+        if self._channels[channel_id].get("guild_id") is None:
+            return
+        have = self._bot_permissions.get(channel_id, BOT_PERMISSIONS)
+        if not any(have & bit for bit in bits):
+            raise ApiError(403, 50013, "Missing Permissions")
+
+    async def _pin_message(self, request: web.Request) -> web.Response:
+        channel_id = int(request.match_info["channel_id"])
+        self._channel_or_404(channel_id)
+        self._require(channel_id, PIN_MESSAGES, MANAGE_MESSAGES)
+        msg = self._message_or_404(request)
+        msg.pinned = True
+        return web.Response(status=204)
+
+    async def _unpin_message(self, request: web.Request) -> web.Response:
+        channel_id = int(request.match_info["channel_id"])
+        self._channel_or_404(channel_id)
+        self._require(channel_id, PIN_MESSAGES, MANAGE_MESSAGES)
+        msg = self._message_or_404(request)
+        msg.pinned = False
+        return web.Response(status=204)
+
     async def _delete_message(self, request: web.Request) -> web.Response:
         msg = self._message_or_404(request)
+        if int(msg.author["id"]) != self.application_id:
+            self._require(msg.channel_id, MANAGE_MESSAGES)
+        msg.pinned = False
         msg.deleted = True
         event = {"id": str(msg.id), "channel_id": str(msg.channel_id)}
         if msg.guild_id is not None:

@@ -112,6 +112,12 @@ class FakeChat:
     migrated_to: int | None = None
     rate: tuple[int, float] | None = None  # per-chat (count, unscaled window) override
     pinned: list[int] = field(default_factory=list)
+    #: whether pins of each pinChatMessage were silent (disable_notification), in order
+    pin_silent: list[bool] = field(default_factory=list)
+    #: the bot may pin and unpin here (an admin right in groups and channels)
+    can_pin: bool = True
+    #: the bot may delete its messages here (False: as for channel posts older than 48 h)
+    can_delete: bool = True
     messages: dict[int, Params] = field(default_factory=dict)
     next_message_id: int = 1
     #: the bot's ChatMember in this chat (getChatMember), by default an administrator who
@@ -145,6 +151,7 @@ class SentMessage:
     params: Params  # every parameter, JSON values decoded
     date: int
     edits: list[Params] = field(default_factory=list)  # earlier versions, oldest first
+    deleted: bool = False  # by deleteMessage
 
 
 @dataclass
@@ -253,6 +260,7 @@ class FakeTelegram:
                 "getWebhookInfo": self._get_webhook_info,
                 "sendMessage": self._send_message,
                 "editMessageText": self._edit_message_text,
+                "deleteMessage": self._delete_message,
                 "answerCallbackQuery": self._answer_callback_query,
                 "setMyCommands": self._set_my_commands,
                 "getMyCommands": self._get_my_commands,
@@ -1076,20 +1084,45 @@ class FakeTelegram:
             scope = {**scope, "chat_id": self._resolve_chat(scope).id}
         return _scope_key(scope), language
 
+    async def _delete_message(self, params: Params) -> bool:
+        chat = self._resolve_chat(params)
+        self._check_writable(chat)
+        message_id = _int(params, "message_id") or 0
+        if message_id not in chat.messages:
+            raise ApiError(400, "Bad Request: message to delete not found")
+        if not chat.can_delete:
+            raise ApiError(400, "Bad Request: message can't be deleted")
+        del chat.messages[message_id]
+        if message_id in chat.pinned:
+            chat.pinned.remove(message_id)
+        for sent in self._sent:
+            if sent.chat_id == chat.id and sent.message_id == message_id:
+                sent.deleted = True
+        return True
+
+    def _check_pin_rights(self, chat: FakeChat) -> None:
+        if not chat.can_pin:
+            raise ApiError(
+                400, "Bad Request: not enough rights to manage pinned messages in the chat"
+            )
+
     async def _pin_chat_message(self, params: Params) -> bool:
         chat = self._resolve_chat(params)
         self._check_writable(chat)
+        self._check_pin_rights(chat)
         message_id = _int(params, "message_id")
         if message_id is None or message_id not in chat.messages:
             raise ApiError(400, "Bad Request: message to pin not found")
         if message_id in chat.pinned:
             chat.pinned.remove(message_id)
         chat.pinned.append(message_id)
+        chat.pin_silent.append(_bool(params, "disable_notification"))
         return True
 
     async def _unpin_chat_message(self, params: Params) -> bool:
         chat = self._resolve_chat(params)
         self._check_writable(chat)
+        self._check_pin_rights(chat)
         message_id = _int(params, "message_id")
         if message_id is None:
             if chat.pinned:

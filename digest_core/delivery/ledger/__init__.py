@@ -5,7 +5,7 @@ the schema, revisions in ``migrations/``), :mod:`.records` (what it returns), :m
 (engine factory, open errors), :mod:`.core` (state, lifecycle, transactions, retries),
 :mod:`.writer` (group commit), :mod:`.planning` (SQL I/O of :meth:`Ledger.plan`) around
 :mod:`.classify` (the pure per-target decision), :mod:`.leases`, :mod:`.targets`,
-:mod:`.subscribers`, :mod:`.audit`, :mod:`.queries`.
+:mod:`.subscribers`, :mod:`.audit`, :mod:`.queries`, :mod:`.corrections`.
 
 :class:`Ledger` stays one class composed of mixins, each a subclass of :class:`.core.LedgerBase`:
 callers keep one object with one lock, one writer and one set of live rows (which planning,
@@ -16,6 +16,12 @@ base's attributes; collaborators would have to pass that shared state around ins
 from __future__ import annotations
 
 from digest_core.delivery.ledger.audit import AuditMixin
+from digest_core.delivery.ledger.corrections import (
+    Action,
+    CorrectionPlan,
+    CorrectionRow,
+    CorrectionsMixin,
+)
 from digest_core.delivery.ledger.engine import _create_engine
 from digest_core.delivery.ledger.leases import LeasesMixin
 from digest_core.delivery.ledger.planning import _PLAN_BATCH, PlanningMixin
@@ -47,6 +53,7 @@ from digest_core.delivery.ledger.schema import (
     leases,
     ledger_identity,
     metadata,
+    part_digests,
     parts,
     schema_version,
     subscribers,
@@ -63,7 +70,10 @@ __all__ = [
     "MAYBE_SENT",
     "SCHEMA_VERSION",
     "_PLAN_BATCH",
+    "Action",
     "AuditEntry",
+    "CorrectionPlan",
+    "CorrectionRow",
     "DayState",
     "DaySummary",
     "DeliveryRecord",
@@ -85,6 +95,7 @@ __all__ = [
     "leases",
     "ledger_identity",
     "metadata",
+    "part_digests",
     "parts",
     "schema_version",
     "subscribers",
@@ -101,6 +112,7 @@ class Ledger(
     AuditMixin,
     QueriesMixin,
     RetentionMixin,
+    CorrectionsMixin,
 ):
     """The delivery ledger, subscribers and audit log in one SQL database.
 

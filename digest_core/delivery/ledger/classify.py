@@ -42,6 +42,10 @@ class Situation:
     live_rows: AbstractSet[int] = frozenset()
     #: another owner holds the platform's live delivery lease: every row in flight is live
     foreign: bool = False
+    #: the day's corrections (edits in place): a target with rows in one got the day's issue
+    #: through it, and a post sends it nothing (an unfinished correction is resumed by
+    #: ``correct``, never sent as new messages)
+    corrections: AbstractSet[int] = frozenset()
 
 
 @dataclass(slots=True)
@@ -92,9 +96,14 @@ def classify(
     sent_before: set[tuple[str, int]] = set()
     # resolved target id -> other revision of the day -> parts sent under it
     other_revisions: dict[str, dict[str, set[int]]] = {}
+    # resolved target id -> parts a correction of the day sent it
+    corrected: dict[str, int] = {}
     for row in rows:
         final = alias[row.target]
-        if row.delivery_id == delivery_id:
+        if row.delivery_id in situation.corrections:
+            sent = row.state is PartState.SENT and row.part < n_parts
+            corrected[final] = corrected.get(final, 0) + int(sent)
+        elif row.delivery_id == delivery_id:
             key = (final, row.part)
             if key not in current or row.rank(final) > current[key].rank(final):
                 current[key] = row
@@ -107,6 +116,9 @@ def classify(
     result = Classification()
     for target in finals:
         keys = [(target, part) for part in range(n_parts)]
+        if target in corrected and not any(k in current for k in keys):
+            result.already[target] = corrected[target]
+            continue
         if target in other_revisions and not any(k in current or k in sent_before for k in keys):
             # the day's issue reached it under another revision: a correction is not sent
             # again without force

@@ -71,6 +71,8 @@ class _Batch:
     now: dt.datetime
     #: the day's rows were pruned (retention): targets its summaries show served get nothing
     pruned: bool = False
+    #: the day's corrections on the platform (deliveries with a negative generation)
+    corrections: frozenset[int] = frozenset()
 
 
 class _Moves:
@@ -179,16 +181,20 @@ class PlanningMixin(LedgerBase):
             foreign = await _foreign_holder(conn, delivery_lease(platform), owner=self.owner)
             # the day's deliveries on the platform -> their revision (none read with force)
             revisions: dict[int, str] = {}
+            corrections: frozenset[int] = frozenset()
             if not force:
-                revisions = {
-                    d_id: revision
-                    for d_id, revision in await conn.execute(
-                        select(deliveries.c.id, deliveries.c.revision).where(
+                day = list(
+                    await conn.execute(
+                        select(
+                            deliveries.c.id, deliveries.c.revision, deliveries.c.generation
+                        ).where(
                             deliveries.c.issue_date == ref.date,
                             deliveries.c.platform == platform,
                         )
                     )
-                }
+                )
+                revisions = {d_id: revision for d_id, revision, _ in day}
+                corrections = frozenset(d_id for d_id, _, gen in day if gen < 0)
             pruned = not force and bool(
                 (
                     await conn.execute(
@@ -202,7 +208,9 @@ class PlanningMixin(LedgerBase):
                     )
                 ).first()
             )
-        batch = _Batch(ref, n_parts, delivery_id, revisions, foreign is not None, now, pruned)
+        batch = _Batch(
+            ref, n_parts, delivery_id, revisions, foreign is not None, now, pruned, corrections
+        )
         entries: list[_Entry] = []
         inactive: list[Target] = []
         superseded = live = 0
@@ -307,6 +315,7 @@ class PlanningMixin(LedgerBase):
             n_parts,
             live_rows=self._live,
             foreign=batch.foreign,
+            corrections=batch.corrections,
         )
         found = classify(finals, rows, alias, situation)
         kinds = {t.id: t.kind.value for _, t in pairs}
@@ -381,7 +390,8 @@ class PlanningMixin(LedgerBase):
         latest = (
             await conn.execute(
                 select(deliveries.c.id, deliveries.c.generation)
-                .where(_issue_filter(ref, platform))
+                # corrections (negative generations) are never completed by a post
+                .where(_issue_filter(ref, platform), deliveries.c.generation > 0)
                 .order_by(deliveries.c.generation.desc())
                 .limit(1)
             )

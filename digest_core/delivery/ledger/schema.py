@@ -39,8 +39,8 @@ log = logging.getLogger(__name__)
 #: Where the ledger lives unless config says otherwise (relative to the working directory).
 DEFAULT_LEDGER_URL = "sqlite+aiosqlite:///var/ledger.sqlite3"
 #: Bumped with every schema change: the number of the newest Alembic revision in
-#: ``migrations/versions`` (``v0005_…``), also kept in the ``schema_version`` table.
-SCHEMA_VERSION = 5
+#: ``migrations/versions`` (``v0006_…``), also kept in the ``schema_version`` table.
+SCHEMA_VERSION = 6
 #: The settings key the ledger URL comes from (named in configuration errors).
 CONFIG_KEY = "database_url"
 #: How long a lease lasts unless renewed; a crashed holder blocks others at most this long
@@ -210,6 +210,17 @@ day_summaries = Table(
     Column("attempts", Integer, nullable=False),
     Column("last_sent_at", UTCDateTime),
     Index("ix_day_summaries_target", "platform", "target"),
+)
+
+#: What each part of a delivery showed: a digest of its rendered payload (without any
+#: correction mark). A correction compares these with the new revision's, so only messages
+#: whose content changed are edited (the old revision's file is gone by then).
+part_digests = Table(
+    "part_digests",
+    metadata,
+    Column("delivery_id", Integer, ForeignKey("deliveries.id"), primary_key=True),
+    Column("part", Integer, primary_key=True),
+    Column("digest", String(32), nullable=False),
 )
 
 

@@ -42,6 +42,7 @@ COMMANDS = {
     "unsubscribe",
     "help",
     "repost",
+    "correct",
     "status",
     "reactivate",
     "preview",

@@ -44,6 +44,7 @@ COMMANDS = {
     "unsubscribe",
     "help",
     "repost",
+    "correct",
     "status",
     "reactivate",
     "preview",

@@ -164,7 +164,7 @@ async def test_admin_menu_lists_every_admin_command_in_both_languages(
     }
     assert set(scoped) == {"", "zh"}
     admin = {s.name for s in CATALOGUE if s.admin}
-    assert admin == {"repost", "status", "reactivate", "preview", "approve", "hold"}
+    assert admin == {"repost", "status", "reactivate", "correct", "preview", "approve", "hold"}
     assert admin <= set(scoped[""]) and admin <= set(scoped["zh"])
     assert scoped["zh"]["reactivate"] == spec("reactivate").zh
     assert scoped[""]["reactivate"] == spec("reactivate").en

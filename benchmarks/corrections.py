@@ -1,0 +1,92 @@
+"""Correction planning at scale: a posted day of N private chats, then a correction planned.
+
+Run ``python -m benchmarks.corrections`` (``--help`` for knobs). A 3-part issue is planned to N
+subscribers on a fresh SQLite file and recorded as sent (every row its own message id); then
+``Ledger.plan_correction`` plans a new revision whose last part changed (N edits, 2N messages
+unchanged), and plans it again once that correction is recorded done (the idle second run).
+Figures (medians over ``--runs``): wall time of each plan (and, for scale on a loaded machine,
+of the post's own ``Ledger.plan`` of the same day), and the event loop's longest stall during
+it (a probe task sleeps 10 ms in a loop; the house target is at most 100 ms).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import tempfile
+from pathlib import Path
+
+from sqlalchemy import update
+
+from benchmarks.fanout import StallProbe, _timed
+from digest_core.clock import SystemClock
+from digest_core.delivery import Ledger, PartState
+from digest_core.delivery.ledger import parts
+from digest_core.models import IssueRef
+from digest_core.testing import make_issue, make_messages, make_targets
+
+STALL_TARGET_MS = 100.0
+
+
+async def once(n: int) -> dict[str, float]:
+    clock = SystemClock()
+    probe = StallProbe()
+    with tempfile.TemporaryDirectory() as tmp:
+        url = f"sqlite+aiosqlite:///{Path(tmp) / 'ledger.sqlite3'}"
+        async with Ledger.open(url, clock=clock) as ledger:
+            ref = make_issue().ref
+            old = make_messages(3)
+            plan, post_s, _ = await _timed(
+                probe, ledger.plan(ref, "telegram", make_targets(n, platform="telegram"), 3)
+            )
+            await ledger.record_digests(plan.delivery_id, [m.digest for m in old])
+            async with ledger._tx() as conn:  # as if every part had been sent
+                await conn.execute(
+                    update(parts).values(
+                        state=PartState.SENT.value, message_id=parts.c.id.cast(parts.c.target.type)
+                    )
+                )
+            new = [*old[:2], make_messages(3, label="corrected")[2]]
+            corrected = IssueRef(date=ref.date, revision="corrected")
+            digests = [m.digest for m in new]
+            first, first_s, first_stall = await _timed(
+                probe, ledger.plan_correction(corrected, "telegram", digests)
+            )
+            assert first is not None and len(first.targets) == n and first.unchanged == 2 * n
+            async with ledger._tx() as conn:  # as if the correction had run
+                await conn.execute(
+                    update(parts)
+                    .where(parts.c.delivery_id == first.delivery_id)
+                    .values(state=PartState.SENT.value)
+                )
+            idle, idle_s, idle_stall = await _timed(
+                probe, ledger.plan_correction(corrected, "telegram", digests)
+            )
+            assert idle is None
+    return {
+        "post_plan_s": post_s,
+        "plan_s": first_s,
+        "plan_stall_ms": first_stall,
+        "idle_s": idle_s,
+        "idle_stall_ms": idle_stall,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--subscribers", type=int, default=100_000)
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    results = [asyncio.run(once(args.subscribers)) for _ in range(args.runs)]
+    for key in results[0]:
+        values = [r[key] for r in results]
+        median = statistics.median(values)
+        line = f"{key:>15}: median {median:8.3f}  runs {[round(v, 3) for v in values]}"
+        if key.endswith("stall_ms"):
+            line += f"  ratio to {STALL_TARGET_MS:g} ms: {median / STALL_TARGET_MS:.2f}"
+        print(line)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,543 @@
+"""Corrections in the ledger: what each target shows of a day, and the rows that change it.
+
+A correction of a day to a new revision is a delivery of that revision with a negative
+generation (-1, -2, …), so it is never the delivery an ordinary post completes. Its rows, one
+per (target, part), say what the message at that place shows once the row is sent:
+
+- part < ``parts``, ``message_id`` set before the send: an edit of that message;
+- part < ``parts``, no ``message_id``: a part the old revision lacked, sent anew after the last;
+- part ≥ ``parts``: a surplus message of the old revision, deleted (sent with ``message_id``
+  ``""``) or replaced by a short note where deletion is not allowed (its id kept);
+- ``message_id`` ``""`` on a sent row: the message was gone (deleted by someone) and stays so.
+
+Messages whose content did not change get a row recorded sent at once (never edited), so a
+correction's rows describe the whole post. The content is compared by the digests of
+:data:`~digest_core.delivery.ledger.schema.part_digests`, recorded for every delivery.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import functools
+import logging
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import func, insert, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from digest_core.delivery.ledger.core import LedgerBase, _retried
+from digest_core.delivery.ledger.schema import (
+    PartState,
+    deliveries,
+    part_digests,
+    parts,
+    targets,
+)
+from digest_core.models import IssueRef
+from digest_core.platform import Target, TargetKind
+
+log = logging.getLogger(__name__)
+
+#: targets compared per transaction (as planning's batches: bounded loop time and memory)
+_BATCH = 500
+#: the row states a correction still has to act on (failed ones are retried by the next run)
+_UNFINISHED = (
+    PartState.PENDING.value,
+    PartState.IN_FLIGHT.value,
+    PartState.UNKNOWN.value,
+    PartState.FAILED.value,
+)
+
+
+class Action(StrEnum):
+    """What a correction row does to its target."""
+
+    EDIT = "edit"
+    SEND = "send"
+    DELETE = "delete"
+
+
+@dataclass(frozen=True, slots=True)
+class CorrectionRow:
+    """One row a correction still has to act on."""
+
+    id: int
+    part: int
+    state: PartState
+    attempts: int
+    action: Action
+    #: the message edited or deleted (None for a part sent anew)
+    message_id: str | None
+
+
+@dataclass(frozen=True)
+class CorrectionPlan:
+    """The result of :meth:`CorrectionsMixin.plan_correction`."""
+
+    delivery_id: int
+    generation: int
+    ref: IssueRef
+    platform: str
+    #: the parts of the new revision (rows at or past it delete surplus messages)
+    n_parts: int
+    #: when the correction was recorded: the time its mark shows
+    created_at: dt.datetime
+    #: one plain tuple per target with rows to act on (:data:`_CEntry`), read as
+    #: :attr:`targets`: plain tuples of strings and numbers drop out of the garbage
+    #: collector's passes, which otherwise stall the loop at 100k targets (as :class:`Plan`)
+    entries: tuple[_CEntry, ...]
+    #: True when this plan resumes a correction a run left unfinished
+    resumed: bool
+    #: messages that already showed their new content (recorded, not edited)
+    unchanged: int = 0
+
+    @property
+    def targets(self) -> tuple[tuple[Target, tuple[CorrectionRow, ...]], ...]:
+        """Each target with its rows to act on, in part order."""
+        return tuple(self.target_rows())
+
+    def target_rows(self) -> Iterator[tuple[Target, tuple[CorrectionRow, ...]]]:
+        """:attr:`targets` one at a time."""
+        for target_id, kind, rows in self.entries:
+            yield (
+                Target(self.platform, target_id, TargetKind(kind)),
+                tuple(
+                    CorrectionRow(i, p, PartState(st), a, Action(act), m)
+                    for i, p, st, a, act, m in rows
+                ),
+            )
+
+
+#: a planned target as :class:`CorrectionPlan` keeps it: (target id, kind, rows), each row
+#: (id, part, state, attempts, action, message id), the fields of :class:`CorrectionRow`
+_CEntry = tuple[str, str, tuple[tuple[int, int, str, int, str, str | None], ...]]
+
+
+@dataclass
+class _Planning:
+    """What the batches of one new correction share."""
+
+    ref: IssueRef
+    platform: str
+    digests: Sequence[str]
+    #: the day's deliveries on the platform (rows of ``deliveries``) by id
+    days: dict[int, Any]
+    #: (delivery id, part) -> digest of what it showed
+    shown: dict[tuple[int, int], str]
+    now: dt.datetime
+    #: the correction delivery, once a batch needed one: (id, generation)
+    created: tuple[int, int] | None = None
+    unchanged: int = 0
+    #: the rows recorded to act on, per target (as :attr:`CorrectionPlan.entries`)
+    todo: list[_CEntry] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _Row:
+    id: int
+    delivery_id: int
+    part: int
+    state: PartState
+    message_id: str | None
+
+
+class CorrectionsMixin(LedgerBase):
+    """Digests of what deliveries showed, and corrections (see the module docstring)."""
+
+    @_retried
+    async def record_digests(self, delivery_id: int, digests: Sequence[str]) -> None:
+        """Record what each part of a delivery shows (once: a resumed delivery keeps the
+        digests first recorded)."""
+        async with self._tx() as conn:
+            found = (
+                await conn.execute(
+                    select(func.count()).where(part_digests.c.delivery_id == delivery_id)
+                )
+            ).scalar_one()
+            if found:
+                return
+            await conn.execute(
+                insert(part_digests),
+                [
+                    {"delivery_id": delivery_id, "part": i, "digest": d}
+                    for i, d in enumerate(digests)
+                ],
+            )
+            self.stats.rows_inserted += len(digests)
+
+    async def plan_correction(
+        self, ref: IssueRef, platform: str, digests: Sequence[str]
+    ) -> CorrectionPlan | None:
+        """What it takes to make every target of ``ref.date`` on ``platform`` show ``ref``
+        (whose parts have ``digests``), or None when nothing is left to do.
+
+        A correction of ``ref`` a run left unfinished (rows pending, in flight, of unknown
+        outcome or failed) is resumed first: its plan comes back with ``resumed`` and those
+        rows. Otherwise each target's latest post of the day is compared with ``ref`` part by
+        part; for the targets with something to change a correction delivery is recorded (its
+        rows pending, unchanged messages recorded sent). Unfinished rows of corrections to
+        another revision are given up (failed, "superseded"): the new plan covers them.
+        Deactivated and moved targets are left out. Targets are compared in batches of
+        :data:`_BATCH`, each in its own transaction; a target already showing ``ref`` costs
+        one aggregate row.
+        """
+        if not digests:
+            raise ValueError("a correction needs at least one part")
+        now = self._clock.now()
+        started = await self._retrying(
+            functools.partial(self._correction_start, ref, platform, digests, now)
+        )
+        if isinstance(started, CorrectionPlan) or started is None:
+            return started
+        state, seen = started  # (deactivated and moved targets count as seen)
+        for delivery_id in sorted(state.days):
+            after = ""
+            while True:
+                # each delivery's targets a page at a time, in the order of its unique index
+                # (a whole day's list would stall the loop; a DISTINCT over the day sorts it)
+                page = await self._retrying(
+                    functools.partial(self._target_page, delivery_id, after)
+                )
+                if not page:
+                    break
+                after = page[-1]
+                batch = [t for t in page if t not in seen]
+                seen.update(batch)
+                if batch:
+                    await self._retrying(functools.partial(self._correction_batch_tx, state, batch))
+                await asyncio.sleep(0)  # let the loop breathe between batches
+        if state.created is None:
+            return None
+        delivery_id, generation = state.created
+        log.info(
+            "%s %s: correction to revision %s (generation %d): %d targets, %d messages unchanged",
+            platform,
+            ref.date,
+            ref.revision,
+            generation,
+            len(state.todo),
+            state.unchanged,
+        )
+        return CorrectionPlan(
+            delivery_id,
+            generation,
+            ref,
+            platform,
+            len(digests),
+            now,
+            tuple(state.todo),
+            resumed=False,
+            unchanged=state.unchanged,
+        )
+
+    async def _correction_start(
+        self, ref: IssueRef, platform: str, digests: Sequence[str], now: dt.datetime
+    ) -> CorrectionPlan | tuple[_Planning, set[str]] | None:
+        """The first transaction: give up other revisions' unfinished rows, resume this
+        revision's, else read what the batches need and the day's targets."""
+        async with self._tx() as conn:
+            days = {
+                r.id: r
+                for r in await conn.execute(
+                    select(deliveries).where(
+                        deliveries.c.issue_date == ref.date, deliveries.c.platform == platform
+                    )
+                )
+            }
+            corrections = [d for d in days.values() if d.generation < 0]
+            stale = [d.id for d in corrections if d.revision != ref.revision]
+            if stale:
+                await conn.execute(
+                    update(parts)
+                    .where(parts.c.delivery_id.in_(stale), parts.c.state.in_(_UNFINISHED[:3]))
+                    .values(
+                        state=PartState.FAILED.value,
+                        last_error=f"superseded by revision {ref.revision}",
+                        updated_at=now,
+                    )
+                )
+            mine = sorted(
+                (d for d in corrections if d.revision == ref.revision), key=lambda d: d.id
+            )
+            if mine:
+                plan = await self._correction_rows(conn, mine[-1], ref, platform, resumed=True)
+                if plan.entries:
+                    return plan
+            if not days:
+                return None
+            shown = {
+                (d_id, part): digest
+                for d_id, part, digest in await conn.execute(
+                    select(
+                        part_digests.c.delivery_id, part_digests.c.part, part_digests.c.digest
+                    ).where(part_digests.c.delivery_id.in_(list(days)))
+                )
+            }
+            away = {
+                t
+                for (t,) in await conn.execute(
+                    select(targets.c.target_id).where(
+                        targets.c.platform == platform,
+                        targets.c.active.is_(False) | targets.c.moved_to.is_not(None),
+                    )
+                )
+            }
+        return _Planning(ref, platform, digests, days, shown, now), away
+
+    async def _target_page(self, delivery_id: int, after: str) -> list[str]:
+        """The next :data:`_BATCH` target ids with rows in a delivery, in id order after
+        ``after``."""
+        async with self._tx() as conn:
+            return list(
+                (
+                    await conn.execute(
+                        select(parts.c.target)
+                        .where(parts.c.delivery_id == delivery_id, parts.c.target > after)
+                        .group_by(parts.c.target)
+                        .order_by(parts.c.target)
+                        .limit(_BATCH)
+                    )
+                ).scalars()
+            )
+
+    async def _correction_batch_tx(self, state: _Planning, batch: list[str]) -> None:
+        created = state.created
+        try:
+            async with self._tx() as conn:
+                unchanged = await self._correction_batch(conn, state, batch)
+        except BaseException:
+            state.created = created  # a delivery recorded here was rolled back with it
+            raise
+        state.unchanged += unchanged
+
+    async def _correction_batch(
+        self, conn: AsyncConnection, state: _Planning, batch: list[str]
+    ) -> int:
+        """Compare one batch of targets with the new revision; record the rows of those with
+        something to change. Returns the messages found unchanged."""
+        ref, days, digests = state.ref, state.days, state.digests
+        # each target's latest delivery naming a message (a sent row, or an edit a run left
+        # unfinished: resumed before this): one aggregate row a target; no state in the WHERE
+        # (SQLite would pick ix_parts_state, which matches nearly every row)
+        latest = {
+            t: int(d)
+            for t, d in await conn.execute(
+                select(parts.c.target, func.max(parts.c.delivery_id))
+                .where(
+                    parts.c.delivery_id.in_(list(days)),
+                    parts.c.target.in_(batch),
+                    parts.c.message_id.is_not(None),
+                    parts.c.message_id != "",
+                )
+                .group_by(parts.c.target)
+            )
+        }
+        batch = [t for t, d in latest.items() if days[d].revision != ref.revision]
+        if not batch:
+            return 0
+        # every row of the targets behind that day
+        by_delivery: dict[str, dict[int, list[_Row]]] = {}
+        kinds: dict[str, str] = {}
+        for row in await conn.execute(
+            select(
+                parts.c.id,
+                parts.c.delivery_id,
+                parts.c.target,
+                parts.c.kind,
+                parts.c.part,
+                parts.c.state,
+                parts.c.message_id,
+            ).where(parts.c.delivery_id.in_(list(days)), parts.c.target.in_(batch))
+        ):
+            kinds[row.target] = row.kind
+            by_delivery.setdefault(row.target, {}).setdefault(row.delivery_id, []).append(
+                _Row(row.id, row.delivery_id, row.part, PartState(row.state), row.message_id)
+            )
+        behind: dict[str, int] = {}
+        by_target: dict[str, list[_Row]] = {}
+        for target_id, posts in by_delivery.items():
+            showing = [d for d, rows in posts.items() if any(_shows(r) for r in rows)]
+            if not showing:
+                continue  # nothing of the day reached it: a post's business, not ours
+            last = max(showing)
+            if days[last].revision != ref.revision:
+                behind[target_id] = last
+                by_target[target_id] = posts[last]
+        n = len(digests)
+        inserts: list[dict[str, Any]] = []
+        unchanged = 0
+        for target_id, rows_of in by_target.items():
+            d_id = behind[target_id]
+            view = _view(rows_of, days[d_id].parts)
+            planned: list[tuple[int, str, str | None]] = []  # (part, state, message id)
+            for part in range(n):
+                found = view.get(part)
+                if found is None:
+                    planned.append((part, PartState.PENDING.value, None))
+                elif found[0] == "":
+                    planned.append((part, PartState.SENT.value, ""))  # gone: stays gone
+                elif found[1] and state.shown.get((d_id, part)) == digests[part]:
+                    planned.append((part, PartState.SENT.value, found[0]))
+                else:
+                    planned.append((part, PartState.PENDING.value, found[0]))
+            for part, (message_id, _) in sorted(view.items()):
+                if part >= n and message_id:
+                    planned.append((part, PartState.PENDING.value, message_id))
+            kept = sum(1 for _, st, m in planned if st == PartState.SENT.value and m)
+            unchanged += kept
+            if all(st == PartState.SENT.value for _, st, _ in planned):
+                continue  # the same content everywhere: nothing to record or do
+            inserts += [
+                {
+                    "target": target_id,
+                    "kind": kinds[target_id],
+                    "part": part,
+                    "state": st,
+                    "message_id": message_id,
+                    "attempts": 0,
+                    "created_at": state.now,
+                    "updated_at": state.now,
+                }
+                for part, st, message_id in planned
+            ]
+        if inserts:
+            delivery_id = await self._correction_delivery(conn, state)
+            await conn.execute(insert(parts), [{**r, "delivery_id": delivery_id} for r in inserts])
+            self.stats.rows_inserted += len(inserts)
+            state.todo += await _unfinished(conn, delivery_id, n, targets=list(behind))
+        return unchanged
+
+    async def _correction_delivery(self, conn: AsyncConnection, state: _Planning) -> int:
+        """The id of this correction's delivery, recorded (with its digests) on first use."""
+        if state.created is not None:
+            return state.created[0]
+        ref = state.ref
+        generation = (
+            min([0, *(d.generation for d in state.days.values() if d.revision == ref.revision)]) - 1
+        )
+        result = await conn.execute(
+            insert(deliveries).values(
+                issue_date=ref.date,
+                revision=ref.revision,
+                platform=state.platform,
+                generation=generation,
+                forced=False,
+                parts=len(state.digests),
+                created_at=state.now,
+            )
+        )
+        key = result.inserted_primary_key
+        assert key is not None
+        delivery_id = int(key[0])
+        await conn.execute(
+            insert(part_digests),
+            [
+                {"delivery_id": delivery_id, "part": i, "digest": d}
+                for i, d in enumerate(state.digests)
+            ],
+        )
+        self.stats.rows_inserted += 1 + len(state.digests)
+        state.created = (delivery_id, generation)
+        return delivery_id
+
+    @_retried
+    async def first_messages(
+        self, day: dt.date, platform: str, target_ids: Sequence[str]
+    ) -> dict[str, str]:
+        """target id -> the id of the first message of its latest post of ``day`` on
+        ``platform`` (what a pin points at), for ``target_ids`` that have one."""
+        query = (
+            select(parts.c.target, parts.c.message_id, parts.c.state)
+            .join(deliveries, parts.c.delivery_id == deliveries.c.id)
+            .where(
+                deliveries.c.issue_date == day,
+                deliveries.c.platform == platform,
+                parts.c.target.in_(list(target_ids)),
+                parts.c.part == 0,
+            )
+            .order_by(parts.c.delivery_id)
+        )
+        found: dict[str, str] = {}
+        async with self._tx() as conn:
+            for target_id, message_id, state in await conn.execute(query):
+                if message_id and state == PartState.SENT.value:
+                    found[target_id] = message_id  # a later delivery's wins
+        return found
+
+    async def _correction_rows(
+        self, conn: AsyncConnection, delivery: Any, ref: IssueRef, platform: str, *, resumed: bool
+    ) -> CorrectionPlan:
+        """The unfinished rows of the correction ``delivery``, per target in part order."""
+        return CorrectionPlan(
+            int(delivery.id),
+            int(delivery.generation),
+            ref,
+            platform,
+            int(delivery.parts),
+            delivery.created_at,
+            tuple(await _unfinished(conn, int(delivery.id), int(delivery.parts))),
+            resumed=resumed,
+        )
+
+
+async def _unfinished(
+    conn: AsyncConnection, delivery_id: int, n_parts: int, *, targets: list[str] | None = None
+) -> list[_CEntry]:
+    """The rows of a correction still to act on (of ``targets`` only, if given), per target
+    in part order, with each row's action."""
+    query = select(
+        parts.c.id,
+        parts.c.target,
+        parts.c.kind,
+        parts.c.part,
+        parts.c.state,
+        parts.c.attempts,
+        parts.c.message_id,
+    ).where(parts.c.delivery_id == delivery_id)
+    if targets is not None:
+        query = query.where(parts.c.target.in_(targets))  # the unique index: a few rows each
+    else:
+        # few rows of a delivery are unfinished: here ix_parts_state is the one to use
+        query = query.where(parts.c.state.in_(_UNFINISHED))
+    grouped: dict[tuple[str, str], list[tuple[int, int, str, int, str, str | None]]] = {}
+    for row_id, target, kind, part, state, attempts, message_id in await conn.execute(
+        query.order_by(parts.c.target, parts.c.part)
+    ):
+        if state not in _UNFINISHED:
+            continue
+        if part >= n_parts:
+            action = Action.DELETE.value
+        elif message_id:
+            action = Action.EDIT.value
+        else:
+            action = Action.SEND.value
+        grouped.setdefault((target, kind), []).append(
+            (row_id, part, state, attempts, action, message_id)
+        )
+    return [(t, kind, tuple(rows)) for (t, kind), rows in grouped.items()]
+
+
+def _shows(row: _Row) -> bool:
+    """The row stands for a message that reached its target."""
+    return row.state is PartState.SENT and bool(row.message_id)
+
+
+def _view(rows: list[_Row], n_parts: int) -> dict[int, tuple[str, bool]]:
+    """What a post shows, part -> (message id, content known): a sent row shows its
+    delivery's part (``""``: the message is gone); an unfinished row that names a message
+    (an edit or delete a run did not finish) shows something unknown there. Surplus messages
+    already deleted, or replaced by a note, are left out."""
+    view: dict[int, tuple[str, bool]] = {}
+    for row in rows:
+        if row.part >= n_parts:
+            if row.state is not PartState.SENT and row.message_id:
+                view[row.part] = (row.message_id, False)  # a delete not done yet
+        elif row.state is PartState.SENT and row.message_id is not None:
+            view[row.part] = (row.message_id, True)
+        elif row.message_id:
+            view[row.part] = (row.message_id, False)
+    return view
