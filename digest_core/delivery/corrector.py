@@ -15,14 +15,9 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from digest_core.delivery.fanout import (
-    DeliveryEngine,
-    ProgressCallback,
-    TargetReport,
-    _Fanout,
-    _Run,
-)
+from digest_core.delivery.fanout import DeliveryEngine, _Fanout, _Run
 from digest_core.delivery.ledger import MAYBE_SENT, Action, CorrectionPlan, PlannedPart
+from digest_core.delivery.reports import ProgressCallback, TargetReport
 from digest_core.errors import MessageGone
 from digest_core.models import IssueRef
 from digest_core.platform import Editor, PartKey, Platform, PlatformLimits, Target
