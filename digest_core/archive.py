@@ -374,6 +374,22 @@ class Archive:
                 break
         return hits[:limit]
 
+    def hits_on(self, date: dt.date, word: str) -> builtins.list[SearchHit]:
+        """The items (and lede) of the issue of ``date`` containing ``word``, ignoring case, as
+        :meth:`search` finds them (the index rules the day out first when it can); empty for a
+        day without a readable issue."""
+        needle = word.replace("\t", " ").strip().casefold()
+        if not needle:
+            return []
+        self.refresh()
+        candidates = self._candidates(needle)
+        if candidates is not None and date not in candidates:
+            return []
+        with self._lock:
+            entry = self._used.get(date)
+        issue = None if entry is None else self._issue(entry)[0]
+        return [] if issue is None else hits_in(issue, needle)
+
     def build_index(self) -> None:
         """Load every file not loaded yet, filling the search index (a no-op without one)."""
         if self._index is None:

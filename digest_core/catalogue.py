@@ -61,6 +61,10 @@ def _date(en: str, zh: str, zh_tw: str) -> Argument:
     return Argument("date", en, zh, zh_tw, "日期", "日期")
 
 
+_WORD = Argument(
+    "word", "A word to follow (10 at most)", "要关注的词（最多 10 个）", "要關注的詞（最多 10 個）",
+    "关键词", "關鍵詞",
+)  # fmt: skip
 _N = Argument("n", "Only brief number n", "只看第 n 条简讯", "只看第 n 條簡訊", "编号", "編號")
 
 #: every command, in the order ``/help`` and the menus list them
@@ -157,10 +161,28 @@ CATALOGUE: tuple[CommandSpec, ...] = (
     ),
     CommandSpec(
         "subscribe",
-        "每天私信接收日报",
-        "每天私訊接收日報",
-        "Get the daily issue by direct message",
-        "/subscribe",
+        "每天私信接收日报，可选时间和格式",
+        "每天私訊接收日報，可選時間和格式",
+        "Get the daily issue by direct message, at your time and format",
+        "/subscribe [HH:MM] [full|compact|headline]",
+        args=(
+            Argument(
+                "time",
+                "HH:MM in your zone (/zone); default: the digest's time",
+                "你所在时区的 HH:MM（/zone）；默认为日报的时间",
+                "你所在時區的 HH:MM（/zone）；預設為日報的時間",
+                "时间",
+                "時間",
+            ),
+            Argument(
+                "format",
+                "full, compact (headline and titles) or headline",
+                "full 完整、compact 精简（重点和标题）或 headline 只看重点",
+                "full 完整、compact 精簡（重點和標題）或 headline 只看重點",
+                "格式",
+                "格式",
+            ),
+        ),
         label_zh="订阅",
         label_zh_tw="訂閱",
     ),
@@ -172,6 +194,63 @@ CATALOGUE: tuple[CommandSpec, ...] = (
         "/unsubscribe",
         label_zh="取消订阅",
         label_zh_tw="取消訂閱",
+    ),
+    CommandSpec(
+        "zone",
+        "设置你的时区，例如 /zone Europe/Berlin",
+        "設定你的時區，例如 /zone Europe/Berlin",
+        "Set your time zone, e.g. /zone Europe/Berlin",
+        "/zone Area/City",
+        args=(
+            Argument(
+                "name",
+                "An IANA zone such as Asia/Shanghai",
+                "IANA 时区名，例如 Asia/Shanghai",
+                "IANA 時區名，例如 Asia/Shanghai",
+                "时区",
+                "時區",
+            ),
+        ),
+        label_zh="时区",
+        label_zh_tw="時區",
+    ),
+    CommandSpec(
+        "settings",
+        "查看和修改你的订阅设置",
+        "查看和修改你的訂閱設定",
+        "See and change your delivery settings",
+        "/settings",
+        label_zh="设置",
+        label_zh_tw="設定",
+    ),
+    CommandSpec(
+        "follow",
+        "关注一个词：新一期提到它时私信你",
+        "關注一個詞：新一期提到它時私訊你",
+        "Follow a word: a direct message when a new issue mentions it",
+        "/follow 关键词",
+        args=(_WORD,),
+        label_zh="关注",
+        label_zh_tw="關注",
+    ),
+    CommandSpec(
+        "unfollow",
+        "取消关注一个词",
+        "取消關注一個詞",
+        "Stop following a word",
+        "/unfollow 关键词",
+        args=(_WORD,),
+        label_zh="取消关注",
+        label_zh_tw="取消關注",
+    ),
+    CommandSpec(
+        "following",
+        "你关注的词",
+        "你關注的詞",
+        "The words you follow",
+        "/following",
+        label_zh="我的关注",
+        label_zh_tw="我的關注",
     ),
     CommandSpec(
         "help",

@@ -97,6 +97,15 @@ class Request:
     confirmed: bool = False
 
 
+@dataclass(frozen=True)
+class Choice:
+    """A button under a reply: pressing it runs ``data``, a command line without its slash
+    (``"subscribe 07:00"``), for the presser (:func:`digest_core.readers.parse_choice`)."""
+
+    label: str
+    data: str
+
+
 @dataclass
 class Reply:
     """What to send back: messages in order; ``private`` asks the adapter to answer only the
@@ -110,6 +119,8 @@ class Reply:
     #: machine-readable outcome for adapters and tests (every value listed in :class:`Status`)
     status: Status = Status.OK
     extra: dict[str, object] = field(default_factory=dict)
+    #: rows of buttons for the last message (``/settings``); adapters draw them
+    choices: tuple[tuple[Choice, ...], ...] = ()
 
 
 class AdminBackend(Protocol):
@@ -235,6 +246,15 @@ class Commands:
     @property
     def names(self) -> list[str]:
         return list(self._table)
+
+    def register(self, name: str, answer: Callable[[Request], Awaitable[Reply]]) -> None:
+        """Answer ``/name`` with ``answer`` (commands of their own module, such as the readers'
+        preferences in :mod:`digest_core.readers`); replaces a command of the same name."""
+
+        async def handler(_commands: Commands, request: Request) -> Reply:
+            return await answer(request)
+
+        self._table[name] = handler
 
     def usage(self, command: str) -> str:
         """The usage line of ``command`` from the catalogue (``/help`` for an unknown one)."""

@@ -20,7 +20,9 @@ from digest_core.confirmation import Confirmations
 from digest_core.delivery import DeliveryEngine, InactiveTarget, Ledger
 from digest_core.embargo import Embargo
 from digest_core.greeting import greeting
+from digest_core.inline import Article, articles
 from digest_core.models import Section
+from digest_core.personal import Visibility
 from digest_core.platform import Platform, Target
 from digest_core.rendering import Message
 from digest_core.replies import SendOnce, send_replies
@@ -83,6 +85,11 @@ class Port(Protocol):
 
     async def inactive_targets(self, platform: str) -> list[InactiveTarget]:
         """The targets of ``platform`` deactivated as gone, latest first (autocompletion)."""
+        ...
+
+    async def inline(self, query: str) -> list[Article]:
+        """Inline search: items of published issues matching ``query`` (the newest headline
+        for a blank one), never an embargoed issue's."""
         ...
 
     async def reply(
@@ -149,6 +156,7 @@ class ServicePort:
     confirmations: Confirmations
     poster: DailyPoster
     zone: dt.tzinfo
+    visibility: Visibility
 
     @property
     def command_names(self) -> Sequence[str]:
@@ -187,6 +195,9 @@ class ServicePort:
 
     async def inactive_targets(self, platform: str) -> list[InactiveTarget]:
         return await self.ledger.inactive_targets(platform)
+
+    async def inline(self, query: str) -> list[Article]:
+        return await asyncio.to_thread(articles, self.archive, self.visibility, query)  # file I/O
 
     async def reply(
         self,

@@ -30,10 +30,12 @@ from digest_core.embargo import Embargo
 from digest_core.errors import IssueNotFound, LedgerLost
 from digest_core.metrics import NULL_METRICS, MetricsSink
 from digest_core.models import Issue
+from digest_core.personal import Personal, Visibility
 from digest_core.pinning import Pins
 from digest_core.platform import Editor, Target, TargetKind
 from digest_core.port import Adapter, ServicePort
 from digest_core.publishing import Publishing, PublishingConfig
+from digest_core.readers import ReaderCommands
 from digest_core.rendering import Message, Part, render
 from digest_core.scheduling import DailyPoster, PostState, ScheduleConfig
 
@@ -108,6 +110,23 @@ class DigestService(ServicePort):
             post=self._scheduled_post,
             alert=self.alert,
         )
+        #: what readers may see (the embargo's one rule)
+        self.visibility = Visibility(self.poster.post_at, clock)
+        ReaderCommands(
+            self.commands, ledger, zone_name=str(zone), post_time=schedule.post_time
+        ).install()
+        #: subscribers' own times and formats, and follows (run every minute: :meth:`personal`)
+        self.personal = Personal(
+            archive=archive,
+            ledger=ledger,
+            engine=engine,
+            clock=clock,
+            zone=zone,
+            visibility=self.visibility,
+            platforms={n: p for n, p in self.platforms.items() if n in self.commands.subscribable},
+            lock=lambda day, name: self._locks.setdefault((day, name), asyncio.Lock()),
+            catch_up=schedule.catch_up,
+        )
 
     async def load(self) -> None:
         """Read what earlier runs recorded that the service needs (early publishes)."""
@@ -123,8 +142,25 @@ class DigestService(ServicePort):
         return True
 
     async def targets(self, platform: Adapter) -> list[Target]:
-        """The configured channels plus the active private subscribers of ``platform``."""
-        return [*platform.channel_targets(), *await self.ledger.subscribers(platform.name)]
+        """The configured channels plus the active private subscribers of ``platform`` who
+        take the issue at the digest's time (the others get it at theirs: :attr:`personal`)."""
+        subscribers = await self.ledger.subscribers(platform.name)
+        timed = {p.chat_id for p in await self.ledger.timed_subscribers(platform.name)}
+        return [*platform.channel_targets(), *(t for t in subscribers if t.id not in timed)]
+
+    async def deliver_personal(self) -> list[DeliveryReport]:
+        """What is due to readers on their own terms now (the minute job): the issue at each
+        subscriber's time, follow messages. Shutdown waits for it like for a post."""
+        task = asyncio.current_task()
+        assert task is not None, "deliver_personal() runs in a task"
+        self._posting.add(task)
+        self._idle.clear()
+        try:
+            return await self.personal.run_due()
+        finally:
+            self._posting.discard(task)
+            if not self._posting:
+                self._idle.set()
 
     async def post(
         self,
@@ -199,12 +235,17 @@ class DigestService(ServicePort):
                 log.info("%s has no targets configured; nothing to post", platform.name)
                 return None
             messages = render(issue, platform.flavor, Part.ALL, options=platform.post_options)
-            # private subscribers may get another part (a compact one-message issue): they
-            # are then a second engine run of the same ledger delivery (rows are per target)
-            private = Part(getattr(platform, "subscriber_part", Part.ALL))
+            # private subscribers may get another part (the platform's subscriber format, or
+            # the one a reader chose): they are then another engine run of the same ledger
+            # delivery (rows are per target)
+            default = Part(getattr(platform, "subscriber_part", Part.ALL))
             groups: list[tuple[list[Message], list[Target]]] = [(messages, targets)]
-            if private is not Part.ALL:
-                compact = render(issue, platform.flavor, private, options=platform.post_options)
+            if platform.name in self.personal.platforms:
+                groups = await self.personal.groups(
+                    issue, platform, targets, messages, default=default
+                )
+            elif default is not Part.ALL:
+                compact = render(issue, platform.flavor, default, options=platform.post_options)
                 groups = [
                     (messages, [t for t in targets if t.kind is not TargetKind.PRIVATE]),
                     (compact, [t for t in targets if t.kind is TargetKind.PRIVATE]),

@@ -12,7 +12,7 @@ from discord import app_commands
 from bots.discord.commands import DigestTranslator, install_commands
 from bots.discord.settings import DiscordSettings
 from bots.discord.uploads import on_direct_message
-from bots.discord.views import ActionButton, SectionButton, no_mentions
+from bots.discord.views import ActionButton, ChoiceButton, SectionButton, no_mentions
 from bots.inflight import InFlight
 from digest_core.flood import UserRateLimiter
 
@@ -78,7 +78,7 @@ class DigestClient(discord.Client):
     async def setup_hook(self) -> None:
         """Runs in ``login``: translations for sync, and buttons that outlive restarts."""
         await self.tree.set_translator(DigestTranslator())
-        self.add_dynamic_items(SectionButton, ActionButton)
+        self.add_dynamic_items(SectionButton, ActionButton, ChoiceButton)
 
     # ------------------------------------------------------------ where admins are admins
 

@@ -9,6 +9,7 @@ import discord
 from discord import app_commands
 from discord.app_commands import locale_str
 
+from bots.discord.readers import install_reader_commands
 from bots.discord.views import PLATFORM, SORRY, port_of, respond, slowed_down
 from bots.renderers import Flavor
 from digest_core.catalogue import CommandSpec, menu, spec
@@ -269,10 +270,6 @@ def install_commands(tree: app_commands.CommandTree[Any]) -> None:
     async def search(interaction: Interaction, keyword: app_commands.Range[str, 1, 64]) -> None:
         await run_command(interaction, "search", keyword)
 
-    @tree.command(name=_name("subscribe"), description=_about("subscribe"))
-    async def subscribe(interaction: Interaction) -> None:
-        await run_command(interaction, "subscribe", ephemeral=True, dm_chat=True)
-
     @tree.command(name=_name("unsubscribe"), description=_about("unsubscribe"))
     async def unsubscribe(interaction: Interaction) -> None:
         await run_command(interaction, "unsubscribe", ephemeral=True, dm_chat=True)
@@ -337,6 +334,8 @@ def install_commands(tree: app_commands.CommandTree[Any]) -> None:
 
     for name in ("preview", "approve", "hold"):
         dated_admin(name)
+
+    install_reader_commands(tree, run_command)  # /subscribe and its options, follows
 
     for entry in slash_commands():
         command = tree.get_command(entry.name)

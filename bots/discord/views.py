@@ -13,7 +13,7 @@ import discord
 from bots.inflight import RESTARTING
 from bots.renderers import Flavor
 from digest_core.actions import ACTION_PREFIX, CommandButton, Style, parse_action_data
-from digest_core.commands import Reply, Request
+from digest_core.commands import Choice, Reply, Request
 from digest_core.confirmation import (
     CANCEL_DATA,
     CANCEL_LABEL,
@@ -24,6 +24,7 @@ from digest_core.confirmation import (
 )
 from digest_core.flood import Verdict
 from digest_core.models import Section
+from digest_core.readers import CHOICE_PREFIX, parse_choice
 from digest_core.rendering import (
     BUTTON_PREFIX,
     Message,
@@ -215,13 +216,16 @@ async def _respond(interaction: Interaction, work: Work, *, ephemeral: bool) -> 
     if private and not ephemeral and interaction.response.is_done():
         # deferred in public, yet the answer is only for the requester: drop "thinking…"
         await interaction.delete_original_response()
-    messages, view = reply.messages, None
+    messages: Sequence[Message] = reply.messages
+    view: discord.ui.View | None = None
     if reply.confirm is not None:
         port = port_of(interaction)
         if port is not None:
             prompt = port.confirmations.prompt(reply, limit=CUSTOM_ID_LIMIT)
             messages = prompt.messages
             view = ConfirmView(reply.confirm) if prompt.buttons else None
+    elif reply.choices:
+        view = choices_view(reply.choices)
     await send_all(interaction, messages, ephemeral=private, view=view)
     return reply
 
@@ -359,6 +363,72 @@ class ActionButton(
             confirmed=True,
         )
         await respond(interaction, lambda: port.handle(request), ephemeral=True)
+
+
+# --------------------------------------------------------------------------- reader choices
+
+
+class ChoiceButton(
+    discord.ui.DynamicItem[discord.ui.Button[Any]],
+    template=rf"^{re.escape(CHOICE_PREFIX)}[a-z]+( [A-Za-z0-9:]+)*$",
+):
+    """A button under ``/settings`` (a :class:`~digest_core.commands.Choice`): its custom id
+    is the reader command it runs (``rd:subscribe 07:00``), for the presser, answered only to
+    them; it keeps working after restarts."""
+
+    def __init__(self, custom_id: str, label: str = "") -> None:
+        parsed = parse_choice(custom_id)
+        if parsed is None:
+            raise ValueError(f"not a reader choice: {custom_id!r}")
+        self.command, self.args = parsed
+        super().__init__(
+            discord.ui.Button(
+                label=label or custom_id, style=discord.ButtonStyle.secondary, custom_id=custom_id
+            )
+        )
+
+    @classmethod
+    async def from_custom_id(
+        cls,
+        interaction: discord.Interaction[Any],
+        item: discord.ui.Item[Any],
+        match: re.Match[str],
+        /,
+    ) -> ChoiceButton:
+        return cls(match.string)
+
+    async def callback(self, interaction: discord.Interaction[Any]) -> None:
+        ours: Interaction = interaction
+        port = port_of(ours)
+        if port is None:
+            return
+        if await slowed_down(ours, admin=False):
+            return
+
+        async def work() -> Reply:
+            dm = await ours.user.create_dm()  # preferences belong to the reader's DM
+            request = Request(
+                self.command,
+                self.args,
+                platform=PLATFORM,
+                flavor=Flavor.DISCORD,
+                user=str(ours.user.id),
+                chat=str(dm.id),
+            )
+            return await port.handle(request)
+
+        await respond(ours, work, ephemeral=True)
+
+
+def choices_view(rows: Sequence[Sequence[Choice]]) -> discord.ui.View:
+    """The buttons of a reply's choices, one row each (at most 5 rows of 5)."""
+    view = discord.ui.View(timeout=None)
+    for row, choices in enumerate(rows[:5]):
+        for choice in choices[:5]:
+            button = ChoiceButton(choice.data, choice.label[:80])
+            button.item.row = row
+            view.add_item(button)
+    return view
 
 
 # --------------------------------------------------------------------------- repost confirmation

@@ -124,9 +124,12 @@ class DeliveryEngine:
 
     def pacer(self, platform: Platform) -> Pacer:
         """The pacing state of ``platform`` (created from its limits on first use)."""
-        pacer = self._pacers.get(platform.name)
+        # a platform seen under another ledger key (a reader's follow messages) names the
+        # platform whose budget it shares
+        name = getattr(platform, "paced_as", platform.name)
+        pacer = self._pacers.get(name)
         if pacer is None:
-            pacer = self._pacers[platform.name] = Pacer(platform.limits, now=self.clock.monotonic())
+            pacer = self._pacers[name] = Pacer(platform.limits, now=self.clock.monotonic())
         return pacer
 
     async def deliver(

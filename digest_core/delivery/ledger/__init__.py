@@ -26,6 +26,7 @@ from digest_core.delivery.ledger.engine import _create_engine
 from digest_core.delivery.ledger.leases import LeasesMixin
 from digest_core.delivery.ledger.planning import _PLAN_BATCH, PlanningMixin
 from digest_core.delivery.ledger.queries import QueriesMixin
+from digest_core.delivery.ledger.readers import ReadersMixin
 from digest_core.delivery.ledger.records import (
     AuditEntry,
     DeliveryRecord,
@@ -109,6 +110,7 @@ class Ledger(
     TargetsMixin,
     LeasesMixin,
     SubscribersMixin,
+    ReadersMixin,
     AuditMixin,
     QueriesMixin,
     RetentionMixin,

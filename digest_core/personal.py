@@ -1,0 +1,277 @@
+"""Private deliveries on readers' own terms: the issue at each subscriber's time and in their
+format, and one message per new issue to readers who follow a word it mentions.
+
+Both go through the ledger and the engine like the daily post, so each is paced under the
+platform's budget, sent once, and resumed after a crash. A run (:meth:`Personal.run_due`) is
+cheap when nothing is due; the service runs it every minute.
+
+No duplicate when a preference changes: a subscriber whose time or format changed after they
+got the day's issue (any format, any revision) is not sent it again
+(:meth:`~digest_core.delivery.ledger.readers.ReadersMixin.got_day`); follow messages have a
+ledger key of their own (``<platform>~follow``, revision ``follow-<revision>``), so they never
+stand for the issue in the ledger, and they share the platform's pacing (``paced_as``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from digest_core.archive import Archive
+from digest_core.archive_scan import SearchHit
+from digest_core.clock import Clock
+from digest_core.delivery import DeliveryEngine, DeliveryReport, Ledger
+from digest_core.delivery.ledger.readers import Format, Preference
+from digest_core.errors import IssueNotFound
+from digest_core.models import Issue, IssueRef, Section
+from digest_core.platform import PartKey, Platform, PlatformLimits, Target, TargetKind
+from digest_core.readers import zone_named
+from digest_core.rendering import Message, Part, Renderer, RenderOptions, notice, render
+
+log = logging.getLogger(__name__)
+
+#: what each format renders
+PART_OF_FORMAT: dict[Format, Part] = {
+    Format.FULL: Part.ALL,
+    Format.COMPACT: Part.TOC,
+    Format.HEADLINE: Part.HEADLINE,
+}
+#: a follow message names at most this many items per word
+MAX_HITS_PER_WORD = 5
+#: how long after its publish time an issue still counts as new for follows
+FOLLOW_WINDOW = dt.timedelta(hours=24)
+#: the suffix of the ledger's platform key of follow messages
+FOLLOW_KEY = "~follow"
+
+
+class Visibility:
+    """The one rule of what readers may see (until :mod:`digest_core.embargo` lands, the
+    day's post time in the digest's zone: ``post_at``)."""
+
+    def __init__(self, post_at: Callable[[dt.date], dt.datetime], clock: Clock) -> None:
+        self.post_at = post_at
+        self.clock = clock
+
+    def visible(self, day: dt.date, *, at: dt.datetime | None = None) -> bool:
+        """True when readers may see the issue of ``day`` (now, or at ``at``)."""
+        return self.post_at(day) <= (at or self.clock.now())
+
+
+class FollowSender:
+    """A platform seen by the ledger as ``<name>~follow``: its own rows, the platform's sends
+    and pacing (:attr:`paced_as`)."""
+
+    def __init__(self, inner: Platform) -> None:
+        self.inner = inner
+        self.name = inner.name + FOLLOW_KEY
+        self.paced_as = inner.name
+        self.limits: PlatformLimits = inner.limits
+        self.post_options: RenderOptions = inner.post_options
+
+    @property
+    def flavor(self) -> Renderer:
+        return self.inner.flavor
+
+    async def send(self, target: Target, message: Message, *, key: PartKey | None = None) -> str:
+        to = Target(self.inner.name, target.id, target.kind)
+        return await self.inner.send(
+            to, message, key=None if key is None else replace(key, target=to)
+        )
+
+
+@dataclass
+class Personal:
+    """The subscribers' own times and formats, and follows, for ``platforms`` (those that can
+    write to readers privately)."""
+
+    archive: Archive
+    ledger: Ledger
+    engine: DeliveryEngine
+    clock: Clock
+    zone: dt.tzinfo
+    visibility: Visibility
+    platforms: Mapping[str, Platform]
+    #: one delivery of a day per platform at a time (the service's lock)
+    lock: Callable[[dt.date, str], asyncio.Lock]
+    #: a slot missed by more than this (the bot was down) is skipped
+    catch_up: dt.timedelta = dt.timedelta(hours=6)
+    #: (platform, date, revision, chat) of follow messages known complete
+    _followed: set[tuple[str, dt.date, str, str]] = field(default_factory=set)
+
+    async def run_due(self) -> list[DeliveryReport]:
+        """Deliver what is due now: timed subscribers' issues, then follow messages."""
+        reports: list[DeliveryReport] = []
+        for platform in self.platforms.values():
+            try:
+                reports += await self.slots(platform)
+                reports += await self.follows(platform)
+            except IssueNotFound:
+                continue
+        return reports
+
+    # ------------------------------------------------------------ time slots
+
+    def last_slot(self, pref: Preference) -> dt.datetime | None:
+        """The latest moment at or before now that is ``pref``'s time in its zone."""
+        if pref.at is None:
+            return None
+        zone = zone_named(pref.zone) if pref.zone else None
+        tz = zone or self.zone
+        now = self.clock.now()
+        local = now.astimezone(tz)
+        for back in (0, 1):
+            day = local.date() - dt.timedelta(days=back)
+            slot = dt.datetime.combine(day, pref.at).replace(tzinfo=tz).astimezone(dt.UTC)
+            if slot <= now:
+                return slot
+        return None  # unreachable: yesterday's time has passed
+
+    def issue_at(self, slot: dt.datetime) -> Issue | None:
+        """The newest issue readers could see at ``slot`` (today's or yesterday's)."""
+        day = slot.astimezone(self.zone).date()
+        for candidate in (day, day - dt.timedelta(days=1)):
+            if self.visibility.visible(candidate, at=slot):
+                try:
+                    return self.archive.on(candidate)
+                except IssueNotFound:
+                    continue
+        return None
+
+    async def slots(self, platform: Platform) -> list[DeliveryReport]:
+        """Deliver the issue to the subscribers of ``platform`` whose time has come."""
+        now = self.clock.now()
+        due: dict[tuple[dt.date, Format], tuple[Issue, list[Target]]] = {}
+        for pref in await self.ledger.timed_subscribers(platform.name):
+            slot = self.last_slot(pref)
+            if slot is None or now - slot > self.catch_up:
+                continue
+            if pref.updated_at is not None and slot < pref.updated_at:
+                continue  # set after today's time: from the next one on
+            issue = await asyncio.to_thread(self.issue_at, slot)
+            if issue is None:
+                continue
+            target = Target(platform.name, pref.chat_id, TargetKind.PRIVATE)
+            due.setdefault((issue.date, pref.format), (issue, []))[1].append(target)
+        reports: list[DeliveryReport] = []
+        for (day, fmt), (issue, targets) in sorted(due.items()):
+            got = await self.ledger.got_day(platform.name, day, [t.id for t in targets])
+            todo = [t for t in targets if t.id not in got]
+            if not todo:
+                continue
+            messages = render(
+                issue, platform.flavor, PART_OF_FORMAT[fmt], options=platform.post_options
+            )
+            log.info("%s: %s in %s format to %d subscribers", platform.name, day, fmt, len(todo))
+            async with self.lock(day, platform.name):
+                reports.append(await self.engine.deliver(issue.ref, platform, messages, todo))
+        return reports
+
+    async def groups(
+        self,
+        issue: Issue,
+        platform: Platform,
+        targets: Sequence[Target],
+        messages: list[Message],
+        *,
+        default: Part = Part.ALL,
+    ) -> list[tuple[list[Message], list[Target]]]:
+        """The daily post's targets by what they get: ``messages`` (the whole issue) for
+        channels; private subscribers get the format they chose, else the platform's
+        subscriber part ``default`` (e.g. the compact one-message issue), rendered so."""
+        formats = await self.ledger.formats(platform.name)
+        fallback = {part: fmt for fmt, part in PART_OF_FORMAT.items()}.get(default, Format.FULL)
+        groups: dict[Format, list[Target]] = {}
+        for target in targets:
+            fmt = (
+                formats.get(target.id, fallback)
+                if target.kind is TargetKind.PRIVATE
+                else Format.FULL
+            )
+            groups.setdefault(fmt, []).append(target)
+        result: list[tuple[list[Message], list[Target]]] = []
+        for fmt, group in groups.items():
+            if fmt is Format.FULL:
+                result.append((messages, group))
+            else:
+                part = PART_OF_FORMAT[fmt]
+                result.append(
+                    (render(issue, platform.flavor, part, options=platform.post_options), group)
+                )
+        return result
+
+    # ------------------------------------------------------------ follows
+
+    def new_issue(self) -> Issue | None:
+        """The newest issue published within :data:`FOLLOW_WINDOW`, if any."""
+        now = self.clock.now()
+        today = now.astimezone(self.zone).date()
+        for day in (today, today - dt.timedelta(days=1)):
+            if self.visibility.visible(day) and now - self.visibility.post_at(day) <= FOLLOW_WINDOW:
+                try:
+                    return self.archive.on(day)
+                except IssueNotFound:
+                    continue
+        return None
+
+    async def follows(self, platform: Platform) -> list[DeliveryReport]:
+        """One private message per follower whose words the newest issue mentions."""
+        followers = await self.ledger.followers(platform.name)
+        if not followers:
+            return []
+        issue = await asyncio.to_thread(self.new_issue)
+        if issue is None:
+            return []
+        sender = FollowSender(platform)
+        ref = IssueRef(date=issue.date, revision=f"follow-{issue.revision}")
+        hits: dict[str, list[SearchHit]] = {}
+        reports: list[DeliveryReport] = []
+        for chat, words in followers.items():
+            done = (platform.name, issue.date, issue.revision, chat)
+            if done in self._followed:
+                continue
+            found: list[tuple[str, list[SearchHit]]] = []
+            for word in words:
+                if word not in hits:
+                    hits[word] = await asyncio.to_thread(self.archive.hits_on, issue.date, word)
+                if hits[word]:
+                    found.append((word, hits[word]))
+            if not found:
+                self._followed.add(done)
+                continue
+            messages = notice(follow_text(issue, found), platform.flavor)
+            target = Target(sender.name, chat, TargetKind.PRIVATE)
+            report = await self.engine.deliver(ref, sender, messages, [target])
+            if report.ok:
+                self._followed.add(done)
+            reports.append(report)
+        return reports
+
+
+def follow_text(issue: Issue, found: Sequence[tuple[str, Sequence[SearchHit]]]) -> str:
+    """The follow message: each followed word with the items of ``issue`` that mention it."""
+    lines = [
+        f"你关注的词出现在 {issue.date} 的日报中 / Words you follow are in the issue of "
+        f"{issue.date}:"
+    ]
+    for word, hits in found:
+        lines.append(f"“{word}”")
+        for hit in hits[:MAX_HITS_PER_WORD]:
+            lines.append(f"· {hit.where} · {hit.title}")
+            url = _url(issue, hit)
+            if url:
+                lines.append(f"  {url}")
+    lines.append(f"/issue {issue.date} 查看全文 / reads the whole issue")
+    return "\n".join(lines)
+
+
+def _url(issue: Issue, hit: SearchHit) -> str | None:
+    if hit.section is Section.HEADLINE:
+        return issue.headline.url
+    if hit.section is Section.BRIEFS:
+        return issue.brief(hit.index).url
+    if hit.section is Section.CLASSIC and issue.classic is not None:
+        return issue.classic.url
+    return None

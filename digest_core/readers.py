@@ -1,0 +1,278 @@
+"""Readers' own commands: /subscribe with a time and format, /zone, /settings, /follow, /unfollow,
+/following (registered on :class:`~digest_core.commands.Commands` by the service)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import re
+import zoneinfo
+from collections.abc import Sequence
+from typing import Protocol
+
+from digest_core.commands import Choice, Commands, Reply, Request, Status
+from digest_core.delivery.ledger.readers import MAX_FOLLOWS, Followed, Format, Preference
+from digest_core.rendering import notice
+
+log = logging.getLogger(__name__)
+
+#: the prefix of a button's data that runs a reader command (``rd:subscribe 07:00``)
+CHOICE_PREFIX = "rd:"
+#: the longest keyword one may follow (as ``/search``)
+MAX_WORD = 64
+#: the delivery times ``/settings`` offers as buttons (any HH:MM can be typed)
+TIMES = ("07:00", "12:00", "18:00", "21:00")
+#: how each format is called in replies
+FORMAT_LABELS = {
+    Format.FULL: "完整 / full",
+    Format.COMPACT: "精简 / compact",
+    Format.HEADLINE: "只看重点 / headline",
+}
+#: the commands that only make sense in a private chat (adapters answer them there)
+PRIVATE_COMMANDS = frozenset(
+    {"subscribe", "unsubscribe", "zone", "settings", "follow", "unfollow", "following"}
+)
+
+_TIME = re.compile(r"([01]?[0-9]|2[0-3]):([0-5][0-9])")
+
+
+class ReaderStore(Protocol):
+    """Where preferences and follows are kept (the ledger)."""
+
+    async def preference(self, platform: str, chat_id: str) -> Preference: ...
+
+    async def set_preference(
+        self,
+        platform: str,
+        chat_id: str,
+        *,
+        at: dt.time | object | None = ...,
+        zone: str | object | None = ...,
+        format: Format | object = ...,
+    ) -> Preference: ...
+
+    async def follow(self, platform: str, chat_id: str, word: str) -> Followed: ...
+
+    async def unfollow(self, platform: str, chat_id: str, word: str) -> bool: ...
+
+    async def following(self, platform: str, chat_id: str) -> list[str]: ...
+
+
+def parse_choice(data: str) -> tuple[str, tuple[str, ...]] | None:
+    """The command and arguments a :class:`~digest_core.commands.Choice` button runs; None
+    for button data that is not a reader choice."""
+    if not data.startswith(CHOICE_PREFIX):
+        return None
+    command, *args = data[len(CHOICE_PREFIX) :].split()
+    return (command, tuple(args)) if command in PRIVATE_COMMANDS else None
+
+
+def zone_named(name: str) -> zoneinfo.ZoneInfo | None:
+    """The IANA zone ``name`` (``Europe/Berlin``), or None when there is no such zone."""
+    if not name or len(name) > 64 or name.startswith(("/", ".")) or ".." in name:
+        return None
+    try:
+        return zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        return None
+
+
+class ReaderCommands:
+    """The readers' commands over ``commands`` (texts, usage, the plain subscription) and a
+    :class:`ReaderStore`. ``zone_name`` and ``post_time`` are the digest's own."""
+
+    def __init__(
+        self, commands: Commands, store: ReaderStore, *, zone_name: str, post_time: dt.time
+    ) -> None:
+        self.commands = commands
+        self.store = store
+        self.zone_name = zone_name
+        self.post_time = post_time
+
+    def install(self) -> None:
+        """Register every reader command on :attr:`commands`."""
+        for name in ("subscribe", "zone", "settings", "follow", "unfollow", "following"):
+            self.commands.register(name, getattr(self, name))
+
+    # ------------------------------------------------------------ helpers
+
+    def _text(
+        self,
+        request: Request,
+        text: str,
+        *,
+        status: Status = Status.OK,
+        choices: tuple[tuple[Choice, ...], ...] = (),
+    ) -> Reply:
+        return Reply(notice(text, request.flavor), status=status, private=True, choices=choices)
+
+    def _usage(self, request: Request, problem: str) -> Reply:
+        usage = self.commands.usage(request.command.lower().lstrip("/"))
+        return self._text(request, f"{problem}\n用法 / usage: {usage}", status=Status.USAGE)
+
+    def _unavailable(self, request: Request) -> Reply | None:
+        if self.commands.backend is None or request.platform not in self.commands.subscribable:
+            return self._text(
+                request,
+                "这里不支持私信功能 / private deliveries are not available here",
+                status=Status.USAGE,
+            )
+        return None
+
+    def describe(self, pref: Preference) -> str:
+        """The reader's settings in two languages."""
+        when = f"{pref.at:%H:%M}" if pref.at else f"{self.post_time:%H:%M}（默认 / default）"
+        zone = pref.zone or f"{self.zone_name}（默认 / default）"
+        state = "已订阅 / subscribed" if pref.subscribed else "未订阅 / not subscribed"
+        return (
+            f"订阅 / subscription: {state}\n"
+            f"时间 / time: {when}\n"
+            f"时区 / zone: {zone}\n"
+            f"格式 / format: {FORMAT_LABELS[pref.format]}"
+        )
+
+    # ------------------------------------------------------------ commands
+
+    async def subscribe(self, request: Request) -> Reply:
+        """``/subscribe [HH:MM] [full|compact|headline]``; without arguments the plain one."""
+        if not request.args:
+            return await self.commands.subscribe(request)
+        if (refused := self._unavailable(request)) is not None:
+            return refused
+        at: dt.time | None = None
+        fmt: Format | None = None
+        for arg in request.args:
+            if (m := _TIME.fullmatch(arg)) is not None and at is None:
+                at = dt.time(int(m[1]), int(m[2]))
+            elif arg.lower() in Format.__members__.values() and fmt is None:
+                fmt = Format(arg.lower())
+            else:
+                return self._usage(
+                    request, f"“{arg[:40]}” 不是时间或格式 / is not a time or format"
+                )
+        backend = self.commands.backend
+        assert backend is not None  # _unavailable
+        await backend.subscribe(request.platform, request.chat, on=True)
+        changes: dict[str, object] = {}
+        if at is not None:
+            changes["at"] = at
+        if fmt is not None:
+            changes["format"] = fmt
+        pref = await self.store.set_preference(request.platform, request.chat, **changes)
+        return self._text(
+            request, "已订阅 / Subscribed.\n" + self.describe(pref), choices=self._choices(pref)
+        )
+
+    async def zone(self, request: Request) -> Reply:
+        """``/zone Area/City``: the zone of the reader's delivery time (``/zone`` shows it)."""
+        if (refused := self._unavailable(request)) is not None:
+            return refused
+        if not request.args:
+            pref = await self.store.preference(request.platform, request.chat)
+            return self._text(request, f"时区 / zone: {pref.zone or self.zone_name}")
+        if len(request.args) > 1:
+            return self._usage(request, "参数太多 / too many arguments")
+        name = request.args[0]
+        if zone_named(name) is None:
+            return self._usage(
+                request, f"“{name[:64]}” 不是时区，例如 Europe/Berlin / is not a zone name"
+            )
+        pref = await self.store.set_preference(request.platform, request.chat, zone=name)
+        return self._text(request, "时区已设置 / Zone set.\n" + self.describe(pref))
+
+    async def settings(self, request: Request) -> Reply:
+        """``/settings``: the reader's preferences, with buttons that change them."""
+        if (refused := self._unavailable(request)) is not None:
+            return refused
+        if request.args:
+            return self._usage(request, "/settings 不需要参数 / takes no argument")
+        pref = await self.store.preference(request.platform, request.chat)
+        words = await self.store.following(request.platform, request.chat)
+        text = self.describe(pref)
+        text += f"\n关注 / following: {'、'.join(words) if words else '—'}"
+        return self._text(request, text, choices=self._choices(pref))
+
+    def _choices(self, pref: Preference) -> tuple[tuple[Choice, ...], ...]:
+        times = tuple(
+            Choice(
+                ("✓ " if pref.at and f"{pref.at:%H:%M}" == t else "") + t,
+                f"{CHOICE_PREFIX}subscribe {t}",
+            )
+            for t in TIMES
+        )
+        formats = tuple(
+            Choice(
+                ("✓ " if pref.format is f else "") + FORMAT_LABELS[f].split(" / ")[0],
+                f"{CHOICE_PREFIX}subscribe {f.value}",
+            )
+            for f in Format
+        )
+        last = (
+            Choice("取消订阅 / unsubscribe", f"{CHOICE_PREFIX}unsubscribe")
+            if pref.subscribed
+            else Choice("订阅 / subscribe", f"{CHOICE_PREFIX}subscribe {Format.FULL.value}")
+        )
+        return (times, formats, (last,))
+
+    def _word(self, request: Request) -> str | Reply:
+        word = " ".join(request.args).strip().casefold()
+        if not word:
+            return self._usage(request, "请给出关键词 / give a keyword")
+        if len(word) > MAX_WORD:
+            return self._usage(request, f"关键词太长（最多 {MAX_WORD} 个字符）/ keyword too long")
+        return word
+
+    async def follow(self, request: Request) -> Reply:
+        """``/follow 关键词``: a private message when a new issue mentions it."""
+        if (refused := self._unavailable(request)) is not None:
+            return refused
+        word = self._word(request)
+        if isinstance(word, Reply):
+            return word
+        outcome = await self.store.follow(request.platform, request.chat, word)
+        if outcome is Followed.FULL:
+            return self._text(
+                request,
+                f"最多关注 {MAX_FOLLOWS} 个词；先用 /unfollow 取消一个。\n"
+                f"You can follow {MAX_FOLLOWS} words at most; /unfollow one first.",
+                status=Status.USAGE,
+            )
+        if outcome is Followed.ALREADY:
+            return self._text(request, f"你已经关注了“{word}”。/ Already following “{word}”.")
+        return self._text(
+            request,
+            f"已关注“{word}”：新一期提到它时会私信告诉你。\n"
+            f"Following “{word}”: a new issue that mentions it comes by private message.",
+        )
+
+    async def unfollow(self, request: Request) -> Reply:
+        if (refused := self._unavailable(request)) is not None:
+            return refused
+        word = self._word(request)
+        if isinstance(word, Reply):
+            return word
+        if not await self.store.unfollow(request.platform, request.chat, word):
+            return self._text(
+                request,
+                f"你没有关注“{word}”。/ You do not follow “{word}”.",
+                status=Status.NOT_FOUND,
+            )
+        return self._text(request, f"已取消关注“{word}”。/ No longer following “{word}”.")
+
+    async def following(self, request: Request) -> Reply:
+        if (refused := self._unavailable(request)) is not None:
+            return refused
+        words = await self.store.following(request.platform, request.chat)
+        if not words:
+            return self._text(
+                request,
+                "你还没有关注任何词；/follow 关键词 来关注。\n"
+                "You follow no words yet; /follow WORD to start.",
+            )
+        lines = [f"关注 / following ({len(words)}/{MAX_FOLLOWS}):", *(f"· {w}" for w in words)]
+        return self._text(request, "\n".join(lines))
+
+
+def choice_rows(reply: Reply) -> Sequence[Sequence[Choice]]:
+    """The button rows of ``reply`` (for adapters)."""
+    return reply.choices
