@@ -26,6 +26,7 @@ from digest_core.delivery.watchdog import LedgerWatchdog
 from digest_core.errors import ConfigError, LeadershipLost, LedgerLost
 from digest_core.leadership import Leadership, receives_as_standby
 from digest_core.metrics import NULL_METRICS, MetricsSink
+from digest_core.personal import install as install_personal
 from digest_core.port import Adapter
 from digest_core.publishing import PublishingConfig
 from digest_core.scheduling import ScheduleConfig
@@ -322,6 +323,7 @@ async def run(
             if settings.schedule.enabled:
                 service.poster.install(scheduler)
                 service.publishing.install(scheduler)
+                install_personal(scheduler, service.deliver_personal)
             retention.install(scheduler)
             if settings.schedule.corrections == "auto":
                 scheduler.add_job(

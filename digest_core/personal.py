@@ -17,15 +17,18 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from apscheduler.triggers.interval import IntervalTrigger
 
 from digest_core.archive import Archive
 from digest_core.archive_scan import SearchHit
 from digest_core.clock import Clock
 from digest_core.delivery import DeliveryEngine, DeliveryReport, Ledger
 from digest_core.delivery.ledger.readers import Format, Preference
-from digest_core.errors import IssueNotFound
+from digest_core.errors import DeliveryBusy, IssueNotFound
 from digest_core.models import Issue, IssueRef, Section
 from digest_core.platform import PartKey, Platform, PlatformLimits, Target, TargetKind
 from digest_core.readers import zone_named
@@ -45,6 +48,27 @@ MAX_HITS_PER_WORD = 5
 FOLLOW_WINDOW = dt.timedelta(hours=24)
 #: the suffix of the ledger's platform key of follow messages
 FOLLOW_KEY = "~follow"
+
+
+#: the id of the scheduler job that runs :meth:`Personal.run_due`
+JOB_ID = "personal-deliveries"
+#: how often it runs (seconds): a subscriber's time is kept to within this
+EVERY_SECONDS = 60
+
+
+def install(scheduler: AsyncIOScheduler, run: Callable[[], Awaitable[object]]) -> None:
+    """Add the job that runs ``run`` (the service's ``deliver_personal``) every minute."""
+    if scheduler.get_job(JOB_ID) is not None:
+        scheduler.remove_job(JOB_ID)
+    scheduler.add_job(
+        run,
+        IntervalTrigger(seconds=EVERY_SECONDS),
+        id=JOB_ID,
+        name="subscribers' times and follows",
+        coalesce=True,
+        max_instances=1,
+        misfire_grace_time=EVERY_SECONDS,
+    )
 
 
 class Visibility:
@@ -108,8 +132,8 @@ class Personal:
             try:
                 reports += await self.slots(platform)
                 reports += await self.follows(platform)
-            except IssueNotFound:
-                continue
+            except DeliveryBusy as exc:  # another process delivers there: the next run
+                log.info("personal deliveries on %s wait: %s", platform.name, exc)
         return reports
 
     # ------------------------------------------------------------ time slots

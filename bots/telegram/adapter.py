@@ -47,7 +47,7 @@ App = Application[Any, Any, Any, Any, Any, Any]
 
 #: Update types the bot asks for: commands come as messages, button presses as callback
 #: queries; channel posts (our own) and member updates are of no use.
-ALLOWED_UPDATES = (Update.MESSAGE, Update.CALLBACK_QUERY)
+ALLOWED_UPDATES = (Update.MESSAGE, Update.CALLBACK_QUERY, Update.INLINE_QUERY)
 
 #: HTTP timeouts of Bot API calls, in seconds (PTB's defaults are 5, 5, 5 and 1). A send
 #: whose answer does not come within the read timeout is retried by the core, but Telegram

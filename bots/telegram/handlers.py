@@ -4,26 +4,41 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import html
 import logging
 import time
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from telegram import CallbackQuery, Update
+from telegram import (
+    CallbackQuery,
+    InlineQueryResultArticle,
+    InputTextMessageContent,
+    LinkPreviewOptions,
+    Update,
+)
 from telegram.constants import CallbackQueryLimit, ChatType, InlineKeyboardButtonLimit
 from telegram.error import TelegramError
-from telegram.ext import CallbackQueryHandler, ContextTypes, MessageHandler, filters
+from telegram.ext import (
+    CallbackQueryHandler,
+    ContextTypes,
+    InlineQueryHandler,
+    MessageHandler,
+    filters,
+)
 
 from bots.inflight import RESTARTING
 from bots.renderers import Flavor
 from digest_core.actions import parse_action_data
-from digest_core.commands import ADMIN, Reply, Request, Status, parse_command_line
+from digest_core.commands import ADMIN, Choice, Reply, Request, Status, parse_command_line
 from digest_core.confirmation import Action
 from digest_core.errors import DeliveryError, TargetGone, TransientError
 from digest_core.flood import UserRateLimiter, Verdict
+from digest_core.inline import Article
 from digest_core.models import Section
 from digest_core.platform import TargetKind
+from digest_core.readers import PRIVATE_COMMANDS, parse_choice
 from digest_core.rendering import Message, notice, parse_button_data, plain_renderer, preview
 
 if TYPE_CHECKING:
@@ -99,6 +114,7 @@ class Handlers:
             )
         )
         app.add_handler(CallbackQueryHandler(self._tracked(self.on_button)))
+        app.add_handler(InlineQueryHandler(self._tracked(self.on_inline)))
         app.add_error_handler(self.on_error)
 
     def _tracked(self, callback: Callback) -> Callback:
@@ -152,7 +168,7 @@ class Handlers:
             return
         kind = TargetKind.PRIVATE if private else TargetKind.GROUP
         paced: list[float] = []
-        if name in ("subscribe", "unsubscribe") and not private:
+        if name in PRIVATE_COMMANDS and not private:
             bot = self.adapter.username
             text = (
                 f"订阅请私信 @{bot} 发送 /{name}。\n"
@@ -170,6 +186,8 @@ class Handlers:
         messages = reply.messages
         if reply.confirm is not None:
             messages = self._with_confirm_buttons(reply)
+        elif reply.choices:
+            messages = with_choices(messages, reply.choices)
         if reply.private and not private and reply.status is not Status.REFUSED:
             # admin output (status, repost prompts and reports) goes to the admin privately,
             # not to everyone in the group
@@ -291,6 +309,10 @@ class Handlers:
         if action is not None:
             await self._on_action(query, *action)
             return
+        choice = parse_choice(data)
+        if choice is not None:
+            await self._on_choice(query, *choice)
+            return
         parsed = parse_button_data(data)
         if parsed is None:
             await _answer(query)  # not ours (or from an older version): stop the spinner
@@ -360,6 +382,39 @@ class Handlers:
         await _answer(query, f"已私信发送：{section.label} / sent to you in private")
         self._timed(f"button:{section.value}", user.id, started, paced)
 
+    async def _on_choice(self, query: CallbackQuery, command: str, args: tuple[str, ...]) -> None:
+        """A press of a ``/settings`` button: the reader command it names, run for the presser
+        in their private chat (the answer comes there, with the buttons again)."""
+        user = query.from_user
+        if user.id not in self.adapter.admins:
+            verdict = self.limiter.check(user.id)
+            if verdict is not Verdict.ALLOW:
+                await _answer(query, self._slow_down(), alert=verdict is Verdict.WARN)
+                return
+        request = Request(
+            command, args, platform=self.adapter.name, flavor=Flavor.TELEGRAM,
+            user=str(user.id), chat=str(user.id),
+        )  # fmt: skip
+        reply = await self._handle(request)
+        await _answer(query, "✓" if reply.status is Status.OK else None)
+        messages = with_choices(reply.messages, reply.choices) if reply.choices else reply.messages
+        await self._send(user.id, TargetKind.PRIVATE, messages, [])
+
+    # ------------------------------------------------------------ inline mode
+
+    async def on_inline(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """``@bot 关键词`` in any chat: matching items of published issues as articles to
+        share (the newest headline for an empty query). Needs /setinline at BotFather."""
+        query = update.inline_query
+        if query is None:
+            return
+        found = await self.port.inline(query.query)
+        results = [inline_article(a) for a in found[:MAX_INLINE_RESULTS]]
+        try:
+            await query.answer(results, cache_time=INLINE_CACHE_SECONDS, is_personal=False)
+        except TelegramError as exc:  # too late (the reader typed on) or refused
+            log.info("telegram: could not answer inline query %r: %s", query.query, exc)
+
     async def _on_confirm(self, query: CallbackQuery, data: str) -> None:
         """A press of a confirmation button: the core decides (digest_core.confirmation);
         the prompt's buttons are replaced by its note so it is not pressed twice."""
@@ -402,6 +457,44 @@ class Handlers:
 
     async def on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
         log.error("telegram: handling an update failed", exc_info=context.error)
+
+
+#: results one inline answer carries (Telegram allows 50)
+MAX_INLINE_RESULTS = 20
+#: how long Telegram may cache an inline answer (a new issue shows within this)
+INLINE_CACHE_SECONDS = 300
+
+
+def inline_article(article: Article) -> InlineQueryResultArticle:
+    """An inline result for ``article``: its title, first sentence and link, shared as one
+    HTML message."""
+    title = html.escape(article.title)
+    lines = [f"<b>{title}</b>", html.escape(article.description)]
+    where = html.escape(f"AI 技术日报 {article.date} · {article.where}")
+    if article.url:
+        lines.append(f'<a href="{html.escape(article.url, quote=True)}">{where}</a>')
+    else:
+        lines.append(where)
+    return InlineQueryResultArticle(
+        id=article.id,
+        title=article.title,
+        description=article.description,
+        url=article.url,
+        input_message_content=InputTextMessageContent(
+            "\n".join(lines),
+            parse_mode="HTML",
+            link_preview_options=LinkPreviewOptions(is_disabled=article.url is None),
+        ),
+    )
+
+
+def with_choices(messages: Sequence[Message], rows: Sequence[Sequence[Choice]]) -> list[Message]:
+    """``messages`` with the reply's choice buttons on the last one (payloads copied)."""
+    out = [Message(dict(m.payload)) for m in messages]
+    if out:
+        keyboard = [[{"text": c.label, "callback_data": c.data} for c in row] for row in rows]
+        out[-1].payload["reply_markup"] = {"inline_keyboard": keyboard}
+    return out
 
 
 def kind_of(chat_type: str) -> TargetKind:

@@ -39,6 +39,11 @@ MAX_CALLBACK_DATA_BYTES = 64
 #: getFile refuses larger files ("file is too big")
 MAX_DOWNLOAD_BYTES = 20 * 1024 * 1024
 MAX_COMMANDS = 100
+#: answerInlineQuery: results per answer, bytes of a result id and of next_offset
+MAX_INLINE_RESULTS = 50
+MAX_INLINE_ID_BYTES = 64
+#: characters of an inline query's text
+MAX_INLINE_QUERY = 256
 # Update types delivered when allowed_updates is [] or was never set.
 DEFAULT_EXCLUDED_UPDATES = frozenset({"chat_member", "message_reaction", "message_reaction_count"})
 #: a ChatMemberAdministrator's rights (https://core.telegram.org/bots/api#chatmemberadministrator)
@@ -155,6 +160,31 @@ class SentMessage:
 
 
 @dataclass
+class InlineResult:
+    """One article of an inline answer, as a reader would share it."""
+
+    id: str
+    title: str
+    description: str | None
+    url: str | None
+    #: the visible text of the message it sends, its entities and raw (HTML) text
+    text: str
+    html: str
+    entities: list[Params]
+
+
+@dataclass
+class InlineAnswer:
+    """One accepted answerInlineQuery."""
+
+    query_id: str
+    results: list[InlineResult]
+    cache_time: int | None
+    is_personal: bool
+    next_offset: str
+
+
+@dataclass
 class RequestRecord:
     """One Bot API call as the double answered it."""
 
@@ -242,6 +272,12 @@ class FakeTelegram:
         self._update_ids = itertools.count(10_000)
         self._callback_ids = itertools.count(1)
         self._pending_callbacks: set[str] = set()
+        self._inline_ids = itertools.count(1)
+        #: inline query id -> the query, until it is answered
+        self._pending_inline: dict[str, Params] = {}
+        #: every accepted answerInlineQuery, in order
+        self.inline_answers: list[InlineAnswer] = []
+        self._inline_answered = asyncio.Event()
         self._allowed_updates: list[str] | None = None
         self._global_window: deque[float] = deque()
         self._chat_windows: dict[int, deque[float]] = {}
@@ -262,6 +298,7 @@ class FakeTelegram:
                 "editMessageText": self._edit_message_text,
                 "deleteMessage": self._delete_message,
                 "answerCallbackQuery": self._answer_callback_query,
+                "answerInlineQuery": self._answer_inline_query,
                 "setMyCommands": self._set_my_commands,
                 "getMyCommands": self._get_my_commands,
                 "deleteMyCommands": self._delete_my_commands,
@@ -507,6 +544,43 @@ class FakeTelegram:
             "data": data,
         }
         return self._push_update({"callback_query": query})
+
+    def inject_inline_query(
+        self, from_user: int | Params, query: str, *, offset: str = "", chat_type: str = "sender"
+    ) -> str:
+        """Queue an inline_query Update (``@bot query`` typed in a chat of ``chat_type``) and
+        return its id; the bot may answer it once (answerInlineQuery)."""
+        if len(query) > MAX_INLINE_QUERY:
+            raise ValueError(f"an inline query holds at most {MAX_INLINE_QUERY} characters")
+        query_id = str(next(self._inline_ids) * 7_000_003)
+        inline = {
+            "id": query_id,
+            "from": self._user_dict(from_user),
+            "query": query,
+            "offset": offset,
+            "chat_type": chat_type,
+        }
+        self._pending_inline[query_id] = inline
+        self._push_update({"inline_query": inline})
+        return query_id
+
+    async def wait_for_inline_answer(
+        self,
+        query_id: str,
+        *,
+        timeout: float = 5.0,  # noqa: ASYNC109 - a bounded test helper
+    ) -> InlineAnswer:
+        """The answer to inline query ``query_id``, once the bot sent it."""
+
+        async def answered() -> InlineAnswer:
+            while True:
+                for answer in self.inline_answers:
+                    if answer.query_id == query_id:
+                        return answer
+                self._inline_answered.clear()
+                await self._inline_answered.wait()
+
+        return await asyncio.wait_for(answered(), timeout)
 
     def sent(self, chat_id: int | None = None) -> list[SentMessage]:
         """Messages the bot sent, in order, optionally for one chat."""
@@ -1047,6 +1121,81 @@ class FakeTelegram:
             }
         )
         return True
+
+    async def _answer_inline_query(self, params: Params) -> bool:
+        """answerInlineQuery as Telegram checks it: a pending query answered once, at most 50
+        results with unique ids of 1-64 bytes, articles with a title and a message (its text
+        parsed like sendMessage's), a next_offset of at most 64 bytes."""
+        query_id = str(params.get("inline_query_id") or "")
+        if query_id not in self._pending_inline:
+            raise ApiError(
+                400,
+                "Bad Request: query is too old and response timeout expired or query ID is invalid",
+            )
+        results = _decode_json(params, "results")
+        if not isinstance(results, list):
+            raise ApiError(400, "Bad Request: results must be an array")
+        if len(results) > MAX_INLINE_RESULTS:
+            raise ApiError(400, "Bad Request: RESULTS_TOO_MUCH")
+        seen: set[str] = set()
+        articles: list[InlineResult] = []
+        for result in results:
+            articles.append(self._inline_result(result, seen))
+        next_offset = str(params.get("next_offset") or "")
+        if len(next_offset.encode("utf-8")) > MAX_INLINE_ID_BYTES:
+            raise ApiError(400, "Bad Request: NEXT_OFFSET_INVALID")
+        cache_time = _int(params, "cache_time")
+        if cache_time is not None and cache_time < 0:
+            raise ApiError(400, "Bad Request: cache_time must be non-negative")
+        del self._pending_inline[query_id]
+        self.inline_answers.append(
+            InlineAnswer(
+                query_id=query_id,
+                results=articles,
+                cache_time=cache_time,
+                is_personal=_bool(params, "is_personal"),
+                next_offset=next_offset,
+            )
+        )
+        self._inline_answered.set()
+        return True
+
+    def _inline_result(self, result: Any, seen: set[str]) -> InlineResult:
+        if not isinstance(result, dict):
+            raise ApiError(400, "Bad Request: an inline query result must be an object")
+        kind = result.get("type")
+        if kind != "article":
+            raise ApiError(400, f"Bad Request: result type {kind!r} is not supported by the double")
+        result_id = result.get("id")
+        if not isinstance(result_id, str) or not result_id:
+            raise ApiError(400, "Bad Request: RESULT_ID_EMPTY")
+        if len(result_id.encode("utf-8")) > MAX_INLINE_ID_BYTES:
+            raise ApiError(400, "Bad Request: RESULT_ID_INVALID")
+        if result_id in seen:
+            raise ApiError(400, "Bad Request: RESULT_ID_DUPLICATE")
+        seen.add(result_id)
+        title = result.get("title")
+        if not isinstance(title, str) or not title.strip():
+            raise ApiError(400, "Bad Request: ARTICLE_TITLE_EMPTY")
+        content = result.get("input_message_content")
+        if not isinstance(content, dict) or "message_text" not in content:
+            raise ApiError(400, "Bad Request: MESSAGE_EMPTY")
+        text, entities, raw = self._parse_text(
+            {"text": content.get("message_text"), "parse_mode": content.get("parse_mode")}
+        )
+        url = result.get("url")
+        if url is not None and not str(url).startswith(("http://", "https://")):
+            raise ApiError(400, "Bad Request: URL_INVALID")
+        _validate_markup(result.get("reply_markup"))
+        return InlineResult(
+            id=result_id,
+            title=title,
+            description=result.get("description"),
+            url=url,
+            text=text,
+            html=raw,
+            entities=entities,
+        )
 
     async def _set_my_commands(self, params: Params) -> bool:
         commands = _decode_json(params, "commands")
