@@ -210,7 +210,7 @@ class ReaderCommands:
         last = (
             Choice("取消订阅 / unsubscribe", f"{CHOICE_PREFIX}unsubscribe")
             if pref.subscribed
-            else Choice("订阅 / subscribe", f"{CHOICE_PREFIX}subscribe {Format.FULL.value}")
+            else Choice("订阅 / subscribe", f"{CHOICE_PREFIX}subscribe")
         )
         return (times, formats, (last,))
 

@@ -122,6 +122,17 @@ class PinnedClock:
         await asyncio.sleep(max(0.0, seconds))
 
 
+class SettableClock(PinnedClock):
+    """A :class:`PinnedClock` a test may move to another wall time (:meth:`set`): for
+    end-to-end tests of what happens at readers' own times, days apart."""
+
+    def set(self, when: dt.datetime) -> None:
+        """Run the wall clock on from ``when`` (aware)."""
+        if when.tzinfo is None:
+            raise ValueError("SettableClock needs an aware datetime")
+        self._start, self._t0 = when, time.monotonic()
+
+
 @asynccontextmanager
 async def open_ledger(
     clock: Clock, url: str = "sqlite+aiosqlite://", *, owner: str | None = None

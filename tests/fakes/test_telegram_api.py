@@ -713,3 +713,58 @@ async def test_a_document_is_fetched_with_get_file_and_the_file_url(tg: FakeTele
         missing = await client.get(f"{tg.url}/file/bot{tg.token}/documents/none.txt")
         wrong_token = await client.get(f"{tg.url}/file/bot999:WRONG/{file.file_path}")
     assert (missing.status_code, wrong_token.status_code) == (404, 401)
+
+
+# ------------------------------------------------------------------ inline mode
+
+
+def _article(result_id: str, *, title: str = "标题", text: str = "<b>标题</b>") -> Any:
+    from telegram import InlineQueryResultArticle, InputTextMessageContent
+
+    return InlineQueryResultArticle(
+        result_id, title, InputTextMessageContent(text, parse_mode=ParseMode.HTML)
+    )
+
+
+async def test_an_inline_query_arrives_as_an_update_and_is_answered_once(
+    tg: FakeTelegram, bot: Bot
+) -> None:
+    query_id = tg.inject_inline_query(ANN, "模型")
+    (update,) = await bot.get_updates(timeout=0)
+    assert update.inline_query is not None and update.inline_query.query == "模型"
+    assert update.inline_query.id == query_id and update.inline_query.from_user.id == ANN
+    assert await bot.answer_inline_query(query_id, [_article("a"), _article("b")], cache_time=5)
+    answer = await tg.wait_for_inline_answer(query_id)
+    assert [r.id for r in answer.results] == ["a", "b"] and answer.cache_time == 5
+    assert answer.results[0].text == "标题" and answer.results[0].entities[0]["type"] == "bold"
+    with pytest.raises(BadRequest, match=r"(?i)query is too old"):
+        await bot.answer_inline_query(query_id, [])
+
+
+@pytest.mark.parametrize(
+    ("results", "error"),
+    [
+        ([_article(str(n)) for n in range(51)], "RESULTS_TOO_MUCH"),
+        ([_article("same"), _article("same")], "RESULT_ID_DUPLICATE"),
+        ([_article("x" * 65)], "RESULT_ID_INVALID"),
+        ([_article("é" * 33)], "RESULT_ID_INVALID"),  # 66 bytes in 33 characters
+        ([_article("t", title=" ")], "ARTICLE_TITLE_EMPTY"),
+        ([_article("h", text="<b>open")], "can.t parse entities"),
+        ([_article("long", text="a" * 4097)], "too long"),
+    ],
+)
+async def test_answer_inline_query_is_checked_as_telegram_does(
+    tg: FakeTelegram, bot: Bot, results: list[Any], error: str
+) -> None:
+    query_id = tg.inject_inline_query(ANN, "x")
+    with pytest.raises(BadRequest, match=f"(?i){error}"):
+        await bot.answer_inline_query(query_id, results)
+    assert tg.inline_answers == []
+    # PTB caps a list at 50 itself unless asked to page; the double checks what it gets
+    assert await bot.answer_inline_query(query_id, [_article(str(n)) for n in range(50)])
+
+
+async def test_a_next_offset_over_64_bytes_is_refused(tg: FakeTelegram, bot: Bot) -> None:
+    query_id = tg.inject_inline_query(ANN, "x")
+    with pytest.raises(BadRequest, match=r"(?i)NEXT_OFFSET_INVALID"):
+        await bot.answer_inline_query(query_id, [_article("a")], next_offset="o" * 65)

@@ -3,15 +3,14 @@
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
 
+from digest_core.testing import SettableClock
 from tests.bots.telegram.harness import (
     ANN,
     BOB,
@@ -34,25 +33,6 @@ SHANGHAI = ZoneInfo("Asia/Shanghai")
 HEADLINE_27 = "KV 缓存为什么要分页"  # the headline of TODAY's issue
 PARTS = 2  # TODAY's issue is two messages on Telegram
 TOMORROW = TODAY + dt.timedelta(days=1)
-
-
-class SettableClock:
-    """Real monotonic time and sleeps, a wall clock that runs from where a test sets it."""
-
-    def __init__(self, start: dt.datetime) -> None:
-        self.set(start)
-
-    def set(self, when: dt.datetime) -> None:
-        self._start, self._t0 = when, time.monotonic()
-
-    def now(self) -> dt.datetime:
-        return self._start + dt.timedelta(seconds=time.monotonic() - self._t0)
-
-    def monotonic(self) -> float:
-        return time.monotonic()
-
-    async def sleep(self, seconds: float) -> None:
-        await asyncio.sleep(max(0.0, seconds))
 
 
 def at(day: dt.date, hh: int, mm: int, zone: ZoneInfo) -> dt.datetime:
