@@ -323,7 +323,7 @@ async def run(
             if settings.schedule.enabled:
                 service.poster.install(scheduler)
                 service.publishing.install(scheduler)
-                install_personal(scheduler, service.deliver_personal)
+                install_personal(scheduler, service.deliver_personal, now=service.clock.now())
             retention.install(scheduler)
             if settings.schedule.corrections == "auto":
                 scheduler.add_job(

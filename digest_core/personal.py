@@ -56,8 +56,11 @@ JOB_ID = "personal-deliveries"
 EVERY_SECONDS = 60
 
 
-def install(scheduler: AsyncIOScheduler, run: Callable[[], Awaitable[object]]) -> None:
-    """Add the job that runs ``run`` (the service's ``deliver_personal``) every minute."""
+def install(
+    scheduler: AsyncIOScheduler, run: Callable[[], Awaitable[object]], *, now: dt.datetime
+) -> None:
+    """Add the job that runs ``run`` (the service's ``deliver_personal``) every minute, the
+    first time at ``now`` (what came due while the bot was down, within the catch-up)."""
     if scheduler.get_job(JOB_ID) is not None:
         scheduler.remove_job(JOB_ID)
     scheduler.add_job(
@@ -68,6 +71,7 @@ def install(scheduler: AsyncIOScheduler, run: Callable[[], Awaitable[object]]) -
         coalesce=True,
         max_instances=1,
         misfire_grace_time=EVERY_SECONDS,
+        next_run_time=now,
     )
 
 
@@ -153,28 +157,38 @@ class Personal:
                 return slot
         return None  # unreachable: yesterday's time has passed
 
-    def issue_at(self, slot: dt.datetime) -> Issue | None:
-        """The newest issue readers could see at ``slot`` (today's or yesterday's)."""
+    def days_at(self, slot: dt.datetime) -> tuple[dt.date, ...]:
+        """The days whose issue readers could see at ``slot``, newest first (today's and
+        yesterday's, as far as published then)."""
         day = slot.astimezone(self.zone).date()
-        for candidate in (day, day - dt.timedelta(days=1)):
-            if self.visibility.visible(candidate, at=slot):
-                try:
-                    return self.archive.on(candidate)
-                except IssueNotFound:
-                    continue
+        return tuple(
+            d for d in (day, day - dt.timedelta(days=1)) if self.visibility.visible(d, at=slot)
+        )
+
+    def issue_of(self, days: tuple[dt.date, ...]) -> Issue | None:
+        """The issue of the first of ``days`` that has one (file I/O: call from a thread)."""
+        for day in days:
+            try:
+                return self.archive.on(day)
+            except IssueNotFound:
+                continue
         return None
 
     async def slots(self, platform: Platform) -> list[DeliveryReport]:
         """Deliver the issue to the subscribers of ``platform`` whose time has come."""
         now = self.clock.now()
         due: dict[tuple[dt.date, Format], tuple[Issue, list[Target]]] = {}
+        issues: dict[tuple[dt.date, ...], Issue | None] = {}  # each looked up once a run
         for pref in await self.ledger.timed_subscribers(platform.name):
             slot = self.last_slot(pref)
             if slot is None or now - slot > self.catch_up:
                 continue
             if pref.updated_at is not None and slot < pref.updated_at:
                 continue  # set after today's time: from the next one on
-            issue = await asyncio.to_thread(self.issue_at, slot)
+            days = self.days_at(slot)
+            if days not in issues:
+                issues[days] = await asyncio.to_thread(self.issue_of, days)
+            issue = issues[days]
             if issue is None:
                 continue
             target = Target(platform.name, pref.chat_id, TargetKind.PRIVATE)
