@@ -190,6 +190,10 @@ class ReaderCommands:
         words = await self.store.following(request.platform, request.chat)
         text = self.describe(pref)
         text += f"\n关注 / following: {'、'.join(words) if words else '—'}"
+        text += (
+            "\n其他时间 / another time: /subscribe HH:MM · 时区 / zone: /zone Area/City"
+            " · 关注 / follow: /follow 关键词"
+        )
         return self._text(request, text, choices=self._choices(pref))
 
     def _choices(self, pref: Preference) -> tuple[tuple[Choice, ...], ...]:
