@@ -198,6 +198,11 @@ async def test_inline_results_respect_the_embargo(bot: Running, fake: FakeTelegr
     # only the issue of the 28th mentions it: nothing to show yet
     query = fake.inject_inline_query(ANN, "机器人")
     assert (await fake.wait_for_inline_answer(query)).results == []
+    # a word of many briefs: one page of unique results (the double refuses duplicates, more
+    # than 50, ids over 64 bytes), none from a future issue
+    query = fake.inject_inline_query(ANN, "模型")
+    many = (await fake.wait_for_inline_answer(query)).results
+    assert 1 < len(many) <= 20 and all(r.id < "2026-11-28" for r in many)
     # an empty query: today's headline
     query = fake.inject_inline_query(BOB, "")
     (headline,) = (await fake.wait_for_inline_answer(query)).results
