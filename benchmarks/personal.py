@@ -9,7 +9,7 @@ Printed, as medians over ``--runs``:
 * the due run: the first run at 09:00 in Shanghai on 2026-11-27 (every subscriber whose time
   fell in the last 6 hours gets the issue; followers whose word is in it get their message):
   wall seconds, messages sent;
-* the quiet run: the next minute's run, with everything sent (what almost every minute costs):
+* the quiet run: a run with everything due sent (what a minute costs beyond its new times):
   wall seconds, and that time against the 60-second period (the target is well under 1%).
 """
 
@@ -84,7 +84,8 @@ async def run_once(subscribers: int, followers: int) -> dict[str, float]:
             reports = await personal.run_due()
             due = time.perf_counter() - started
             sent = sum(r.sent for r in reports)
-            clock.set(dt.datetime(2026, 11, 27, 9, 1, tzinfo=SHANGHAI))
+            # later in the same minute: no new time came (the next minute's would add those)
+            clock.set(dt.datetime(2026, 11, 27, 9, 0, 30, tzinfo=SHANGHAI))
             started = time.perf_counter()
             again = await personal.run_due()
             quiet = time.perf_counter() - started

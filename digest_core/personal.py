@@ -265,25 +265,32 @@ class Personal:
         sender = FollowSender(platform)
         ref = IssueRef(date=issue.date, revision=f"follow-{issue.revision}")
         hits: dict[str, list[SearchHit]] = {}
-        reports: list[DeliveryReport] = []
+        # followers with the same matching words get the same text: one delivery for them
+        groups: dict[tuple[str, ...], list[str]] = {}
         for chat, words in followers.items():
             done = (platform.name, issue.date, issue.revision, chat)
             if done in self._followed:
                 continue
-            found: list[tuple[str, list[SearchHit]]] = []
+            matched: list[str] = []
             for word in words:
                 if word not in hits:
                     hits[word] = await asyncio.to_thread(self.archive.hits_on, issue.date, word)
                 if hits[word]:
-                    found.append((word, hits[word]))
-            if not found:
+                    matched.append(word)
+            if matched:
+                groups.setdefault(tuple(matched), []).append(chat)
+            else:
                 self._followed.add(done)
-                continue
-            messages = notice(follow_text(issue, found), platform.flavor)
-            target = Target(sender.name, chat, TargetKind.PRIVATE)
-            report = await self.engine.deliver(ref, sender, messages, [target])
-            if report.ok:
-                self._followed.add(done)
+        reports: list[DeliveryReport] = []
+        for words_of, chats in groups.items():
+            text = follow_text(issue, [(word, hits[word]) for word in words_of])
+            targets = [Target(sender.name, chat, TargetKind.PRIVATE) for chat in chats]
+            report = await self.engine.deliver(ref, sender, notice(text, platform.flavor), targets)
+            for outcome in report.targets:
+                if outcome.complete:
+                    self._followed.add(
+                        (platform.name, issue.date, issue.revision, outcome.target.id)
+                    )
             reports.append(report)
         return reports
 
