@@ -5,9 +5,11 @@ Both go through the ledger and the engine like the daily post, so each is paced 
 platform's budget, sent once, and resumed after a crash. A run (:meth:`Personal.run_due`) is
 cheap when nothing is due; the service runs it every minute.
 
-No duplicate when a preference changes: a subscriber whose time or format changed after they
-got the day's issue (any format, any revision) is not sent it again
-(:meth:`~digest_core.delivery.ledger.readers.ReadersMixin.got_day`); follow messages have a
+No duplicate when a preference changes: a subscriber's rows of the day are the ledger's answer
+(parts sent are not sent again, a crashed delivery resumes), and one whose rows have another
+number of parts than their format now renders was served another format that day and gets
+nothing more (:meth:`~digest_core.delivery.ledger.readers.ReadersMixin.day_shapes`; without
+this, a switch from one message to two would send the second); follow messages have a
 ledger key of their own (``<platform>~follow``, revision ``follow-<revision>``), so they never
 stand for the issue in the ledger, and they share the platform's pacing (``paced_as``).
 """
@@ -128,6 +130,9 @@ class Personal:
     catch_up: dt.timedelta = dt.timedelta(hours=6)
     #: (platform, date, revision, chat) of follow messages known complete
     _followed: set[tuple[str, dt.date, str, str]] = field(default_factory=set)
+    #: (platform, date, chat) of timed subscribers known served that day (the ledger decides
+    #: after a restart; this spares planning them again every minute)
+    _served: set[tuple[str, dt.date, str]] = field(default_factory=set)
 
     async def run_due(self) -> list[DeliveryReport]:
         """Deliver what is due now: timed subscribers' issues, then follow messages."""
@@ -191,21 +196,38 @@ class Personal:
             issue = issues[days]
             if issue is None:
                 continue
+            if (platform.name, issue.date, pref.chat_id) in self._served:
+                continue
             target = Target(platform.name, pref.chat_id, TargetKind.PRIVATE)
             due.setdefault((issue.date, pref.format), (issue, []))[1].append(target)
         reports: list[DeliveryReport] = []
         for (day, fmt), (issue, targets) in sorted(due.items()):
-            got = await self.ledger.got_day(platform.name, day, [t.id for t in targets])
-            todo = [t for t in targets if t.id not in got]
-            if not todo:
-                continue
             messages = render(
                 issue, platform.flavor, PART_OF_FORMAT[fmt], options=platform.post_options
             )
+            todo = await self.same_shape(platform, day, targets, len(messages))
+            self._served.update((platform.name, day, t.id) for t in targets if t not in todo)
+            if not todo:
+                continue
             log.info("%s: %s in %s format to %d subscribers", platform.name, day, fmt, len(todo))
             async with self.lock(day, platform.name):
-                reports.append(await self.engine.deliver(issue.ref, platform, messages, todo))
+                report = await self.engine.deliver(issue.ref, platform, messages, todo)
+            self._served.update(
+                (platform.name, day, t.target.id)
+                for t in report.targets
+                if t.complete and not t.in_progress
+            )
+            if report.sent or not report.ok:
+                reports.append(report)  # a run that found everything sent is no news
         return reports
+
+    async def same_shape(
+        self, platform: Platform, day: dt.date, targets: Sequence[Target], n_parts: int
+    ) -> list[Target]:
+        """``targets`` but those served ``day``'s issue in another number of parts (another
+        format) already: sending them ``n_parts`` parts would repeat or mix formats."""
+        shapes = await self.ledger.day_shapes(platform.name, day, [t.id for t in targets])
+        return [t for t in targets if shapes.get(t.id, n_parts) == n_parts]
 
     async def groups(
         self,
@@ -215,10 +237,13 @@ class Personal:
         messages: list[Message],
         *,
         default: Part = Part.ALL,
+        force: bool = False,
     ) -> list[tuple[list[Message], list[Target]]]:
         """The daily post's targets by what they get: ``messages`` (the whole issue) for
         channels; private subscribers get the format they chose, else the platform's
-        subscriber part ``default`` (e.g. the compact one-message issue), rendered so."""
+        subscriber part ``default`` (e.g. the compact one-message issue), rendered so.
+        Without ``force``, a private subscriber served the day in another format (they
+        changed it since) is left out."""
         formats = await self.ledger.formats(platform.name)
         fallback = {part: fmt for fmt, part in PART_OF_FORMAT.items()}.get(default, Format.FULL)
         groups: dict[Format, list[Target]] = {}
@@ -231,13 +256,16 @@ class Personal:
             groups.setdefault(fmt, []).append(target)
         result: list[tuple[list[Message], list[Target]]] = []
         for fmt, group in groups.items():
-            if fmt is Format.FULL:
-                result.append((messages, group))
-            else:
+            rendered = messages
+            if fmt is not Format.FULL:
                 part = PART_OF_FORMAT[fmt]
-                result.append(
-                    (render(issue, platform.flavor, part, options=platform.post_options), group)
-                )
+                rendered = render(issue, platform.flavor, part, options=platform.post_options)
+            if not force:
+                private = [t for t in group if t.kind is TargetKind.PRIVATE]
+                kept = set(await self.same_shape(platform, issue.date, private, len(rendered)))
+                group = [t for t in group if t.kind is not TargetKind.PRIVATE or t in kept]
+            if group:
+                result.append((rendered, group))
         return result
 
     # ------------------------------------------------------------ follows

@@ -115,7 +115,7 @@ class DigestService(ServicePort):
         ReaderCommands(
             self.commands, ledger, zone_name=str(zone), post_time=schedule.post_time
         ).install()
-        #: subscribers' own times and formats, and follows (run every minute: :meth:`personal`)
+        #: subscribers' own times and formats, and follows (the minute job: deliver_personal)
         self.personal = Personal(
             archive=archive,
             ledger=ledger,
@@ -242,7 +242,7 @@ class DigestService(ServicePort):
             groups: list[tuple[list[Message], list[Target]]] = [(messages, targets)]
             if platform.name in self.personal.platforms:
                 groups = await self.personal.groups(
-                    issue, platform, targets, messages, default=default
+                    issue, platform, targets, messages, default=default, force=force
                 )
             elif default is not Part.ALL:
                 compact = render(issue, platform.flavor, default, options=platform.post_options)

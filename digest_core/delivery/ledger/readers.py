@@ -25,7 +25,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from digest_core.delivery.ledger.core import LedgerBase
 from digest_core.delivery.ledger.schema import (
-    PartState,
     UTCDateTime,
     deliveries,
     metadata,
@@ -184,25 +183,27 @@ class ReadersMixin(LedgerBase):
             )
             return {chat: Format(fmt) for chat, fmt in rows}
 
-    async def got_day(self, platform: str, day: dt.date, target_ids: Sequence[str]) -> set[str]:
-        """The targets among ``target_ids`` that were sent any part of ``day``'s issue on
-        ``platform`` (any revision, generation or format)."""
-        found: set[str] = set()
+    async def day_shapes(
+        self, platform: str, day: dt.date, target_ids: Sequence[str]
+    ) -> dict[str, int]:
+        """Target id -> how many parts its rows of ``day``'s issue on ``platform`` have (any
+        state, revision or generation), for the targets among ``target_ids`` that have rows: a
+        target planned with another number of parts was served another format."""
+        found: dict[str, int] = {}
         ids = list(target_ids)
         for start in range(0, len(ids), 500):
             async with self._tx() as conn:
                 rows = await conn.execute(
-                    select(parts.c.target)
-                    .distinct()
+                    select(parts.c.target, func.max(parts.c.part))
                     .join(deliveries, parts.c.delivery_id == deliveries.c.id)
                     .where(
                         deliveries.c.issue_date == day,
                         deliveries.c.platform == platform,
-                        parts.c.state == PartState.SENT.value,
                         parts.c.target.in_(ids[start : start + 500]),
                     )
+                    .group_by(parts.c.target)
                 )
-                found.update(target for (target,) in rows)
+                found.update((target, int(last) + 1) for target, last in rows)
         return found
 
     # ------------------------------------------------------------ follows

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -207,3 +208,37 @@ async def test_inline_results_respect_the_embargo(bot: Running, fake: FakeTelegr
     query = fake.inject_inline_query(BOB, "")
     (headline,) = (await fake.wait_for_inline_answer(query)).results
     assert HEADLINE_27 in headline.title and headline.url == "https://arxiv.org/abs/2309.06180"
+
+
+async def test_a_format_switch_before_a_repost_sends_nothing_more(
+    bot: Running, fake: FakeTelegram
+) -> None:
+    # Ann takes the issue at the digest's time, compact (one message)
+    await bot.command("/subscribe compact")
+    await bot.service.post(TODAY)
+    got = len(fake.sent(ANN))
+    assert HEADLINE_27 in fake.sent(ANN)[-1].text
+    # she switches to the full issue (two messages); a /repost of the day (not forced) must
+    # not send her the full issue's second message after the compact one
+    await bot.command("/subscribe full")
+    [report] = await bot.service.post(TODAY)
+    assert report.ok and len(fake.sent(ANN)) == got + 1  # the /subscribe answer only
+
+
+async def test_a_timed_delivery_cut_after_its_first_part_resumes_with_the_rest(
+    bot: Running, fake: FakeTelegram, clock: SettableClock, tmp_path: Path
+) -> None:
+    await bot.command("/subscribe 07:00")
+    clock.set(at(TOMORROW, 7, 0, SHANGHAI))
+    assert [r.sent for r in await bot.service.deliver_personal()] == [PARTS]
+    got = len(fake.sent(ANN))
+    # as if the process had died after the first part: the second is pending in the ledger
+    with sqlite3.connect(tmp_path / "digest.db") as conn:
+        changed = conn.execute(
+            "UPDATE parts SET state = 'pending' WHERE target = ? AND part = 1", (str(ANN),)
+        ).rowcount
+    assert changed == 1
+    bot.service.personal._served.clear()  # a new process knows only what the ledger says
+    clock.set(at(TOMORROW, 7, 1, SHANGHAI))
+    assert [r.sent for r in await bot.service.deliver_personal()] == [1]
+    assert len(fake.sent(ANN)) == got + 1 and HEADLINE_27 not in fake.sent(ANN)[-1].text
