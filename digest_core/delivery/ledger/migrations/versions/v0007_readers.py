@@ -1,8 +1,8 @@
-"""Schema 6: readers' own terms. A reader's delivery time, zone and format (``preferences``)
+"""Schema 7: readers' own terms. A reader's delivery time, zone and format (``preferences``)
 and the words they follow (``follows``), see :mod:`digest_core.delivery.ledger.readers`.
 
-Revision ID: 0006
-Revises: 0005
+Revision ID: 0007
+Revises: 0006
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from alembic import op
 
 from digest_core.delivery.ledger.migrations import set_schema_version
 
-revision: str = "0006"
-down_revision: str | None = "0005"
+revision: str = "0007"
+down_revision: str | None = "0006"
 branch_labels: str | None = None
 depends_on: str | None = None
 
@@ -38,4 +38,4 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("platform", "chat_id", "word"),
         if_not_exists=True,
     )
-    set_schema_version(6)
+    set_schema_version(7)
