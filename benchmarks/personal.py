@@ -28,6 +28,7 @@ from zoneinfo import ZoneInfo
 from digest_core.archive import Archive
 from digest_core.delivery import DeliveryEngine, Ledger
 from digest_core.delivery.ledger.readers import Format
+from digest_core.embargo import Embargo
 from digest_core.personal import Personal, Visibility
 from digest_core.platform import PlatformLimits, Rate, TargetKind
 from digest_core.testing import FakePlatform, SettableClock
@@ -66,16 +67,13 @@ async def run_once(subscribers: int, followers: int) -> dict[str, float]:
                     await ledger.follow("fake", str(50_000 + i), word)
             archive = Archive(ROOT / "archive")
 
-            def post_at(day: dt.date) -> dt.datetime:
-                return dt.datetime.combine(day, dt.time(8)).replace(tzinfo=SHANGHAI)
-
             personal = Personal(
                 archive=archive,
                 ledger=ledger,
                 engine=DeliveryEngine(ledger, clock=clock),
                 clock=clock,
                 zone=SHANGHAI,
-                visibility=Visibility(post_at, clock),
+                visibility=Visibility(Embargo(zone=SHANGHAI, post_time=dt.time(8), clock=clock)),
                 platforms={"fake": platform},
                 lock=lambda day, name: asyncio.Lock(),
             )

@@ -30,6 +30,7 @@ from digest_core.archive_scan import SearchHit
 from digest_core.clock import Clock
 from digest_core.delivery import DeliveryEngine, DeliveryReport, Ledger
 from digest_core.delivery.ledger.readers import Format, Preference
+from digest_core.embargo import Embargo
 from digest_core.errors import DeliveryBusy, IssueNotFound
 from digest_core.models import Issue, IssueRef, Section
 from digest_core.platform import PartKey, Platform, PlatformLimits, Target, TargetKind
@@ -78,16 +79,20 @@ def install(
 
 
 class Visibility:
-    """The one rule of what readers may see (until :mod:`digest_core.embargo` lands, the
-    day's post time in the digest's zone: ``post_at``)."""
+    """What readers may see: the core's one embargo rule (:class:`~digest_core.embargo.Embargo`),
+    so follows, inline results and personal deliveries obey an admin's early publish too."""
 
-    def __init__(self, post_at: Callable[[dt.date], dt.datetime], clock: Clock) -> None:
-        self.post_at = post_at
-        self.clock = clock
+    def __init__(self, embargo: Embargo) -> None:
+        self.embargo = embargo
+        self.clock: Clock = embargo.clock
+
+    def post_at(self, day: dt.date) -> dt.datetime:
+        """When readers may first see the issue of ``day`` (its publish time)."""
+        return self.embargo.publish_time(day)
 
     def visible(self, day: dt.date, *, at: dt.datetime | None = None) -> bool:
         """True when readers may see the issue of ``day`` (now, or at ``at``)."""
-        return self.post_at(day) <= (at or self.clock.now())
+        return self.embargo.publish_time(day) <= (at or self.clock.now())
 
 
 class FollowSender:

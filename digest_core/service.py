@@ -111,7 +111,7 @@ class DigestService(ServicePort):
             alert=self.alert,
         )
         #: what readers may see (the embargo's one rule)
-        self.visibility = Visibility(self.poster.post_at, clock)
+        self.visibility = Visibility(self.embargo)
         ReaderCommands(
             self.commands, ledger, zone_name=str(zone), post_time=schedule.post_time
         ).install()

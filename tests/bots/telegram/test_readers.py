@@ -242,3 +242,25 @@ async def test_a_timed_delivery_cut_after_its_first_part_resumes_with_the_rest(
     clock.set(at(TOMORROW, 7, 1, SHANGHAI))
     assert [r.sent for r in await bot.service.deliver_personal()] == [1]
     assert len(fake.sent(ANN)) == got + 1 and HEADLINE_27 not in fake.sent(ANN)[-1].text
+
+
+async def test_an_early_publish_shows_in_follows_and_inline_at_once(
+    bot: Running, fake: FakeTelegram, clock: SettableClock
+) -> None:
+    # the readers' surfaces ask the core's embargo: an admin's early publish counts at once
+    clock.set(at(TODAY, 7, 0, SHANGHAI))  # before the 27th's 08:00 publish time
+    await bot.command("/follow 蒸馏")  # only the issue of the 27th mentions it
+    assert await bot.service.deliver_personal() == []
+    before = len(fake.sent(ANN))
+    await bot.service.publishing.published(TODAY, by="telegram:1")
+    reports = await bot.service.deliver_personal()
+    assert [(r.platform, r.sent) for r in reports] == [("telegram~follow", 1)]
+    (alert,) = fake.sent(ANN)[before:]
+    assert "2026-11-27" in alert.text and "“蒸馏”" in alert.text
+    # only the issue of the 28th mentions 机器人: hidden until published early
+    query = fake.inject_inline_query(ANN, "机器人")
+    assert (await fake.wait_for_inline_answer(query)).results == []
+    await bot.service.publishing.published(TOMORROW, by="telegram:1")
+    query = fake.inject_inline_query(ANN, "机器人")
+    found = (await fake.wait_for_inline_answer(query)).results
+    assert found and {r.id.split(":")[0] for r in found} == {"2026-11-28"}
