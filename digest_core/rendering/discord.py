@@ -307,15 +307,19 @@ def escaped_chunks(text: str, limit: int) -> list[str]:
 def _md_blocks(
     sep: str, text: str, limit: int, *, prefix: str = "", later: str = "", bold: bool = False
 ) -> list[Block]:
-    """``prefix`` + escaped ``text`` (bold if asked and it fits) as blocks within ``limit``;
-    pieces after the first start with ``later``."""
+    """``prefix`` + escaped ``text`` (bold if asked) as blocks within ``limit``; pieces after
+    the first start with ``later``. Bold text too long for one block is bold in every piece."""
     esc = escape(text)
     if bold and measure(f"**{prefix}{esc}**") <= limit:
         return [(sep, f"**{prefix}{esc}**")]
-    room = limit - max(measure(prefix), measure(later))
+    mark = "**" if bold else ""
+    room = limit - max(measure(prefix), measure(later)) - 2 * len(mark)
     # the common case (it fits whole) without escaping the text a second time
     pieces = [esc] if measure(esc) <= room else escaped_chunks(text, room)
-    return [(sep if i == 0 else "\n", (later if i else prefix) + p) for i, p in enumerate(pieces)]
+    return [
+        (sep if i == 0 else "\n", f"{mark}{later if i else prefix}{p}{mark}")
+        for i, p in enumerate(pieces)
+    ]
 
 
 def _title_blocks(
@@ -440,7 +444,9 @@ def _item_embeds(issue: Issue, entry: Entry) -> list[Json]:
     """One item as one embed, or several when the description would pass its limit.
 
     A title longer than the title limit is cut with "…" and given in full, in bold, at the top
-    of the description. Continuation embeds have no title and "（续）" in the footer.
+    of the description (in bold pieces when it passes the description limit too, so the
+    description still opens with the full title). Continuation embeds have no title and
+    "（续）" in the footer.
     """
     item = entry.item
     limit = EMBED_DESCRIPTION_LIMIT

@@ -6,7 +6,7 @@ import datetime as dt
 import logging
 
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from digest_core.models import Issue, Item
@@ -88,8 +88,29 @@ def _expected_urls(issue: Issue, part: Part, *, embeds: bool) -> list[str]:
     return out
 
 
+_MENTIONS_TITLE = " ".join(["@everyone" * 6 + "<@123456789012345678>" * 2] * 40)
+
+
 @SETTINGS
 @given(issue=issues, part=parts, embeds=st.booleans(), buttons=st.booleans())
+# a title too long for the embed title *and* (escaped) for one bold description block
+@example(
+    issue=Issue.model_construct(
+        date=dt.date(2020, 1, 1),
+        masthead="AI 技术日报",
+        lede=None,
+        headline=Item(title="@everyone", paragraphs=("@everyone",), links=(), question=None),
+        briefs=(
+            Item.model_construct(
+                title=_MENTIONS_TITLE, paragraphs=("@everyone",), links=(), question=None
+            ),
+        ),
+        classic=None,
+    ),
+    part=Part.ALL,
+    embeds=True,
+    buttons=False,
+)
 def test_every_message_fits_and_nothing_is_lost(
     issue: Issue, part: Part, embeds: bool, buttons: bool
 ) -> None:
