@@ -1,0 +1,123 @@
+"""What commands take and give: Request, Reply, Status, Capability, and the admin backend."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Protocol
+
+from digest_core.rendering import Message, Renderer, plain_renderer
+
+
+class Capability(StrEnum):
+    """What a user may do beyond reading; adapters map platform roles to these."""
+
+    REPOST = "repost"
+    STATUS = "status"
+    #: preview unpublished issues, approve or hold them
+    PUBLISH = "publish"
+
+
+ADMIN = frozenset(Capability)
+
+
+class Status(StrEnum):
+    """The machine-readable outcome of a command (:attr:`Reply.status`), for adapters and tests.
+
+    A StrEnum: each member equals its string, so logs and older comparisons keep working.
+    """
+
+    #: the command ran; the messages are its answer
+    OK = "ok"
+    #: a wrong or missing argument, an unknown command, or a command not available here
+    #: (subscriptions where none are possible, admin commands while delivery is not running);
+    #: the messages explain and give the usage
+    USAGE = "usage"
+    #: nothing matched: no issue for the date, no search hit, a target that was not deactivated
+    NOT_FOUND = "not_found"
+    #: an admin command from a user without the capability (audited; the reply is private)
+    REFUSED = "refused"
+    #: an admin action waits for a yes/no: :attr:`Reply.confirm` holds the request to re-issue
+    CONFIRM = "confirm"
+    #: the command failed unexpectedly (logged with its traceback); the reader is told to retry
+    ERROR = "error"
+
+
+@dataclass(frozen=True)
+class Request:
+    """One command as the core sees it, whatever platform it came from."""
+
+    command: str
+    args: tuple[str, ...] = ()
+    #: the name of the platform the command came from
+    platform: str = ""
+    #: the renderer of the replies (the platform's)
+    flavor: Renderer = field(default_factory=plain_renderer)
+    user: str = ""
+    chat: str = ""
+    capabilities: frozenset[Capability] = frozenset()
+    #: the adapter already asked the admin to confirm (Telegram/Discord buttons); the console
+    #: operator is trusted and confirms by typing the command.
+    confirmed: bool = False
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A button under a reply: pressing it runs ``data``, a command line without its slash
+    (``"subscribe 07:00"``), for the presser (:func:`digest_core.readers.parse_choice`)."""
+
+    label: str
+    data: str
+
+
+@dataclass
+class Reply:
+    """What to send back: messages in order; ``private`` asks the adapter to answer only the
+    requester where the platform can (Discord ephemeral)."""
+
+    messages: list[Message]
+    private: bool = False
+    #: set when an admin action needs a yes/no before it runs: the adapter shows the prompt
+    #: of :mod:`digest_core.confirmation`, which re-issues the request ``confirmed``.
+    confirm: Request | None = None
+    #: machine-readable outcome for adapters and tests (every value listed in :class:`Status`)
+    status: Status = Status.OK
+    extra: dict[str, object] = field(default_factory=dict)
+    #: rows of buttons for the last message (``/settings``); adapters draw them
+    choices: tuple[tuple[Choice, ...], ...] = ()
+
+
+class AdminBackend(Protocol):
+    """What admin commands need from the running bot (delivery and bookkeeping)."""
+
+    async def repost(self, date: dt.date, *, force: bool, requested_by: str) -> str:
+        """Deliver the issue of ``date`` again (only missing parts unless ``force``); a summary."""
+        ...
+
+    async def correct_issue(self, date: dt.date, *, requested_by: str) -> str:
+        """Edit the messages already posted for ``date`` to its current revision; a summary."""
+        ...
+
+    async def status(self) -> str:
+        """Next scheduled post, last delivery per target, failures: a summary."""
+        ...
+
+    async def subscribe(self, platform: str, chat: str, *, on: bool) -> bool:
+        """(Un)subscribe a private chat to the daily issue; False when nothing changed."""
+        ...
+
+    async def reactivate(self, platform: str, target_id: str) -> bool:
+        """Send to a target deactivated as gone again; False if it was not deactivated."""
+        ...
+
+    async def audit(self, request: Request, *, action: str, allowed: bool, outcome: str) -> None:
+        """Record an admin action (or a refused attempt) in the audit log."""
+        ...
+
+    async def decide(
+        self, date: dt.date, *, approve: bool, revision: str | None, requested_by: str
+    ) -> str:
+        """Approve (or hold) ``date``'s issue, of ``revision`` when given (a stale one is
+        refused); audited; a late approval posts at once. The reply text."""
+        ...
