@@ -48,7 +48,6 @@ from tests.bots.telegram.harness import (
     GROUP,
     TODAY,
     Running,
-    register_chats,
     running_bot,
     settings_for,
     write_config,
@@ -57,13 +56,6 @@ from tests.fakes.telegram_api import FakeTelegram
 
 # PTB 22 warns when it builds a RetryAfter (its int -> timedelta migration); not our concern
 pytestmark = pytest.mark.filterwarnings("ignore::telegram.warnings.PTBDeprecationWarning")
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram(scale=100) as tg:
-        register_chats(tg)
-        yield tg
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ import asyncio
 import json
 import logging
 import socket
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
@@ -24,7 +23,6 @@ from tests.bots.telegram.harness import (
     PinnedClock,
     Running,
     local,
-    register_chats,
     running_bot,
     settings_for,
     visible,
@@ -33,22 +31,6 @@ from tests.bots.telegram.harness import (
 from tests.fakes.telegram_api import FakeTelegram
 
 pytestmark = pytest.mark.filterwarnings("ignore::telegram.warnings.PTBDeprecationWarning")
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram(scale=100) as tg:
-        register_chats(tg)
-        yield tg
-
-
-@pytest.fixture
-async def bot(
-    fake: FakeTelegram, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> AsyncIterator[Running]:
-    settings = settings_for(write_config(tmp_path, base_url=fake.base_url), fake, monkeypatch)
-    async with running_bot(settings, fake, scale=100) as running:
-        yield running
 
 
 # ---------------------------------------------------------------- every reader command

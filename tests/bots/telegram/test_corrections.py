@@ -18,7 +18,6 @@ from tests.bots.telegram.harness import (
     CHANNEL,
     TODAY,
     Running,
-    register_chats,
     running_bot,
     settings_for,
     write_config,
@@ -32,13 +31,6 @@ BY_NAME = -1009999  # the channel configured as @ai_digest
 CHATS = (CHANNEL, BY_NAME, ANN)
 BRIEF = "单根“针”的检索测试已经很难拉开模型差距。"
 MARK = "已更正 / corrected 09:00"
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram(scale=100) as tg:
-        register_chats(tg)
-        yield tg
 
 
 async def _bot(

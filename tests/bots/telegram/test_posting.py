@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -24,7 +23,6 @@ from tests.bots.telegram.harness import (
     PinnedClock,
     Running,
     local,
-    register_chats,
     running_bot,
     settings_for,
     visible,
@@ -37,22 +35,6 @@ pytestmark = pytest.mark.filterwarnings("ignore::telegram.warnings.PTBDeprecatio
 BY_NAME = -1009999  # the channel configured as @ai_digest
 CHANNELS = (CHANNEL, BY_NAME)
 PARTS = 2  # the issue of TODAY is two messages on Telegram
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram(scale=100) as tg:
-        register_chats(tg)
-        yield tg
-
-
-@pytest.fixture
-async def bot(
-    fake: FakeTelegram, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> AsyncIterator[Running]:
-    settings = settings_for(write_config(tmp_path, base_url=fake.base_url), fake, monkeypatch)
-    async with running_bot(settings, fake, scale=100) as running:
-        yield running
 
 
 def _keyboard(message: SentMessage) -> list[tuple[str, str]]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -26,7 +26,6 @@ from tests.bots.telegram.harness import (
     TODAY,
     Running,
     local,
-    register_chats,
     running_bot,
     settings_for,
     visible,
@@ -47,13 +46,6 @@ class MovableClock(PinnedClock):
 
     def advance(self, delta: dt.timedelta) -> None:
         self._start += delta
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram(scale=100) as tg:
-        register_chats(tg)
-        yield tg
 
 
 async def _until(check: Callable[[], bool], within: float = 5.0) -> None:

@@ -20,7 +20,6 @@ from tests.bots.telegram.harness import (
     TODAY,
     Running,
     local,
-    register_chats,
     running_bot,
     settings_for,
     write_config,
@@ -38,13 +37,6 @@ TOMORROW = TODAY + dt.timedelta(days=1)
 
 def at(day: dt.date, hh: int, mm: int, zone: ZoneInfo) -> dt.datetime:
     return dt.datetime(day.year, day.month, day.day, hh, mm, 30, tzinfo=zone)
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram(scale=100) as tg:
-        register_chats(tg)
-        yield tg
 
 
 @pytest.fixture

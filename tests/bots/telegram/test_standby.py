@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
@@ -14,7 +13,7 @@ from bots.runtime import run
 from digest_core.clock import SystemClock
 from digest_core.delivery import Ledger
 from digest_core.leadership import LEADER_LEASE
-from tests.bots.telegram.harness import ANN, CHANNEL, register_chats, settings_for, write_config
+from tests.bots.telegram.harness import ANN, CHANNEL, settings_for, write_config
 from tests.fakes.telegram_api import FakeTelegram
 
 LEADER = "leader-host.example:1:abcd"
@@ -24,13 +23,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram(scale=100) as tg:
-        register_chats(tg)
-        yield tg
 
 
 async def test_a_polling_standby_never_polls(

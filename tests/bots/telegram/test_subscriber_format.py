@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -25,13 +24,6 @@ from tests.fakes.telegram_api import FakeTelegram
 pytestmark = pytest.mark.filterwarnings("ignore::telegram.warnings.PTBDeprecationWarning")
 
 PARTS = 2  # the issue of TODAY is two messages on Telegram
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram(scale=100) as tg:
-        register_chats(tg)
-        yield tg
 
 
 async def test_compact_subscribers_get_one_message_with_the_buttons_channels_the_issue(

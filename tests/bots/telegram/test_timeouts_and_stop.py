@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import logging
 from collections import Counter
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -43,13 +42,6 @@ pytestmark = pytest.mark.filterwarnings("ignore::telegram.warnings.PTBDeprecatio
 
 PARTS = 2  # the issue of TODAY is two messages on Telegram
 ADAPTER_LOG = "bots.telegram.adapter"
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram(scale=100) as tg:
-        register_chats(tg)
-        yield tg
 
 
 def _key(message: SentMessage) -> tuple[int, int]:

@@ -7,10 +7,7 @@ checks and stores it as `digest-bot archive add` does and answers with the error
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import AsyncIterator
 from pathlib import Path
-
-import pytest
 
 from digest_core.archive import Archive
 from tests.bots.telegram.harness import (
@@ -18,32 +15,11 @@ from tests.bots.telegram.harness import (
     ANN,
     ARCHIVE,
     Running,
-    register_chats,
-    running_bot,
-    settings_for,
     visible,
-    write_config,
 )
-from tests.fakes.telegram_api import FakeTelegram
 
 GOOD = (ARCHIVE / "2026-11-28.txt").read_bytes()
 FUTURE = "2026-12-05"
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram(scale=100) as tg:
-        register_chats(tg)
-        yield tg
-
-
-@pytest.fixture
-async def bot(
-    fake: FakeTelegram, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> AsyncIterator[Running]:
-    settings = settings_for(write_config(tmp_path, base_url=fake.base_url), fake, monkeypatch)
-    async with running_bot(settings, fake, scale=100) as running:
-        yield running
 
 
 async def send_file(
