@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import sqlite3
@@ -29,7 +30,7 @@ READERS = SUBSCRIBERS[:20]
 #: a subscriber whose edit hangs at the double past the kill (and then takes effect); PTB's
 #: one connection makes the edits behind it wait in flight too
 SLOW = READERS[6:7]
-SLOW_S = 1.0
+SLOW_S = 3.0
 
 
 def _correct(config: Path, log: Path) -> subprocess.Popen[bytes]:
@@ -95,7 +96,9 @@ def test_sigkill_mid_correction_then_a_rerun_completes_it(
         first = _correct(config, log)
         try:
             deadline = time.monotonic() + 30
-            while len(_corrected(_sent(client))) < 10:
+            # kill once some edits landed and the slow reader's edit hangs in flight (waiting
+            # on a count of edits alone let the slow edit finish, or not start, first)
+            while len(_corrected(_sent(client))) < 10 or _in_flight(db) < 1:
                 assert time.monotonic() < deadline, log.read_text()[-3000:]
                 assert first.poll() is None, log.read_text()[-3000:]
                 time.sleep(0.02)
@@ -104,12 +107,7 @@ def test_sigkill_mid_correction_then_a_rerun_completes_it(
             first.wait(10)
         killed_at = time.monotonic()
         assert len(_corrected(_sent(client))) < chats, "the kill did not land mid-correction"
-        with sqlite3.connect(db) as conn:
-            (in_flight,) = conn.execute(
-                "SELECT count(*) FROM parts JOIN deliveries ON deliveries.id = parts.delivery_id "
-                "WHERE deliveries.generation < 0 AND parts.state = 'in_flight'"
-            ).fetchone()
-        assert in_flight >= 1, "the kill found no edit in flight"
+        assert _in_flight(db) >= 1, "the kill found no edit in flight"
 
         # a post meanwhile (the catch-up of `run`, a /repost) leaves the cut correction alone:
         # nothing of it goes out as new messages
@@ -136,3 +134,13 @@ def test_sigkill_mid_correction_then_a_rerun_completes_it(
         assert "已更正 / corrected" in str(message["text"])
     # the first parts were never touched
     assert all(not m["edits"] for m in sent if m not in corrected)
+
+
+def _in_flight(db: Path) -> int:
+    """Correction rows committed in flight (an edit sent, its answer not yet recorded)."""
+    with contextlib.closing(sqlite3.connect(db, timeout=5)) as conn:
+        (count,) = conn.execute(
+            "SELECT count(*) FROM parts JOIN deliveries ON deliveries.id = parts.delivery_id "
+            "WHERE deliveries.generation < 0 AND parts.state = 'in_flight'"
+        ).fetchone()
+    return int(count)
