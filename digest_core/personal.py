@@ -45,6 +45,8 @@ PART_OF_FORMAT: dict[Format, Part] = {
     Format.COMPACT: Part.TOC,
     Format.HEADLINE: Part.HEADLINE,
 }
+#: the format a rendering part stands for (the variant its deliveries record)
+FORMAT_OF_PART: dict[Part, Format] = {part: fmt for fmt, part in PART_OF_FORMAT.items()}
 #: a follow message names at most this many items per word
 MAX_HITS_PER_WORD = 5
 #: how long after its publish time an issue still counts as new for follows
@@ -216,7 +218,9 @@ class Personal:
                 continue
             log.info("%s: %s in %s format to %d subscribers", platform.name, day, fmt, len(todo))
             async with self.lock(day, platform.name):
-                report = await self.engine.deliver(issue.ref, platform, messages, todo)
+                report = await self.engine.deliver(
+                    issue.ref, platform, messages, todo, variant=fmt.value
+                )
             self._served.update(
                 (platform.name, day, t.target.id)
                 for t in report.targets
@@ -243,14 +247,14 @@ class Personal:
         *,
         default: Part = Part.ALL,
         force: bool = False,
-    ) -> list[tuple[list[Message], list[Target]]]:
-        """The daily post's targets by what they get: ``messages`` (the whole issue) for
-        channels; private subscribers get the format they chose, else the platform's
-        subscriber part ``default`` (e.g. the compact one-message issue), rendered so.
-        Without ``force``, a private subscriber served the day in another format (they
+    ) -> list[tuple[Format, list[Message], list[Target]]]:
+        """The daily post's targets by what they get, with its format: ``messages`` (the
+        whole issue) for channels; private subscribers get the format they chose, else the
+        platform's subscriber part ``default`` (e.g. the compact one-message issue), rendered
+        so. Without ``force``, a private subscriber served the day in another format (they
         changed it since) is left out."""
         formats = await self.ledger.formats(platform.name)
-        fallback = {part: fmt for fmt, part in PART_OF_FORMAT.items()}.get(default, Format.FULL)
+        fallback = FORMAT_OF_PART.get(default, Format.FULL)
         groups: dict[Format, list[Target]] = {}
         for target in targets:
             fmt = (
@@ -259,7 +263,7 @@ class Personal:
                 else Format.FULL
             )
             groups.setdefault(fmt, []).append(target)
-        result: list[tuple[list[Message], list[Target]]] = []
+        result: list[tuple[Format, list[Message], list[Target]]] = []
         for fmt, group in groups.items():
             rendered = messages
             if fmt is not Format.FULL:
@@ -270,7 +274,7 @@ class Personal:
                 kept = set(await self.same_shape(platform, issue.date, private, len(rendered)))
                 group = [t for t in group if t.kind is not TargetKind.PRIVATE or t in kept]
             if group:
-                result.append((rendered, group))
+                result.append((fmt, rendered, group))
         return result
 
     # ------------------------------------------------------------ follows

@@ -26,11 +26,12 @@ from digest_core.delivery import (
 )
 from digest_core.delivery.corrector import CorrectionReport, correct
 from digest_core.delivery.health import Trouble, is_transient, read_trouble, short_error
+from digest_core.delivery.ledger.readers import Format
 from digest_core.embargo import Embargo
 from digest_core.errors import IssueNotFound, LedgerLost
 from digest_core.metrics import NULL_METRICS, MetricsSink
 from digest_core.models import Issue
-from digest_core.personal import Personal, Visibility
+from digest_core.personal import FORMAT_OF_PART, PART_OF_FORMAT, Personal, Visibility
 from digest_core.pinning import Pins
 from digest_core.platform import Editor, Target, TargetKind
 from digest_core.port import Adapter, ServicePort
@@ -238,8 +239,11 @@ class DigestService(ServicePort):
             # private subscribers may get another part (the platform's subscriber format, or
             # the one a reader chose): they are then another engine run of the same ledger
             # delivery (rows are per target)
+            # (the format each run records: a correction edits each message in its own)
             default = Part(getattr(platform, "subscriber_part", Part.ALL))
-            groups: list[tuple[list[Message], list[Target]]] = [(messages, targets)]
+            groups: list[tuple[Format, list[Message], list[Target]]] = [
+                (Format.FULL, messages, targets)
+            ]
             if platform.name in self.personal.platforms:
                 groups = await self.personal.groups(
                     issue, platform, targets, messages, default=default, force=force
@@ -247,18 +251,32 @@ class DigestService(ServicePort):
             elif default is not Part.ALL:
                 compact = render(issue, platform.flavor, default, options=platform.post_options)
                 groups = [
-                    (messages, [t for t in targets if t.kind is not TargetKind.PRIVATE]),
-                    (compact, [t for t in targets if t.kind is TargetKind.PRIVATE]),
+                    (
+                        Format.FULL,
+                        messages,
+                        [t for t in targets if t.kind is not TargetKind.PRIVATE],
+                    ),
+                    (
+                        FORMAT_OF_PART.get(default, Format.FULL),
+                        compact,
+                        [t for t in targets if t.kind is TargetKind.PRIVATE],
+                    ),
                 ]
             # one delivery of a day per platform at a time: a /repost while the daily post
             # runs waits for it, then finds everything sent
             report: DeliveryReport | None = None
             async with self._locks.setdefault((issue.date, platform.name), asyncio.Lock()):
-                for parts, group in groups:
+                for fmt, parts, group in groups:
                     if not group:
                         continue
                     done = await self.engine.deliver(
-                        issue.ref, platform, parts, group, force=force, progress=progress
+                        issue.ref,
+                        platform,
+                        parts,
+                        group,
+                        force=force,
+                        progress=progress,
+                        variant=fmt.value,
                     )
                     report = done if report is None else report.merged(done)
                 await self.pins.after_post(issue.date, platform, platform.channel_targets())
@@ -297,7 +315,11 @@ class DigestService(ServicePort):
         )
 
         async def run(platform: Adapter) -> CorrectionReport:
-            messages = render(issue, platform.flavor, Part.ALL, options=platform.post_options)
+            # each format the day's messages may be in, rendered as the post renders it
+            messages = {
+                fmt.value: render(issue, platform.flavor, part, options=platform.post_options)
+                for fmt, part in PART_OF_FORMAT.items()
+            }
             async with self._locks.setdefault((issue.date, platform.name), asyncio.Lock()):
                 return await correct(
                     self.engine, issue.ref, platform, messages, zone=self.zone, progress=progress

@@ -4,6 +4,9 @@ The ledger plans (:meth:`~digest_core.delivery.ledger.Ledger.plan_correction`); 
 runs the plan through the delivery engine's fan-out, so a correction has a post's pacing,
 claims, retries and crash-resume: each row is committed in flight before its edit, send or
 delete and recorded after it, and a rerun resumes what a killed run left.
+
+Each target is corrected in the variant (format) it got: the channels' full issue, a
+subscriber's compact message or headline (see :mod:`digest_core.delivery.ledger.corrections`).
 """
 
 from __future__ import annotations
@@ -12,11 +15,17 @@ import asyncio
 import datetime as dt
 import functools
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from digest_core.delivery.fanout import DeliveryEngine, _Fanout, _Run
-from digest_core.delivery.ledger import MAYBE_SENT, Action, CorrectionPlan, PlannedPart
+from digest_core.delivery.ledger import (
+    FULL_VARIANT,
+    MAYBE_SENT,
+    Action,
+    CorrectionPlan,
+    PlannedPart,
+)
 from digest_core.delivery.reports import ProgressCallback, TargetReport
 from digest_core.errors import MessageGone
 from digest_core.models import IssueRef
@@ -89,13 +98,16 @@ class CorrectionReport:
 
 class _Correcting:
     """The platform as the fan-out sees it during a correction: its "send" of a row does
-    the row's action (edit, send anew, delete)."""
+    the row's action (edit, send anew, delete) with the row's part in the row's variant
+    (``marked``: the new revision's marked messages per variant; a variant it lacks is
+    corrected to the full one, as the ledger planned it)."""
 
     def __init__(
         self,
         platform: Platform,
         editor: Editor,
-        actions: dict[tuple[str, int], tuple[Action, str | None]],
+        actions: dict[tuple[str, int], tuple[Action, str | None, str]],
+        marked: Mapping[str, Sequence[Message]],
         note: Message,
         report: CorrectionReport,
     ) -> None:
@@ -106,12 +118,15 @@ class _Correcting:
         self._platform = platform
         self._editor = editor
         self._actions = actions
+        self._marked = marked
         self._note = note
         self._report = report
 
     async def send(self, target: Target, message: Message, *, key: PartKey | None = None) -> str:
         assert key is not None
-        action, message_id = self._actions[(target.id, key.part)]
+        action, message_id, variant = self._actions[(target.id, key.part)]
+        if action is not Action.DELETE:
+            message = (self._marked.get(variant) or self._marked[FULL_VARIANT])[key.part]
         if action is Action.SEND:
             sent = await self._platform.send(target, message, key=key)
             self._report.added += 1
@@ -141,22 +156,29 @@ async def correct(
     engine: DeliveryEngine,
     ref: IssueRef,
     platform: Platform,
-    messages: Sequence[Message],
+    messages: Sequence[Message] | Mapping[str, Sequence[Message]],
     *,
     zone: dt.tzinfo,
     progress: ProgressCallback | None = None,
 ) -> CorrectionReport:
     """Make every message of ``ref.date`` posted on ``platform`` show ``messages`` (the
-    rendered parts of revision ``ref``): changed ones edited with a :func:`correction_mark`,
-    added parts sent after the last, surplus ones deleted (or replaced by
-    :data:`REMOVED_NOTE`). A run a crash cut is resumed first; a run with nothing to do
-    changes nothing.
+    rendered parts of revision ``ref``, per variant: ``{"full": …, "compact": …}``, rendered
+    as the post renders each; one list is the full variant's): each target's messages in the
+    variant it got (one the mapping lacks: full), changed ones edited with a
+    :func:`correction_mark`, added parts sent after the last, surplus ones deleted (or
+    replaced by :data:`REMOVED_NOTE`). A run a crash cut is resumed first; a run with
+    nothing to do changes nothing.
 
     Raises:
-        ValueError: ``messages`` is empty.
+        ValueError: no full variant, or a variant without messages.
         DeliveryBusy: another process holds this platform's delivery lease.
     """
-    if not messages:
+    by_variant = (
+        {variant: list(m) for variant, m in messages.items()}
+        if isinstance(messages, Mapping)
+        else {FULL_VARIANT: list(messages)}
+    )
+    if not by_variant.get(FULL_VARIANT) or not all(by_variant.values()):
         raise ValueError("nothing to correct to: no messages")
     report = CorrectionReport(ref, platform.name)
     if not isinstance(platform, Editor):
@@ -165,7 +187,7 @@ async def correct(
             "`digest-bot post --force` posts the corrected issue again"
         )
         return report
-    digests = [m.digest for m in messages]
+    digests = {variant: [m.digest for m in m_list] for variant, m_list in by_variant.items()}
     async with engine._lease(platform.name):
         # at most: the rest of a killed run, then the new plan (a failed row waits for the
         # next run, so a run always ends)
@@ -173,7 +195,7 @@ async def correct(
             plan = await engine.ledger.plan_correction(ref, platform.name, digests)
             if plan is None:
                 break
-            await _run(engine, plan, platform, platform, messages, zone, progress, report)
+            await _run(engine, plan, platform, platform, by_variant, zone, progress, report)
             if not plan.resumed:
                 break
     log.info("correction: %s", report.describe())
@@ -185,7 +207,7 @@ async def _run(
     plan: CorrectionPlan,
     platform: Platform,
     editor: Editor,
-    messages: Sequence[Message],
+    messages: Mapping[str, Sequence[Message]],
     zone: dt.tzinfo,
     progress: ProgressCallback | None,
     report: CorrectionReport,
@@ -193,16 +215,17 @@ async def _run(
     report.unchanged += plan.unchanged
     mark = correction_mark(plan.created_at.astimezone(zone))
     note = editor.corrected(_note_of(platform), mark)
-    marked = [editor.corrected(m, mark) for m in messages]
+    marked = {v: [editor.corrected(m, mark) for m in m_list] for v, m_list in messages.items()}
+    # what the fan-out hands each row (the row's own variant is chosen when it is acted on)
     deepest = max((row[1] for _, _, rows in plan.entries for row in rows), default=0)
-    marked += [note] * max(0, deepest + 1 - len(marked))
-    actions: dict[tuple[str, int], tuple[Action, str | None]] = {}
+    padded = [*marked[FULL_VARIANT], *[note] * max(0, deepest + 1 - len(marked[FULL_VARIANT]))]
+    actions: dict[tuple[str, int], tuple[Action, str | None, str]] = {}
     runs: list[_Run] = []
     for order, (target, rows) in enumerate(plan.target_rows()):
         if order % 2000 == 0:
             await asyncio.sleep(0)  # 100k subscribers must not stall the loop
         for r in rows:
-            actions[(target.id, r.part)] = (r.action, r.message_id)
+            actions[(target.id, r.part)] = (r.action, r.message_id, r.variant)
         todo = [PlannedPart(r.id, r.part, r.state, r.attempts) for r in rows]
         told = TargetReport(target)
         report.targets.append(told)
@@ -219,9 +242,9 @@ async def _run(
         len(runs),
         " (resuming a cut run)" if plan.resumed else "",
     )
-    correcting = _Correcting(platform, editor, actions, note, report)
+    correcting = _Correcting(platform, editor, actions, marked, note, report)
     key = functools.partial(PartKey, plan.ref.date, plan.ref.revision, plan.generation)
-    fanout = _Fanout(engine, correcting, marked, progress, key)
+    fanout = _Fanout(engine, correcting, padded, progress, key)
     await fanout.run(runs)
 
 

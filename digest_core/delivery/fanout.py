@@ -16,6 +16,7 @@ from digest_core.clock import Clock
 from digest_core.delivery.heap import frozen_heap, refreeze
 from digest_core.delivery.ledger import (
     DEFAULT_LEASE_TTL,
+    FULL_VARIANT,
     MAYBE_SENT,
     Ledger,
     PartState,
@@ -141,8 +142,13 @@ class DeliveryEngine:
         *,
         force: bool = False,
         progress: ProgressCallback | None = None,
+        variant: str = FULL_VARIANT,
     ) -> DeliveryReport:
         """Send ``messages`` (the rendered parts of ``ref``, in order) to every target.
+
+        ``variant`` names the format ``messages`` are in (``"full"``: the channels'; a
+        subscriber's ``"compact"``…): the ledger records it with the rows and the digests of
+        each variant of a delivery, so a correction edits each message in its own format.
 
         Only parts the ledger lacks are sent (``force``: all of them, as a new generation).
         Each part is committed in flight before its send and sent after it. Parts keep their
@@ -162,7 +168,9 @@ class DeliveryEngine:
         async with self._lease(platform.name):
             started = self.clock.monotonic()
             with frozen_heap():
-                report = await self._deliver(ref, platform, messages, targets, force, progress)
+                report = await self._deliver(
+                    ref, platform, messages, targets, force, progress, variant
+                )
             self.metrics.delivery(
                 platform.name,
                 self.clock.monotonic() - started,
@@ -206,10 +214,15 @@ class DeliveryEngine:
         targets: Sequence[Target],
         force: bool,
         progress: ProgressCallback | None,
+        variant: str = FULL_VARIANT,
     ) -> DeliveryReport:
-        plan = await self.ledger.plan(ref, platform.name, targets, len(messages), force=force)
+        plan = await self.ledger.plan(
+            ref, platform.name, targets, len(messages), force=force, variant=variant
+        )
         # what each part shows, so a correction edits only the messages that change
-        await self.ledger.record_digests(plan.delivery_id, [m.digest for m in messages])
+        await self.ledger.record_digests(
+            plan.delivery_id, [m.digest for m in messages], variant=variant
+        )
         with log_fields(
             delivery_id=plan.delivery_id, platform=platform.name, issue_date=str(ref.date)
         ):

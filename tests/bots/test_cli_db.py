@@ -78,14 +78,14 @@ def test_without_auto_upgrade_an_old_ledger_waits_for_db_upgrade(tmp_path: Path)
     assert refused.returncode == 1
     assert refused.stderr.strip().splitlines() == [
         "digest-bot: ledger var/digest-bot.db is at schema version 4 (revision 0004), from "
-        "before Alembic; this release needs version 7: back it up and run "
+        "before Alembic; this release needs version 8: back it up and run "
         "`digest-bot db upgrade` (or set [ledger] auto_upgrade = true)"
     ]
     before = cli(work, "db", "status")
     assert before.returncode == 1 and "run `digest-bot db upgrade`" in before.stdout
     upgraded = cli(work, "db", "upgrade")
     assert upgraded.returncode == 0, upgraded.stderr
-    assert "schema version 4 (revision 0004), from before Alembic -> schema version 7" in (
+    assert "schema version 4 (revision 0004), from before Alembic -> schema version 8" in (
         upgraded.stdout
     )
     assert cli(work, "db", "status").stdout.splitlines()[-1] == "up to date"

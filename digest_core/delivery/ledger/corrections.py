@@ -13,6 +13,13 @@ per (target, part), say what the message at that place shows once the row is sen
 Messages whose content did not change get a row recorded sent at once (never edited), so a
 correction's rows describe the whole post. The content is compared by the digests of
 :data:`~digest_core.delivery.ledger.schema.part_digests`, recorded for every delivery.
+
+A delivery's targets may have got different variants (formats) of the issue: channels the full
+one, private subscribers a compact one or the headline alone. Each row names its variant (NULL:
+:data:`~digest_core.delivery.ledger.schema.FULL_VARIANT`), digests are kept per variant, and a
+target is compared with, and corrected to, the new revision in its own variant: ``parts`` above
+is the number of parts of that variant. A variant the new revision has no digests for, or the
+old delivery recorded none for (rows of schema 7 and older are all full), is taken as full.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ import asyncio
 import datetime as dt
 import functools
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -31,6 +38,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from digest_core.delivery.ledger.core import LedgerBase, _retried
 from digest_core.delivery.ledger.schema import (
+    FULL_VARIANT,
     PartState,
     deliveries,
     part_digests,
@@ -72,6 +80,8 @@ class CorrectionRow:
     action: Action
     #: the message edited or deleted (None for a part sent anew)
     message_id: str | None
+    #: the variant (format) of the new revision the row's message is to show
+    variant: str = FULL_VARIANT
 
 
 @dataclass(frozen=True)
@@ -82,7 +92,8 @@ class CorrectionPlan:
     generation: int
     ref: IssueRef
     platform: str
-    #: the parts of the new revision (rows at or past it delete surplus messages)
+    #: the parts of the new revision in the full variant (rows at or past the number of parts
+    #: of their own variant delete surplus messages)
     n_parts: int
     #: when the correction was recorded: the time its mark shows
     created_at: dt.datetime
@@ -106,15 +117,18 @@ class CorrectionPlan:
             yield (
                 Target(self.platform, target_id, TargetKind(kind)),
                 tuple(
-                    CorrectionRow(i, p, PartState(st), a, Action(act), m)
-                    for i, p, st, a, act, m in rows
+                    CorrectionRow(i, p, PartState(st), a, Action(act), m, v or FULL_VARIANT)
+                    for i, p, st, a, act, m, v in rows
                 ),
             )
 
 
 #: a planned target as :class:`CorrectionPlan` keeps it: (target id, kind, rows), each row
-#: (id, part, state, attempts, action, message id), the fields of :class:`CorrectionRow`
-_CEntry = tuple[str, str, tuple[tuple[int, int, str, int, str, str | None], ...]]
+#: (id, part, state, attempts, action, message id, variant: None for full), the fields of
+#: :class:`CorrectionRow`
+_CEntry = tuple[str, str, tuple[tuple[int, int, str, int, str, str | None, str | None], ...]]
+#: the digests of a revision's parts per variant (one list: the full variant's)
+Digests = Mapping[str, Sequence[str]] | Sequence[str]
 
 
 @dataclass
@@ -123,11 +137,14 @@ class _Planning:
 
     ref: IssueRef
     platform: str
-    digests: Sequence[str]
+    #: the new revision's digests per variant (the full one always there)
+    digests: dict[str, tuple[str, ...]]
     #: the day's deliveries on the platform (rows of ``deliveries``) by id
     days: dict[int, Any]
-    #: (delivery id, part) -> digest of what it showed
-    shown: dict[tuple[int, int], str]
+    #: (delivery id, variant, part) -> digest of what it showed
+    shown: dict[tuple[int, str, int], str]
+    #: (delivery id, variant) -> its number of parts, for the variants it recorded
+    recorded: dict[tuple[int, str], int]
     now: dt.datetime
     #: the correction delivery, once a batch needed one: (id, generation)
     created: tuple[int, int] | None = None
@@ -143,19 +160,25 @@ class _Row:
     part: int
     state: PartState
     message_id: str | None
+    variant: str | None
 
 
 class CorrectionsMixin(LedgerBase):
     """Digests of what deliveries showed, and corrections (see the module docstring)."""
 
     @_retried
-    async def record_digests(self, delivery_id: int, digests: Sequence[str]) -> None:
-        """Record what each part of a delivery shows (once: a resumed delivery keeps the
-        digests first recorded)."""
+    async def record_digests(
+        self, delivery_id: int, digests: Sequence[str], *, variant: str = FULL_VARIANT
+    ) -> None:
+        """Record what each part of a delivery's ``variant`` shows (once per variant: a
+        resumed delivery keeps the digests first recorded)."""
         async with self._tx() as conn:
             found = (
                 await conn.execute(
-                    select(func.count()).where(part_digests.c.delivery_id == delivery_id)
+                    select(func.count()).where(
+                        part_digests.c.delivery_id == delivery_id,
+                        part_digests.c.variant == variant,
+                    )
                 )
             ).scalar_one()
             if found:
@@ -163,17 +186,19 @@ class CorrectionsMixin(LedgerBase):
             await conn.execute(
                 insert(part_digests),
                 [
-                    {"delivery_id": delivery_id, "part": i, "digest": d}
+                    {"delivery_id": delivery_id, "variant": variant, "part": i, "digest": d}
                     for i, d in enumerate(digests)
                 ],
             )
             self.stats.rows_inserted += len(digests)
 
     async def plan_correction(
-        self, ref: IssueRef, platform: str, digests: Sequence[str]
+        self, ref: IssueRef, platform: str, digests: Digests
     ) -> CorrectionPlan | None:
         """What it takes to make every target of ``ref.date`` on ``platform`` show ``ref``
-        (whose parts have ``digests``), or None when nothing is left to do.
+        (whose parts have ``digests``, per variant: a target is compared with and corrected
+        to its own variant, see the module docstring; one list is the full variant's), or
+        None when nothing is left to do.
 
         A correction of ``ref`` a run left unfinished (rows pending, in flight, of unknown
         outcome or failed) is resumed first: its plan comes back with ``resumed`` and those
@@ -185,11 +210,10 @@ class CorrectionsMixin(LedgerBase):
         :data:`_BATCH`, each in its own transaction; a target already showing ``ref`` costs
         one aggregate row.
         """
-        if not digests:
-            raise ValueError("a correction needs at least one part")
+        by_variant = _by_variant(digests)
         now = self._clock.now()
         started = await self._retrying(
-            functools.partial(self._correction_start, ref, platform, digests, now)
+            functools.partial(self._correction_start, ref, platform, by_variant, now)
         )
         if isinstance(started, CorrectionPlan) or started is None:
             return started
@@ -227,7 +251,7 @@ class CorrectionsMixin(LedgerBase):
             generation,
             ref,
             platform,
-            len(digests),
+            len(by_variant[FULL_VARIANT]),
             now,
             tuple(state.todo),
             resumed=False,
@@ -235,7 +259,11 @@ class CorrectionsMixin(LedgerBase):
         )
 
     async def _correction_start(
-        self, ref: IssueRef, platform: str, digests: Sequence[str], now: dt.datetime
+        self,
+        ref: IssueRef,
+        platform: str,
+        digests: dict[str, tuple[str, ...]],
+        now: dt.datetime,
     ) -> CorrectionPlan | tuple[_Planning, set[str]] | None:
         """The first transaction: give up other revisions' unfinished rows, resume this
         revision's, else read what the batches need and the day's targets."""
@@ -269,14 +297,18 @@ class CorrectionsMixin(LedgerBase):
                     return plan
             if not days:
                 return None
-            shown = {
-                (d_id, part): digest
-                for d_id, part, digest in await conn.execute(
-                    select(
-                        part_digests.c.delivery_id, part_digests.c.part, part_digests.c.digest
-                    ).where(part_digests.c.delivery_id.in_(list(days)))
-                )
-            }
+            shown: dict[tuple[int, str, int], str] = {}
+            recorded: dict[tuple[int, str], int] = {}
+            for d_id, variant, part, digest in await conn.execute(
+                select(
+                    part_digests.c.delivery_id,
+                    part_digests.c.variant,
+                    part_digests.c.part,
+                    part_digests.c.digest,
+                ).where(part_digests.c.delivery_id.in_(list(days)))
+            ):
+                shown[(d_id, variant, part)] = digest
+                recorded[(d_id, variant)] = recorded.get((d_id, variant), 0) + 1
             away = {
                 t
                 for (t,) in await conn.execute(
@@ -286,7 +318,7 @@ class CorrectionsMixin(LedgerBase):
                     )
                 )
             }
-        return _Planning(ref, platform, digests, days, shown, now), away
+        return _Planning(ref, platform, digests, days, shown, recorded, now), away
 
     async def _target_page(self, delivery_id: int, after: str) -> list[str]:
         """The next :data:`_BATCH` target ids with rows in a delivery, in id order after
@@ -319,7 +351,7 @@ class CorrectionsMixin(LedgerBase):
     ) -> int:
         """Compare one batch of targets with the new revision; record the rows of those with
         something to change. Returns the messages found unchanged."""
-        ref, days, digests = state.ref, state.days, state.digests
+        ref, days = state.ref, state.days
         # each target's latest delivery naming a message (a sent row, or an edit a run left
         # unfinished: resumed before this): one aggregate row a target; no state in the WHERE
         # (SQLite would pick ix_parts_state, which matches nearly every row)
@@ -351,11 +383,19 @@ class CorrectionsMixin(LedgerBase):
                 parts.c.part,
                 parts.c.state,
                 parts.c.message_id,
+                parts.c.variant,
             ).where(parts.c.delivery_id.in_(list(days)), parts.c.target.in_(batch))
         ):
             kinds[row.target] = row.kind
             by_delivery.setdefault(row.target, {}).setdefault(row.delivery_id, []).append(
-                _Row(row.id, row.delivery_id, row.part, PartState(row.state), row.message_id)
+                _Row(
+                    row.id,
+                    row.delivery_id,
+                    row.part,
+                    PartState(row.state),
+                    row.message_id,
+                    row.variant,
+                )
             )
         behind: dict[str, int] = {}
         by_target: dict[str, list[_Row]] = {}
@@ -367,12 +407,18 @@ class CorrectionsMixin(LedgerBase):
             if days[last].revision != ref.revision:
                 behind[target_id] = last
                 by_target[target_id] = posts[last]
-        n = len(digests)
         inserts: list[dict[str, Any]] = []
         unchanged = 0
         for target_id, rows_of in by_target.items():
             d_id = behind[target_id]
-            view = _view(rows_of, days[d_id].parts)
+            # the variant the target shows (its first part's row), if the new revision has it
+            shows = min(rows_of, key=lambda r: r.part).variant or FULL_VARIANT
+            variant = shows if shows in state.digests else FULL_VARIANT
+            digests = state.digests[variant]
+            n = len(digests)
+            # what the old delivery recorded of that variant (else of the full one: old rows)
+            was = shows if (d_id, shows) in state.recorded else FULL_VARIANT
+            view = _view(rows_of, state.recorded.get((d_id, was), days[d_id].parts))
             planned: list[tuple[int, str, str | None]] = []  # (part, state, message id)
             for part in range(n):
                 found = view.get(part)
@@ -380,7 +426,7 @@ class CorrectionsMixin(LedgerBase):
                     planned.append((part, PartState.PENDING.value, None))
                 elif found[0] == "":
                     planned.append((part, PartState.SENT.value, ""))  # gone: stays gone
-                elif found[1] and state.shown.get((d_id, part)) == digests[part]:
+                elif found[1] and state.shown.get((d_id, was, part)) == digests[part]:
                     planned.append((part, PartState.SENT.value, found[0]))
                 else:
                     planned.append((part, PartState.PENDING.value, found[0]))
@@ -401,6 +447,7 @@ class CorrectionsMixin(LedgerBase):
                     "attempts": 0,
                     "created_at": state.now,
                     "updated_at": state.now,
+                    "variant": None if variant == FULL_VARIANT else variant,
                 }
                 for part, st, message_id in planned
             ]
@@ -408,11 +455,13 @@ class CorrectionsMixin(LedgerBase):
             delivery_id = await self._correction_delivery(conn, state)
             await conn.execute(insert(parts), [{**r, "delivery_id": delivery_id} for r in inserts])
             self.stats.rows_inserted += len(inserts)
-            state.todo += await _unfinished(conn, delivery_id, n, targets=list(behind))
+            sizes = {v: len(d) for v, d in state.digests.items()}
+            state.todo += await _unfinished(conn, delivery_id, sizes, targets=list(behind))
         return unchanged
 
     async def _correction_delivery(self, conn: AsyncConnection, state: _Planning) -> int:
-        """The id of this correction's delivery, recorded (with its digests) on first use."""
+        """The id of this correction's delivery, recorded (with its digests, of every
+        variant) on first use."""
         if state.created is not None:
             return state.created[0]
         ref = state.ref
@@ -426,21 +475,20 @@ class CorrectionsMixin(LedgerBase):
                 platform=state.platform,
                 generation=generation,
                 forced=False,
-                parts=len(state.digests),
+                parts=len(state.digests[FULL_VARIANT]),
                 created_at=state.now,
             )
         )
         key = result.inserted_primary_key
         assert key is not None
         delivery_id = int(key[0])
-        await conn.execute(
-            insert(part_digests),
-            [
-                {"delivery_id": delivery_id, "part": i, "digest": d}
-                for i, d in enumerate(state.digests)
-            ],
-        )
-        self.stats.rows_inserted += 1 + len(state.digests)
+        recorded = [
+            {"delivery_id": delivery_id, "variant": variant, "part": i, "digest": d}
+            for variant, digests in state.digests.items()
+            for i, d in enumerate(digests)
+        ]
+        await conn.execute(insert(part_digests), recorded)
+        self.stats.rows_inserted += 1 + len(recorded)
         state.created = (delivery_id, generation)
         return delivery_id
 
@@ -472,6 +520,15 @@ class CorrectionsMixin(LedgerBase):
         self, conn: AsyncConnection, delivery: Any, ref: IssueRef, platform: str, *, resumed: bool
     ) -> CorrectionPlan:
         """The unfinished rows of the correction ``delivery``, per target in part order."""
+        sizes = {
+            variant: int(n)
+            for variant, n in await conn.execute(
+                select(part_digests.c.variant, func.count())
+                .where(part_digests.c.delivery_id == delivery.id)
+                .group_by(part_digests.c.variant)
+            )
+        }
+        sizes.setdefault(FULL_VARIANT, int(delivery.parts))
         return CorrectionPlan(
             int(delivery.id),
             int(delivery.generation),
@@ -479,16 +536,21 @@ class CorrectionsMixin(LedgerBase):
             platform,
             int(delivery.parts),
             delivery.created_at,
-            tuple(await _unfinished(conn, int(delivery.id), int(delivery.parts))),
+            tuple(await _unfinished(conn, int(delivery.id), sizes)),
             resumed=resumed,
         )
 
 
 async def _unfinished(
-    conn: AsyncConnection, delivery_id: int, n_parts: int, *, targets: list[str] | None = None
+    conn: AsyncConnection,
+    delivery_id: int,
+    sizes: Mapping[str, int],
+    *,
+    targets: list[str] | None = None,
 ) -> list[_CEntry]:
     """The rows of a correction still to act on (of ``targets`` only, if given), per target
-    in part order, with each row's action."""
+    in part order, with each row's action (``sizes``: the new revision's number of parts per
+    variant; rows past their variant's delete)."""
     query = select(
         parts.c.id,
         parts.c.target,
@@ -497,26 +559,30 @@ async def _unfinished(
         parts.c.state,
         parts.c.attempts,
         parts.c.message_id,
+        parts.c.variant,
     ).where(parts.c.delivery_id == delivery_id)
     if targets is not None:
         query = query.where(parts.c.target.in_(targets))  # the unique index: a few rows each
     else:
         # few rows of a delivery are unfinished: here ix_parts_state is the one to use
         query = query.where(parts.c.state.in_(_UNFINISHED))
-    grouped: dict[tuple[str, str], list[tuple[int, int, str, int, str, str | None]]] = {}
-    for row_id, target, kind, part, state, attempts, message_id in await conn.execute(
+    grouped: dict[
+        tuple[str, str], list[tuple[int, int, str, int, str, str | None, str | None]]
+    ] = {}
+    full = sizes[FULL_VARIANT]
+    for row_id, target, kind, part, state, attempts, message_id, variant in await conn.execute(
         query.order_by(parts.c.target, parts.c.part)
     ):
         if state not in _UNFINISHED:
             continue
-        if part >= n_parts:
+        if part >= (full if variant is None else sizes.get(variant, full)):
             action = Action.DELETE.value
         elif message_id:
             action = Action.EDIT.value
         else:
             action = Action.SEND.value
         grouped.setdefault((target, kind), []).append(
-            (row_id, part, state, attempts, action, message_id)
+            (row_id, part, state, attempts, action, message_id, variant)
         )
     return [(t, kind, tuple(rows)) for (t, kind), rows in grouped.items()]
 
@@ -541,3 +607,21 @@ def _view(rows: list[_Row], n_parts: int) -> dict[int, tuple[str, bool]]:
         elif row.message_id:
             view[row.part] = (row.message_id, False)
     return view
+
+
+def _by_variant(digests: Digests) -> dict[str, tuple[str, ...]]:
+    """``digests`` per variant (a plain list is the full variant's).
+
+    Raises:
+        ValueError: no full variant, or a variant without parts.
+    """
+    found = (
+        {variant: tuple(d) for variant, d in digests.items()}
+        if isinstance(digests, Mapping)
+        else {FULL_VARIANT: tuple(digests)}
+    )
+    if FULL_VARIANT not in found:
+        raise ValueError(f"a correction needs the {FULL_VARIANT!r} variant's digests")
+    if not all(found.values()):
+        raise ValueError("a correction needs at least one part in every variant")
+    return found

@@ -40,6 +40,7 @@ from digest_core.delivery.ledger.records import (
 )
 from digest_core.delivery.ledger.retention import served_before_pruning
 from digest_core.delivery.ledger.schema import (
+    FULL_VARIANT,
     PartState,
     _chunks,
     _issue_filter,
@@ -73,6 +74,8 @@ class _Batch:
     pruned: bool = False
     #: the day's corrections on the platform (deliveries with a negative generation)
     corrections: frozenset[int] = frozenset()
+    #: the variant (format) the rows inserted show; None for the full one (stored NULL)
+    variant: str | None = None
 
 
 class _Moves:
@@ -133,6 +136,7 @@ class PlanningMixin(LedgerBase):
         n_parts: int,
         *,
         force: bool = False,
+        variant: str = FULL_VARIANT,
     ) -> Plan:
         """Record a delivery of ``n_parts`` parts of ``ref`` to ``requested`` and say what to send.
 
@@ -145,7 +149,9 @@ class PlanningMixin(LedgerBase):
 
         Targets are resolved through recorded moves, and rows recorded under any id of a
         target's move chain count as its own; deactivated targets are left out and listed in
-        :attr:`Plan.inactive`. Duplicates (after resolving) are planned once.
+        :attr:`Plan.inactive`. Duplicates (after resolving) are planned once. The rows
+        inserted record ``variant``, the format of the messages they stand for (what a
+        correction compares them with).
 
         A row in flight is planned again only if no live delivery owns it: not one of this
         instance's, and no other owner holds the platform's live delivery lease. A target with
@@ -209,7 +215,15 @@ class PlanningMixin(LedgerBase):
                 ).first()
             )
         batch = _Batch(
-            ref, n_parts, delivery_id, revisions, foreign is not None, now, pruned, corrections
+            ref,
+            n_parts,
+            delivery_id,
+            revisions,
+            foreign is not None,
+            now,
+            pruned,
+            corrections,
+            None if variant == FULL_VARIANT else variant,
         )
         entries: list[_Entry] = []
         inactive: list[Target] = []
@@ -329,6 +343,7 @@ class PlanningMixin(LedgerBase):
                 "attempts": 0,
                 "created_at": now,
                 "updated_at": now,
+                "variant": batch.variant,
             }
             for target_id, part in found.inserts
         ]

@@ -39,13 +39,17 @@ log = logging.getLogger(__name__)
 #: Where the ledger lives unless config says otherwise (relative to the working directory).
 DEFAULT_LEDGER_URL = "sqlite+aiosqlite:///var/ledger.sqlite3"
 #: Bumped with every schema change: the number of the newest Alembic revision in
-#: ``migrations/versions`` (``v0007_…``), also kept in the ``schema_version`` table.
-SCHEMA_VERSION = 7
+#: ``migrations/versions`` (``v0008_…``), also kept in the ``schema_version`` table.
+SCHEMA_VERSION = 8
 #: The settings key the ledger URL comes from (named in configuration errors).
 CONFIG_KEY = "database_url"
 #: How long a lease lasts unless renewed; a crashed holder blocks others at most this long
 #: (less on the same host, where a dead holder's lease is taken over at once).
 DEFAULT_LEASE_TTL = 60.0
+#: The variant (format) of a delivery's messages that channels get, and the one a part row
+#: without a variant shows (rows of schema 7 and older were all recorded so): see
+#: :data:`part_digests`.
+FULL_VARIANT = "full"
 #: SQLite's bound-parameter limit is 32766 since 3.32; stay far below it.
 _CHUNK = 500
 
@@ -131,6 +135,9 @@ parts = Table(
     Column("last_error", Text),
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
+    #: the variant (format) of the delivery's messages this row shows; NULL for
+    #: :data:`FULL_VARIANT` (channels and most subscribers: nothing stored)
+    Column("variant", String(16)),
     UniqueConstraint("delivery_id", "target", "part"),
     Index("ix_parts_state", "state"),
     Index("ix_parts_target", "target"),
@@ -212,13 +219,16 @@ day_summaries = Table(
     Index("ix_day_summaries_target", "platform", "target"),
 )
 
-#: What each part of a delivery showed: a digest of its rendered payload (without any
-#: correction mark). A correction compares these with the new revision's, so only messages
-#: whose content changed are edited (the old revision's file is gone by then).
+#: What each part of a delivery showed, per variant (format: the channels' ``full`` issue, a
+#: subscriber's ``compact`` or ``headline`` one; a delivery's targets may get different ones,
+#: named by their rows' ``variant``): a digest of its rendered payload (without any correction
+#: mark). A correction compares these with the new revision's in the target's variant, so only
+#: messages whose content changed are edited (the old revision's file is gone by then).
 part_digests = Table(
     "part_digests",
     metadata,
     Column("delivery_id", Integer, ForeignKey("deliveries.id"), primary_key=True),
+    Column("variant", String(16), primary_key=True, server_default=FULL_VARIANT),
     Column("part", Integer, primary_key=True),
     Column("digest", String(32), nullable=False),
 )
