@@ -1,4 +1,5 @@
-"""Corrections on a virtual clock: which messages change, revisions replacing a cut correction."""
+"""Corrections on a virtual clock (SQLite and PostgreSQL): which messages change, revisions
+replacing a cut correction."""
 
 from __future__ import annotations
 
@@ -63,8 +64,9 @@ def clock() -> ManualClock:
 
 
 @pytest.fixture
-async def ledger(clock: ManualClock) -> AsyncIterator[Ledger]:
-    async with open_ledger(clock) as ledger:
+async def ledger(clock: ManualClock, ledger_url: str) -> AsyncIterator[Ledger]:
+    """A ledger on SQLite and on PostgreSQL (tests/delivery/conftest.py)."""
+    async with open_ledger(clock, ledger_url) as ledger:
         yield ledger
 
 

@@ -7,11 +7,14 @@ from pathlib import Path
 
 import pytest
 
+from bots.discord.cli import sync_commands
 from bots.renderers import Flavor
 from digest_core.models import Issue
 from digest_core.rendering import Part, RenderOptions, render
 from tests.bots.discord.harness import (
     CHANNELS,
+    GUILD,
+    READER,
     TWO_PARTS,
     clock_on,
     fake_discord,
@@ -142,3 +145,55 @@ async def test_pins_follow_the_day_and_a_missing_permission_is_reported_once(
             # the two permitted channels are pinned again (idempotent); the denied one is not
             after = _requests(fake, "PUT /channels/{channel_id}/messages/pins/{message_id}")
             assert after - pins == 2
+
+
+async def test_a_dm_subscriber_in_the_compact_format_is_corrected_in_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    title, new_title = (
+        "梯度累积与学习率：换了累积步数，别忘了重调预热",
+        "梯度累积与学习率：改了累积步数，记得重调预热",
+    )
+    options = RenderOptions(buttons=True)
+    async with fake_discord() as fake:
+        settings = make_settings(tmp_path, monkeypatch, fake, command_burst=100)
+        await sync_commands(settings.discord)
+        async with running_bot(settings, clock=clock_on(TWO_PARTS)) as (service, adapter):
+            record = await fake.run_slash_command(
+                GUILD, CHANNELS[0], READER, "subscribe", {"format": "compact"}
+            )
+            await record.wait_for_callback()
+            [subscriber] = await service.ledger.subscribers("discord")
+            dm = int(subscriber.id)
+            [posted] = await service.post(TWO_PARTS)
+            assert posted.ok
+            [before] = fake.messages(dm)  # the compact issue: one message
+            old_full = _payloads(service.archive.on(TWO_PARTS))
+            _rewrite(settings.archive_dir, title, new_title)
+            service.archive.refresh(full=True)
+            issue = service.archive.on(TWO_PARTS)
+            [compact] = render(issue, Flavor.DISCORD, Part.TOC, options=options)
+            new_full = _payloads(issue)
+            changed = [i for i, (a, b) in enumerate(zip(old_full, new_full, strict=True)) if a != b]
+            creates = _requests(fake, POST)
+
+            [report] = await service.correct(TWO_PARTS)
+
+            assert report.ok and report.added == 0 and report.removed == 0
+            assert report.edited == len(CHANNELS) * len(changed) + 1
+            assert _requests(fake, POST) == creates  # nothing new, in the DM either
+            [after] = fake.messages(dm)
+            assert after.id == before.id and len(after.edits) == 1
+            assert MARK in after.content and new_title in after.content
+            # the compact message, marked: not a part of the full issue (embeds)
+            assert after.content == adapter.corrected(compact, MARK).payload["content"]
+            assert not after.embeds and after.components
+            for channel in CHANNELS:
+                for i, message in enumerate(fake.messages(channel)):
+                    assert len(message.edits) == (1 if i in changed else 0)
+            patches = _requests(fake, PATCH)
+
+            [again] = await service.correct(TWO_PARTS)
+
+            assert again.changed == 0 and again.ok
+            assert _requests(fake, PATCH) == patches and _requests(fake, POST) == creates
