@@ -7,6 +7,10 @@ unchanged), and plans it again once that correction is recorded done (the idle s
 Figures (medians over ``--runs``): wall time of each plan (and, for scale on a loaded machine,
 of the post's own ``Ledger.plan`` of the same day), and the event loop's longest stall during
 it (a probe task sleeps 10 ms in a loop; the house target is at most 100 ms).
+
+``--compact F``: a share F of the subscribers got the one-part compact variant instead (its
+own engine run of the same delivery, as ``[telegram] subscriber_format = "compact"`` does), and
+the correction changes it too: each target is planned against its own variant's digests.
 """
 
 from __future__ import annotations
@@ -29,18 +33,26 @@ from digest_core.testing import make_issue, make_messages, make_targets
 STALL_TARGET_MS = 100.0
 
 
-async def once(n: int) -> dict[str, float]:
+async def once(n: int, compact: float = 0.0) -> dict[str, float]:
     clock = SystemClock()
     probe = StallProbe()
+    n_compact = round(n * compact)
     with tempfile.TemporaryDirectory() as tmp:
         url = f"sqlite+aiosqlite:///{Path(tmp) / 'ledger.sqlite3'}"
         async with Ledger.open(url, clock=clock) as ledger:
             ref = make_issue().ref
             old = make_messages(3)
+            targets = make_targets(n, platform="telegram")
             plan, post_s, _ = await _timed(
-                probe, ledger.plan(ref, "telegram", make_targets(n, platform="telegram"), 3)
+                probe, ledger.plan(ref, "telegram", targets[n_compact:], 3)
             )
             await ledger.record_digests(plan.delivery_id, [m.digest for m in old])
+            old_compact = make_messages(1, label="compact")
+            if n_compact:
+                await ledger.plan(ref, "telegram", targets[:n_compact], 1, variant="compact")
+                await ledger.record_digests(
+                    plan.delivery_id, [m.digest for m in old_compact], variant="compact"
+                )
             async with ledger._tx() as conn:  # as if every part had been sent
                 await conn.execute(
                     update(parts).values(
@@ -49,11 +61,16 @@ async def once(n: int) -> dict[str, float]:
                 )
             new = [*old[:2], make_messages(3, label="corrected")[2]]
             corrected = IssueRef(date=ref.date, revision="corrected")
-            digests = [m.digest for m in new]
+            new_compact = make_messages(1, label="compact corrected")
+            digests = {
+                "full": [m.digest for m in new],
+                "compact": [m.digest for m in new_compact],
+            }
             first, first_s, first_stall = await _timed(
                 probe, ledger.plan_correction(corrected, "telegram", digests)
             )
-            assert first is not None and len(first.targets) == n and first.unchanged == 2 * n
+            assert first is not None and len(first.targets) == n
+            assert first.unchanged == 2 * (n - n_compact)
             async with ledger._tx() as conn:  # as if the correction had run
                 await conn.execute(
                     update(parts)
@@ -77,8 +94,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--subscribers", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument(
+        "--compact", type=float, default=0.0, help="share of subscribers in the compact variant"
+    )
     args = parser.parse_args()
-    results = [asyncio.run(once(args.subscribers)) for _ in range(args.runs)]
+    results = [asyncio.run(once(args.subscribers, args.compact)) for _ in range(args.runs)]
     for key in results[0]:
         values = [r[key] for r in results]
         median = statistics.median(values)

@@ -343,10 +343,12 @@ class PlanningMixin(LedgerBase):
                 "attempts": 0,
                 "created_at": now,
                 "updated_at": now,
-                "variant": batch.variant,
             }
             for target_id, part in found.inserts
         ]
+        if batch.variant is not None:  # (full rows leave it NULL: the common path unchanged)
+            for row in inserts:
+                row["variant"] = batch.variant
         retarget, resets, already = found.retarget, found.resets, found.already
         superseded, live = found.superseded, found.live
         if inserts:
