@@ -408,11 +408,15 @@ class CorrectionsMixin(LedgerBase):
                 behind[target_id] = last
                 by_target[target_id] = posts[last]
         inserts: list[dict[str, Any]] = []
+        #: rows of targets in another variant than full (the full ones leave it NULL, and
+        #: without the key: a correction of full posts binds what it did before variants)
+        varied: list[dict[str, Any]] = []
         unchanged = 0
         for target_id, rows_of in by_target.items():
             d_id = behind[target_id]
-            # the variant the target shows (its first part's row), if the new revision has it
-            shows = min(rows_of, key=lambda r: r.part).variant or FULL_VARIANT
+            # the variant the target shows, if the new revision has it (a target's rows of one
+            # delivery are inserted together, by one run: they share it)
+            shows = rows_of[0].variant or FULL_VARIANT
             variant = shows if shows in state.digests else FULL_VARIANT
             digests = state.digests[variant]
             n = len(digests)
@@ -437,7 +441,7 @@ class CorrectionsMixin(LedgerBase):
             unchanged += kept
             if all(st == PartState.SENT.value for _, st, _ in planned):
                 continue  # the same content everywhere: nothing to record or do
-            inserts += [
+            rows = [
                 {
                     "target": target_id,
                     "kind": kinds[target_id],
@@ -447,14 +451,21 @@ class CorrectionsMixin(LedgerBase):
                     "attempts": 0,
                     "created_at": state.now,
                     "updated_at": state.now,
-                    "variant": None if variant == FULL_VARIANT else variant,
                 }
                 for part, st, message_id in planned
             ]
-        if inserts:
+            if variant == FULL_VARIANT:
+                inserts += rows
+            else:
+                varied += [{**r, "variant": variant} for r in rows]
+        if inserts or varied:
             delivery_id = await self._correction_delivery(conn, state)
-            await conn.execute(insert(parts), [{**r, "delivery_id": delivery_id} for r in inserts])
-            self.stats.rows_inserted += len(inserts)
+            for some in (inserts, varied):
+                if some:
+                    await conn.execute(
+                        insert(parts), [{**r, "delivery_id": delivery_id} for r in some]
+                    )
+                    self.stats.rows_inserted += len(some)
             sizes = {v: len(d) for v, d in state.digests.items()}
             state.todo += await _unfinished(conn, delivery_id, sizes, targets=list(behind))
         return unchanged
