@@ -320,8 +320,17 @@ class _Fanout:
         self._active = 0
         self._started = 0
         self._wake = asyncio.Event()
+        #: records of sends not yet committed (a sender does not wait for its own: see
+        #: ``Ledger.mark_sent_soon``), and the first of them that failed
+        self._unsettled: set[asyncio.Future[bool]] = set()
+        self._broken: BaseException | None = None
 
     async def run(self, runs: list[_Run]) -> None:
+        """Send every run's parts; returns once each send's record is committed.
+
+        Raises:
+            LedgerLost, LedgerError: the ledger failed (nothing more is sent).
+        """
         now = self._clock.monotonic()
         for i, run in enumerate(runs):
             if i % _YIELD_EVERY == 0:
@@ -329,15 +338,29 @@ class _Fanout:
                 await asyncio.sleep(0)
             self._push(run, now)
         try:
-            async with asyncio.TaskGroup() as tasks:
-                await self._dispatch(tasks)
+            try:
+                async with asyncio.TaskGroup() as tasks:
+                    await self._dispatch(tasks)
+            finally:
+                if self._unsettled:
+                    await asyncio.wait(self._unsettled)
         except ExceptionGroup as group:
             # a ledger failure: surface the first cause, not the group wrapper
             raise group.exceptions[0] from group
+        if self._broken is not None:
+            raise self._broken
+
+    def _settled(self, done: asyncio.Future[bool]) -> None:
+        self._unsettled.discard(done)
+        if not done.cancelled() and done.exception() is not None and self._broken is None:
+            self._broken = done.exception()
+            self._wake.set()
 
     async def _dispatch(self, tasks: asyncio.TaskGroup) -> None:
         clock, pacer = self._clock, self.pacer
         while self._waiting or self._ready or self._active:
+            if self._broken is not None:
+                raise self._broken
             now = clock.monotonic()
             self._promote(now)
             if not self._ready:
@@ -440,7 +463,10 @@ class _Fanout:
             log.exception("%s: %s.send broke its contract", target, self._platform.name)
             await self._fail(run, row, exc)
         else:
-            await self._ledger.mark_sent(row.id, message_id)
+            # the record is committed with the next batch; the slot is free for the next send
+            recorded = self._ledger.mark_sent_soon(row.id, message_id)
+            self._unsettled.add(recorded)
+            recorded.add_done_callback(self._settled)
             self._engine.metrics.part(self._platform.name, metrics.SENT)
             run.report.sent += 1
             if run.is_uncertain(row.id):

@@ -67,6 +67,9 @@ from digest_core.errors import ConfigError, LedgerError, LedgerLost
 
 log = logging.getLogger(__name__)
 
+#: the writer's concurrent transactions on a server database (PostgreSQL)
+WRITERS = 2
+
 
 @dataclass(eq=False)
 class _Op:
@@ -110,6 +113,10 @@ class LedgerBase:
         #: this instance's lease owner id, ``host:pid:token``
         self.owner = owner or _new_owner()
         self._lock = asyncio.Lock()
+        #: the writer's transactions that may run at once: one on SQLite (one writer per
+        #: file anyway), two on a server database, so one batch is written while the next
+        #: one gathers (the engine's CPU and the server's overlap instead of taking turns)
+        self._writers = 1 if engine.dialect.name == "sqlite" else WRITERS
         self._queue: list[_Op] = []
         self._kick = asyncio.Event()
         self._closing = False
@@ -352,13 +359,19 @@ class LedgerBase:
         return self._active > 0 or bool(self._queue)
 
     @asynccontextmanager
-    async def _tx(self) -> AsyncIterator[AsyncConnection]:
+    async def _tx(self, *, exclusive: bool = True) -> AsyncIterator[AsyncConnection]:
         # One transaction at a time per process: SQLite serialises writers anyway, and the lock
-        # lets an in-memory database share its single connection.
+        # lets an in-memory database share its single connection. The writer's batches on a
+        # server database (``exclusive=False``) run beside it: they change only rows their
+        # callers have claimed or are claiming by id, which row locks keep apart.
         self._active += 1
         try:
-            async with self._lock, self._engine.begin() as conn:
-                yield conn
+            if exclusive or self._writers == 1:
+                async with self._lock, self._engine.begin() as conn:
+                    yield conn
+            else:
+                async with self._engine.begin() as conn:
+                    yield conn
             self.stats.transactions += 1
         finally:
             self._active -= 1

@@ -21,6 +21,8 @@ from sqlalchemy import (
     select,
     update,
 )
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -56,6 +58,8 @@ log = logging.getLogger(__name__)
 #: targets planned per transaction: bounds the time the event loop spends on one batch
 #: (benchmarks/fanout.py --subscribers) and the rows held in memory
 _PLAN_BATCH = 500
+#: the most target ids a plan keeps of the rows the day already has (see ``_Batch.known``)
+_KNOWN_LIMIT = 20_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +80,10 @@ class _Batch:
     corrections: frozenset[int] = frozenset()
     #: the variant (format) the rows inserted show; None for the full one (stored NULL)
     variant: str | None = None
+    #: every target id with rows in the day's deliveries on the platform when planning
+    #: started (None: too many to keep): a batch none of whose targets is here has no rows
+    #: to read (see ``_plan_unpruned``)
+    known: frozenset[str] | None = None
 
 
 class _Moves:
@@ -214,6 +222,7 @@ class PlanningMixin(LedgerBase):
                     )
                 ).first()
             )
+            known = await _targets_with_rows(conn, [delivery_id, *revisions])
         batch = _Batch(
             ref,
             n_parts,
@@ -224,6 +233,7 @@ class PlanningMixin(LedgerBase):
             pruned,
             corrections,
             None if variant == FULL_VARIANT else variant,
+            known,
         )
         entries: list[_Entry] = []
         inactive: list[Target] = []
@@ -295,6 +305,12 @@ class PlanningMixin(LedgerBase):
     ) -> list[_Entry]:
         delivery_id, n_parts, now = batch.delivery_id, batch.n_parts, batch.now
         finals = [t.id for _, t in pairs]
+        if batch.known is not None and not any(
+            a in batch.known for f in finals for a in moves.ids_of(f)
+        ):
+            fresh = await self._plan_fresh(conn, batch, pairs)
+            if fresh is not None:
+                return fresh
         if batch.revisions:
             # the common re-post: every part of every target of the batch is already sent
             # (no state in the WHERE: SQLite would pick ix_parts_state over the unique index)
@@ -352,7 +368,14 @@ class PlanningMixin(LedgerBase):
         retarget, resets, already = found.retarget, found.resets, found.already
         superseded, live = found.superseded, found.live
         if inserts:
+            postgresql = conn.dialect.name == "postgresql"
+            if postgresql:
+                # a generic plan for the row-by-row insert and its foreign-key check, not a
+                # new plan per row (the batch's IN (...) queries keep their custom plans)
+                await conn.exec_driver_sql("SET LOCAL plan_cache_mode = auto")
             await conn.execute(insert(parts), inserts)
+            if postgresql:
+                await conn.exec_driver_sql("SET LOCAL plan_cache_mode = force_custom_plan")
             self.stats.rows_inserted += len(inserts)
         for new_id, ids in retarget.items():
             for chunk in _chunks(ids):
@@ -390,6 +413,68 @@ class PlanningMixin(LedgerBase):
                 already.get(t.id, 0),
                 in_progress.get(t.id, 0),
                 superseded.get(t.id),
+            )
+            for req, t in pairs
+        ]
+
+    async def _plan_fresh(
+        self, conn: AsyncConnection, batch: _Batch, pairs: list[tuple[Target, Target]]
+    ) -> list[_Entry] | None:
+        """Plan a batch of targets that had no rows in the day's deliveries when planning
+        started (the first post of a day, or new subscribers): every part is inserted
+        pending, and the inserted ids are the plan, with no query of the parts table. (On
+        PostgreSQL those queries of a delivery growing under planning were each a scan of
+        its rows so far: statistics taken before the day say it has none.)
+
+        Returns None if another planner inserted rows for some of them meanwhile (a second
+        instance): the rows this one inserted are then pending like theirs, and the batch is
+        planned by reading them."""
+        n_parts, now = batch.n_parts, batch.now
+        inserts = [
+            {
+                "delivery_id": batch.delivery_id,
+                "target": t.id,
+                "kind": t.kind.value,
+                "part": part,
+                "state": PartState.PENDING.value,
+                "attempts": 0,
+                "created_at": now,
+                "updated_at": now,
+            }
+            for _, t in pairs
+            for part in range(n_parts)
+        ]
+        if batch.variant is not None:  # (full rows leave it NULL, as in ``_plan_unpruned``)
+            for row in inserts:
+                row["variant"] = batch.variant
+        postgresql = conn.dialect.name == "postgresql"
+        if postgresql:
+            # a generic plan for the row-by-row insert and its foreign-key check, not a new
+            # plan per row (the connections' default: see ``PG_SERVER_SETTINGS``)
+            await conn.exec_driver_sql("SET LOCAL plan_cache_mode = auto")
+        statement = (pg_insert if postgresql else sqlite_insert)(parts).on_conflict_do_nothing()
+        ids = {
+            (target, part): row_id
+            for row_id, target, part in await conn.execute(
+                statement.returning(parts.c.id, parts.c.target, parts.c.part), inserts
+            )
+        }
+        if postgresql:
+            await conn.exec_driver_sql("SET LOCAL plan_cache_mode = force_custom_plan")
+        self.stats.rows_inserted += len(ids)
+        if len(ids) < len(inserts):
+            log.info("planning met rows another delivery inserted meanwhile; reading them")
+            return None
+        pending = PartState.PENDING.value
+        return [
+            (
+                req.id,
+                req.kind.value,
+                t.id,
+                tuple((ids[t.id, part], part, pending, 0) for part in range(n_parts)),
+                0,
+                0,
+                None,
             )
             for req, t in pairs
         ]
@@ -433,3 +518,20 @@ class PlanningMixin(LedgerBase):
         return int(key[0]), generation
 
     # -- per-part state changes (group commit) ------------------------------------------------
+
+
+async def _targets_with_rows(
+    conn: AsyncConnection, delivery_ids: list[int]
+) -> frozenset[str] | None:
+    """The target ids with rows in these deliveries, or None if more than
+    :data:`_KNOWN_LIMIT`."""
+    found = frozenset(
+        target
+        for (target,) in await conn.execute(
+            select(parts.c.target)
+            .where(parts.c.delivery_id.in_(delivery_ids))
+            .distinct()
+            .limit(_KNOWN_LIMIT + 1)
+        )
+    )
+    return found if len(found) <= _KNOWN_LIMIT else None

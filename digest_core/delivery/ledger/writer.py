@@ -9,6 +9,7 @@ from typing import Any
 
 from sqlalchemy import (
     bindparam,
+    literal,
     update,
 )
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -77,10 +78,14 @@ _CLAIM_VALUES: dict[str, Any] = {
     "state": PartState.IN_FLIGHT.value,
     "attempts": parts.c.attempts + 1,
 }
+#: the state test of a claim, written so no planner can use ``ix_parts_state`` for it: while
+#: a delivery runs most of its rows are pending, and PostgreSQL (its statistics taken when
+#: few were) scanned them all for every batch of ids instead of using the primary key
+_UNINDEXED_STATE = (parts.c.state + literal("")).in_(_CLAIMABLE)
 #: the claims of a batch in one statement: the ids it returns are the rows claimed
 _CLAIM_RETURNING = (
     update(parts)
-    .where(parts.c.id.in_(bindparam("b_ids", expanding=True)), parts.c.state.in_(_CLAIMABLE))
+    .where(parts.c.id.in_(bindparam("b_ids", expanding=True)), _UNINDEXED_STATE)
     .values(updated_at=bindparam("b_now"), **_CLAIM_VALUES)
     .returning(parts.c.id)
 )
@@ -116,6 +121,19 @@ class WriterMixin(LedgerBase):
         """Record a successful send and the platform's message id."""
         await self._submit("sent", {"b_id": row_id, "b_message_id": message_id})
 
+    def mark_sent_soon(self, row_id: int, message_id: str) -> asyncio.Future[bool]:
+        """Queue the record of a successful send and return at once: the future is done
+        once it is committed (or fails with the ledger's error). The sender need not wait,
+        since the row is in flight until then (a crash meanwhile makes it a possible
+        duplicate, like a crash during the send); the caller MUST wait for every such
+        future before it reports its delivery done.
+
+        Raises:
+            LedgerLost: the database was deleted or replaced.
+            RuntimeError: the ledger is not open.
+        """
+        return self._enqueue("sent", {"b_id": row_id, "b_message_id": message_id})
+
     async def release(self, row_id: int, error: str) -> None:
         """Put an in-flight row back to pending after an attempt failed and will be retried.
 
@@ -144,6 +162,9 @@ class WriterMixin(LedgerBase):
         self._live.discard(row_id)
 
     async def _submit(self, kind: str, params: dict[str, Any]) -> bool:
+        return await self._enqueue(kind, params)
+
+    def _enqueue(self, kind: str, params: dict[str, Any]) -> asyncio.Future[bool]:
         if self.health.lost is not None:
             raise self.health.lost
         if self._writer is None or self._closing:
@@ -152,54 +173,91 @@ class WriterMixin(LedgerBase):
         done: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self._queue.append(_Op(kind, params, done))
         self._kick.set()
-        return await done
+        return done
 
     async def _write_loop(self) -> None:
+        slots = asyncio.Semaphore(self._writers)
+        writing: set[asyncio.Task[None]] = set()
         while True:
             await self._kick.wait()
             self._kick.clear()
             if not self._queue:
                 if self._closing:
+                    if writing:
+                        await asyncio.wait(writing)
                     return
                 continue
+            # with a second writer, the next batch gathers while this one is written
+            await slots.acquire()
             batch, self._queue = self._queue, []
-            claims: list[_Op] = []
-            grouped: dict[str, list[dict[str, Any]]] = {}
-            for op in batch:
-                if op.kind == "claim":
-                    claims.append(op)
-                else:
-                    grouped.setdefault(op.kind, []).append(op.params)
-            try:
-                # a database that does not answer (locked, full, gone away) is waited out:
-                # the senders wait for their claims, and nothing recorded is lost
-                won = await self._retrying(functools.partial(self._write_batch, claims, grouped))
-            except Exception as exc:
-                if not isinstance(exc, LedgerLost):
-                    log.exception("ledger write of %d changes failed", len(batch))
-                for op in batch:
-                    if not op.done.done():
-                        op.done.set_exception(exc)
+            if not batch:  # lost meanwhile (see ``lose``)
+                slots.release()
                 continue
-            self.stats.rows_updated += len(batch) - len(claims) + len(won)
+            if self._writers == 1:
+                try:
+                    await self._apply(batch)
+                finally:
+                    slots.release()
+                continue
+            task = asyncio.create_task(self._apply(batch), name="ledger-write")
+            writing.add(task)
+            task.add_done_callback(writing.discard)
+            task.add_done_callback(lambda _: slots.release())
+
+    async def _apply(self, batch: list[_Op]) -> None:
+        """Write one batch and settle its callers' futures (never raises)."""
+        self._active += 1  # a batch taken off the queue keeps the ledger busy until settled
+        try:
+            await self._apply_batch(batch)
+        finally:
+            self._active -= 1
+            if self._queue or self._closing:
+                self._kick.set()  # the loop may be waiting for this batch's slot
+
+    async def _apply_batch(self, batch: list[_Op]) -> None:
+        claims: list[_Op] = []
+        grouped: dict[str, list[dict[str, Any]]] = {}
+        for op in batch:
+            if op.kind == "claim":
+                claims.append(op)
+            else:
+                grouped.setdefault(op.kind, []).append(op.params)
+        try:
+            # a database that does not answer (locked, full, gone away) is waited out:
+            # the senders wait for their claims, and nothing recorded is lost
+            won = await self._retrying(functools.partial(self._write_batch, claims, grouped))
+        except Exception as exc:
+            if not isinstance(exc, LedgerLost):
+                log.exception("ledger write of %d changes failed", len(batch))
             for op in batch:
-                row_id = op.params["b_id"]
-                ok = op.kind != "claim" or op in won
-                if op.kind == "claim":
-                    # a claim whose caller was cancelled is in flight with no one to send it:
-                    # left for the next plan, like a crashed run's
-                    if ok and not op.done.cancelled():
-                        self._live.add(row_id)
-                else:
-                    self._live.discard(row_id)
                 if not op.done.done():
-                    op.done.set_result(ok)
+                    op.done.set_exception(exc)
+            return
+        self.stats.rows_updated += len(batch) - len(claims) + len(won)
+        for op in batch:
+            row_id = op.params["b_id"]
+            ok = op.kind != "claim" or op in won
+            if op.kind == "claim":
+                # a claim whose caller was cancelled is in flight with no one to send it:
+                # left for the next plan, like a crashed run's
+                if ok and not op.done.cancelled():
+                    self._live.add(row_id)
+            else:
+                self._live.discard(row_id)
+            if not op.done.done():
+                op.done.set_result(ok)
 
     async def _write_batch(
         self, claims: list[_Op], grouped: dict[str, list[dict[str, Any]]]
     ) -> set[_Op]:
         """One transaction of the writer; returns the claims that won their row."""
-        async with self._tx() as conn:
+        async with self._tx(exclusive=False) as conn:
+            if conn.dialect.name == "postgresql":
+                # the writer's statements look rows up by primary key: a generic plan is
+                # right for them, and planning each of 200k updates anew cost more than
+                # running them (the connections' default is force_custom_plan: see
+                # ``PG_SERVER_SETTINGS``)
+                await conn.exec_driver_sql("SET LOCAL plan_cache_mode = auto")
             won = set(await self._claim_batch(conn, claims))
             for kind, params in grouped.items():
                 await conn.execute(_STATE_STATEMENTS[kind], params)
