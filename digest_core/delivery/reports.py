@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from digest_core.delivery.ledger import PartState
 from digest_core.models import IssueRef
@@ -50,7 +50,9 @@ class TargetReport:
     #: the target already had this day's issue under that other revision, so this revision
     #: was not sent there (``force`` sends it)
     sent_revision: str | None = None
-    errors: list[str] = field(default_factory=list)
+    #: why parts failed, oldest first (a tuple: most targets have none, and an empty list
+    #: per target is 5.6 MB at 100k subscribers)
+    errors: tuple[str, ...] = ()
 
     @property
     def complete(self) -> bool:

@@ -37,6 +37,7 @@ from digest_core.delivery.ledger.leases import (
 )
 from digest_core.delivery.ledger.records import (
     Plan,
+    PlannedPart,
     _Entry,
     delivery_lease,
 )
@@ -388,7 +389,7 @@ class PlanningMixin(LedgerBase):
                 .values(state=PartState.PENDING.value, updated_at=now)
             )
             self.stats.rows_updated += len(chunk)
-        todo: dict[str, list[tuple[int, int, str, int]]] = {}
+        todo: dict[str, list[PlannedPart]] = {}
         in_progress: dict[str, int] = {}
         unsent = await conn.execute(
             select(parts.c.id, parts.c.target, parts.c.part, parts.c.state, parts.c.attempts)
@@ -403,7 +404,9 @@ class PlanningMixin(LedgerBase):
             if target_id in live:
                 in_progress[target_id] = in_progress.get(target_id, 0) + 1
             else:
-                todo.setdefault(target_id, []).append((row_id, part, state, attempts))
+                todo.setdefault(target_id, []).append(
+                    PlannedPart(row_id, part, PartState(state), attempts)
+                )
         return [
             (
                 req.id,
@@ -465,13 +468,13 @@ class PlanningMixin(LedgerBase):
         if len(ids) < len(inserts):
             log.info("planning met rows another delivery inserted meanwhile; reading them")
             return None
-        pending = PartState.PENDING.value
+        pending = PartState.PENDING
         return [
             (
                 req.id,
                 req.kind.value,
                 t.id,
-                tuple((ids[t.id, part], part, pending, 0) for part in range(n_parts)),
+                tuple(PlannedPart(ids[t.id, part], part, pending, 0) for part in range(n_parts)),
                 0,
                 0,
                 None,

@@ -8,7 +8,7 @@ from collections.abc import (
     Iterator,
 )
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from digest_core.delivery.ledger.schema import (
     PartState,
@@ -24,9 +24,9 @@ def delivery_lease(platform: str) -> str:
     return f"deliver:{platform}"
 
 
-@dataclass(frozen=True, slots=True)
-class PlannedPart:
-    """One ledger row a delivery still has to send."""
+class PlannedPart(NamedTuple):
+    """One ledger row a delivery still has to send (a named tuple: a plan for 100k targets
+    holds 200k of them, kept as they are by the runs that send them)."""
 
     id: int
     part: int
@@ -43,10 +43,8 @@ class TargetPlan:
     requested: Target
     #: ``requested`` after following recorded moves (Telegram group -> supergroup)
     target: Target
-    #: the parts to send as plain ``(id, part, state, attempts)`` tuples, read as
-    #: :attr:`parts`: a plan for 100k targets stays small, and plain tuples of numbers and
-    #: strings drop out of the garbage collector's passes (which otherwise stall the loop)
-    rows: tuple[tuple[int, int, str, int], ...]
+    #: the parts to send, in part order (also read as :attr:`parts`)
+    rows: tuple[PlannedPart, ...]
     #: parts found sent (at this id or an earlier id of the target)
     already_sent: int
     #: unsent parts left out because another delivery running now has them in flight
@@ -59,7 +57,7 @@ class TargetPlan:
     @property
     def parts(self) -> tuple[PlannedPart, ...]:
         """The parts to send, in part order."""
-        return tuple(PlannedPart(i, p, PartState(s), a) for i, p, s, a in self.rows)
+        return self.rows
 
 
 @dataclass(frozen=True)
@@ -94,7 +92,7 @@ class Plan:
 
 #: a planned target as :class:`Plan` keeps it: (requested id, kind, resolved id, rows,
 #: already sent, in progress, sent revision), the fields of :class:`TargetPlan`
-_Entry = tuple[str, str, str, tuple[tuple[int, int, str, int], ...], int, int, str | None]
+_Entry = tuple[str, str, str, tuple[PlannedPart, ...], int, int, str | None]
 
 
 @dataclass(frozen=True)
