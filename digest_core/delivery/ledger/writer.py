@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import (
     bindparam,
     literal,
+    text,
     update,
 )
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -71,6 +72,15 @@ _STATE_STATEMENTS: dict[str, Any] = {
     ),
 }
 
+
+#: the sends of a batch in one statement on PostgreSQL (like ``_STATE_STATEMENTS["sent"]``)
+_PG_SENT = text(
+    "UPDATE parts SET state = :sent, message_id = v.mid, last_error = NULL, updated_at = :now "
+    "FROM unnest(CAST(:ids AS INTEGER[]), CAST(:mids AS VARCHAR[])) AS v(id, mid) "
+    "WHERE parts.id = v.id"
+).bindparams(
+    bindparam("sent", PartState.SENT.value), bindparam("now", type_=parts.c.updated_at.type)
+)
 
 # Claims are built once: they run many times a second, and building a statement costs more
 # than running it.
@@ -260,6 +270,17 @@ class WriterMixin(LedgerBase):
                 await conn.exec_driver_sql("SET LOCAL plan_cache_mode = auto")
             won = set(await self._claim_batch(conn, claims))
             for kind, params in grouped.items():
+                if kind == "sent" and conn.dialect.name == "postgresql" and len(params) > 1:
+                    # one statement for the batch's sends, not one execution per row
+                    await conn.execute(
+                        _PG_SENT,
+                        {
+                            "ids": [p["b_id"] for p in params],
+                            "mids": [p["b_message_id"] for p in params],
+                            "now": max(p["b_now"] for p in params),
+                        },
+                    )
+                    continue
                 await conn.execute(_STATE_STATEMENTS[kind], params)
         return won
 
