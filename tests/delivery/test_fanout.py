@@ -23,6 +23,7 @@ from digest_core.delivery import (
 )
 from digest_core.errors import (
     DeliveryError,
+    LedgerLost,
     OutcomeUnknown,
     RateLimited,
     Rejected,
@@ -30,7 +31,8 @@ from digest_core.errors import (
     TargetMoved,
     TransientError,
 )
-from digest_core.platform import PlatformLimits, Rate, Target, TargetKind
+from digest_core.platform import PartKey, PlatformLimits, Rate, Target, TargetKind
+from digest_core.rendering import Message
 from digest_core.testing import (
     FakePlatform,
     ManualClock,
@@ -311,6 +313,32 @@ async def test_two_deliveries_at_once_send_each_part_once(
         assert sorted([(a.sent, a.in_progress), (b.sent, b.in_progress)]) == [(0, 3), (3, 0)]
     assert first.ok and second.ok
     assert (await ledger.counts(REF))[PartState.SENT] == 12
+
+
+async def test_a_send_whose_record_is_lost_fails_the_delivery(
+    ledger: Ledger, clock: ManualClock
+) -> None:
+    """Senders do not wait for their "sent" records (the next claims gather meanwhile): a
+    record that cannot be written after the send returned still fails the delivery, which
+    never reports it sent."""
+    platform = FakePlatform(clock, limits=FAST)
+    targets = make_targets(3)
+    send = platform.send
+
+    async def send_then_lose(
+        target: Target, message: Message, *, key: PartKey | None = None
+    ) -> str:
+        message_id = await send(target, message, key=key)
+        if target == targets[-1] and key is not None and key.part == len(PARTS) - 1:
+            # after the record is queued, before the writer commits it
+            lost = LedgerLost("the ledger's file was replaced")
+            asyncio.get_running_loop().call_soon(ledger.lose, lost)
+        return message_id
+
+    platform.send = send_then_lose  # type: ignore[method-assign]
+    with pytest.raises(LedgerLost, match="replaced"):
+        await engine_for(ledger, clock).deliver(REF, platform, PARTS, targets)
+    assert len(platform.sent) == 9
 
 
 async def test_a_delivery_started_mid_way_leaves_targets_in_flight_to_the_first(
