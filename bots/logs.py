@@ -40,6 +40,11 @@ LIBRARY_LOGGERS = (
     "asyncio",
 )
 
+#: library loggers that chatter at INFO about routine work: kept at WARNING unless the level is
+#: DEBUG (APScheduler logs two lines per job run, and the bot's minute jobs made eight a
+#: minute in an idle console)
+QUIET_LOGGERS = ("apscheduler.executors",)
+
 #: each library logger's level before the first set-up (restored by a later one)
 _LIBRARY_LEVELS: dict[str, int] = {}
 
@@ -135,7 +140,7 @@ def setup_logging(
     handler.setFormatter(HumanFormatter(zone) if fmt == "human" else JsonFormatter(zone))
     root.addHandler(handler)
     root.setLevel(level)
-    for name in LIBRARY_LOGGERS:
+    for name in LIBRARY_LOGGERS + QUIET_LOGGERS:
         lib = logging.getLogger(name)
         # a library's own level (SQLAlchemy sets WARNING on import) is kept, but at most INFO
         # at DEBUG; --debug-libs lets everything through
@@ -145,5 +150,7 @@ def setup_logging(
         elif level == "DEBUG":
             # SQLAlchemy logs each statement at INFO: it stays at its own WARNING
             lib.setLevel(max(own, logging.WARNING if name == "sqlalchemy" else logging.INFO))
+        elif name in QUIET_LOGGERS:
+            lib.setLevel(max(own, logging.WARNING))
         else:
             lib.setLevel(own)

@@ -34,7 +34,7 @@ def stream() -> Iterator[io.StringIO]:
     for handler in [h for h in root.handlers if isinstance(h, logs._Handler)]:
         root.removeHandler(handler)
     root.setLevel(level)
-    for name in logs.LIBRARY_LOGGERS:
+    for name in logs.LIBRARY_LOGGERS + logs.QUIET_LOGGERS:
         logging.getLogger(name).setLevel(logs._LIBRARY_LEVELS.get(name, logging.NOTSET))
 
 
@@ -92,6 +92,23 @@ def test_debug_keeps_the_libraries_at_info_unless_asked(stream: io.StringIO) -> 
     assert [r["msg"] for r in records(stream)] == ["executing a query"]
     # one handler however often it is set up
     assert sum(isinstance(h, logs._Handler) for h in logging.getLogger().handlers) == 1
+
+
+def test_routine_scheduler_runs_are_not_logged_at_info(stream: io.StringIO) -> None:
+    logs.setup_logging("INFO", fmt="json", stream=stream)
+    executor = logging.getLogger("apscheduler.executors.default")
+    executor.info('Running job "Publishing.load" (scheduled at …)')
+    executor.warning('Run time of job "post" was missed by 0:05:00')
+    logging.getLogger("apscheduler.scheduler").info("Scheduler started")
+    assert [r["msg"] for r in records(stream)] == [
+        'Run time of job "post" was missed by 0:05:00',
+        "Scheduler started",
+    ]
+    stream.truncate(0)
+    stream.seek(0)
+    logs.setup_logging("DEBUG", fmt="json", stream=stream)
+    executor.info('Running job "Publishing.load" (scheduled at …)')
+    assert len(records(stream)) == 1
 
 
 def test_bad_level_or_format_is_refused() -> None:
