@@ -77,13 +77,45 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _published(settings: Settings) -> Any:
-    """Published = visible to readers, by the core's one embargo rule (from the schedule; an
-    early publish is known to the running bot, which reads it from the audit log)."""
+    """Published = visible to readers, by the core's one embargo rule: from the schedule, or
+    since an admin published the day early (read from the ledger's audit log, as the running
+    bot does; a ledger not created yet has none)."""
     from digest_core.clock import SystemClock
     from digest_core.embargo import Embargo
 
-    embargo = Embargo(zone=settings.zone, post_time=settings.schedule.time, clock=SystemClock())
+    embargo = Embargo(
+        zone=settings.zone,
+        post_time=settings.schedule.time,
+        clock=SystemClock(),
+        early=early_publishes_of(settings),
+    )
     return embargo.visible
+
+
+def early_publishes_of(settings: Settings) -> dict[dt.date, dt.datetime]:
+    """The early publishes the configured ledger records (see
+    :func:`digest_core.publishing.early_publishes`).
+
+    Raises:
+        LedgerError: the ledger exists but cannot be read (named, with the fix).
+    """
+    import asyncio
+
+    from digest_core.delivery import Ledger
+    from digest_core.delivery.ledger.engine import _sqlite_file
+    from digest_core.publishing import early_publishes
+
+    database = _sqlite_file(settings.database_url)
+    if database is not None and not database.exists():
+        return {}
+
+    async def read() -> dict[dt.date, dt.datetime]:
+        async with Ledger.open(
+            settings.database_url, upgrade=settings.ledger.auto_upgrade
+        ) as ledger:
+            return await early_publishes(ledger)
+
+    return asyncio.run(read())
 
 
 def _summary(issue: Issue) -> str:

@@ -80,8 +80,16 @@ def _base_url(args: argparse.Namespace, settings: Settings) -> str | None:
 
 
 def _rule(settings: Settings, clock: Clock) -> PublishRule:
-    """The embargo as the settings make it: each issue from its post time on."""
-    return Embargo(zone=settings.zone, post_time=settings.schedule.time, clock=clock)
+    """The embargo as the settings and the ledger make it: each issue from its post time on,
+    or since an admin published it early."""
+    from bots.cli_editor import early_publishes_of
+
+    return Embargo(
+        zone=settings.zone,
+        post_time=settings.schedule.time,
+        clock=clock,
+        early=early_publishes_of(settings),
+    )
 
 
 def cmd_site_build(args: argparse.Namespace, settings: Settings) -> int:

@@ -129,12 +129,8 @@ class Publishing:
 
     async def load(self) -> None:
         """Read the early publishes recorded in the audit log into the embargo."""
-        for entry in await self.ledger.audit_log(actions=[EARLY_ACTION], limit=_AUDIT_WINDOW):
-            try:
-                day = dt.date.fromisoformat(str(entry.args.get("date")))
-            except ValueError:
-                continue
-            self.embargo.published_early(day, entry.at)
+        for day, at in (await early_publishes(self.ledger)).items():
+            self.embargo.published_early(day, at)
 
     async def published(self, day: dt.date, *, by: str) -> None:
         """``day`` is being posted by an admin's action (``by``: ``platform:user``): before
@@ -437,3 +433,17 @@ class Publishing:
 def _approves(decision: Decision | None, revision: str) -> bool:
     """True when ``decision`` is an approval of ``revision``."""
     return decision is not None and decision.action == APPROVE and decision.revision == revision
+
+
+async def early_publishes(ledger: Ledger) -> dict[dt.date, dt.datetime]:
+    """The days an admin published before their time, and when (the first time), as the audit
+    log records them (:data:`~digest_core.embargo.EARLY_ACTION`)."""
+    found: dict[dt.date, dt.datetime] = {}
+    for entry in await ledger.audit_log(actions=[EARLY_ACTION], limit=_AUDIT_WINDOW):
+        try:
+            day = dt.date.fromisoformat(str(entry.args.get("date")))
+        except ValueError:
+            continue
+        if day not in found or entry.at < found[day]:
+            found[day] = entry.at
+    return found

@@ -170,6 +170,29 @@ def test_archive_add_refuses_to_overwrite_a_published_issue_unless_correct(
     assert published.read_bytes() == fixed.read_bytes()
 
 
+def test_a_day_published_early_is_published_for_every_editor_command(workdir: Path) -> None:
+    """`post --date D` before D's post time publishes D early (audited in the ledger); the
+    shell's commands read that as the running bot does: `archive add` refuses to replace it
+    without --correct, `archive list` calls it published, `site build` includes it."""
+    day = future()
+    stored = workdir / "archive" / f"{day}.txt"
+    stored.write_bytes(sample())
+    posted = cli(workdir, "post", "--date", day.isoformat())
+    assert posted.returncode == 0, posted.stderr
+    listed = cli(workdir, "archive", "list")
+    assert f"{day}  published  " in listed.stdout
+    fixed = workdir / f"{day}.txt"
+    fixed.write_bytes(sample().replace("深读".encode(), "深读（更正）".encode(), 1))
+    out = cli(workdir, "archive", "add", str(fixed))
+    assert out.returncode == 1
+    assert f"the issue of {day} is published already" in out.stderr
+    assert stored.read_bytes() == sample()
+    assert cli(workdir, "archive", "add", str(fixed), "--correct").returncode == 0
+    site = cli(workdir, "site", "build", str(workdir / "site"))
+    assert site.returncode == 0, site.stderr
+    assert (workdir / "site" / f"{day:%Y/%m/%d}" / "index.html").exists()
+
+
 def test_archive_add_of_json_replaces_the_days_text_file(workdir: Path) -> None:
     day = future()
     (workdir / "archive" / f"{day}.txt").write_bytes(sample())
