@@ -319,10 +319,12 @@ def _load_and_print(path: Path, date: dt.date | None, *, undated: bool) -> bool:
     for hint in hints:
         print(hint)
     when = "undated (name it YYYY-MM-DD.txt to publish it)" if undated else str(issue.date)
+    briefs = len(issue.briefs)
+    links = sum(len(item.links) for _, item in issue.items())
     print(
-        f"{path}: ok — {when}, 1 headline, {len(issue.briefs)} briefs, "
+        f"{path}: ok — {when}, 1 headline, {briefs} brief{'' if briefs == 1 else 's'}, "
         f"{'1 classic review' if issue.classic else 'no classic review'}, "
-        f"{sum(len(item.links) for _, item in issue.items())} links"
+        f"{links} link{'' if links == 1 else 's'}"
     )
     return True
 

@@ -91,7 +91,7 @@ def test_new_writes_a_commented_template_that_validates_only_once_filled(workdir
     template.write_text(filled, encoding="utf-8")
     ok = cli(workdir, "validate", str(template))
     assert ok.returncode == 0, ok.stdout
-    assert "ok — 2026-12-24, 1 headline, 1 briefs, 1 classic review" in ok.stdout
+    assert "ok — 2026-12-24, 1 headline, 1 brief, 1 classic review" in ok.stdout
 
 
 def test_new_without_a_date_is_the_next_posts_day(workdir: Path) -> None:
