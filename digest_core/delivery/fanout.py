@@ -73,6 +73,10 @@ class _Run:
     #: rows that may have arrived already: planned in flight or unknown, or an attempt of
     #: this run was cut (OutcomeUnknown); None while there is none
     uncertain: set[int] | None = None
+    #: the commit of the "sent" record of the part before the current one, while pending:
+    #: the current part is claimed only after it, so a crash leaves at most one part of a
+    #: target in flight (as when senders waited for their records)
+    recorded: asyncio.Future[bool] | None = None
 
     def was_claimed(self, row_id: int) -> bool:
         return self.claimed == row_id
@@ -432,6 +436,9 @@ class _Fanout:
         resumed = row.attempts if row.state is PartState.IN_FLIGHT else None
         if run.was_claimed(row.id):
             resumed = None  # released by this run since: pending
+        if run.recorded is not None:
+            recorded, run.recorded = run.recorded, None
+            await recorded  # the part before is recorded sent (a failure stops the delivery)
         if not await self._ledger.claim(row.id, resumed_attempts=resumed):
             # another delivery has it: it sends this target's later parts too, in order
             left = len(run.parts) - run.pos
@@ -479,6 +486,8 @@ class _Fanout:
             run.pos += 1
             run.attempts = 0
             if run.pos < len(run.parts):
+                if not recorded.done():
+                    run.recorded = recorded
                 self._push(run, self._clock.monotonic())
 
     async def _retry(self, run: _Run, row: PlannedPart, exc: Exception, *, backoff: bool) -> None:
