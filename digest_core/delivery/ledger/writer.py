@@ -82,6 +82,18 @@ _PG_SENT = text(
     bindparam("sent", PartState.SENT.value), bindparam("now", type_=parts.c.updated_at.type)
 )
 
+#: a batch's claims in one statement on PostgreSQL (like ``_CLAIM_RETURNING``; the state test
+#: kept off ``ix_parts_state`` the same way)
+_PG_CLAIM = text(
+    "UPDATE parts SET state = :in_flight, attempts = attempts + 1, updated_at = :now "
+    "WHERE id = ANY(CAST(:ids AS INTEGER[])) AND (state || '') IN ("
+    + ", ".join(f"'{state}'" for state in _CLAIMABLE)
+    + ") RETURNING id"
+).bindparams(
+    bindparam("in_flight", PartState.IN_FLIGHT.value),
+    bindparam("now", type_=parts.c.updated_at.type),
+)
+
 # Claims are built once: they run many times a second, and building a statement costs more
 # than running it.
 _CLAIM_VALUES: dict[str, Any] = {
@@ -304,7 +316,11 @@ class WriterMixin(LedgerBase):
                 plain[row_id] = op
         if not plain:
             return won
-        if conn.dialect.update_returning:
+        if conn.dialect.name == "postgresql":
+            # one array parameter: the same statement (one plan) whatever the batch's size
+            result = await conn.execute(_PG_CLAIM, {"ids": list(plain), "now": now})
+            won += [plain[row_id] for (row_id,) in result]
+        elif conn.dialect.update_returning:
             for chunk in _chunks(list(plain)):
                 result = await conn.execute(_CLAIM_RETURNING, {"b_ids": chunk, "b_now": now})
                 won += [plain[row_id] for (row_id,) in result]
