@@ -39,14 +39,14 @@ site: $(VENV)/.run-deps
 	$(BIN)/digest-bot site serve --listen $(SITE_LISTEN) $(ARGS)
 
 ## test: lint, type-check and the whole test suite
-test: $(VENV)/.dev-deps
-	$(BIN)/ruff check .
+test: lint
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -n 2 --dist loadgroup $(ARGS)
 
+## lint: ruff's checks and its formatting, over everything (tests and benchmarks too)
 lint: $(VENV)/.dev-deps
 	$(BIN)/ruff check .
-	$(BIN)/ruff format --check digest_core bots
+	$(BIN)/ruff format --check .
 
 ## bench: every benchmark script, printing its figures
 bench: $(VENV)/.dev-deps

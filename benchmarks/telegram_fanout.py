@@ -94,8 +94,9 @@ def add_chats(control: httpx.Client, privates: int, channels: int) -> tuple[list
 
 def send_phase(control: httpx.Client) -> tuple[float, int, int]:
     """(first-to-last accepted sendMessage on the double's clock, accepted sends, 429s)."""
-    calls = [r for r in control.get("/_fake/requests").json()["result"]
-             if r["method"] == "sendMessage"]
+    calls = [
+        r for r in control.get("/_fake/requests").json()["result"] if r["method"] == "sendMessage"
+    ]
     ok = [r["at"] for r in calls if r["status"] == 200]
     return max(ok) - min(ok), len(ok), sum(1 for r in calls if r["status"] == 429)
 
@@ -189,9 +190,13 @@ async def run_ptb_loop(args: argparse.Namespace) -> dict[str, float]:
             group_time_period=60 / args.scale,
             max_retries=args.ptb_retries,
         )
-        app = ApplicationBuilder().token(DEFAULT_TOKEN).base_url(base_url).rate_limiter(
-            limiter
-        ).build()
+        app = (
+            ApplicationBuilder()
+            .token(DEFAULT_TOKEN)
+            .base_url(base_url)
+            .rate_limiter(limiter)
+            .build()
+        )
         lost = 0
         async with app:
             wall0 = time.perf_counter()
@@ -271,9 +276,7 @@ def main() -> None:
         f"issue {ISSUE_DATE}, the double's Telegram limits x{args.scale:g}"
     )
     for variant, rows in results.items():
-        figures = ", ".join(
-            f"{k}={statistics.median(r[k] for r in rows):.4g}" for k in rows[0]
-        )
+        figures = ", ".join(f"{k}={statistics.median(r[k] for r in rows):.4g}" for k in rows[0])
         print(f"  {variant:>11}: {figures}")
 
 

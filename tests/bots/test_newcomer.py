@@ -251,9 +251,7 @@ async def test_the_greeting_says_what_is_current_and_when_the_next_post_comes(
     monkeypatch.delenv("DIGEST_BOT_DISCORD__TOKEN", raising=False)
     text = await _service_greeting(tmp_path, schedule=True, local="America/New_York")
     assert "current issue: 2026-11-30 · 集合通信的拓扑账" in text
-    assert (
-        "next post: 2026-12-01 08:00 Asia/Shanghai (your time: 2026-11-30 19:00 EST)" in text
-    )
+    assert "next post: 2026-12-01 08:00 Asia/Shanghai (your time: 2026-11-30 19:00 EST)" in text
     assert "the file for 2026-12-01 is not in the archive yet" in text
     assert "/today" in text and "/help" in text
 

@@ -552,8 +552,7 @@ STRUCTURED_CHARS = [
     (
         "lone surrogate in a JSON title (no platform can encode it)",
         ".json",
-        '{"date": "2026-03-06", '
-        '"headline": {"title": "x\\ud800", "paragraphs": ["p"]}}',
+        '{"date": "2026-03-06", "headline": {"title": "x\\ud800", "paragraphs": ["p"]}}',
         None,
         "headline.title: holds the lone surrogate U+D800 at column 2; remove it",
     ),

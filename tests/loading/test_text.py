@@ -812,7 +812,7 @@ BAD_LINKS = [
     (
         "an apostrophe (an attribute breaks out with it)",
         "https://example.org/a'onmouseover='x",
-        "it holds the character \"'\" (write an apostrophe as %27): "
+        'it holds the character "\'" (write an apostrophe as %27): '
         "\"https://example.org/a'onmouseover='x\"",
     ),
     ("no host", "https:///path", "it has no valid host: 'https:///path'"),

@@ -149,7 +149,9 @@ def _covered(sent: list[dict[str, object]]) -> set[tuple[int, int]]:
 
 
 def test_digest_bot_post_delivers_once_and_exits(
-    fake_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    fake_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     from bots.cli import EXIT_OK, main
