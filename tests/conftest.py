@@ -1,5 +1,33 @@
 """Fixtures shared by every test folder: the throwaway PostgreSQL server (see tests/pg.py)."""
 
+import logging
+from collections.abc import Iterator
+
+import pytest
+
+from bots import logs
 from tests.pg import pg_server, pg_url
 
-__all__ = ["pg_server", "pg_url"]
+__all__ = ["pg_server", "pg_url", "undo_logging_setup"]
+
+
+@pytest.fixture(autouse=True)
+def undo_logging_setup() -> Iterator[None]:
+    """Undo what a test's in-process ``digest-bot`` (``bots.cli.main``) set up for logging.
+
+    :func:`bots.logs.setup_logging` puts a root handler on the ``sys.stderr`` of the moment,
+    which in a test is pytest's capture: closed after the test, so every later record of the
+    worker (an aiosqlite thread's, a library's) printed "--- Logging error ---" with an
+    "I/O operation on closed file" traceback, and at the set-up's level. The handler goes,
+    and the root's and the libraries' levels come back.
+    """
+    root = logging.getLogger()
+    level = root.level
+    names = logs.LIBRARY_LOGGERS + logs.QUIET_LOGGERS
+    levels = {name: logging.getLogger(name).level for name in names}
+    yield
+    for handler in [h for h in root.handlers if isinstance(h, logs._Handler)]:
+        root.removeHandler(handler)
+    root.setLevel(level)
+    for name, was in levels.items():
+        logging.getLogger(name).setLevel(was)

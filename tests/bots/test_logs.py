@@ -178,3 +178,19 @@ def test_cli_log_flags(tmp_path: Path) -> None:
 
     bad = _cli("status", "--config", str(config), "--log-level", "loud", cwd=tmp_path)
     assert bad.returncode == 2 and "--log-level" in bad.stderr
+
+
+def test_a_test_running_digest_bot_leaves_no_handler_on_its_closed_capture() -> None:
+    """tests/conftest.py undoes a test's logging set-up: before, every later record of the
+    worker printed "--- Logging error ---" (I/O operation on closed file) into the output."""
+    cases = Path(__file__).with_name("logs_isolation_cases.py")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-o", "addopts=", str(cases)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 passed" in done.stdout
+    assert "Logging error" not in done.stdout + done.stderr
