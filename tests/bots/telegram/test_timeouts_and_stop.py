@@ -20,7 +20,7 @@ from bots.telegram.adapter import (
     READ_TIMEOUT,
     WRITE_TIMEOUT,
 )
-from digest_core.delivery import MAYBE_SENT, PartState
+from digest_core.delivery import MAYBE_SENT, PartRecord, PartState
 from digest_core.errors import TransientError
 from digest_core.platform import Target, TargetKind
 from digest_core.rendering import notice
@@ -58,6 +58,11 @@ async def _until(condition: Any, timeout: float = 5.0) -> None:  # noqa: ASYNC10
         if loop.time() > deadline:
             raise TimeoutError("condition not met")
         await asyncio.sleep(0.01)
+
+
+def _refused(record: PartRecord) -> bool:
+    """Tried while the adapter was stopped, so never requested, and back to pending."""
+    return record.state is PartState.PENDING and NOT_RUNNING in (record.last_error or "")
 
 
 def _timeout_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
@@ -194,9 +199,9 @@ async def test_stopping_mid_delivery_fails_nothing_and_a_restart_completes_it(
             await bot.adapter.stop()  # cuts the held send: it may (and will) arrive
 
             async def any_refused() -> bool:
-                """A part the delivery tried after the stop, refused without a request."""
+                """A part the delivery tried after the stop: refused without a request."""
                 records = await ledger.records(platform="telegram")
-                return any(NOT_RUNNING in (r.last_error or "") for r in records)
+                return any(_refused(r) for r in records)
 
             # the delivery goes on against the stopped adapter: wait for it to be refused
             deadline = asyncio.get_running_loop().time() + 5.0
@@ -218,11 +223,7 @@ async def test_stopping_mid_delivery_fails_nothing_and_a_restart_completes_it(
         state = {(int(r.target), r.part): r.state for r in records}
         landed = {_key(m) for m in fake.sent()}
         assert not {k: state[k] for k in landed if state[k] not in {PartState.SENT, *MAYBE_SENT}}
-        refused = {
-            (int(r.target), r.part)
-            for r in records
-            if r.state is PartState.PENDING and NOT_RUNNING in (r.last_error or "")
-        }
+        refused = {(int(r.target), r.part) for r in records if _refused(r)}
         assert refused and not refused & landed  # tried after the stop, and never sent
         errors = Counter(r.last_error or "" for r in records if r.state is PartState.FAILED)
         assert not errors, errors
