@@ -11,6 +11,9 @@ it (a probe task sleeps 10 ms in a loop; the house target is at most 100 ms).
 ``--compact F``: a share F of the subscribers got the one-part compact variant instead (its
 own engine run of the same delivery, as ``[telegram] subscriber_format = "compact"`` does), and
 the correction changes it too: each target is planned against its own variant's digests.
+
+``--db sqlite,postgresql`` (the default: both): PostgreSQL is a throwaway server started like
+the tests' (``tests/pg.py``, as in benchmarks/scale.py), a fresh database per run.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
+import sys
 import tempfile
 from pathlib import Path
 
@@ -31,14 +35,16 @@ from digest_core.models import IssueRef
 from digest_core.testing import make_issue, make_messages, make_targets
 
 STALL_TARGET_MS = 100.0
+ROOT = Path(__file__).resolve().parent.parent
 
 
-async def once(n: int, compact: float = 0.0) -> dict[str, float]:
+async def once(n: int, compact: float = 0.0, *, url: str = "") -> dict[str, float]:
+    """One run on a fresh database (``url``, else a temporary SQLite file)."""
     clock = SystemClock()
     probe = StallProbe()
     n_compact = round(n * compact)
     with tempfile.TemporaryDirectory() as tmp:
-        url = f"sqlite+aiosqlite:///{Path(tmp) / 'ledger.sqlite3'}"
+        url = url or f"sqlite+aiosqlite:///{Path(tmp) / 'ledger.sqlite3'}"
         async with Ledger.open(url, clock=clock) as ledger:
             ref = make_issue().ref
             old = make_messages(3)
@@ -97,15 +103,37 @@ def main() -> None:
     parser.add_argument(
         "--compact", type=float, default=0.0, help="share of subscribers in the compact variant"
     )
+    parser.add_argument("--db", default="sqlite,postgresql", help="sqlite, postgresql or both")
     args = parser.parse_args()
-    results = [asyncio.run(once(args.subscribers, args.compact)) for _ in range(args.runs)]
-    for key in results[0]:
-        values = [r[key] for r in results]
-        median = statistics.median(values)
-        line = f"{key:>15}: median {median:8.3f}  runs {[round(v, 3) for v in values]}"
-        if key.endswith("stall_ms"):
-            line += f"  ratio to {STALL_TARGET_MS:g} ms: {median / STALL_TARGET_MS:.2f}"
-        print(line)
+    dbs = args.db.split(",")
+    server = None
+    if "postgresql" in dbs:
+        sys.path.insert(0, str(ROOT))
+        from tests.pg import PgServer
+
+        server = PgServer.start()
+    try:
+        for db in dbs:
+            results = []
+            for i in range(args.runs):
+                url = name = ""
+                if server is not None and db == "postgresql":
+                    name = server.create_database(f"corrections_{args.subscribers}_{i}")
+                    url = server.url(name)
+                results.append(asyncio.run(once(args.subscribers, args.compact, url=url)))
+                if server is not None and name:
+                    server.drop_database(name)
+            print(f"{db}, {args.subscribers} subscribers, medians of {args.runs} runs:")
+            for key in results[0]:
+                values = [r[key] for r in results]
+                median = statistics.median(values)
+                line = f"{key:>15}: median {median:8.3f}  runs {[round(v, 3) for v in values]}"
+                if key.endswith("stall_ms"):
+                    line += f"  ratio to {STALL_TARGET_MS:g} ms: {median / STALL_TARGET_MS:.2f}"
+                print(line, flush=True)
+    finally:
+        if server is not None:
+            server.stop()
 
 
 if __name__ == "__main__":
