@@ -18,7 +18,8 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from digest_core.delivery.fanout import DeliveryEngine, _Fanout, _Run
+from digest_core.delivery.fanout import _YIELD_EVERY, DeliveryEngine, _Fanout, _Run
+from digest_core.delivery.heap import frozen_heap, refreeze
 from digest_core.delivery.ledger import (
     FULL_VARIANT,
     MAYBE_SENT,
@@ -188,18 +189,37 @@ async def correct(
         )
         return report
     digests = {variant: [m.digest for m in m_list] for variant, m_list in by_variant.items()}
+    # the plan's and the runs' objects out of the collector's full passes while it runs, as a
+    # post's (heap.py): at 100k targets each pass stalled the loop 0.1-0.2 s
     async with engine._lease(platform.name):
-        # at most: the rest of a killed run, then the new plan (a failed row waits for the
-        # next run, so a run always ends)
-        for _ in range(2):
-            plan = await engine.ledger.plan_correction(ref, platform.name, digests)
-            if plan is None:
-                break
-            await _run(engine, plan, platform, platform, by_variant, zone, progress, report)
-            if not plan.resumed:
-                break
+        with frozen_heap():
+            await _correct(engine, ref, platform, by_variant, digests, zone, progress, report)
     log.info("correction: %s", report.describe())
     return report
+
+
+async def _correct(
+    engine: DeliveryEngine,
+    ref: IssueRef,
+    platform: Platform,
+    by_variant: Mapping[str, Sequence[Message]],
+    digests: Mapping[str, Sequence[str]],
+    zone: dt.tzinfo,
+    progress: ProgressCallback | None,
+    report: CorrectionReport,
+) -> None:
+    assert isinstance(platform, Editor)
+    # at most: the rest of a killed run, then the new plan (a failed row waits for the
+    # next run, so a run always ends)
+    for _ in range(2):
+        plan = await engine.ledger.plan_correction(ref, platform.name, digests)
+        if plan is None:
+            return
+        resumed = plan.resumed
+        await _run(engine, plan, platform, platform, by_variant, zone, progress, report)
+        del plan  # its entries were copied into the runs (and dropped in slices there)
+        if not resumed:
+            return
 
 
 async def _run(
@@ -222,7 +242,8 @@ async def _run(
     actions: dict[tuple[str, int], tuple[Action, str | None, str]] = {}
     runs: list[_Run] = []
     for order, (target, rows) in enumerate(plan.target_rows()):
-        if order % 2000 == 0:
+        if order % _YIELD_EVERY == 0:
+            refreeze()  # what is built here lives as long as the run (see heap.py)
             await asyncio.sleep(0)  # 100k subscribers must not stall the loop
         for r in rows:
             actions[(target.id, r.part)] = (r.action, r.message_id, r.variant)
@@ -246,6 +267,18 @@ async def _run(
     key = functools.partial(PartKey, plan.ref.date, plan.ref.revision, plan.generation)
     fanout = _Fanout(engine, correcting, padded, progress, key)
     await fanout.run(runs)
+    for _ in fanout.pacer.forget_idle_steps(engine.clock.monotonic()):
+        await asyncio.sleep(0)
+    del fanout, correcting
+    # dropped in slices while the heap is still frozen, as a post's runs (fanout.py): 100k
+    # targets' runs and actions freed at once hold the loop for a few hundred ms
+    while runs:
+        del runs[-_YIELD_EVERY:]
+        await asyncio.sleep(0)
+    for i, key_ in enumerate(list(actions)):
+        del actions[key_]
+        if i % (4 * _YIELD_EVERY) == 0:
+            await asyncio.sleep(0)
 
 
 def _note_of(platform: Platform) -> Message:

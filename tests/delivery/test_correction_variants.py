@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from digest_core.delivery import DeliveryEngine, Ledger, PartState
 from digest_core.delivery.corrector import correct
-from digest_core.delivery.ledger import FULL_VARIANT, Action, part_digests
+from digest_core.delivery.ledger import FULL_VARIANT, Action, corrections, part_digests
 from digest_core.delivery.ledger.migrate import lock_for_upgrade, upgrade
 from digest_core.models import IssueRef
 from digest_core.platform import PlatformLimits, Rate, Target, TargetKind
@@ -213,3 +213,43 @@ async def test_a_schema_7_ledger_keeps_its_deliveries_correctable(
         assert (report.edited, report.unchanged, report.added) == (2, 2, 0) and report.ok
         assert platform.texts("dm0") == ["full a 1", "full B 2"]
         assert (await ledger.counts(R2))[PartState.SENT] == 4
+
+
+async def test_a_plan_of_several_batches_lists_exactly_the_rows_it_recorded(
+    ledger: Ledger, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Targets are compared a batch at a time, and a batch's plan is made from the rows it
+    inserts (not read back): over batches of two, with edits, deletes and parts sent anew in
+    two variants and an unchanged target last, the plan lists exactly what a resumed run reads
+    back from the ledger (ids, states, actions, variants), in target order; then the
+    correction does it."""
+    monkeypatch.setattr(corrections, "_BATCH", 2)  # six targets: three batches
+    platform, engine = await _posted(ledger, clock)
+    new = {
+        "full": _messages("full", "a", "B"),  # part 2 edited, part 3 deleted
+        "compact": _messages("compact", "X", "y"),  # part 1 edited, part 2 sent anew
+        "headline": _messages("headline", "h"),  # unchanged
+    }
+    digests = {v: [m.digest for m in messages] for v, messages in new.items()}
+
+    plan = await ledger.plan_correction(R2, "fake", digests)
+    again = await ledger.plan_correction(R2, "fake", digests)  # as a run cut before any edit
+
+    assert plan is not None and not plan.resumed and plan.unchanged == 2 + 1  # part 1; hl0
+    assert again is not None and again.resumed
+    assert plan.entries == again.entries
+    planned = {t.id: [(r.part, r.action, r.variant) for r in rows] for t, rows in plan.targets}
+    assert list(planned) == ["ch0", "ch1", "dm0", "dm1", "dm2"]
+    for target in CHANNELS:
+        assert planned[target.id] == [(1, Action.EDIT, "full"), (2, Action.DELETE, "full")]
+    for target in COMPACT:
+        assert planned[target.id] == [(0, Action.EDIT, "compact"), (1, Action.SEND, "compact")]
+
+    report = await correct(engine, R2, platform, new, zone=ZONE)
+
+    assert (report.edited, report.added, report.removed) == (5, 3, 2) and report.ok
+    for target in CHANNELS:
+        assert platform.texts(target.id) == ["full a 1", "full B 2"]
+    for target in COMPACT:
+        assert platform.texts(target.id) == ["compact X 1", "compact y 2"]
+    assert platform.texts("hl0") == ["headline h 1"]

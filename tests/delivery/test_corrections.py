@@ -4,6 +4,7 @@ replacing a cut correction."""
 from __future__ import annotations
 
 import datetime as dt
+import gc
 import random
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -127,3 +128,34 @@ async def test_a_send_only_platform_is_told_not_edited(ledger: Ledger, clock: Ma
 
     assert report.changed == 0 and report.note and "send-only" in report.note
     assert len(platform.calls) == 4  # the post's sends only
+
+
+@dataclass
+class FreezeWatching(EditingPlatform):
+    """An EditingPlatform noting how many objects sit frozen (``gc.freeze``) at each edit."""
+
+    frozen_during: list[int] = field(default_factory=list)
+
+    async def edit(self, target: Target, message_id: str, message: Message) -> None:
+        self.frozen_during.append(gc.get_freeze_count())
+        await super().edit(target, message_id, message)
+
+
+async def test_a_correction_keeps_its_objects_out_of_full_collections_while_it_runs(
+    ledger: Ledger, clock: ManualClock
+) -> None:
+    """As a post (tests/delivery/test_fanout_heap.py): the collector's full passes over a
+    100k-target correction's plan and runs stalled the loop for 0.1-0.35 s
+    (benchmarks/corrections.py). While a correction plans and edits, they sit in the
+    permanent generation; afterwards nothing is left frozen."""
+    platform = FreezeWatching(clock, limits=FAST)
+    engine = DeliveryEngine(ledger, clock=clock, rng=random.Random(1))
+    await engine.deliver(R1, platform, _messages("a", "b"), make_targets(3))
+    gc.unfreeze()
+
+    report = await correct(engine, R2, platform, _messages("a", "B"), zone=ZONE)
+
+    assert report.edited == 3 and report.ok
+    assert len(platform.frozen_during) == 3 and min(platform.frozen_during) > 0
+    assert gc.get_freeze_count() == 0
+    assert [platform.texts(f"c{i}") for i in range(3)] == [["a 1", "B 2"]] * 3

@@ -36,6 +36,7 @@ from typing import Any
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from digest_core.delivery.heap import refreeze
 from digest_core.delivery.ledger.core import LedgerBase, _retried
 from digest_core.delivery.ledger.schema import (
     FULL_VARIANT,
@@ -233,6 +234,9 @@ class CorrectionsMixin(LedgerBase):
                 seen.update(batch)
                 if batch:
                     await self._retrying(functools.partial(self._correction_batch_tx, state, batch))
+                # the plan so far out of the collector's full passes (inside the corrector's
+                # frozen heap, see heap.py): at 100k targets each pass stalled the loop 0.1-0.2 s
+                refreeze()
                 await asyncio.sleep(0)  # let the loop breathe between batches
         if state.created is None:
             return None
@@ -340,18 +344,22 @@ class CorrectionsMixin(LedgerBase):
         created = state.created
         try:
             async with self._tx() as conn:
-                unchanged = await self._correction_batch(conn, state, batch)
+                unchanged, todo = await self._correction_batch(conn, state, batch)
         except BaseException:
             state.created = created  # a delivery recorded here was rolled back with it
             raise
+        # only once committed: a retried batch must not list the rows of a rolled-back try
         state.unchanged += unchanged
+        state.todo += todo
 
     async def _correction_batch(
         self, conn: AsyncConnection, state: _Planning, batch: list[str]
-    ) -> int:
+    ) -> tuple[int, list[_CEntry]]:
         """Compare one batch of targets with the new revision; record the rows of those with
-        something to change. Returns the messages found unchanged."""
+        something to change. Returns the messages found unchanged and the recorded rows to
+        act on, per target in ``batch`` order (:data:`_CEntry`)."""
         ref, days = state.ref, state.days
+        order = batch
         # each target's latest delivery naming a message (a sent row, or an edit a run left
         # unfinished: resumed before this): one aggregate row a target; no state in the WHERE
         # (SQLite would pick ix_parts_state, which matches nearly every row)
@@ -370,7 +378,7 @@ class CorrectionsMixin(LedgerBase):
         }
         batch = [t for t, d in latest.items() if days[d].revision != ref.revision]
         if not batch:
-            return 0
+            return 0, []
         # every row of the targets behind that day
         by_delivery: dict[str, dict[int, list[_Row]]] = {}
         kinds: dict[str, str] = {}
@@ -458,17 +466,29 @@ class CorrectionsMixin(LedgerBase):
                 inserts += rows
             else:
                 varied += [{**r, "variant": variant} for r in rows]
-        if inserts or varied:
-            delivery_id = await self._correction_delivery(conn, state)
-            for some in (inserts, varied):
-                if some:
-                    await conn.execute(
-                        insert(parts), [{**r, "delivery_id": delivery_id} for r in some]
-                    )
-                    self.stats.rows_inserted += len(some)
-            sizes = {v: len(d) for v, d in state.digests.items()}
-            state.todo += await _unfinished(conn, delivery_id, sizes, targets=list(behind))
-        return unchanged
+        if not (inserts or varied):
+            return unchanged, []
+        delivery_id = await self._correction_delivery(conn, state)
+        # the inserted ids are the plan: no query of the new delivery's rows (on PostgreSQL
+        # statistics taken before it say it has none, so that query read it whole per batch)
+        ids: dict[tuple[str, int], int] = {}
+        postgresql = conn.dialect.name == "postgresql"
+        if postgresql:
+            # a generic plan for the inserts' foreign-key checks, not a new plan per row (the
+            # connections' default, see ``PG_SERVER_SETTINGS``; as planning's inserts)
+            await conn.exec_driver_sql("SET LOCAL plan_cache_mode = auto")
+        for some in (inserts, varied):
+            if some:
+                for row_id, target_id, part in await conn.execute(
+                    insert(parts).returning(parts.c.id, parts.c.target, parts.c.part),
+                    [{**r, "delivery_id": delivery_id} for r in some],
+                ):
+                    ids[(target_id, part)] = row_id
+                self.stats.rows_inserted += len(some)
+        if postgresql:
+            await conn.exec_driver_sql("SET LOCAL plan_cache_mode = force_custom_plan")
+        sizes = {v: len(d) for v, d in state.digests.items()}
+        return unchanged, _recorded(order, inserts, varied, ids, kinds, sizes)
 
     async def _correction_delivery(self, conn: AsyncConnection, state: _Planning) -> int:
         """The id of this correction's delivery, recorded (with its digests, of every
@@ -553,15 +573,12 @@ class CorrectionsMixin(LedgerBase):
 
 
 async def _unfinished(
-    conn: AsyncConnection,
-    delivery_id: int,
-    sizes: Mapping[str, int],
-    *,
-    targets: list[str] | None = None,
+    conn: AsyncConnection, delivery_id: int, sizes: Mapping[str, int]
 ) -> list[_CEntry]:
-    """The rows of a correction still to act on (of ``targets`` only, if given), per target
-    in part order, with each row's action (``sizes``: the new revision's number of parts per
-    variant; rows past their variant's delete)."""
+    """The rows of a correction still to act on, per target in part order, with each row's
+    action (``sizes``: the new revision's number of parts per variant; rows past their
+    variant's delete)."""
+    # few rows of a delivery are unfinished: here ix_parts_state is the one to use
     query = select(
         parts.c.id,
         parts.c.target,
@@ -571,12 +588,7 @@ async def _unfinished(
         parts.c.attempts,
         parts.c.message_id,
         parts.c.variant,
-    ).where(parts.c.delivery_id == delivery_id)
-    if targets is not None:
-        query = query.where(parts.c.target.in_(targets))  # the unique index: a few rows each
-    else:
-        # few rows of a delivery are unfinished: here ix_parts_state is the one to use
-        query = query.where(parts.c.state.in_(_UNFINISHED))
+    ).where(parts.c.delivery_id == delivery_id, parts.c.state.in_(_UNFINISHED))
     grouped: dict[
         tuple[str, str], list[tuple[int, int, str, int, str, str | None, str | None]]
     ] = {}
@@ -596,6 +608,41 @@ async def _unfinished(
             (row_id, part, state, attempts, action, message_id, variant)
         )
     return [(t, kind, tuple(rows)) for (t, kind), rows in grouped.items()]
+
+
+def _recorded(
+    order: list[str],
+    inserts: list[dict[str, Any]],
+    varied: list[dict[str, Any]],
+    ids: Mapping[tuple[str, int], int],
+    kinds: Mapping[str, str],
+    sizes: Mapping[str, int],
+) -> list[_CEntry]:
+    """The rows just recorded (``inserts`` of the full variant, ``varied`` of others; ``ids``:
+    their ids by (target, part)) still to act on, as :func:`_unfinished` reads them back: per
+    target in ``order``, in part order."""
+    grouped: dict[str, list[tuple[int, int, str, int, str, str | None, str | None]]] = {}
+    full = sizes[FULL_VARIANT]
+    for some in (inserts, varied):
+        for r in some:
+            if r["state"] not in _UNFINISHED:
+                continue
+            target_id, part, message_id = r["target"], r["part"], r["message_id"]
+            variant: str | None = r.get("variant")
+            if part >= (full if variant is None else sizes.get(variant, full)):
+                action = Action.DELETE.value
+            elif message_id:
+                action = Action.EDIT.value
+            else:
+                action = Action.SEND.value
+            grouped.setdefault(target_id, []).append(
+                (ids[(target_id, part)], part, r["state"], 0, action, message_id, variant)
+            )
+    return [
+        (t, kinds[t], tuple(sorted(grouped[t], key=lambda row: row[1])))
+        for t in order
+        if t in grouped
+    ]
 
 
 def _shows(row: _Row) -> bool:
