@@ -219,11 +219,13 @@ async def test_a_plan_of_several_batches_lists_exactly_the_rows_it_recorded(
     ledger: Ledger, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Targets are compared a batch at a time, and a batch's plan is made from the rows it
-    inserts (not read back): over batches of two, with edits, deletes and parts sent anew in
-    two variants and an unchanged target last, the plan lists exactly what a resumed run reads
-    back from the ledger (ids, states, actions, variants), in target order; then the
-    correction does it."""
+    inserts (not read back), a few rows per statement: over batches of two targets inserted
+    two rows at a time (a channel's three rows span two statements), with edits, deletes and
+    parts sent anew in two variants and an unchanged target last, the plan lists exactly what
+    a resumed run reads back from the ledger (ids, states, actions, variants), in target
+    order; then the correction does it."""
     monkeypatch.setattr(corrections, "_BATCH", 2)  # six targets: three batches
+    monkeypatch.setattr(corrections, "_INSERT_CHUNK", 2)
     platform, engine = await _posted(ledger, clock)
     new = {
         "full": _messages("full", "a", "B"),  # part 2 edited, part 3 deleted
