@@ -65,6 +65,10 @@ _UNFINISHED = (
 )
 
 
+#: a row's state by its value (a lookup, not an enum call per row read)
+_STATES = {s.value: s for s in PartState}
+
+
 class Action(StrEnum):
     """What a correction row does to its target."""
 
@@ -385,7 +389,7 @@ class CorrectionsMixin(LedgerBase):
         # every row of the targets behind that day
         by_delivery: dict[str, dict[int, list[_Row]]] = {}
         kinds: dict[str, str] = {}
-        for row in await conn.execute(
+        for row_id, d_id, target_id, kind, part, st, message_id, variant in await conn.execute(
             select(
                 parts.c.id,
                 parts.c.delivery_id,
@@ -397,17 +401,11 @@ class CorrectionsMixin(LedgerBase):
                 parts.c.variant,
             ).where(parts.c.delivery_id.in_(list(days)), parts.c.target.in_(batch))
         ):
-            kinds[row.target] = row.kind
-            by_delivery.setdefault(row.target, {}).setdefault(row.delivery_id, []).append(
-                _Row(
-                    row.id,
-                    row.delivery_id,
-                    row.part,
-                    PartState(row.state),
-                    row.message_id,
-                    row.variant,
-                )
+            kinds[target_id] = kind
+            by_delivery.setdefault(target_id, {}).setdefault(d_id, []).append(
+                _Row(row_id, d_id, part, _STATES[st], message_id, variant)
             )
+        await asyncio.sleep(0)  # a batch's rows read: let the loop breathe before comparing
         behind: dict[str, int] = {}
         by_target: dict[str, list[_Row]] = {}
         for target_id, posts in by_delivery.items():
@@ -423,6 +421,7 @@ class CorrectionsMixin(LedgerBase):
         #: without the key: a correction of full posts binds what it did before variants)
         varied: list[dict[str, Any]] = []
         unchanged = 0
+        sent, pending = PartState.SENT.value, PartState.PENDING.value
         for target_id, rows_of in by_target.items():
             d_id = behind[target_id]
             # the variant the target shows, if the new revision has it (a target's rows of one
@@ -438,19 +437,19 @@ class CorrectionsMixin(LedgerBase):
             for part in range(n):
                 found = view.get(part)
                 if found is None:
-                    planned.append((part, PartState.PENDING.value, None))
+                    planned.append((part, pending, None))
                 elif found[0] == "":
-                    planned.append((part, PartState.SENT.value, ""))  # gone: stays gone
+                    planned.append((part, sent, ""))  # gone: stays gone
                 elif found[1] and state.shown.get((d_id, was, part)) == digests[part]:
-                    planned.append((part, PartState.SENT.value, found[0]))
+                    planned.append((part, sent, found[0]))
                 else:
-                    planned.append((part, PartState.PENDING.value, found[0]))
+                    planned.append((part, pending, found[0]))
             for part, (message_id, _) in sorted(view.items()):
                 if part >= n and message_id:
-                    planned.append((part, PartState.PENDING.value, message_id))
-            kept = sum(1 for _, st, m in planned if st == PartState.SENT.value and m)
+                    planned.append((part, pending, message_id))
+            kept = sum(1 for _, st, m in planned if st == sent and m)
             unchanged += kept
-            if all(st == PartState.SENT.value for _, st, _ in planned):
+            if all(st == sent for _, st, _ in planned):
                 continue  # the same content everywhere: nothing to record or do
             rows = [
                 {
