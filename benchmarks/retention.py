@@ -24,13 +24,12 @@ from pathlib import Path
 
 from sqlalchemy import update
 
+from benchmarks.fanout import StallProbe
 from digest_core.clock import SystemClock
 from digest_core.delivery import Ledger, PartState
 from digest_core.delivery.ledger import parts
 from digest_core.delivery.ledger.retention import DEFAULT_BATCH
 from digest_core.testing import make_issue, make_targets
-
-PROBE_TICK = 0.010
 
 
 async def run_once(url: str, n: int, batch: int, pause: float) -> dict[str, float]:
@@ -47,16 +46,8 @@ async def run_once(url: str, n: int, batch: int, pause: float) -> dict[str, floa
             )
         live = (await ledger.plan(make_issue(today).ref, "fake", make_targets(1), 1)).targets[0]
         row = live.parts[0].id
-        stall = 0.0
         waits: list[float] = []
         done = asyncio.Event()
-
-        async def probe() -> None:
-            nonlocal stall
-            while not done.is_set():
-                t = time.perf_counter()
-                await asyncio.sleep(PROBE_TICK)
-                stall = max(stall, time.perf_counter() - t - PROBE_TICK)
 
         async def writer() -> None:
             while not done.is_set():
@@ -65,22 +56,24 @@ async def run_once(url: str, n: int, batch: int, pause: float) -> dict[str, floa
                 waits.append(time.perf_counter() - t)
                 await asyncio.sleep(0.05)
 
-        tasks = [asyncio.create_task(probe()), asyncio.create_task(writer())]
-        t0 = time.perf_counter()
-        report = await ledger.prune(
-            before=today - dt.timedelta(days=90),
-            audit_before=clock.now() - dt.timedelta(days=400),
-            batch=batch,
-            pause=pause,
-        )
-        wall = time.perf_counter() - t0
-        done.set()
-        await asyncio.gather(*tasks)
+        probe = StallProbe()
+        async with probe.running():
+            task = asyncio.create_task(writer())
+            t0 = time.perf_counter()
+            report = await ledger.prune(
+                before=today - dt.timedelta(days=90),
+                audit_before=clock.now() - dt.timedelta(days=400),
+                batch=batch,
+                pause=pause,
+            )
+            wall = time.perf_counter() - t0
+            done.set()
+            await task
     assert report.parts == 3 * n and report.summaries == n, report
     return {
         "wall_s": wall,
         "rows_per_s": report.parts / wall,
-        "stall_ms": stall * 1000,
+        "stall_ms": probe.worst * 1000,
         "write_wait_ms": max(waits, default=0.0) * 1000,
         "batches": report.batches,
     }

@@ -37,13 +37,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import insert, text
 
+from benchmarks.fanout import StallProbe
 from bots.renderers import Flavor
 from digest_core.archive import Archive
 from digest_core.clock import SystemClock
@@ -54,8 +53,6 @@ from digest_core.platform import PartKey, PlatformLimits, Rate, Target, TargetKi
 from digest_core.rendering import Message, Part, RenderOptions, render
 
 ROOT = Path(__file__).resolve().parents[1]
-#: the stall probe's sleep
-PROBE_TICK = 0.010
 #: pacing off: the engine is the bottleneck
 UNLIMITED = PlatformLimits(
     overall=Rate(1e9, burst=10**9),
@@ -92,29 +89,6 @@ def subscriber_messages(issue: Issue, fmt: str) -> list[Message]:
     options = RenderOptions(buttons=True)
     part = Part.ALL if fmt == "full" else Part.TOC  # compact: what TelegramAdapter sends
     return list(render(issue, Flavor.TELEGRAM, part, options=options))
-
-
-class StallProbe:
-    """Sleeps :data:`PROBE_TICK` in a loop and keeps the largest overshoot."""
-
-    def __init__(self) -> None:
-        self.worst = 0.0
-
-    @asynccontextmanager
-    async def running(self) -> AsyncIterator[StallProbe]:
-        task = asyncio.create_task(self._probe())
-        await asyncio.sleep(0)
-        try:
-            yield self
-        finally:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-
-    async def _probe(self) -> None:
-        while True:
-            before = time.perf_counter()
-            await asyncio.sleep(PROBE_TICK)
-            self.worst = max(self.worst, time.perf_counter() - before - PROBE_TICK)
 
 
 async def _add_subscribers(ledger: Ledger, n: int) -> None:
