@@ -136,6 +136,18 @@ class Running:
         sent = await self.fake.wait_for_messages(where, before + n, timeout=timeout)
         return sent[before:]
 
+    def issue_file(self, day: dt.date = TODAY) -> Path:
+        return self.service.archive.root / f"{day}.txt"
+
+    def rewrite_issue(self, old: str, new: str, *, day: dt.date = TODAY) -> None:
+        """Replace the first ``old`` in ``day``'s issue file by ``new`` (a new revision) and
+        reread the archive."""
+        path = self.issue_file(day)
+        text = path.read_text(encoding="utf-8")
+        assert old in text
+        path.write_text(text.replace(old, new, 1), encoding="utf-8")
+        self.service.archive.refresh(full=True)
+
 
 @asynccontextmanager
 async def running_bot(
@@ -158,6 +170,22 @@ async def running_bot(
             yield Running(service, adapter, fake)
         finally:
             await adapter.stop()
+
+
+@asynccontextmanager
+async def bot_with(
+    fake: FakeTelegram,
+    tmp: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    scale: float = 100.0,
+    **telegram: object,
+) -> AsyncIterator[Running]:
+    """A bot on a config written to ``tmp`` with these ``[telegram]`` options, paced at
+    ``scale`` times Telegram's limits."""
+    path = write_config(tmp, base_url=fake.base_url, telegram=dict(telegram))
+    async with running_bot(settings_for(path, fake, monkeypatch), fake, scale=scale) as running:
+        yield running
 
 
 def visible(messages: Sequence[SentMessage]) -> str:

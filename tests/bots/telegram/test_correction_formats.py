@@ -17,9 +17,7 @@ from tests.bots.telegram.harness import (
     CHANNEL,
     TODAY,
     Running,
-    running_bot,
-    settings_for,
-    write_config,
+    bot_with,
 )
 from tests.fakes.telegram_api import FakeTelegram, SentMessage
 
@@ -35,28 +33,12 @@ FULL_ONLY = "大语言模型按自回归方式生成文本"
 MARK = "已更正 / corrected 09:00"
 
 
-async def _bot(
-    fake: FakeTelegram, tmp: Path, monkeypatch: pytest.MonkeyPatch, **telegram: object
-) -> AsyncIterator[Running]:
-    path = write_config(tmp, base_url=fake.base_url, telegram=dict(telegram))
-    async with running_bot(settings_for(path, fake, monkeypatch), fake, scale=100) as running:
-        yield running
-
-
 @pytest.fixture
 async def compact_bot(
     fake: FakeTelegram, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[Running]:
-    async for running in _bot(fake, tmp_path, monkeypatch, subscriber_format="compact"):
+    async with bot_with(fake, tmp_path, monkeypatch, subscriber_format="compact") as running:
         yield running
-
-
-def _rewrite(bot: Running, old: str, new: str) -> None:
-    path = bot.service.archive.root / f"{TODAY}.txt"
-    text = path.read_text(encoding="utf-8")
-    assert old in text
-    path.write_text(text.replace(old, new, 1), encoding="utf-8")
-    bot.service.archive.refresh(full=True)
 
 
 def _rendered(bot: Running, part: Part, *, mark: str | None = None) -> list[str]:
@@ -88,7 +70,7 @@ async def _correct_and_check(bot: Running, fake: FakeTelegram, formats: dict[int
     channel_parts = len(fake.sent(CHANNEL))
     assert channel_parts == 2
     sends = len(fake.sent())
-    _rewrite(bot, TITLE, NEW_TITLE)
+    bot.rewrite_issue(TITLE, NEW_TITLE)
 
     [done] = await bot.service.correct(TODAY)
 

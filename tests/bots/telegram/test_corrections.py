@@ -18,9 +18,7 @@ from tests.bots.telegram.harness import (
     CHANNEL,
     TODAY,
     Running,
-    running_bot,
-    settings_for,
-    write_config,
+    bot_with,
 )
 from tests.fakes.telegram_api import FakeTelegram
 
@@ -33,37 +31,16 @@ BRIEF = "单根“针”的检索测试已经很难拉开模型差距。"
 MARK = "已更正 / corrected 09:00"
 
 
-async def _bot(
-    fake: FakeTelegram, tmp: Path, monkeypatch: pytest.MonkeyPatch, **telegram: object
-) -> AsyncIterator[Running]:
-    path = write_config(tmp, base_url=fake.base_url, telegram=dict(telegram))
-    settings = settings_for(path, fake, monkeypatch)
-    async with running_bot(settings, fake, scale=100) as running:
-        yield running
-
-
 @pytest.fixture
 async def bot(
     fake: FakeTelegram, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[Running]:
-    async for running in _bot(fake, tmp_path, monkeypatch):
+    async with bot_with(fake, tmp_path, monkeypatch) as running:
         yield running
 
 
-def _issue_file(bot: Running) -> Path:
-    return bot.service.archive.root / f"{TODAY}.txt"
-
-
-def _rewrite(bot: Running, old: str, new: str) -> None:
-    path = _issue_file(bot)
-    text = path.read_text(encoding="utf-8")
-    assert old in text
-    path.write_text(text.replace(old, new, 1), encoding="utf-8")
-    bot.service.archive.refresh(full=True)
-
-
 def _parts(bot: Running) -> int:
-    issue = load_issue(_issue_file(bot), date=TODAY)
+    issue = load_issue(bot.issue_file(), date=TODAY)
     return len(render(issue, tg_render, Part.ALL, options=bot.adapter.post_options))
 
 
@@ -83,7 +60,7 @@ async def test_a_changed_brief_edits_only_its_messages_and_a_second_run_is_idle(
     await _posted(bot)
     before = {chat: [(m.message_id, m.html) for m in fake.sent(chat)] for chat in CHATS}
     sends = len(fake.sent())
-    _rewrite(bot, BRIEF, "单根“针”的检索测试已经无法拉开模型之间的差距。")
+    bot.rewrite_issue(BRIEF, "单根“针”的检索测试已经无法拉开模型之间的差距。")
 
     [report] = await bot.service.correct(TODAY)
 
@@ -118,7 +95,7 @@ async def test_a_correction_that_adds_a_part_sends_it_after_the_last(
         f"https://example.org/more/{n}\n"
         for n in range(1, 7)
     )
-    _rewrite(bot, "经典回顾\n", f"{extra}经典回顾\n")
+    bot.rewrite_issue("经典回顾\n", f"{extra}经典回顾\n")
     assert _parts(bot) == 3
 
     [report] = await bot.service.correct(TODAY)
@@ -141,12 +118,12 @@ async def test_a_correction_that_removes_a_part_deletes_it_or_leaves_a_note(
 ) -> None:
     await _posted(bot)
     fake.chats[BY_NAME].can_delete = False  # as for a channel post older than 48 hours
-    text = _issue_file(bot).read_text(encoding="utf-8")
+    text = bot.issue_file().read_text(encoding="utf-8")
     lines = text.split("\n")
     # the headline keeps its first paragraph only: the issue fits one message
     start = lines.index("重点") + 2
     end = next(i for i in range(start, len(lines)) if lines[i].startswith("https://"))
-    _issue_file(bot).write_text("\n".join(lines[: start + 1] + lines[end:]), encoding="utf-8")
+    bot.issue_file().write_text("\n".join(lines[: start + 1] + lines[end:]), encoding="utf-8")
     bot.service.archive.refresh(full=True)
     assert _parts(bot) == 1
 
@@ -187,7 +164,7 @@ async def test_a_message_deleted_by_an_admin_is_left_alone(
 ) -> None:
     await _posted(bot)
     await bot.adapter.bot.delete_message(CHANNEL, fake.sent(CHANNEL)[1].message_id)
-    _rewrite(bot, BRIEF, "改过的一句。")
+    bot.rewrite_issue(BRIEF, "改过的一句。")
     [report] = await bot.service.correct(TODAY)
     assert report.gone == 1 and report.edited == len(CHATS) - 1 and report.ok
     [again] = await bot.service.correct(TODAY)
@@ -198,7 +175,7 @@ async def test_an_admin_corrects_with_a_command_and_a_reader_is_refused(
     bot: Running, fake: FakeTelegram
 ) -> None:
     await _posted(bot)
-    _rewrite(bot, BRIEF, "改过的一句。")
+    bot.rewrite_issue(BRIEF, "改过的一句。")
     [refused] = await bot.command(f"/correct {TODAY}", user=BOB)
     assert "admins only" in refused.text and _edits(fake) == 0
 
@@ -215,7 +192,7 @@ async def test_auto_corrections_follow_a_changed_file_once(
     await _posted(bot)
     assert [r.changed for r in await bot.service.auto_correct()] == [0]  # yesterday unposted
     assert await bot.service.auto_correct() == []  # this revision was looked at
-    _rewrite(bot, BRIEF, "改过的一句。")
+    bot.rewrite_issue(BRIEF, "改过的一句。")
 
     [report] = await bot.service.auto_correct()
 
@@ -230,7 +207,7 @@ async def test_auto_corrections_follow_a_changed_file_once(
 async def test_pin_today_unpin_yesterday_and_a_missing_right_reported_once(
     fake: FakeTelegram, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async for bot in _bot(fake, tmp_path, monkeypatch, pin=True):
+    async with bot_with(fake, tmp_path, monkeypatch, pin=True) as bot:
         fake.chats[BY_NAME].can_pin = False
         alerts: list[str] = []
         bot.service.pins._alert = _collect(alerts)  # the admins' DM, as a list

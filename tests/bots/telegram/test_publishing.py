@@ -210,9 +210,7 @@ async def test_an_approval_lets_the_post_out_and_a_changed_file_voids_it(
         fake.inject_callback(ADMIN, ADMIN, last.message_id, approve)
         await _until(lambda: "已批准" in fake.sent(ADMIN)[-1].text)
         # the editor fixes a typo after the approval: a new revision
-        path = tmp_path / "archive" / f"{TODAY}.txt"
-        path.write_text(path.read_text(encoding="utf-8").replace("分页", "分頁", 1))
-        bot.service.archive.refresh(full=True)
+        bot.rewrite_issue("分页", "分頁")
         clock.advance(dt.timedelta(hours=2))
         before = len(fake.sent(ADMIN))
         await bot.service.poster.run_due(TODAY)
