@@ -67,6 +67,13 @@ _WORD = Argument(
 )  # fmt: skip
 _N = Argument("n", "Only brief number n", "只看第 n 条简讯", "只看第 n 條簡訊", "编号", "編號")
 
+#: the date argument of the editor's commands (preview, approve, hold)
+_NEXT_ISSUE = _date(
+    "YYYY-MM-DD (default: the next issue)",
+    "日期 YYYY-MM-DD（默认下一期）",
+    "日期 YYYY-MM-DD（預設下一期）",
+)
+
 #: every command, in the order ``/help`` and the menus list them
 CATALOGUE: tuple[CommandSpec, ...] = (
     CommandSpec(
@@ -347,13 +354,7 @@ CATALOGUE: tuple[CommandSpec, ...] = (
         "管理員：私下預覽讀者將收到的日報（含按鈕）",
         "Admins: privately see what readers will get, buttons included",
         "/preview [YYYY-MM-DD]",
-        args=(
-            _date(
-                "YYYY-MM-DD (default: the next issue)",
-                "日期 YYYY-MM-DD（默认下一期）",
-                "日期 YYYY-MM-DD（預設下一期）",
-            ),
-        ),
+        args=(_NEXT_ISSUE,),
         admin=True,
         label_zh="预览",
         label_zh_tw="預覽",
@@ -364,13 +365,7 @@ CATALOGUE: tuple[CommandSpec, ...] = (
         "管理員：批准某一期按時推送（需要批准時）",
         "Admins: approve an issue for its post (when approval is required)",
         "/approve [YYYY-MM-DD]",
-        args=(
-            _date(
-                "YYYY-MM-DD (default: the next issue)",
-                "日期 YYYY-MM-DD（默认下一期）",
-                "日期 YYYY-MM-DD（預設下一期）",
-            ),
-        ),
+        args=(_NEXT_ISSUE,),
         admin=True,
         label_zh="批准",
         label_zh_tw="批准",
@@ -381,13 +376,7 @@ CATALOGUE: tuple[CommandSpec, ...] = (
         "管理員：暫緩某一期，批准前不推送",
         "Admins: hold an issue back until it is approved",
         "/hold [YYYY-MM-DD]",
-        args=(
-            _date(
-                "YYYY-MM-DD (default: the next issue)",
-                "日期 YYYY-MM-DD（默认下一期）",
-                "日期 YYYY-MM-DD（預設下一期）",
-            ),
-        ),
+        args=(_NEXT_ISSUE,),
         admin=True,
         label_zh="暂缓",
         label_zh_tw="暫緩",
