@@ -38,6 +38,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from digest_core.delivery.heap import refreeze
 from digest_core.delivery.ledger.core import LedgerBase, _retried
+from digest_core.delivery.ledger.engine import generic_plans
 from digest_core.delivery.ledger.schema import (
     FULL_VARIANT,
     PartState,
@@ -474,22 +475,17 @@ class CorrectionsMixin(LedgerBase):
         # the inserted ids are the plan: no query of the new delivery's rows (on PostgreSQL
         # statistics taken before it say it has none, so that query read it whole per batch)
         ids: dict[tuple[str, int], int] = {}
-        postgresql = conn.dialect.name == "postgresql"
-        if postgresql:
-            # a generic plan for the inserts' foreign-key checks, not a new plan per row (the
-            # connections' default, see ``PG_SERVER_SETTINGS``; as planning's inserts)
-            await conn.exec_driver_sql("SET LOCAL plan_cache_mode = auto")
         statement = insert(parts).returning(parts.c.id, parts.c.target, parts.c.part)
-        for some in (inserts, varied):
-            for start in range(0, len(some), _INSERT_CHUNK):
-                chunk = [
-                    {**r, "delivery_id": delivery_id} for r in some[start : start + _INSERT_CHUNK]
-                ]
-                for row_id, target_id, part in await conn.execute(statement, chunk):
-                    ids[(target_id, part)] = row_id
-                self.stats.rows_inserted += len(chunk)
-        if postgresql:
-            await conn.exec_driver_sql("SET LOCAL plan_cache_mode = force_custom_plan")
+        async with generic_plans(conn):  # the inserts' foreign-key checks, as planning's
+            for some in (inserts, varied):
+                for start in range(0, len(some), _INSERT_CHUNK):
+                    chunk = [
+                        {**r, "delivery_id": delivery_id}
+                        for r in some[start : start + _INSERT_CHUNK]
+                    ]
+                    for row_id, target_id, part in await conn.execute(statement, chunk):
+                        ids[(target_id, part)] = row_id
+                    self.stats.rows_inserted += len(chunk)
         sizes = {v: len(d) for v, d in state.digests.items()}
         return unchanged, _recorded(order, inserts, varied, ids, kinds, sizes)
 

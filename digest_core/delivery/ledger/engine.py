@@ -6,6 +6,8 @@ import datetime as dt
 import logging
 import os
 import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +16,7 @@ from sqlalchemy import (
     make_url,
 )
 from sqlalchemy.exc import InvalidRequestError, NoSuchModuleError
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import StaticPool
 
 from digest_core.delivery.health import short_error
@@ -36,6 +38,21 @@ log = logging.getLogger(__name__)
 #: (benchmarks/scale.py). The ledger's statements are cheap to plan with their values.
 #: (PostgreSQL 12 or newer.)
 PG_SERVER_SETTINGS = {"plan_cache_mode": "force_custom_plan"}
+
+
+@asynccontextmanager
+async def generic_plans(conn: AsyncConnection, *, restore: bool = True) -> AsyncIterator[None]:
+    """Within the block, PostgreSQL plans prepared statements generically, once (the ledger's
+    connections force custom plans: see :data:`PG_SERVER_SETTINGS`). For statements that find
+    rows by primary key or take arrays, and for the foreign-key check of each inserted row,
+    planning anew per execution cost more than running them. Without ``restore`` the setting
+    lasts to the end of the transaction. Nothing on other databases."""
+    postgresql = conn.dialect.name == "postgresql"
+    if postgresql:
+        await conn.exec_driver_sql("SET LOCAL plan_cache_mode = auto")
+    yield
+    if postgresql and restore:
+        await conn.exec_driver_sql("SET LOCAL plan_cache_mode = force_custom_plan")
 
 
 def _server_settings(parsed: Any) -> dict[str, Any]:

@@ -33,6 +33,7 @@ from digest_core.delivery.ledger.core import (
     LedgerBase,
     _retried,
 )
+from digest_core.delivery.ledger.engine import generic_plans
 from digest_core.delivery.ledger.leases import (
     _foreign_holder,
 )
@@ -381,14 +382,9 @@ class PlanningMixin(LedgerBase):
         retarget, resets, already = found.retarget, found.resets, found.already
         superseded, live = found.superseded, found.live
         if inserts:
-            postgresql = conn.dialect.name == "postgresql"
-            if postgresql:
-                # a generic plan for the row-by-row insert and its foreign-key check, not a
-                # new plan per row (the batch's IN (...) queries keep their custom plans)
-                await conn.exec_driver_sql("SET LOCAL plan_cache_mode = auto")
-            await conn.execute(insert(parts), inserts)
-            if postgresql:
-                await conn.exec_driver_sql("SET LOCAL plan_cache_mode = force_custom_plan")
+            # the row-by-row insert planned once (the batch's IN (...) queries keep custom plans)
+            async with generic_plans(conn):
+                await conn.execute(insert(parts), inserts)
             self.stats.rows_inserted += len(inserts)
         for new_id, ids in retarget.items():
             for chunk in _chunks(ids):
@@ -456,21 +452,19 @@ class PlanningMixin(LedgerBase):
                     kinds.append(t.kind.value)
                     numbers.append(part)
             expected = len(targets_)
-            # a generic plan for the foreign-key check of each row, not a new plan per row
-            # (the connections' default is force_custom_plan: see ``PG_SERVER_SETTINGS``)
-            await conn.exec_driver_sql("SET LOCAL plan_cache_mode = auto")
-            found = await conn.execute(
-                _PG_FRESH,
-                {
-                    "delivery_id": batch.delivery_id,
-                    "state": PartState.PENDING.value,
-                    "now": now,
-                    "variant": batch.variant,
-                    "targets": targets_,
-                    "kinds": kinds,
-                    "parts": numbers,
-                },
-            )
+            async with generic_plans(conn):  # and its foreign-key check of each row
+                found = await conn.execute(
+                    _PG_FRESH,
+                    {
+                        "delivery_id": batch.delivery_id,
+                        "state": PartState.PENDING.value,
+                        "now": now,
+                        "variant": batch.variant,
+                        "targets": targets_,
+                        "kinds": kinds,
+                        "parts": numbers,
+                    },
+                )
         else:
             inserts = [
                 {
@@ -497,8 +491,6 @@ class PlanningMixin(LedgerBase):
                 inserts,
             )
         ids = {(target, part): row_id for row_id, target, part in found}
-        if conn.dialect.name == "postgresql":
-            await conn.exec_driver_sql("SET LOCAL plan_cache_mode = force_custom_plan")
         self.stats.rows_inserted += len(ids)
         if len(ids) < expected:
             log.info("planning met rows another delivery inserted meanwhile; reading them")

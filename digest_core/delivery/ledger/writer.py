@@ -8,6 +8,9 @@ import logging
 from typing import Any
 
 from sqlalchemy import (
+    ARRAY,
+    Integer,
+    any_,
     bindparam,
     literal,
     text,
@@ -19,6 +22,7 @@ from digest_core.delivery.ledger.core import (
     LedgerBase,
     _Op,
 )
+from digest_core.delivery.ledger.engine import generic_plans
 from digest_core.delivery.ledger.schema import (
     PartState,
     _chunks,
@@ -82,18 +86,6 @@ _PG_SENT = text(
     bindparam("sent", PartState.SENT.value), bindparam("now", type_=parts.c.updated_at.type)
 )
 
-#: a batch's claims in one statement on PostgreSQL (like ``_CLAIM_RETURNING``; the state test
-#: kept off ``ix_parts_state`` the same way)
-_PG_CLAIM = text(
-    "UPDATE parts SET state = :in_flight, attempts = attempts + 1, updated_at = :now "
-    "WHERE id = ANY(CAST(:ids AS INTEGER[])) AND (state || '') IN ("
-    + ", ".join(f"'{state}'" for state in _CLAIMABLE)
-    + ") RETURNING id"
-).bindparams(
-    bindparam("in_flight", PartState.IN_FLIGHT.value),
-    bindparam("now", type_=parts.c.updated_at.type),
-)
-
 # Claims are built once: they run many times a second, and building a statement costs more
 # than running it.
 _CLAIM_VALUES: dict[str, Any] = {
@@ -108,6 +100,14 @@ _UNINDEXED_STATE = (parts.c.state + literal("")).in_(_CLAIMABLE)
 _CLAIM_RETURNING = (
     update(parts)
     .where(parts.c.id.in_(bindparam("b_ids", expanding=True)), _UNINDEXED_STATE)
+    .values(updated_at=bindparam("b_now"), **_CLAIM_VALUES)
+    .returning(parts.c.id)
+)
+#: the claims of a batch on PostgreSQL: one array parameter, so the same statement (one plan)
+#: whatever the batch's size
+_PG_CLAIM = (
+    update(parts)
+    .where(parts.c.id == any_(bindparam("b_ids", type_=ARRAY(Integer))), _UNINDEXED_STATE)
     .values(updated_at=bindparam("b_now"), **_CLAIM_VALUES)
     .returning(parts.c.id)
 )
@@ -209,17 +209,12 @@ class WriterMixin(LedgerBase):
                         await asyncio.wait(writing)
                     return
                 continue
-            # with a second writer, the next batch gathers while this one is written
+            # a free writer slot first: meanwhile the next batch gathers (with two writers,
+            # while this one is written)
             await slots.acquire()
             batch, self._queue = self._queue, []
             if not batch:  # lost meanwhile (see ``lose``)
                 slots.release()
-                continue
-            if self._writers == 1:
-                try:
-                    await self._apply(batch)
-                finally:
-                    slots.release()
                 continue
             task = asyncio.create_task(self._apply(batch), name="ledger-write")
             writing.add(task)
@@ -233,8 +228,6 @@ class WriterMixin(LedgerBase):
             await self._apply_batch(batch)
         finally:
             self._active -= 1
-            if self._queue or self._closing:
-                self._kick.set()  # the loop may be waiting for this batch's slot
 
     async def _apply_batch(self, batch: list[_Op]) -> None:
         claims: list[_Op] = []
@@ -273,13 +266,8 @@ class WriterMixin(LedgerBase):
         self, claims: list[_Op], grouped: dict[str, list[dict[str, Any]]]
     ) -> set[_Op]:
         """One transaction of the writer; returns the claims that won their row."""
-        async with self._tx(exclusive=False) as conn:
-            if conn.dialect.name == "postgresql":
-                # the writer's statements look rows up by primary key: a generic plan is
-                # right for them, and planning each of 200k updates anew cost more than
-                # running them (the connections' default is force_custom_plan: see
-                # ``PG_SERVER_SETTINGS``)
-                await conn.exec_driver_sql("SET LOCAL plan_cache_mode = auto")
+        async with self._tx(exclusive=False) as conn, generic_plans(conn, restore=False):
+            # (all by primary key: planning each of 200k updates anew cost more than running it)
             won = set(await self._claim_batch(conn, claims))
             for kind, params in grouped.items():
                 if kind == "sent" and conn.dialect.name == "postgresql" and len(params) > 1:
@@ -318,7 +306,7 @@ class WriterMixin(LedgerBase):
             return won
         if conn.dialect.name == "postgresql":
             # one array parameter: the same statement (one plan) whatever the batch's size
-            result = await conn.execute(_PG_CLAIM, {"ids": list(plain), "now": now})
+            result = await conn.execute(_PG_CLAIM, {"b_ids": list(plain), "b_now": now})
             won += [plain[row_id] for (row_id,) in result]
         elif conn.dialect.update_returning:
             for chunk in _chunks(list(plain)):
