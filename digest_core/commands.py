@@ -297,7 +297,7 @@ class Commands:
         issue = self.view(request).latest(on_or_before=today)
         if issue.date == today:
             return issue, None
-        if not self.embargo.visible(today):
+        if not self.embargo.visible(today) and not self.embargo.held(today):
             at = self.embargo.publish_time(today).astimezone(self.zone)
             return issue, (
                 f"今天（{today}）的日报将于 {at:%H:%M} 发布，这是最新一期：{issue.date}。\n"

@@ -49,7 +49,10 @@ async def preview(commands: Commands, request: Request) -> Reply:
     issue = await commands._off_loop(commands.archive.on, day)
     options = commands.post_options.get(request.platform, RenderOptions(buttons=True))
     messages = await commands._off_loop(render, issue, request.flavor, Part.ALL, options=options)
-    at = commands.embargo.publish_time(day).astimezone(commands.zone)
+    embargo = commands.embargo
+    at = (embargo.scheduled(day) if embargo.held(day) else embargo.publish_time(day)).astimezone(
+        commands.zone
+    )
     head = notice(
         f"预览 / preview: {day}（{issue.revision}），{at:%m-%d %H:%M} 发布；"
         f"读者将看到以下内容 / readers will get:",

@@ -16,6 +16,10 @@ not see yet; anything added later (web pages, feeds, inline mode) MUST read thro
 
 Early publishes are facts recorded in the ledger's audit log (action
 :data:`EARLY_ACTION`); the service loads them on start and adds each new one.
+
+A day the editors hold back (``[schedule] require_approval``, not approved at its post time:
+:meth:`Embargo.hold`) is not public at its post time; the post that a late approval (or an
+admin's post) makes is its publish time (:meth:`Embargo.release`).
 """
 
 from __future__ import annotations
@@ -34,6 +38,9 @@ log = logging.getLogger(__name__)
 
 #: the audit action recording that an admin published a day before its time (args: ``date``)
 EARLY_ACTION = "publish_early"
+#: the publish time of a day held back and not released: later than any real moment (and
+#: still a datetime every zone can show)
+NEVER = dt.datetime(9999, 1, 1, tzinfo=dt.UTC)
 
 
 class Embargo:
@@ -55,6 +62,10 @@ class Embargo:
         self.post_time = post_time
         self.clock = clock
         self._early: dict[dt.date, dt.datetime] = dict(early or {})
+        #: days held back by the editors (not public at their post time), and when each held
+        #: day was released (posted) after all
+        self._held: set[dt.date] = set()
+        self._released: dict[dt.date, dt.datetime] = {}
 
     def scheduled(self, day: dt.date) -> dt.datetime:
         """The aware moment of ``day``'s post time in the digest's zone (a nonexistent local
@@ -64,10 +75,43 @@ class Embargo:
 
     def publish_time(self, day: dt.date) -> dt.datetime:
         """When readers may first see the issue of ``day``: its post time, or the moment an
-        admin published it early if that came first."""
+        admin published it early if that came first; for a day held back, the moment it was
+        released (:data:`NEVER` until then)."""
         scheduled = self.scheduled(day)
         early = self._early.get(day)
-        return scheduled if early is None or early >= scheduled else early
+        if early is not None and early < scheduled:
+            return early
+        released = self._released.get(day)
+        if released is not None:
+            return max(released, scheduled)
+        return NEVER if day in self._held else scheduled
+
+    def hold(self, day: dt.date) -> bool:
+        """Keep ``day`` from readers past its post time until :meth:`release` (an issue the
+        editors have not approved, not posted yet: the caller knows). True when this changed
+        anything: a day published early or released stays public."""
+        if day in self._held or day in self._released or day in self._early:
+            return False
+        self._held.add(day)
+        log.info("the issue of %s is held back from readers until it is approved", day)
+        return True
+
+    def unhold(self, day: dt.date) -> None:
+        """``day`` is public at its post time again (approved before it)."""
+        self._held.discard(day)
+
+    def held(self, day: dt.date) -> bool:
+        """True when ``day`` is held back from readers now (see :meth:`hold`)."""
+        return day in self._held and day not in self._released and day not in self._early
+
+    def release(self, day: dt.date, at: dt.datetime) -> bool:
+        """``day``, held back, was posted at ``at`` (a late approval, an admin's post): it is
+        public from then. False when the day was not held."""
+        if not self.held(day):
+            return False
+        self._released[day] = at
+        log.info("the issue of %s, held back, was released at %s", day, at)
+        return True
 
     def visible(self, day: dt.date, *, admin: bool = False) -> bool:
         """True when the issue of ``day`` may be shown (to an admin: always)."""
@@ -78,8 +122,8 @@ class Embargo:
         post time has come, else yesterday, or a later day an admin published early."""
         now = self.clock.now()
         today = now.astimezone(self.zone).date()
-        latest = today if self.scheduled(today) <= now else today - dt.timedelta(days=1)
-        for day, at in list(self._early.items()):
+        latest = today if self.publish_time(today) <= now else today - dt.timedelta(days=1)
+        for day, at in [*self._early.items(), *self._released.items()]:
             if day > latest and at <= now:
                 latest = day
         return latest
@@ -95,6 +139,11 @@ class Embargo:
 
     def not_yet(self, day: dt.date) -> str:
         """The reader's text for an embargoed day (the same whether a file exists or not)."""
+        if self.held(day):
+            return (
+                f"{day} 的日报还没有发布（编辑尚未放行）。\n"
+                f"The issue of {day} is not out yet (the editors have not released it)."
+            )
         at = self.publish_time(day).astimezone(self.zone)
         return (
             f"{day} 的日报还没有发布（{at:%Y-%m-%d %H:%M} 发布）。\n"

@@ -2,7 +2,8 @@
 
 Platform-neutral results (:class:`Article`); the adapter turns them into its API's form. Only
 issues readers may see count (:class:`~digest_core.personal.Visibility`, the embargo's one
-rule); an empty query gives the newest visible issue's headline.
+rule); an empty query gives the newest visible issue's headline (:meth:`Visibility.newest`,
+the same answer to "what is new" as follows and timed subscribers get).
 """
 
 from __future__ import annotations
@@ -84,15 +85,8 @@ def articles(
     from a worker thread); for a blank query, the newest visible issue's headline."""
     word = query.strip()[:64]
     if not word:
-        today = visibility.clock.now()
-        for day in reversed(archive.dates()):
-            if visibility.visible(day, at=today):
-                try:
-                    issue = archive.on(day)
-                except IssueNotFound:
-                    continue
-                return [_article(issue, Section.HEADLINE, 1, issue.headline)]
-        return []
+        issue = visibility.newest(archive)
+        return [] if issue is None else [_article(issue, Section.HEADLINE, 1, issue.headline)]
     found: list[Article] = []
     seen: set[str] = set()
     issues: dict[dt.date, Issue] = {}

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
@@ -51,6 +51,9 @@ FORMAT_OF_PART: dict[Part, Format] = {part: fmt for fmt, part in PART_OF_FORMAT.
 MAX_HITS_PER_WORD = 5
 #: how long after its publish time an issue still counts as new for follows
 FOLLOW_WINDOW = dt.timedelta(hours=24)
+#: a timed subscriber gets the newest issue that became public within this before their slot
+#: (today's or yesterday's as scheduled, an early-published or released one)
+SLOT_WINDOW = dt.timedelta(hours=48)
 #: the suffix of the ledger's platform key of follow messages
 FOLLOW_KEY = "~follow"
 
@@ -82,7 +85,14 @@ def install(
 
 class Visibility:
     """What readers may see: the core's one embargo rule (:class:`~digest_core.embargo.Embargo`),
-    so follows, inline results and personal deliveries obey an admin's early publish too."""
+    so follows, inline results and personal deliveries obey an admin's early publish and an
+    editor's hold too.
+
+    :meth:`public` is the one answer to "what is new" for every reader surface: follows ask
+    it for the issues that became public in the last :data:`FOLLOW_WINDOW`, timed
+    subscribers for the newest issue public at their slot, inline mode for the newest public
+    now. An issue's date relative to today does not matter, only its publish time.
+    """
 
     def __init__(self, embargo: Embargo) -> None:
         self.embargo = embargo
@@ -95,6 +105,36 @@ class Visibility:
     def visible(self, day: dt.date, *, at: dt.datetime | None = None) -> bool:
         """True when readers may see the issue of ``day`` (now, or at ``at``)."""
         return self.embargo.publish_time(day) <= (at or self.clock.now())
+
+    def public(
+        self,
+        days: Iterable[dt.date],
+        *,
+        at: dt.datetime | None = None,
+        since: dt.datetime | None = None,
+    ) -> list[dt.date]:
+        """The days among ``days`` (dates with an issue) that readers may see at ``at``
+        (default now), and with ``since`` only those that became public after it, newest
+        date first. Early publishes, holds and late releases count by their moment."""
+        until = at or self.clock.now()
+        found = []
+        for day in sorted(set(days), reverse=True):
+            published = self.embargo.publish_time(day)
+            if published <= until and (since is None or published > since):
+                found.append(day)
+        return found
+
+    def newest(
+        self, archive: Archive, *, at: dt.datetime | None = None, since: dt.datetime | None = None
+    ) -> Issue | None:
+        """The issue of the newest day :meth:`public` names that loads (file I/O: call from
+        a thread)."""
+        for day in self.public(archive.dates(), at=at, since=since):
+            try:
+                return archive.on(day)
+            except IssueNotFound:
+                continue
+        return None
 
 
 class FollowSender:
@@ -135,8 +175,9 @@ class Personal:
     lock: Callable[[dt.date, str], asyncio.Lock]
     #: a slot missed by more than this (the bot was down) is skipped
     catch_up: dt.timedelta = dt.timedelta(hours=6)
-    #: (platform, date, revision, chat) of follow messages known complete
-    _followed: set[tuple[str, dt.date, str, str]] = field(default_factory=set)
+    #: (platform, date) of issues whose follow messages are all sent (the ledger's
+    #: ``follow_checks``, as far as this process has read or written them)
+    _checked: set[tuple[str, dt.date]] = field(default_factory=set)
     #: (platform, date, chat) of timed subscribers known served that day (the ledger decides
     #: after a restart; this spares planning them again every minute)
     _served: set[tuple[str, dt.date, str]] = field(default_factory=set)
@@ -169,38 +210,22 @@ class Personal:
                 return slot
         return None  # unreachable: yesterday's time has passed
 
-    def days_at(self, slot: dt.datetime) -> tuple[dt.date, ...]:
-        """The days whose issue readers could see at ``slot``, newest first (today's and
-        yesterday's, as far as published then)."""
-        day = slot.astimezone(self.zone).date()
-        return tuple(
-            d for d in (day, day - dt.timedelta(days=1)) if self.visibility.visible(d, at=slot)
-        )
-
-    def issue_of(self, days: tuple[dt.date, ...]) -> Issue | None:
-        """The issue of the first of ``days`` that has one (file I/O: call from a thread)."""
-        for day in days:
-            try:
-                return self.archive.on(day)
-            except IssueNotFound:
-                continue
-        return None
-
     async def slots(self, platform: Platform) -> list[DeliveryReport]:
         """Deliver the issue to the subscribers of ``platform`` whose time has come."""
         now = self.clock.now()
         due: dict[tuple[dt.date, Format], tuple[Issue, list[Target]]] = {}
-        issues: dict[tuple[dt.date, ...], Issue | None] = {}  # each looked up once a run
+        issues: dict[dt.datetime, Issue | None] = {}  # each slot looked up once a run
         for pref in await self.ledger.timed_subscribers(platform.name):
             slot = self.last_slot(pref)
             if slot is None or now - slot > self.catch_up:
                 continue
             if pref.updated_at is not None and slot < pref.updated_at:
                 continue  # set after today's time: from the next one on
-            days = self.days_at(slot)
-            if days not in issues:
-                issues[days] = await asyncio.to_thread(self.issue_of, days)
-            issue = issues[days]
+            if slot not in issues:
+                issues[slot] = await asyncio.to_thread(
+                    self.visibility.newest, self.archive, at=slot, since=slot - SLOT_WINDOW
+                )
+            issue = issues[slot]
             if issue is None:
                 continue
             if (platform.name, issue.date, pref.chat_id) in self._served:
@@ -279,35 +304,62 @@ class Personal:
 
     # ------------------------------------------------------------ follows
 
-    def new_issue(self) -> Issue | None:
-        """The newest issue published within :data:`FOLLOW_WINDOW`, if any."""
+    def new_days(self) -> list[dt.date]:
+        """The days whose issue became public within :data:`FOLLOW_WINDOW` (on schedule,
+        early, after a late approval), oldest publish first (file I/O: call from a thread)."""
         now = self.clock.now()
-        today = now.astimezone(self.zone).date()
-        for day in (today, today - dt.timedelta(days=1)):
-            if self.visibility.visible(day) and now - self.visibility.post_at(day) <= FOLLOW_WINDOW:
-                try:
-                    return self.archive.on(day)
-                except IssueNotFound:
-                    continue
-        return None
+        days = self.visibility.public(self.archive.dates(), at=now, since=now - FOLLOW_WINDOW)
+        return sorted(days, key=lambda d: (self.visibility.post_at(d), d))
 
     async def follows(self, platform: Platform) -> list[DeliveryReport]:
-        """One private message per follower whose words the newest issue mentions."""
+        """One private message per follower and new issue that mentions the follower's words.
+
+        Every issue that became public in the last :data:`FOLLOW_WINDOW` is considered once
+        (several of one day each): once all its messages are sent, the ledger records it
+        (:meth:`~digest_core.delivery.ledger.readers.ReadersMixin.check_follows`) and neither
+        a later run, a restart nor a correction of the issue considers it again; a delivery
+        cut short is resumed by the next run (its ledger rows: nothing is sent twice)."""
+        days = await asyncio.to_thread(self.new_days)
+        days = [d for d in days if (platform.name, d) not in self._checked]
+        if not days:
+            return []
+        done = await self.ledger.follows_checked(platform.name, days)
+        self._checked.update((platform.name, d) for d in done)
+        days = [d for d in days if d not in done]
+        if not days:
+            return []
         followers = await self.ledger.followers(platform.name)
-        if not followers:
-            return []
-        issue = await asyncio.to_thread(self.new_issue)
-        if issue is None:
-            return []
+        reports: list[DeliveryReport] = []
+        for day in days:
+            try:
+                issue = await asyncio.to_thread(self.archive.on, day)
+            except IssueNotFound as exc:  # broken since: the next run tries again
+                log.warning("follows of %s on %s wait: %s", day, platform.name, exc)
+                continue
+            found = await self.follow_issue(platform, issue, followers)
+            reports += found
+            if all(_settled(r) for r in found):
+                await self.ledger.check_follows(platform.name, day, issue.revision)
+                self._checked.add((platform.name, day))
+                log.info(
+                    "follows of %s on %s: %d message(s) sent",
+                    day,
+                    platform.name,
+                    sum(r.sent for r in found),
+                )
+        return reports
+
+    async def follow_issue(
+        self, platform: Platform, issue: Issue, followers: Mapping[str, Sequence[str]]
+    ) -> list[DeliveryReport]:
+        """Deliver ``issue``'s follow messages to those of ``followers`` (chat -> words)
+        whose words it mentions."""
         sender = FollowSender(platform)
         ref = IssueRef(date=issue.date, revision=f"follow-{issue.revision}")
         hits: dict[str, list[SearchHit]] = {}
         # followers with the same matching words get the same text: one delivery for them
         groups: dict[tuple[str, ...], list[str]] = {}
         for chat, words in followers.items():
-            done = (platform.name, issue.date, issue.revision, chat)
-            if done in self._followed:
-                continue
             matched: list[str] = []
             for word in words:
                 if word not in hits:
@@ -316,20 +368,19 @@ class Personal:
                     matched.append(word)
             if matched:
                 groups.setdefault(tuple(matched), []).append(chat)
-            else:
-                self._followed.add(done)
         reports: list[DeliveryReport] = []
         for words_of, chats in groups.items():
             text = follow_text(issue, [(word, hits[word]) for word in words_of])
             targets = [Target(sender.name, chat, TargetKind.PRIVATE) for chat in chats]
             report = await self.engine.deliver(ref, sender, notice(text, platform.flavor), targets)
-            for outcome in report.targets:
-                if outcome.complete:
-                    self._followed.add(
-                        (platform.name, issue.date, issue.revision, outcome.target.id)
-                    )
             reports.append(report)
         return reports
+
+
+def _settled(report: DeliveryReport) -> bool:
+    """Every target of ``report`` has its message, or is gone or deactivated (nothing more
+    will reach it): the issue's follows need no further run."""
+    return all((t.complete and not t.in_progress) or t.gone for t in report.targets)
 
 
 def follow_text(issue: Issue, found: Sequence[tuple[str, Sequence[SearchHit]]]) -> str:

@@ -9,6 +9,10 @@
   revision (a file changed after approval voids it); unapproved at post time, admins are
   alerted every :data:`ALERT_EVERY`, and an approval given late posts at once. Every decision
   is audited (actions ``approve`` / ``hold``, args ``date`` and ``revision``).
+- **Held back**: with ``require_approval``, a day not approved (its current revision) and not
+  posted is kept from readers past its post time (:meth:`Embargo.hold`); the post a late
+  approval or an admin makes is its publish time (:meth:`Embargo.release`), so what readers
+  see and what is new to them (follows, timed subscribers, inline mode) start then.
 - **Readiness**: missing / invalid (first error) / ready / approved, for ``status``; at
   ``missing_alert`` admins hear of a missing or invalid next issue.
 """
@@ -128,14 +132,40 @@ class Publishing:
     # ------------------------------------------------------------ early publish
 
     async def load(self) -> None:
-        """Read the early publishes recorded in the audit log into the embargo."""
+        """Read the early publishes recorded in the audit log into the embargo, and (with
+        ``require_approval``) which days around today are held back."""
         for day, at in (await early_publishes(self.ledger)).items():
             self.embargo.published_early(day, at)
+        await self.refresh_holds()
+
+    async def refresh_holds(self) -> None:
+        """With ``require_approval``: hold back yesterday's, today's and tomorrow's issue
+        while its current revision is not approved and it is not posted (so no reader surface
+        shows it at its post time); an approval before the post time lifts the hold. A held
+        day is released by its post (:meth:`published`), the one after a late approval."""
+        if not self.config.require_approval:
+            return
+        now = self.clock.now()
+        today = now.astimezone(self.zone).date()
+        for day in (today - dt.timedelta(days=1), today, today + dt.timedelta(days=1)):
+            try:
+                issue = await asyncio.to_thread(self.archive.on, day)
+            except IssueNotFound:
+                continue
+            if await self.approved(day, issue.revision):
+                if self.embargo.scheduled(day) > now:
+                    self.embargo.unhold(day)  # public at its post time
+                continue  # late: its post releases it
+            if await self._state(day) is PostState.NONE:
+                self.embargo.hold(day)
 
     async def published(self, day: dt.date, *, by: str) -> None:
         """``day`` is being posted by an admin's action (``by``: ``platform:user``): before
-        its publish time, that publishes it early (audited)."""
+        its publish time, that publishes it early (audited); a day held back (a late
+        approval's post) is public from now."""
         now = self.clock.now()
+        if self.embargo.release(day, now):
+            return
         if not self.embargo.published_early(day, now):
             return
         platform, _, user = by.rpartition(":")
@@ -220,6 +250,8 @@ class Publishing:
         if _approves(decision, issue.revision):
             self.held.discard(day)
             return True
+        if await self._state(day) is PostState.NONE:
+            self.embargo.hold(day)  # before the alert: readers must not see it meanwhile
         await self._alert(self._held_text(day, issue.revision, decision))
         self.held.add(day)
         self._remind_later(day)
@@ -310,11 +342,15 @@ class Publishing:
         )  # fmt: skip
         log.info("%s of %s (revision %s) by %s", action, day, current, by)
         if not approve:
+            if self.config.require_approval and await self._state(day) is PostState.NONE:
+                self.embargo.hold(day)
             return (
                 f"已暂缓 {day}（{current}）：到点不会推送，/approve {day} 可放行。\n"
                 f"{day} is on hold (revision {current}): it will not be posted until approved."
             )
         self.held.discard(day)
+        if not late:
+            self.embargo.unhold(day)  # public at its post time
         if late and not posted:
             result = await self._post(day)
             summary = f"\n{result}" if isinstance(result, str) and result else ""

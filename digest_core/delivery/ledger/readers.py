@@ -11,6 +11,7 @@ from typing import Any
 
 from sqlalchemy import (
     Column,
+    Date,
     PrimaryKeyConstraint,
     String,
     Table,
@@ -59,6 +60,19 @@ follows = Table(
     Column("word", String(64), nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
     PrimaryKeyConstraint("platform", "chat_id", "word"),
+)
+
+#: one row per (platform, issue date) whose follow messages were all sent: an issue that
+#: became public is considered once for follows, so a restart neither resends nor forgets
+#: (schema 9); ``revision`` is the one considered (a correction sends nothing more)
+follow_checks = Table(
+    "follow_checks",
+    metadata,
+    Column("platform", String(32), nullable=False),
+    Column("issue_date", Date, nullable=False),
+    Column("revision", String(64), nullable=False),
+    Column("checked_at", UTCDateTime, nullable=False),
+    PrimaryKeyConstraint("platform", "issue_date"),
 )
 
 
@@ -252,6 +266,44 @@ class ReadersMixin(LedgerBase):
             for chat, word in rows:
                 found.setdefault(chat, []).append(word)
             return found
+
+    async def follows_checked(self, platform: str, days: Sequence[dt.date]) -> set[dt.date]:
+        """The days among ``days`` whose follow messages on ``platform`` are all sent
+        (:meth:`check_follows`)."""
+        if not days:
+            return set()
+        async with self._tx() as conn:
+            rows = await conn.execute(
+                select(follow_checks.c.issue_date).where(
+                    follow_checks.c.platform == platform,
+                    follow_checks.c.issue_date.in_(list(days)),
+                )
+            )
+            return {day for (day,) in rows}
+
+    async def check_follows(self, platform: str, day: dt.date, revision: str) -> bool:
+        """Record that the follow messages of ``day``'s issue (``revision``) on ``platform``
+        are all sent: it is not considered again. False when it was recorded already."""
+        async with self._tx() as conn:
+            found = (
+                await conn.execute(
+                    select(follow_checks.c.revision).where(
+                        follow_checks.c.platform == platform,
+                        follow_checks.c.issue_date == day,
+                    )
+                )
+            ).first()
+            if found is not None:
+                return False
+            await conn.execute(
+                insert(follow_checks).values(
+                    platform=platform,
+                    issue_date=day,
+                    revision=revision,
+                    checked_at=self._clock.now(),
+                )
+            )
+        return True
 
     async def count_follows(self, platform: str) -> int:
         async with self._tx() as conn:

@@ -39,8 +39,8 @@ log = logging.getLogger(__name__)
 #: Where the ledger lives unless config says otherwise (relative to the working directory).
 DEFAULT_LEDGER_URL = "sqlite+aiosqlite:///var/ledger.sqlite3"
 #: Bumped with every schema change: the number of the newest Alembic revision in
-#: ``migrations/versions`` (``v0008_…``), also kept in the ``schema_version`` table.
-SCHEMA_VERSION = 8
+#: ``migrations/versions`` (``v0009_…``), also kept in the ``schema_version`` table.
+SCHEMA_VERSION = 9
 #: The settings key the ledger URL comes from (named in configuration errors).
 CONFIG_KEY = "database_url"
 #: How long a lease lasts unless renewed; a crashed holder blocks others at most this long
