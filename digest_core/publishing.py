@@ -139,15 +139,16 @@ class Publishing:
         await self.refresh_holds()
 
     async def refresh_holds(self) -> None:
-        """With ``require_approval``: hold back yesterday's, today's and tomorrow's issue
-        while its current revision is not approved and it is not posted (so no reader surface
-        shows it at its post time); an approval before the post time lifts the hold. A held
-        day is released by its post (:meth:`published`), the one after a late approval."""
+        """With ``require_approval``: hold back today's and tomorrow's issue while its
+        current revision is not approved and it is not posted (so no reader surface shows it
+        at its post time); an approval before the post time lifts the hold. A held day is
+        released by its post (:meth:`published`), the one after a late approval. Earlier days
+        are left as they are: what was public stays so."""
         if not self.config.require_approval:
             return
         now = self.clock.now()
         today = now.astimezone(self.zone).date()
-        for day in (today - dt.timedelta(days=1), today, today + dt.timedelta(days=1)):
+        for day in (today, today + dt.timedelta(days=1)):
             try:
                 issue = await asyncio.to_thread(self.archive.on, day)
             except IssueNotFound:

@@ -21,6 +21,7 @@ from tests.bots.telegram.harness import (
     ANN,
     BOB,
     CHANNEL,
+    GROUP,
     TODAY,
     Running,
     local,
@@ -105,3 +106,93 @@ async def test_an_issue_published_early_by_repost_reaches_its_followers_once(
     bot.service.personal._checked.clear()  # as after a restart: the ledger alone decides
     assert await bot.service.deliver_personal() == []
     assert len(follow_messages(fake.sent(ANN))) == 1 and len(fake.sent(BOB)) == bob
+
+
+async def test_two_issues_made_public_on_one_day_each_get_their_follow_messages_once(
+    fake: FakeTelegram, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = write_config(tmp_path, base_url=fake.base_url, telegram={"command_burst": 50})
+    settings = settings_for(config, fake, monkeypatch)
+    clock = SettableClock(local(TODAY, 7))  # before today's 08:00
+    async with running_bot(settings, fake, clock=clock, scale=100) as bot:
+        await bot.command(f"/follow {ONLY_TODAY}")
+        await bot.command(f"/follow {ONLY_TOMORROW}")
+        await bot.command(f"/follow {ABSENT}", user=BOB)
+        assert await bot.service.deliver_personal() == []  # nothing is out yet
+        ann, bob = len(fake.sent(ANN)), len(fake.sent(BOB))
+        # today's issue comes out at 08:00 and, before the next run, the admin publishes
+        # tomorrow's: one run considers both, the older publish first
+        clock.set(local(TODAY, 8, 30))
+        await _repost_confirmed(bot, fake, TOMORROW)
+        reports = await bot.service.deliver_personal()
+        assert [(r.ref.date, r.sent) for r in reports] == [(TODAY, 1), (TOMORROW, 1)]
+        first, second = fake.sent(ANN)[ann:]
+        assert f"{TODAY}" in first.text and f"“{ONLY_TODAY}”" in first.text
+        assert f"{TOMORROW}" in second.text and f"“{ONLY_TOMORROW}”" in second.text
+        assert TOMORROW_BRIEF_URL in second.text and ONLY_TODAY not in second.text
+        assert await bot.service.deliver_personal() == []
+    # a restart an hour later (a new process on the same ledger): nothing is sent again, and
+    # the early publish still counts (a correction of tomorrow's file changes nothing either)
+    clock.set(local(TODAY, 9, 30))
+    async with running_bot(settings, fake, clock=clock, scale=100) as bot:
+        bot.rewrite_issue("全员提醒", "全员提醒（更正）", day=TOMORROW)
+        assert bot.service.visibility.visible(TOMORROW)
+        assert await bot.service.deliver_personal() == []
+        rows = await bot.service.ledger.follows_checked("telegram", [TODAY, TOMORROW])
+        assert rows == {TODAY, TOMORROW}
+    assert len(follow_messages(fake.sent(ANN))) == 2 and len(fake.sent(BOB)) == bob
+
+
+HEADLINE_26 = "投机解码遇上大批量"  # the headline of the issue before TODAY's
+HEADLINE_27 = "KV 缓存为什么要分页"  # the headline of TODAY's issue
+
+
+async def test_a_held_issue_is_new_to_no_reader_surface_until_its_late_approval(
+    fake: FakeTelegram, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = write_config(tmp_path, base_url=fake.base_url, telegram={"command_burst": 50})
+    text = config.read_text(encoding="utf-8")
+    config.write_text(text.replace("[schedule]\n", "[schedule]\nrequire_approval = true\n"))
+    settings = settings_for(config, fake, monkeypatch)
+    clock = SettableClock(local(TODAY, 6))
+    async with running_bot(settings, fake, clock=clock, scale=100) as bot:
+        await bot.command(f"/follow {ONLY_TODAY}")
+        await bot.command("/subscribe 08:30", user=BOB)
+        ann, bob = len(fake.sent(ANN)), len(fake.sent(BOB))
+        # 08:00: nobody approved today's issue, so its post is held
+        clock.set(local(TODAY, 8))
+        await bot.service.poster.run_due(TODAY)
+        assert fake.sent(CHANNEL) == [] and TODAY in bot.service.publishing.held
+        # held back from every reader surface that asks what is new: no follow message, the
+        # timed subscriber gets the newest issue out (the day before's), inline mode's
+        # default is that issue's headline
+        clock.set(local(TODAY, 8, 1))
+        assert await bot.service.deliver_personal() == []
+        assert len(fake.sent(ANN)) == ann
+        today = visible(await bot.command("/today", chat=GROUP, n=2))
+        assert HEADLINE_26 in today and HEADLINE_27 not in today
+        query = fake.inject_inline_query(ANN, "")
+        (default,) = (await fake.wait_for_inline_answer(query)).results
+        assert HEADLINE_26 in default.title
+        clock.set(local(TODAY, 8, 30))
+        assert [(r.ref.date, r.platform) for r in await bot.service.deliver_personal()] == [
+            (TODAY - dt.timedelta(days=1), "telegram")
+        ]
+        got = fake.sent(BOB)[bob:]
+        assert HEADLINE_26 in visible(got) and HEADLINE_27 not in visible(got)
+        ann = len(fake.sent(ANN))
+
+        # 09:00: the admin approves it late; it is posted at once, and public from now
+        clock.set(local(TODAY, 9))
+        [approved] = await bot.command(f"/approve {TODAY}", user=ADMIN, timeout=10)
+        assert "立即推送" in approved.text and len(fake.sent(CHANNEL)) == 2
+        reports = await bot.service.deliver_personal()
+        assert [(r.platform, r.ref.date, r.sent) for r in reports] == [
+            ("telegram~follow", TODAY, 1)
+        ]
+        (message,) = fake.sent(ANN)[ann:]
+        assert f"{TODAY}" in message.text and f"“{ONLY_TODAY}”" in message.text
+        query = fake.inject_inline_query(ANN, "")
+        (default,) = (await fake.wait_for_inline_answer(query)).results
+        assert HEADLINE_27 in default.title
+        assert await bot.service.deliver_personal() == []
