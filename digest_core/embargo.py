@@ -104,6 +104,12 @@ class Embargo:
         """True when ``day`` is held back from readers now (see :meth:`hold`)."""
         return day in self._held and day not in self._released and day not in self._early
 
+    @property
+    def released(self) -> Mapping[dt.date, dt.datetime]:
+        """The days held back and then released, and when (their publish time unless their
+        post time came later)."""
+        return self._released
+
     def release(self, day: dt.date, at: dt.datetime) -> bool:
         """``day``, held back, was posted at ``at`` (a late approval, an admin's post): it is
         public from then. False when the day was not held."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
@@ -108,28 +108,46 @@ class Visibility:
 
     def public(
         self,
-        days: Iterable[dt.date],
+        days: Sequence[dt.date],
         *,
         at: dt.datetime | None = None,
         since: dt.datetime | None = None,
-    ) -> list[dt.date]:
-        """The days among ``days`` (dates with an issue) that readers may see at ``at``
-        (default now), and with ``since`` only those that became public after it, newest
-        date first. Early publishes, holds and late releases count by their moment."""
+    ) -> Iterator[dt.date]:
+        """The days among ``days`` (dates with an issue, oldest first, as
+        :meth:`Archive.dates` gives them) that readers may see at ``at`` (default now), and
+        with ``since`` only those that became public after it, newest date first. Early
+        publishes, holds and late releases count by their moment.
+
+        Lazy and cheap: the scan stops at the first day whose post time is ``since`` or
+        earlier (every older day was public by then, but one released late)."""
+        embargo = self.embargo
         until = at or self.clock.now()
-        found = []
-        for day in sorted(set(days), reverse=True):
-            published = self.embargo.publish_time(day)
+        stop: dt.date | None = None
+        for day in reversed(days):
+            published = embargo.publish_time(day)
             if published <= until and (since is None or published > since):
-                found.append(day)
-        return found
+                yield day
+            if since is not None and embargo.scheduled(day) <= since:
+                stop = day
+                break
+        if stop is None or since is None:
+            return
+        for day in sorted((d for d in embargo.released if d < stop), reverse=True):
+            published = embargo.publish_time(day)
+            if since < published <= until and day in days:
+                yield day
 
     def newest(
         self, archive: Archive, *, at: dt.datetime | None = None, since: dt.datetime | None = None
     ) -> Issue | None:
         """The issue of the newest day :meth:`public` names that loads (file I/O: call from
         a thread)."""
-        for day in self.public(archive.dates(), at=at, since=since):
+        return self.first_issue(archive, self.public(archive.dates(), at=at, since=since))
+
+    @staticmethod
+    def first_issue(archive: Archive, days: Iterable[dt.date]) -> Issue | None:
+        """The issue of the first of ``days`` that loads (file I/O: call from a thread)."""
+        for day in days:
             try:
                 return archive.on(day)
             except IssueNotFound:
@@ -214,18 +232,20 @@ class Personal:
         """Deliver the issue to the subscribers of ``platform`` whose time has come."""
         now = self.clock.now()
         due: dict[tuple[dt.date, Format], tuple[Issue, list[Target]]] = {}
-        issues: dict[dt.datetime, Issue | None] = {}  # each slot looked up once a run
+        issues: dict[tuple[dt.date, ...], Issue | None] = {}  # each looked up once a run
+        dates = await asyncio.to_thread(self.archive.dates)
         for pref in await self.ledger.timed_subscribers(platform.name):
             slot = self.last_slot(pref)
             if slot is None or now - slot > self.catch_up:
                 continue
             if pref.updated_at is not None and slot < pref.updated_at:
                 continue  # set after today's time: from the next one on
-            if slot not in issues:
-                issues[slot] = await asyncio.to_thread(
-                    self.visibility.newest, self.archive, at=slot, since=slot - SLOT_WINDOW
+            days = tuple(self.visibility.public(dates, at=slot, since=slot - SLOT_WINDOW))
+            if days not in issues:
+                issues[days] = await asyncio.to_thread(
+                    self.visibility.first_issue, self.archive, days
                 )
-            issue = issues[slot]
+            issue = issues[days]
             if issue is None:
                 continue
             if (platform.name, issue.date, pref.chat_id) in self._served:

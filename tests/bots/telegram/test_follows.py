@@ -196,3 +196,29 @@ async def test_a_held_issue_is_new_to_no_reader_surface_until_its_late_approval(
         (default,) = (await fake.wait_for_inline_answer(query)).results
         assert HEADLINE_27 in default.title
         assert await bot.service.deliver_personal() == []
+
+
+HEADLINE_28 = "推理模型的 <think> 段落"  # the headline of TOMORROW's issue
+
+
+async def test_an_early_publish_is_what_is_new_to_timed_subscribers_and_inline_mode(
+    bot: Running, fake: FakeTelegram, clock: SettableClock
+) -> None:
+    await bot.command("/subscribe 21:00", user=BOB)  # in the digest's zone
+    bob = len(fake.sent(BOB))
+    query = fake.inject_inline_query(ANN, "")
+    (default,) = (await fake.wait_for_inline_answer(query)).results
+    assert HEADLINE_27 in default.title
+    # 20:00: the admin publishes tomorrow's issue early
+    clock.set(local(TODAY, 20))
+    await _repost_confirmed(bot, fake, TOMORROW)
+    query = fake.inject_inline_query(ANN, "")
+    (default,) = (await fake.wait_for_inline_answer(query)).results
+    assert HEADLINE_28 in default.title and default.id.startswith(f"{TOMORROW}:")
+    # 21:00: Bob's time; the newest public issue is tomorrow's, whatever its date
+    clock.set(local(TODAY, 21))
+    reports = await bot.service.deliver_personal()
+    assert [(r.platform, r.ref.date) for r in reports] == [("telegram", TOMORROW)]
+    got = visible(fake.sent(BOB)[bob:])
+    assert HEADLINE_28 in got and HEADLINE_27 not in got
+    assert await bot.service.deliver_personal() == []
