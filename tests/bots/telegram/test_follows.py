@@ -80,8 +80,9 @@ async def _repost_confirmed(bot: Running, fake: FakeTelegram, day: dt.date) -> N
     """An admin's ``/repost DAY``, confirmed with the prompt's first button; returns once the
     admin has the delivery's summary."""
     [prompt] = await bot.command(f"/repost {day}", user=ADMIN)
+    before = len(fake.sent(ADMIN))
     fake.inject_callback(ADMIN, ADMIN, prompt.message_id, _buttons(prompt)[0])
-    await _until(lambda: "发送 / sent" in visible(fake.sent(ADMIN)))
+    await _until(lambda: "发送 / sent" in visible(fake.sent(ADMIN)[before:]))
 
 
 async def test_an_issue_published_early_by_repost_reaches_its_followers_once(
@@ -145,6 +146,7 @@ async def test_two_issues_made_public_on_one_day_each_get_their_follow_messages_
 
 HEADLINE_26 = "投机解码遇上大批量"  # the headline of the issue before TODAY's
 HEADLINE_27 = "KV 缓存为什么要分页"  # the headline of TODAY's issue
+HEADLINE_28 = "推理模型的 <think> 段落"  # the headline of TOMORROW's issue
 
 
 async def test_a_held_issue_is_new_to_no_reader_surface_until_its_late_approval(
@@ -196,9 +198,15 @@ async def test_a_held_issue_is_new_to_no_reader_surface_until_its_late_approval(
         (default,) = (await fake.wait_for_inline_answer(query)).results
         assert HEADLINE_27 in default.title
         assert await bot.service.deliver_personal() == []
-
-
-HEADLINE_28 = "推理模型的 <think> 段落"  # the headline of TOMORROW's issue
+        # tomorrow's issue, not approved either, is held too; an admin's post of it before
+        # its time is an early publish all the same
+        [held] = await bot.command(f"/issue {TOMORROW}")
+        assert "编辑尚未放行" in held.text
+        await _repost_confirmed(bot, fake, TOMORROW)
+        [shown, *_] = await bot.command(f"/issue {TOMORROW}")
+        assert HEADLINE_28 in shown.text
+        early = bot.service.embargo.publish_time(TOMORROW)
+        assert local(TODAY, 9) <= early <= clock.now() < bot.service.embargo.scheduled(TOMORROW)
 
 
 async def test_an_early_publish_is_what_is_new_to_timed_subscribers_and_inline_mode(
