@@ -1,6 +1,11 @@
 """Private deliveries on readers' own terms: the issue at each subscriber's time and in their
 format, and one message per new issue to readers who follow a word it mentions.
 
+"New" has one answer for every reader surface, :meth:`Visibility.public` (publish times, not
+dates): follows consider every issue that became public in the last :data:`FOLLOW_WINDOW`,
+each once (recorded in the ledger), timed subscribers get the newest one public at their slot,
+inline mode shows the newest one public now.
+
 Both go through the ledger and the engine like the daily post, so each is paced under the
 platform's budget, sent once, and resumed after a crash. A run (:meth:`Personal.run_due`) is
 cheap when nothing is due; the service runs it every minute.

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from digest_core.clock import SystemClock
-from digest_core.delivery import Ledger
+from digest_core.delivery import SCHEMA_VERSION, Ledger
 from digest_core.platform import Target, TargetKind
 from tests.bots.test_cli import ROOT, cli_env
 from tests.delivery.test_migrations import old_ledger
@@ -78,16 +78,17 @@ def test_without_auto_upgrade_an_old_ledger_waits_for_db_upgrade(tmp_path: Path)
     assert refused.returncode == 1
     assert refused.stderr.strip().splitlines() == [
         "digest-bot: ledger var/digest-bot.db is at schema version 4 (revision 0004), from "
-        "before Alembic; this release needs version 8: back it up and run "
+        f"before Alembic; this release needs version {SCHEMA_VERSION}: back it up and run "
         "`digest-bot db upgrade` (or set [ledger] auto_upgrade = true)"
     ]
     before = cli(work, "db", "status")
     assert before.returncode == 1 and "run `digest-bot db upgrade`" in before.stdout
     upgraded = cli(work, "db", "upgrade")
     assert upgraded.returncode == 0, upgraded.stderr
-    assert "schema version 4 (revision 0004), from before Alembic -> schema version 8" in (
-        upgraded.stdout
+    upgrade_line = (
+        f"schema version 4 (revision 0004), from before Alembic -> schema version {SCHEMA_VERSION}"
     )
+    assert upgrade_line in upgraded.stdout
     assert cli(work, "db", "status").stdout.splitlines()[-1] == "up to date"
     assert cli(work, "status").returncode == 0
 
