@@ -47,7 +47,8 @@ class Embargo:
     """Publish times of issues, from the schedule, the injected clock and early publishes.
 
     ``early`` maps a day to the moment an admin published it before its time. Methods are cheap
-    and thread-safe enough for reads from worker threads (the map only grows, one key at a time).
+    and thread-safe enough for reads from worker threads (the loop changes the maps one key at
+    a time; readers that iterate one take a copy).
     """
 
     def __init__(
@@ -107,8 +108,8 @@ class Embargo:
     @property
     def released(self) -> Mapping[dt.date, dt.datetime]:
         """The days held back and then released, and when (their publish time unless their
-        post time came later)."""
-        return self._released
+        post time came later): a copy, safe to iterate in a worker thread."""
+        return dict(self._released)
 
     def release(self, day: dt.date, at: dt.datetime) -> bool:
         """``day``, held back, was posted at ``at`` (a late approval, an admin's post): it is
