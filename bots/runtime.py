@@ -268,6 +268,8 @@ async def run(
         new_ledger=new_ledger,
         metrics=metrics or NULL_METRICS,
     ) as service:
+        # the search index is built off the loop now, not by the first reader's /search
+        service.archive.index_in_background()
         leadership = Leadership(
             service.ledger, clock=service.clock, lease_seconds=settings.leader.lease_seconds
         )
