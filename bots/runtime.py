@@ -18,6 +18,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from bots import registry
 from bots.inflight import InFlight
 from bots.registry import BuildContext
+from bots.starting import PlatformStarts
 from digest_core.archive import Archive
 from digest_core.clock import Clock, SystemClock
 from digest_core.delivery import Backoff, DeliveryEngine, Ledger
@@ -253,6 +254,7 @@ async def run(
     stop = stop or asyncio.Event()
     in_flight = InFlight()
     lost: list[LedgerLost | LeadershipLost] = []
+    refused: list[Exception] = []  # a platform that cannot start, found after the start
     metrics = _metrics(settings)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -274,7 +276,26 @@ async def run(
             service.ledger, clock=service.clock, lease_seconds=settings.leader.lease_seconds
         )
         started: list[Adapter] = []
-        endpoint = await _start_endpoint(settings, service, leadership, started, metrics)
+
+        async def on_started(adapter: Adapter) -> None:
+            # it missed what was posted while it was unreachable: catch up (on it alone,
+            # as the other platforms have it already)
+            if leadership.leading and settings.schedule.enabled and not stop.is_set():
+                await service.catch_up()
+
+        def on_fatal(error: Exception) -> None:
+            refused.append(error)
+            stop.set()
+
+        # a platform that cannot be reached at start is retried meanwhile (not ready); its
+        # posts wait (the service leaves out what it lists) and catch up once it starts
+        starts = PlatformStarts(
+            service, started, clock=service.clock, on_started=on_started, on_fatal=on_fatal
+        )
+        service.unavailable = starts.waiting
+        endpoint = await _start_endpoint(
+            settings, service, leadership, started, metrics, waiting=starts.waiting
+        )
 
         async def on_lost(error: LedgerLost) -> None:
             lost.append(error)
@@ -313,15 +334,12 @@ async def run(
         try:
             for adapter in service.platforms.values():
                 if receives_as_standby(adapter):
-                    await adapter.start(service)
-                    started.append(adapter)
+                    await starts.start(adapter)
             if not await _until_leading(leadership, stop):
                 return
             holding = asyncio.create_task(hold(), name="leadership")
             for adapter in service.platforms.values():
-                if adapter not in started:
-                    await adapter.start(service)
-                    started.append(adapter)
+                await starts.start(adapter)
             if settings.schedule.enabled:
                 service.poster.install(scheduler)
                 service.publishing.install(scheduler)
@@ -348,6 +366,7 @@ async def run(
             if holding is not None and not holding.done():
                 holding.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            await starts.stop()  # (a platform still unreachable is not started now)
             await retention.stop()  # before the ledger closes (the scheduler is shut below)
             await _shut_down(service, scheduler, started, in_flight, catch_up, lost=bool(lost))
             if endpoint is not None:
@@ -357,6 +376,8 @@ async def run(
                     loop.remove_signal_handler(sig)
     if lost:
         raise lost[0]
+    if refused:
+        raise refused[0]
 
 
 async def _until_leading(leadership: Leadership, stop: asyncio.Event) -> bool:
@@ -397,6 +418,8 @@ async def _start_endpoint(
     leadership: Leadership,
     started: list[Adapter],
     metrics: PrometheusMetrics | None,
+    *,
+    waiting: dict[str, str],
 ) -> HttpEndpoint | None:
     address = settings.http.address
     if address is None:
@@ -406,7 +429,12 @@ async def _start_endpoint(
     if metrics is not None:
         metrics.watch_ledger(lambda: service.ledger.health.failures)
     probe = Probe(
-        service, leadership, started, metrics=metrics, scheduled=settings.schedule.enabled
+        service,
+        leadership,
+        started,
+        metrics=metrics,
+        scheduled=settings.schedule.enabled,
+        waiting=waiting,
     )
     routes: list[RouteInstaller] = []
     if settings.http.site:  # the web archive at the root

@@ -103,6 +103,9 @@ class DigestService(ServicePort):
         self.pins = Pins(ledger, alert=self.alert)
         #: (day, revision) that ``auto_correct`` found served everywhere
         self._auto_checked: set[tuple[dt.date, str]] = set()
+        #: platforms that could not start yet -> why (the runtime's live view: it retries them
+        #: and runs the catch-up once one starts); posts leave them out meanwhile
+        self.unavailable: dict[str, str] = {}
         self.poster = DailyPoster(
             schedule,
             clock=clock,
@@ -225,6 +228,14 @@ class DigestService(ServicePort):
         chosen = (
             [self._platform(n) for n in platforms] if platforms else list(self.platforms.values())
         )
+        for waiting in [p for p in chosen if p.name in self.unavailable]:
+            log.warning(
+                "not posting %s on %s yet: it is not started (%s); it is posted once it is",
+                issue.date,
+                waiting.name,
+                self.unavailable[waiting.name],
+            )
+            chosen.remove(waiting)
 
         async def deliver(platform: Adapter) -> DeliveryReport | None:
             targets = await self.targets(platform)
@@ -490,6 +501,8 @@ class DigestService(ServicePort):
 
     async def status(self) -> str:
         lines = [f"下次推送 / next post: {self.poster.next_post():%Y-%m-%d %H:%M %Z}"]
+        for name, why in sorted(self.unavailable.items()):
+            lines.append(f"⚠ {name} 未连接 / not connected: {why}")
         next_day = self.publishing.next_day()
         for day in sorted({next_day, self.poster.today() + dt.timedelta(days=1)}):
             lines.append("  " + (await self.publishing.readiness(day))[1])
