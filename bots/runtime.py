@@ -190,6 +190,7 @@ async def open_service(
                 retry_every=_hours(s.retry_minutes / 60),
                 deadline=_hours(s.deadline_hours),
                 enabled=s.enabled,
+                settle=dt.timedelta(seconds=s.settle_seconds),
             ),
             platforms=adapters,
             metrics=metrics,
@@ -215,7 +216,8 @@ def retention_job(service: DigestService, settings: Settings) -> RetentionJob:
     )
 
 
-#: with ``corrections = "auto"``, how often the archive is checked for a posted day's new file
+#: how often the archive is checked for a posted day's new file (corrected with ``corrections =
+#: "auto"``, else told to the admins)
 AUTO_CORRECT_SECONDS = 60.0
 
 
@@ -349,6 +351,11 @@ async def run(
                 scheduler.add_job(
                     service.auto_correct, "interval", seconds=AUTO_CORRECT_SECONDS,
                     id="auto-correct", max_instances=1, coalesce=True,
+                )  # fmt: skip
+            else:  # a posted day's file that changes is told to the admins, never silently
+                scheduler.add_job(
+                    service.check_posted_files, "interval", seconds=AUTO_CORRECT_SECONDS,
+                    id="posted-files", max_instances=1, coalesce=True,
                 )  # fmt: skip
             names = ", ".join(service.platforms)
             if settings.schedule.enabled:

@@ -285,6 +285,17 @@ class Archive:
         with self._lock:
             return [d for d in self._dates if self._serves(self._used[d])]
 
+    def file_of(self, date: dt.date) -> tuple[Path, StatKey] | None:
+        """The file the issue of ``date`` is read from and its key as stat'ed now (not the
+        listing's), or None when there is none; for seeing whether it is still changing."""
+        self.refresh()
+        with self._lock:
+            entry = self._used.get(date)
+        if entry is None:
+            return None
+        key = stat_key(entry.path)
+        return None if key is None else (entry.path, key)
+
     # ------------------------------------------------------------ serving
 
     def on(self, date: dt.date) -> Issue:
