@@ -4,6 +4,7 @@ subprocess, the double as its own process started later on a port chosen in adva
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import os
 import shutil
@@ -19,9 +20,25 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import httpx
+import pytest
 
-from tests.bots.telegram.harness import ARCHIVE, CHANNEL, REPO, TODAY, ZONE, write_config
-from tests.fakes.telegram_api import DEFAULT_TOKEN
+from bots.runtime import open_service
+from bots.starting import PlatformStarts
+from digest_core.port import Adapter
+from digest_core.testing import PinnedClock
+from tests.bots.telegram.harness import (
+    ARCHIVE,
+    CHANNEL,
+    REPO,
+    TODAY,
+    ZONE,
+    local,
+    settings_for,
+    write_config,
+)
+from tests.fakes.telegram_api import DEFAULT_TOKEN, FakeTelegram
+
+pytestmark = pytest.mark.filterwarnings("ignore::telegram.warnings.PTBDeprecationWarning")
 
 
 def _free_port() -> int:
@@ -139,3 +156,47 @@ def test_run_ends_on_a_refused_token_found_after_an_outage(tmp_path: Path) -> No
     text = log.read_text()
     assert "configuration error: telegram.token: Telegram refused the bot token" in text
     assert DEFAULT_TOKEN not in text
+
+
+def _fail(error: Exception) -> None:
+    pytest.fail(f"a start that can be retried was taken as fatal: {error}")
+
+
+async def test_status_names_the_platform_waiting_and_the_catch_up_follows_its_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In process, the real PTB Application: /status says Telegram is not connected and
+    why; posts leave it out meanwhile; once the API answers it starts and ``on_started``
+    runs (the runtime's catch-up)."""
+    port = _free_port()
+    fake = FakeTelegram(port=port)
+    config = write_config(tmp_path, base_url=fake.base_url, channels=[str(CHANNEL)])
+    settings = settings_for(config, fake, monkeypatch)
+    caught_up = asyncio.Event()
+
+    async def on_started(adapter: Adapter) -> None:
+        assert adapter.name == "telegram"
+        caught_up.set()
+
+    async with open_service(settings, only="telegram", clock=PinnedClock(local(TODAY, 9))) as svc:
+        started: list[Adapter] = []
+        starts = PlatformStarts(
+            svc, started, clock=svc.clock, on_started=on_started, on_fatal=_fail, base=0.05, cap=0.2
+        )
+        svc.unavailable = starts.waiting
+        [telegram] = svc.platforms.values()
+        try:
+            assert await starts.start(telegram) is False
+            status = await svc.status()
+            assert "⚠ telegram 未连接 / not connected: telegram: cannot reach the Bot API" in status
+            assert await svc.post(TODAY) == []  # left out, not failed: posted once it starts
+            async with fake:
+                fake.add_chat(CHANNEL, "channel")
+                await asyncio.wait_for(caught_up.wait(), 10)
+                assert started == [telegram] and starts.waiting == {}
+                assert "未连接" not in await svc.status()
+                [report] = await svc.post(TODAY)
+                assert report.ok and fake.sent(CHANNEL)
+                await telegram.stop()
+        finally:
+            await starts.stop()
