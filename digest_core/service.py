@@ -369,7 +369,7 @@ class DigestService(ServicePort):
         """Wait while the file of ``day`` is still being saved (the scheduled post's settle)."""
         settle = self.poster.config.settle.total_seconds()
         return await wait_settled(
-            functools.partial(self.archive.file_of, day),
+            functools.partial(asyncio.to_thread, self.archive.file_of, day),
             clock=self.clock,
             settle=settle,
             max_wait=settle * SETTLE_MAX_FACTOR,

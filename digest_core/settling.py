@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from digest_core.archive_files import StatKey
@@ -13,8 +12,9 @@ from digest_core.clock import Clock
 
 log = logging.getLogger(__name__)
 
-#: one look at a file: the path it is read from and its key (``None``: not there)
-Look = Callable[[], tuple[Path, StatKey] | None]
+#: one look at a file: the path it is read from and its key (``None``: not there); it does
+#: file I/O, so a caller in the event loop runs it in a worker thread
+Look = Callable[[], Awaitable[tuple[Path, StatKey] | None]]
 
 
 async def wait_settled(
@@ -32,9 +32,9 @@ async def wait_settled(
     filesystem stamps files with) is looked at again, on ``clock``, until it has
     been unchanged for ``settle`` seconds: each change (path, device, inode, times or size)
     starts the wait anew. After ``max_wait`` seconds it is posted as it is then (WARNING). What
-    is waited for is logged. ``look`` does file I/O: it runs in a worker thread.
+    is waited for is logged.
     """
-    seen = await asyncio.to_thread(look)
+    seen = await look()
     if seen is None or settle <= 0:
         return 0.0
     path, key = seen
@@ -69,7 +69,7 @@ async def wait_settled(
             )
             return now - start
         await clock.sleep(min(wait, left))
-        again = await asyncio.to_thread(look)
+        again = await look()
         if again is None:
             log.warning("%s went away while it was being saved", path)
             return clock.monotonic() - start

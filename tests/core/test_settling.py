@@ -15,7 +15,9 @@ from digest_core.testing import ManualClock
 
 
 def _look(path: Path) -> Look:
-    def look() -> tuple[Path, StatKey] | None:
+    """A look in the loop itself (one stat): time cannot jump while it runs."""
+
+    async def look() -> tuple[Path, StatKey] | None:
         key = stat_key(path)
         return None if key is None else (path, key)
 
