@@ -252,6 +252,8 @@ async def run(
         LedgerLost: the ledger's database was deleted or replaced while running (seen within
             ``delivery.ledger_check_seconds``): deliveries were stopped, admins alerted.
         LedgerError: the ledger cannot be opened, or is not the one its marker records.
+        ConfigError: a platform refused its configuration (a revoked token), at start or
+            when one that could not be reached at start answered (:mod:`bots.starting`).
     """
     stop = stop or asyncio.Event()
     in_flight = InFlight()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 from collections.abc import Awaitable, Callable
@@ -94,6 +95,10 @@ class PlatformStarts:
             await self._clock.sleep(wait)
             try:
                 await adapter.start(self._port)
+            except asyncio.CancelledError:  # a shutdown mid-start: close what it opened
+                with contextlib.suppress(Exception):
+                    await adapter.stop()
+                raise
             except TransientError as exc:
                 error = exc
                 log.info("%s still not reachable (try %d): %s", name, attempt + 1, exc)
