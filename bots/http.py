@@ -5,7 +5,8 @@ so a standby answers too, and stops it last.
 
 - ``GET /healthz``: 200 while the process's event loop answers.
 - ``GET /readyz``: 200 when the ledger answers, the process leads or is a healthy standby,
-  and every platform it runs is connected; else 503. The JSON body says which part failed.
+  and every platform it runs is connected; else 503. The JSON body says which part failed
+  (``waiting``: the platforms that could not be reached at start, why, and the next try).
 - ``GET /metrics``: Prometheus text format (see :mod:`bots.metrics` for the names).
 
 Adding routes (a static site, an admin page): write a function that takes the
@@ -76,6 +77,8 @@ class Probe:
     metrics: PrometheusMetrics | None = None
     #: the daily post is scheduled (``[schedule] enabled``)
     scheduled: bool = True
+    #: platforms not started yet -> why (unreachable at start; retried meanwhile: a live dict)
+    waiting: dict[str, str] = field(default_factory=dict)
 
     def connected(self) -> dict[str, bool]:
         """Every started adapter: is it connected (adapters without a ``connected`` property
@@ -108,6 +111,9 @@ class Probe:
         elif role in (Role.LOST, Role.STARTING):
             ready = False
         body["platforms"] = connected
+        if self.waiting:
+            body["waiting"] = dict(self.waiting)
+            ready = False
         if not all(connected.values()):
             ready = False
         body["ready"] = ready

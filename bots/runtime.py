@@ -18,6 +18,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from bots import registry
 from bots.inflight import InFlight
 from bots.registry import BuildContext
+from bots.starting import PlatformStarts
 from digest_core.archive import Archive
 from digest_core.clock import Clock, SystemClock
 from digest_core.delivery import Backoff, DeliveryEngine, Ledger
@@ -189,6 +190,7 @@ async def open_service(
                 retry_every=_hours(s.retry_minutes / 60),
                 deadline=_hours(s.deadline_hours),
                 enabled=s.enabled,
+                settle=dt.timedelta(seconds=s.settle_seconds),
             ),
             platforms=adapters,
             metrics=metrics,
@@ -214,7 +216,8 @@ def retention_job(service: DigestService, settings: Settings) -> RetentionJob:
     )
 
 
-#: with ``corrections = "auto"``, how often the archive is checked for a posted day's new file
+#: how often the archive is checked for a posted day's new file (corrected with ``corrections =
+#: "auto"``, else told to the admins)
 AUTO_CORRECT_SECONDS = 60.0
 
 
@@ -249,10 +252,13 @@ async def run(
         LedgerLost: the ledger's database was deleted or replaced while running (seen within
             ``delivery.ledger_check_seconds``): deliveries were stopped, admins alerted.
         LedgerError: the ledger cannot be opened, or is not the one its marker records.
+        ConfigError: a platform refused its configuration (a revoked token), at start or
+            when one that could not be reached at start answered (:mod:`bots.starting`).
     """
     stop = stop or asyncio.Event()
     in_flight = InFlight()
     lost: list[LedgerLost | LeadershipLost] = []
+    refused: list[Exception] = []  # a platform that cannot start, found after the start
     metrics = _metrics(settings)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -268,11 +274,32 @@ async def run(
         new_ledger=new_ledger,
         metrics=metrics or NULL_METRICS,
     ) as service:
+        # the search index is built off the loop now, not by the first reader's /search
+        service.archive.index_in_background()
         leadership = Leadership(
             service.ledger, clock=service.clock, lease_seconds=settings.leader.lease_seconds
         )
         started: list[Adapter] = []
-        endpoint = await _start_endpoint(settings, service, leadership, started, metrics)
+
+        async def on_started(adapter: Adapter) -> None:
+            # it missed what was posted while it was unreachable: catch up (on it alone,
+            # as the other platforms have it already)
+            if leadership.leading and settings.schedule.enabled and not stop.is_set():
+                await service.catch_up()
+
+        def on_fatal(error: Exception) -> None:
+            refused.append(error)
+            stop.set()
+
+        # a platform that cannot be reached at start is retried meanwhile (not ready); its
+        # posts wait (the service leaves out what it lists) and catch up once it starts
+        starts = PlatformStarts(
+            service, started, clock=service.clock, on_started=on_started, on_fatal=on_fatal
+        )
+        service.unavailable = starts.waiting
+        endpoint = await _start_endpoint(
+            settings, service, leadership, started, metrics, waiting=starts.waiting
+        )
 
         async def on_lost(error: LedgerLost) -> None:
             lost.append(error)
@@ -311,15 +338,12 @@ async def run(
         try:
             for adapter in service.platforms.values():
                 if receives_as_standby(adapter):
-                    await adapter.start(service)
-                    started.append(adapter)
+                    await starts.start(adapter)
             if not await _until_leading(leadership, stop):
                 return
             holding = asyncio.create_task(hold(), name="leadership")
             for adapter in service.platforms.values():
-                if adapter not in started:
-                    await adapter.start(service)
-                    started.append(adapter)
+                await starts.start(adapter)
             if settings.schedule.enabled:
                 service.poster.install(scheduler)
                 service.publishing.install(scheduler)
@@ -329,6 +353,11 @@ async def run(
                 scheduler.add_job(
                     service.auto_correct, "interval", seconds=AUTO_CORRECT_SECONDS,
                     id="auto-correct", max_instances=1, coalesce=True,
+                )  # fmt: skip
+            else:  # a posted day's file that changes is told to the admins, never silently
+                scheduler.add_job(
+                    service.check_posted_files, "interval", seconds=AUTO_CORRECT_SECONDS,
+                    id="posted-files", max_instances=1, coalesce=True,
                 )  # fmt: skip
             names = ", ".join(service.platforms)
             if settings.schedule.enabled:
@@ -346,6 +375,7 @@ async def run(
             if holding is not None and not holding.done():
                 holding.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            await starts.stop()  # (a platform still unreachable is not started now)
             await retention.stop()  # before the ledger closes (the scheduler is shut below)
             await _shut_down(service, scheduler, started, in_flight, catch_up, lost=bool(lost))
             if endpoint is not None:
@@ -355,6 +385,8 @@ async def run(
                     loop.remove_signal_handler(sig)
     if lost:
         raise lost[0]
+    if refused:
+        raise refused[0]
 
 
 async def _until_leading(leadership: Leadership, stop: asyncio.Event) -> bool:
@@ -395,6 +427,8 @@ async def _start_endpoint(
     leadership: Leadership,
     started: list[Adapter],
     metrics: PrometheusMetrics | None,
+    *,
+    waiting: dict[str, str],
 ) -> HttpEndpoint | None:
     address = settings.http.address
     if address is None:
@@ -404,7 +438,12 @@ async def _start_endpoint(
     if metrics is not None:
         metrics.watch_ledger(lambda: service.ledger.health.failures)
     probe = Probe(
-        service, leadership, started, metrics=metrics, scheduled=settings.schedule.enabled
+        service,
+        leadership,
+        started,
+        metrics=metrics,
+        scheduled=settings.schedule.enabled,
+        waiting=waiting,
     )
     routes: list[RouteInstaller] = []
     if settings.http.site:  # the web archive at the root

@@ -106,8 +106,9 @@ class Archive:
     version of it loaded, that last good version is still served.
 
     Search uses an inverted index (:mod:`digest_core.archive_search`), filled as files load;
-    with ``index`` (the default) the first search starts loading every file in a background
-    thread and scans until it is done. Without ``index`` (a one-shot CLI), search scans the raw
+    with ``index`` (the default) :meth:`index_in_background` (``digest-bot run`` calls it at
+    start) or else the first search starts loading every file in a background thread, and
+    searches scan until it is done. Without ``index`` (a one-shot CLI), search scans the raw
     text and parses only files that may match.
 
     Every method does file I/O and may parse: from async code call it in a thread
@@ -284,6 +285,17 @@ class Archive:
         with self._lock:
             return [d for d in self._dates if self._serves(self._used[d])]
 
+    def file_of(self, date: dt.date) -> tuple[Path, StatKey] | None:
+        """The file the issue of ``date`` is read from and its key as stat'ed now (not the
+        listing's), or None when there is none; for seeing whether it is still changing."""
+        self.refresh()
+        with self._lock:
+            entry = self._used.get(date)
+        if entry is None:
+            return None
+        key = stat_key(entry.path)
+        return None if key is None else (entry.path, key)
+
     # ------------------------------------------------------------ serving
 
     def on(self, date: dt.date) -> Issue:
@@ -417,14 +429,30 @@ class Archive:
         with self._lock:
             return self._index.candidates(needle)
 
-    def _index_in_background(self) -> None:
+    def index_in_background(self) -> bool:
+        """Start building the search index in a background thread (a long-running process
+        calls this at start, so the first search finds it built instead of scanning the
+        archive); True if a build was started, False without an index or while one runs.
+        Returns at once: it does no file I/O in the caller's thread."""
+        if self._index is None:
+            return False
+        return self._index_in_background()
+
+    @property
+    def indexing(self) -> bool:
+        """A background build of the search index is under way."""
+        with self._lock:
+            return self._indexer is not None and self._indexer.is_alive()
+
+    def _index_in_background(self) -> bool:
         with self._lock:
             if self._indexer is not None and self._indexer.is_alive():
-                return
+                return False
             self._indexer = threading.Thread(
                 target=self._build_quietly, name=f"archive-index {self.root}", daemon=True
             )
             self._indexer.start()
+            return True
 
     def _build_quietly(self) -> None:
         started = time.perf_counter()

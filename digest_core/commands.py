@@ -51,6 +51,9 @@ __all__ = [
 #: digits>`` is answered with its first ones and ``…``, not all of them)
 MAX_ECHO_CHARS = 40
 
+#: the longest /search keyword (quoted back whole, escaped)
+MAX_SEARCH_CHARS = 64
+
 #: a brief number: ASCII digits only ("²".isdigit() is True), and short
 _NUMBER = re.compile(r"[0-9]{1,4}")
 
@@ -424,16 +427,20 @@ class Commands:
         word = " ".join(request.args).strip()
         if not word:
             return self._usage(request, "请给出关键词 / give a keyword")
-        if len(word) > 64:
-            return self._usage(request, "关键词太长（最多 64 个字符）/ keyword too long (64 max)")
+        if len(word) > MAX_SEARCH_CHARS:
+            n = MAX_SEARCH_CHARS
+            return self._usage(
+                request, f"关键词太长（最多 {n} 个字符）/ keyword too long ({n} max)"
+            )
         hits = await self._off_loop(self.view(request).search, word, limit=10)
+        shown = _echo(word, limit=MAX_SEARCH_CHARS)  # a NUL or U+202E is quoted, not echoed
         if not hits:
             return self._text(
                 request,
-                f"往期中没有找到“{word}”。\nNo issue mentions “{word}”.",
+                f"往期中没有找到“{shown}”。\nNo issue mentions “{shown}”.",
                 status=Status.NOT_FOUND,
             )
-        lines = [f"“{word}” — {len(hits)} 条结果 / hits:"]
+        lines = [f"“{shown}” — {len(hits)} 条结果 / hits:"]
         lines += [hit.describe() for hit in hits]
         lines.append("用 /issue 日期 查看全文 / use /issue DATE to read one")
         return self._text(request, "\n".join(lines))
@@ -585,9 +592,10 @@ class Commands:
         return self._text(request, summary, private=True)
 
 
-def _echo(text: str) -> str:
-    """A reader's argument as quoted back: at most :data:`MAX_ECHO_CHARS` characters."""
-    return shorten(text, MAX_ECHO_CHARS)
+def _echo(text: str, *, limit: int = MAX_ECHO_CHARS) -> str:
+    """A reader's argument as quoted back: at most ``limit`` characters, every invisible one
+    (controls, bidi overrides) written as an escape (:func:`~digest_core.models.escape`)."""
+    return shorten(text, limit)
 
 
 def parse_command_line(line: str) -> tuple[str, tuple[str, ...]] | None:

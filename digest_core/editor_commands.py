@@ -12,6 +12,7 @@ import datetime as dt
 import logging
 from typing import TYPE_CHECKING
 
+from digest_core.models import shorten
 from digest_core.rendering import Part, RenderOptions, notice, render
 
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ def _date_arg(commands: Commands, request: Request, args: list[str]) -> dt.date 
     try:
         return dt.date.fromisoformat(args[0])
     except ValueError:
-        return commands._usage(request, f"“{args[0]}” 不是日期 / is not a date")
+        return commands._usage(request, f"“{shorten(args[0], 40)}” 不是日期 / is not a date")
 
 
 async def preview(commands: Commands, request: Request) -> Reply:

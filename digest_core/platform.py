@@ -52,10 +52,14 @@ class PartKey:
 
 @dataclass(frozen=True)
 class Rate:
-    """A token bucket: ``per_second`` sustained, up to ``burst`` at once."""
+    """A token bucket: ``per_second`` sustained, up to ``burst`` at once; with ``window``, also
+    at most ``burst`` messages in any ``window`` seconds (a sliding window, as a platform that
+    counts "N per W seconds" does: a bucket alone lets ``burst + per_second * W`` through)."""
 
     per_second: float
     burst: int = 1
+    #: seconds of the sliding window that holds at most ``burst`` messages (None: no window)
+    window: float | None = None
 
 
 @dataclass(frozen=True)
@@ -74,10 +78,8 @@ class PlatformLimits:
         """Rates ``factor`` times higher with the same bursts: what our loopback doubles
         enforce when their windows are shortened ``factor`` times."""
         return PlatformLimits(
-            overall=Rate(self.overall.per_second * factor, self.overall.burst),
-            per_target={
-                k: Rate(r.per_second * factor, r.burst) for k, r in self.per_target.items()
-            },
+            overall=_faster(self.overall, factor),
+            per_target={k: _faster(r, factor) for k, r in self.per_target.items()},
         )
 
     def time_scaled(self, factor: float) -> PlatformLimits:
@@ -86,13 +88,21 @@ class PlatformLimits:
         (a burst of 1 at 2,900/s would only measure the event loop's timer resolution)."""
         return PlatformLimits(
             overall=Rate(
-                self.overall.per_second * factor, max(1, round(self.overall.burst * factor))
+                self.overall.per_second * factor,
+                max(1, round(self.overall.burst * factor)),
+                self.overall.window,
             ),
             per_target={
-                k: Rate(r.per_second * factor, max(1, round(r.burst * factor)))
+                k: Rate(r.per_second * factor, max(1, round(r.burst * factor)), r.window)
                 for k, r in self.per_target.items()
             },
         )
+
+
+def _faster(rate: Rate, factor: float) -> Rate:
+    """``rate`` ``factor`` times higher with the same burst (a window ``factor`` times shorter)."""
+    window = None if rate.window is None else rate.window / factor
+    return Rate(rate.per_second * factor, rate.burst, window)
 
 
 @runtime_checkable

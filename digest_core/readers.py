@@ -12,6 +12,7 @@ from typing import Protocol
 
 from digest_core.commands import Choice, Commands, Reply, Request, Status
 from digest_core.delivery.ledger.readers import MAX_FOLLOWS, Followed, Format, Preference
+from digest_core.models import shorten
 from digest_core.rendering import notice
 
 log = logging.getLogger(__name__)
@@ -148,7 +149,7 @@ class ReaderCommands:
                 fmt = Format(arg.lower())
             else:
                 return self._usage(
-                    request, f"“{arg[:40]}” 不是时间或格式 / is not a time or format"
+                    request, f"“{shorten(arg, 40)}” 不是时间或格式 / is not a time or format"
                 )
         backend = self.commands.backend
         assert backend is not None  # _unavailable
@@ -224,6 +225,11 @@ class ReaderCommands:
             return self._usage(request, "请给出关键词 / give a keyword")
         if len(word) > MAX_WORD:
             return self._usage(request, f"关键词太长（最多 {MAX_WORD} 个字符）/ keyword too long")
+        if not word.replace(" ", "").isprintable():  # no issue can hold it (models.py)
+            return self._usage(
+                request,
+                f"“{shorten(word, MAX_WORD)}” 含有不可见字符 / holds an invisible character",
+            )
         return word
 
     async def follow(self, request: Request) -> Reply:

@@ -25,6 +25,8 @@ from digest_core.errors import DeliveryBusy
 log = logging.getLogger(__name__)
 
 JOB_ID = "daily-post"
+#: a file still changing after this many settle intervals is posted as it is then
+SETTLE_MAX_FACTOR = 12
 
 
 class PostState(StrEnum):
@@ -61,6 +63,9 @@ class ScheduleConfig:
     deadline: dt.timedelta = dt.timedelta(hours=4)
     #: the daily post runs (``[schedule] enabled``); False: the poster is never installed
     enabled: bool = True
+    #: a day's file changed less than this long ago is still being saved: the post waits
+    #: until it has been unchanged this long (at most :data:`SETTLE_MAX_FACTOR` times it)
+    settle: dt.timedelta = dt.timedelta(seconds=10)
 
 
 class DailyPoster:
@@ -75,10 +80,14 @@ class DailyPoster:
         state: Callable[[dt.date], Awaitable[PostState]],
         post: Callable[[dt.date], Awaitable[Any]],
         alert: Callable[[str], Awaitable[None]],
+        settle: Callable[[dt.date], Awaitable[object]] | None = None,
     ):
+        """``settle(day)`` waits while the day's file is still being saved (see
+        :func:`digest_core.settling.wait_settled`); None: files are posted as found."""
         self.config = config
         self.clock = clock
         self._has_issue = has_issue
+        self._settle = settle
         self._state = state
         self._post = post
         self._alert = alert
@@ -120,13 +129,17 @@ class DailyPoster:
         """Post the issue of ``day`` (default: today in the digest's zone) unless already posted.
 
         A missing file is looked for again every ``retry_every`` until ``deadline`` after the
-        post time; then admins are alerted. Another day's issue is never posted instead.
+        post time; then admins are alerted. Another day's issue is never posted instead. A
+        file still being saved is waited for until it has settled (``settle``), so a half
+        saved one is not posted.
         """
         day = day or self.due_day()
         state = await self._state(day)
         if state is PostState.DONE:
             log.info("issue of %s already posted; not posting again", day)
             return Outcome.ALREADY
+        if self._settle is not None:
+            await self._settle(day)
         if not self._has_issue(day):
             now = self.clock.now()
             give_up_at = self.post_at(day) + self.config.deadline

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import functools
 import logging
 from collections.abc import Sequence
 
@@ -38,7 +39,8 @@ from digest_core.port import Adapter, ServicePort
 from digest_core.publishing import Publishing, PublishingConfig
 from digest_core.readers import ReaderCommands
 from digest_core.rendering import Message, Part, render
-from digest_core.scheduling import DailyPoster, PostState, ScheduleConfig
+from digest_core.scheduling import SETTLE_MAX_FACTOR, DailyPoster, PostState, ScheduleConfig
+from digest_core.settling import wait_settled
 
 log = logging.getLogger(__name__)
 
@@ -103,6 +105,11 @@ class DigestService(ServicePort):
         self.pins = Pins(ledger, alert=self.alert)
         #: (day, revision) that ``auto_correct`` found served everywhere
         self._auto_checked: set[tuple[dt.date, str]] = set()
+        #: (day, file revision, what each platform was sent) that ``check_posted_files`` told
+        self._told_changed: set[tuple[dt.date, str, tuple[tuple[str, str], ...]]] = set()
+        #: platforms that could not start yet -> why (the runtime's live view: it retries them
+        #: and runs the catch-up once one starts); posts leave them out meanwhile
+        self.unavailable: dict[str, str] = {}
         self.poster = DailyPoster(
             schedule,
             clock=clock,
@@ -110,6 +117,7 @@ class DigestService(ServicePort):
             state=self.post_state,
             post=self._scheduled_post,
             alert=self.alert,
+            settle=self._settled,
         )
         #: what readers may see (the embargo's one rule)
         self.visibility = Visibility(self.embargo)
@@ -225,6 +233,14 @@ class DigestService(ServicePort):
         chosen = (
             [self._platform(n) for n in platforms] if platforms else list(self.platforms.values())
         )
+        for waiting in [p for p in chosen if p.name in self.unavailable]:
+            log.warning(
+                "not posting %s on %s yet: it is not started (%s); it is posted once it is",
+                issue.date,
+                waiting.name,
+                self.unavailable[waiting.name],
+            )
+            chosen.remove(waiting)
 
         async def deliver(platform: Adapter) -> DeliveryReport | None:
             targets = await self.targets(platform)
@@ -348,6 +364,16 @@ class DigestService(ServicePort):
         except KeyError:
             known = ", ".join(self.platforms) or "none"
             raise ValueError(f"platform {name!r} is not running (running: {known})") from None
+
+    async def _settled(self, day: dt.date) -> float:
+        """Wait while the file of ``day`` is still being saved (the scheduled post's settle)."""
+        settle = self.poster.config.settle.total_seconds()
+        return await wait_settled(
+            functools.partial(asyncio.to_thread, self.archive.file_of, day),
+            clock=self.clock,
+            settle=settle,
+            max_wait=settle * SETTLE_MAX_FACTOR,
+        )
 
     async def _scheduled_post(self, day: dt.date) -> None:
         if not await self.publishing.gate(day):
@@ -481,6 +507,47 @@ class DigestService(ServicePort):
             self._auto_checked.add((day, issue.revision))
         return done
 
+    async def check_posted_files(self) -> list[str]:
+        """``corrections = "manual"``: when the file of a day already posted (yesterday or
+        today) changed since (a save completed after the post, a file replaced), log it and
+        alert the admins that readers see another version than the file, and how to correct
+        it: once per (file revision, revisions posted). Returns what it told, as
+        ``platform:date`` (the platforms showing another revision than the file)."""
+        today = self.poster.today()
+        found: list[str] = []
+        for day in (today - dt.timedelta(days=1), today):
+            try:
+                issue = await asyncio.to_thread(self.archive.on, day)
+            except IssueNotFound:
+                continue
+            stale: dict[str, str] = {}  # platform -> the revision its readers were sent
+            for name in self.platforms:
+                posted = await self.ledger.posted_revision(day, platform=name)
+                # (not posted there yet: the post sends the file as it is)
+                if posted is not None and posted != issue.revision:
+                    stale[name] = posted
+            told = (day, issue.revision, tuple(sorted(stale.items())))
+            if not stale or told in self._told_changed:
+                continue
+            self._told_changed.add(told)
+            found += [f"{name}:{day}" for name in stale]
+            log.warning(
+                "the issue file of %s changed after it was posted: %s; the file is now revision %s",
+                day,
+                ", ".join(f"{n} readers see revision {r}" for n, r in stale.items()),
+                issue.revision,
+            )
+            await self.alert(
+                f"{day} 的日报文件在推送后改过了，读者看到的仍是推送时的版本。\n"
+                f"The issue file of {day} changed after it was posted on {', '.join(stale)}: "
+                f"readers see the version that was posted, not the file (now revision "
+                f"{issue.revision}). To edit the posted messages to match: /correct {day} or "
+                f'`digest-bot correct --date {day}` (`[schedule] corrections = "auto"` does '
+                f"it by itself); to send it again as new messages: `digest-bot post --date "
+                f"{day} --force`. If the change was a mistake, put the posted version back."
+            )
+        return found
+
     async def correct_issue(self, date: dt.date, *, requested_by: str) -> str:
         log.info("correction of %s requested by %s", date, requested_by)
         reports = await self.correct(date)
@@ -490,6 +557,8 @@ class DigestService(ServicePort):
 
     async def status(self) -> str:
         lines = [f"下次推送 / next post: {self.poster.next_post():%Y-%m-%d %H:%M %Z}"]
+        for name, why in sorted(self.unavailable.items()):
+            lines.append(f"⚠ {name} 未连接 / not connected: {why}")
         next_day = self.publishing.next_day()
         for day in sorted({next_day, self.poster.today() + dt.timedelta(days=1)}):
             lines.append("  " + (await self.publishing.readiness(day))[1])

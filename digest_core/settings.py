@@ -66,6 +66,9 @@ class ScheduleSettings(_Section):
     retry_minutes: float = Field(default=5, gt=0, le=120)
     #: give up on today's issue (and alert admins) this many hours after post time
     deadline_hours: float = Field(default=4, ge=0, le=23)
+    #: a day's file changed less than this many seconds before its post is still being saved:
+    #: the post waits until it has been unchanged this long (0: post files as found)
+    settle_seconds: float = Field(default=10, ge=0, le=300)
     #: set false to run commands only, without the daily post
     enabled: bool = True
     #: the daily post waits for an admin's approval of the day's current revision

@@ -8,7 +8,19 @@ import pytest
 from bots import logs
 from tests.pg import pg_server, pg_url
 
-__all__ = ["pg_server", "pg_url", "undo_logging_setup"]
+__all__ = ["no_settle_wait", "pg_server", "pg_url", "undo_logging_setup"]
+
+#: the setting that makes a scheduled post wait for a file saved moments ago
+SETTLE_ENV = "DIGEST_BOT_SCHEDULE__SETTLE_SECONDS"
+
+
+@pytest.fixture(autouse=True)
+def no_settle_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests write their issue files moments before they post them: without this, every
+    scheduled post would first wait ``[schedule] settle_seconds`` (10 s) for the file to
+    settle, and a test on a clock that only moves when told would wait forever. The tests of
+    the settle (tests/bots/telegram/test_half_saved.py) take it off again."""
+    monkeypatch.setenv(SETTLE_ENV, "0")
 
 
 @pytest.fixture(autouse=True)

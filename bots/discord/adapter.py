@@ -79,7 +79,8 @@ class ApiPointer:
         suffices.
 
         Raises:
-            ConfigError: ``GET /gateway`` failed or answered something that is not a gateway.
+            TransientError: ``GET /gateway`` could not reach the server (``run`` retries).
+            ConfigError: ``GET /gateway`` answered something that is not a gateway.
         """
         base = api_base.rstrip("/")
         if base == DEFAULT_API_BASE:
@@ -94,10 +95,14 @@ class ApiPointer:
                 gateway = yarl.URL(str((await resp.json(content_type=None))["url"]))
         except (aiohttp.ClientError, TimeoutError, OSError, ValueError, KeyError, TypeError) as exc:
             reason = network_reason(exc)
+            if reason is not None:  # the network's trouble, not the setting's
+                raise TransientError(
+                    f"cannot reach Discord at {base}: {reason}; check the network or "
+                    "[discord] api_base_url",
+                    platform="discord",
+                ) from exc
             detail = (
-                f"cannot reach Discord at {base}: {reason}; check the network or this setting"
-                if reason is not None
-                else f"{base}/gateway did not answer with a gateway address ({exc!r}); is "
+                f"{base}/gateway did not answer with a gateway address ({exc!r}); is "
                 "this Discord's API (or a proxy of it)?"
             )
             raise ConfigError(detail, key="discord.api_base_url") from exc
@@ -365,7 +370,7 @@ class DiscordAdapter:
         (at most ``ready_timeout_seconds``; after that the client keeps connecting meanwhile).
 
         Raises:
-            ConfigError: the token is refused, or ``api_base_url`` does not answer.
+            ConfigError: the token is refused, or ``api_base_url`` answers as no Discord does.
             TransientError: Discord could not be reached to log in.
         """
         try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import random
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -15,17 +16,26 @@ _EPSILON = 1e-9
 
 
 class TokenBucket:
-    """A token bucket on a monotonic clock that says exactly how long to wait (no polling)."""
+    """A token bucket on a monotonic clock that says exactly how long to wait (no polling).
 
-    __slots__ = ("_burst", "_rate", "_stamp", "_tokens")
+    With a :attr:`Rate.window`, it also keeps the times of its last ``burst`` takes and waits
+    until the oldest is ``window`` seconds old, so no sliding window of that length ever holds
+    more than ``burst`` messages.
+    """
+
+    __slots__ = ("_burst", "_rate", "_recent", "_stamp", "_tokens", "_window")
 
     def __init__(self, rate: Rate, *, now: float) -> None:
         if rate.per_second <= 0 or rate.burst < 1:
             raise ValueError(f"a rate needs per_second > 0 and burst >= 1, not {rate!r}")
+        if rate.window is not None and rate.window <= 0:
+            raise ValueError(f"a rate's window must be positive, not {rate!r}")
         self._rate = rate.per_second
         self._burst = float(rate.burst)
         self._tokens = self._burst
         self._stamp = now
+        self._window = rate.window
+        self._recent: deque[float] | None = None if rate.window is None else deque()
 
     def _refill(self, now: float) -> None:
         if now > self._stamp:
@@ -37,16 +47,28 @@ class TokenBucket:
         self._refill(now)
         # float rounding can leave 0.9999999999 after waiting exactly the computed delay; a
         # second, sub-ulp wait would never advance the clock
-        return 0.0 if self._tokens >= 1.0 - _EPSILON else (1.0 - self._tokens) / self._rate
+        wait = 0.0 if self._tokens >= 1.0 - _EPSILON else (1.0 - self._tokens) / self._rate
+        recent = self._recent
+        if recent is not None and self._window is not None:
+            while recent and recent[0] <= now - self._window + _EPSILON:
+                recent.popleft()
+            if len(recent) >= self._burst:
+                wait = max(wait, recent[0] + self._window - now)
+        return wait
 
     def take(self, now: float) -> None:
         """Use one token. Callers SHOULD wait for :meth:`delay` first; early takes go into debt."""
         self._refill(now)
         self._tokens -= 1.0
+        if self._recent is not None:
+            self._recent.append(now)
+            while len(self._recent) > self._burst:
+                self._recent.popleft()
 
     @property
     def full(self) -> bool:
-        return self._tokens >= self._burst
+        """Back to its whole burst (as of the last :meth:`delay`: that drops aged takes)."""
+        return self._tokens >= self._burst and not self._recent
 
 
 class Pacer:

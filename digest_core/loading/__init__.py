@@ -108,12 +108,26 @@ def load_issue_data(
     if suffix == ".txt":
         if date is None:
             raise IssueFormatError(path, None, "the issue's date is unknown: give it")
-        return parse_text(decode_utf8(data, path=path), path=path, date=date, hints=hints)
-    if suffix not in ISSUE_SUFFIXES:
+        issue = parse_text(decode_utf8(data, path=path), path=path, date=date, hints=hints)
+        last_line = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+    elif suffix not in ISSUE_SUFFIXES:
         known = ", ".join(ISSUE_SUFFIXES)
         raise IssueFormatError(path, None, f"unknown issue file type {suffix!r}; expected {known}")
-    structured: StructuredSuffix = ".json" if suffix == ".json" else ".yaml"
-    return load_structured(data, path=path, date=date, suffix=structured)
+    else:
+        structured: StructuredSuffix = ".json" if suffix == ".json" else ".yaml"
+        issue = load_structured(data, path=path, date=date, suffix=structured)
+        last_line = 1
+    if hints is not None and not issue.briefs:
+        # valid, but what a file saved only in part (cut after the headline) looks like
+        hints.append(
+            Hint(
+                str(path),
+                last_line,
+                "the issue has no briefs (no 简讯 section): is the file complete? A file "
+                "cut short after the headline loads as a headline alone",
+            )
+        )
+    return issue
 
 
 def _read_capped(path: Path) -> bytes:

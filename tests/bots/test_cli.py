@@ -66,6 +66,21 @@ def test_validate_reports_path_line_and_exits_1(workdir: Path) -> None:
     assert "1 of 2 files failed" in out.stderr
 
 
+def test_validate_warns_of_an_issue_without_briefs(workdir: Path) -> None:
+    """The first 30% of a file (a save cut short) is a valid headline-only issue: ok, but
+    with a warning that asks whether the file is complete; the whole file has none."""
+    full = (workdir / "archive" / "2026-11-27.txt").read_text(encoding="utf-8")
+    cut = workdir / "2026-11-27.txt"
+    cut.write_text(full[: full.rfind("\n", 0, len(full) * 3 // 10) + 1], encoding="utf-8")
+    out = cli(workdir, "validate", str(cut), "archive/2026-11-27.txt")
+    assert out.returncode == 0, out.stderr
+    warning, ok, whole = out.stdout.splitlines()
+    assert warning.startswith(f"{cut}:8: warning: the issue has no briefs")
+    assert "is the file complete?" in warning
+    assert ok.startswith(f"{cut}: ok — 2026-11-27, 1 headline, 0 briefs")
+    assert whole.startswith("archive/2026-11-27.txt: ok")
+
+
 def test_validate_goes_on_after_a_file_name_that_is_not_a_date(workdir: Path) -> None:
     bad = workdir / "2026-13-45.txt"
     shutil.copy(workdir / "archive" / "2026-11-26.txt", bad)

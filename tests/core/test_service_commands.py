@@ -342,3 +342,22 @@ async def test_section_buttons_answer_from_the_core_rendered_once(service: Diges
     assert all(a is b for a, b in zip(first.messages, second.messages, strict=True))
     missing = await commands.section(req("headline"), dt.date(2001, 1, 1), Section.HEADLINE)
     assert missing.status is Status.NOT_FOUND and "2001-01-01" in str(missing.extra["problem"])
+
+
+HOSTILE = "a\x00b\u202ec"  # a NUL and a right-to-left override
+
+
+@pytest.mark.parametrize("flavor", list(Flavor))
+@pytest.mark.parametrize(
+    "command",
+    [("search", HOSTILE), ("search", "KV", HOSTILE), ("issue", HOSTILE), ("brief", "1", HOSTILE)],
+)
+async def test_a_readers_argument_is_quoted_back_escaped(
+    service: DigestService, flavor: Flavor, command: tuple[str, ...]
+) -> None:
+    """Whatever a reader types is quoted back with its invisible characters written as
+    escapes, on every platform's rendering (/search echoed them raw)."""
+    reply = await service.commands.handle(req(*command, flavor=flavor))
+    text = "\n".join(preview(m, flavor) for m in reply.messages)
+    assert "\x00" not in text and "\u202e" not in text, text
+    assert "\\x00" in text and "\\u202e" in text, text  # quoted, so the reader sees what they typed

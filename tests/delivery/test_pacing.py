@@ -79,6 +79,7 @@ def test_bucket_never_allows_more_than_burst_plus_rate_times_window(
         (TELEGRAM_LIMITS, TargetKind.GROUP, 60.0, 20),  # 20/min per group
         (TELEGRAM_LIMITS, TargetKind.CHANNEL, 60.0, 20),
         (TELEGRAM_LIMITS, TargetKind.PRIVATE, 1.0, 3),  # ~1/s, bursts of 3 tolerated
+        (TELEGRAM_LIMITS, TargetKind.PRIVATE, 3.0, 3),  # as counted: 3 in any 3 s
         (DISCORD_LIMITS, TargetKind.CHANNEL, 5.0, 5),  # 5 per 5 s per channel
     ],
 )

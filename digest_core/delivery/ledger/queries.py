@@ -205,6 +205,19 @@ class QueriesMixin(LedgerBase):
             found = {PartState(state): int(n) for state, n in await conn.execute(query)}
         return {state: found.get(state, 0) for state in PartState}
 
+    async def posted_revision(self, day: dt.date, *, platform: str) -> str | None:
+        """The revision of the latest delivery of ``day`` on ``platform`` (a post, a forced
+        post or a correction: what its readers were last sent); None if it has none."""
+        query = (
+            select(deliveries.c.revision)
+            .where(deliveries.c.issue_date == day, deliveries.c.platform == platform)
+            .order_by(deliveries.c.id.desc())
+            .limit(1)
+        )
+        async with self._tx() as conn:
+            revision = (await conn.execute(query)).scalar()
+        return None if revision is None else str(revision)
+
     async def deliveries(
         self, ref: IssueRef, *, platform: str | None = None
     ) -> list[DeliveryRecord]:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -29,6 +31,7 @@ from tests.bots.discord.harness import (
     fake_discord_in_thread,
     make_settings,
 )
+from tests.fakes.discord_api import FakeDiscord
 
 COMMANDS = {
     "today",
@@ -160,3 +163,31 @@ def test_sigterm_tells_a_deferred_interaction_to_try_again_before_exiting(
         loop.call_soon_threadsafe(loop.stop)
         thread.join(5)
         loop.close()
+
+
+async def test_digest_bot_run_waits_for_an_unreachable_discord_then_posts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Started while Discord does not answer (it exited before): `run` stays up, retries
+    the login in the background, and once Discord answers starts and posts the catch-up."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    settings = make_settings(tmp_path, monkeypatch, FakeDiscord(port=port), schedule=True)
+    caplog.set_level(logging.INFO, logger="bots.starting")
+    stop = asyncio.Event()
+    bot = asyncio.create_task(run(settings, only="discord", clock=clock_on(TODAY), stop=stop))
+    try:
+        async with asyncio.timeout(20):
+            while "running without discord" not in caplog.text:
+                assert not bot.done(), bot
+                await asyncio.sleep(0.05)
+        async with fake_discord(port=port) as fake:
+            await fake.wait_until(lambda: all(fake.messages(c) for c in CHANNELS), within=20)
+            stop.set()
+            await asyncio.wait_for(bot, timeout=10)
+    finally:
+        stop.set()
+        await asyncio.wait_for(bot, timeout=10)
+    assert bot.exception() is None
+    assert "discord is reachable again: started" in caplog.text

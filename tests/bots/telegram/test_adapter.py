@@ -259,3 +259,26 @@ async def test_rate_limiter_allows_a_burst_warns_once_then_refills() -> None:
     assert limiter.check(ANN) is Verdict.WARN  # a new burst over the limit warns again
     clock.advance(10.0)
     assert [limiter.check(ANN) for _ in range(5)] == [Verdict.ALLOW] * 5
+
+
+# ---------------------------------------------------------------- one private chat's window
+
+
+async def test_replies_to_one_private_chat_never_overrun_its_window(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Twelve replies in a row to one reader, paced by the core's Telegram limits, against the
+    double's own count (3 messages in any 3 s per private chat) on one virtual clock: every
+    send is accepted, and a burst still reaches the reader at once."""
+    clock = ManualClock(dt.datetime.combine(TODAY, dt.time(9), tzinfo=dt.UTC))
+    async with FakeTelegram(clock=clock.monotonic) as fake:
+        fake.add_chat(ANN, "private", first_name="Ann")
+        settings = settings_for(write_config(tmp_path, base_url=fake.base_url), fake, monkeypatch)
+        async with running_bot(settings, fake, clock=clock, receive=False) as bot:
+            messages = [Message({"text": f"reply {i}"}) for i in range(12)]
+            ids = await bot.adapter.reply(ANN, TargetKind.PRIVATE, messages)
+        sends = [c for c in fake.calls("sendMessage") if c.chat_id == ANN]
+    assert len(ids) == 12
+    assert [c.status for c in sends] == [200] * 12, fake.flood_429s
+    assert fake.flood_429s == 0
+    assert sends[2].at - sends[0].at < 0.1  # a burst still reaches the reader at once

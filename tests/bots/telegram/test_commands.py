@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import json
 import logging
 import socket
@@ -304,6 +305,39 @@ async def test_digest_bot_run_answers_and_stops_cleanly(
     before = len(fake.requests)
     await asyncio.sleep(0.2)
     assert len(fake.requests) == before  # stopped: no more polling
+
+
+async def test_digest_bot_run_builds_the_search_index_at_start(
+    fake: FakeTelegram,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """On a large archive the first /search took seconds: `run` builds the index in a
+    background thread at start, before any reader searches."""
+    path = write_config(tmp_path, base_url=fake.base_url)
+    archive = tmp_path / "archive"
+    text = (archive / "2026-11-26.txt").read_bytes()
+    for n in range(300):  # 300 more issues, back from 2025-12-31
+        (archive / f"{dt.date(2025, 12, 31) - dt.timedelta(days=n)}.txt").write_bytes(text)
+    settings = settings_for(path, fake, monkeypatch)
+    stop = asyncio.Event()
+    caplog.set_level(logging.INFO, logger="digest_core.archive")
+    task = asyncio.create_task(
+        run(settings, only="telegram", clock=PinnedClock(local(TODAY, 9)), stop=stop)
+    )
+    try:
+        async with asyncio.timeout(20):
+            while not any("search index built" in r.getMessage() for r in caplog.records):
+                assert not task.done(), task
+                await asyncio.sleep(0.05)
+        [built] = [r.getMessage() for r in caplog.records if "search index built" in r.getMessage()]
+        assert "(305 issues" in built, built  # every file, with no search asked
+        assert not fake.sent(ANN)  # nobody asked anything
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 10)
+    assert task.exception() is None
 
 
 async def test_admin_output_asked_in_a_group_goes_to_the_admin_privately(

@@ -179,6 +179,19 @@ async def test_follow_limits(bot: Running) -> None:
     assert "你没有关注" in missing.text
 
 
+async def test_a_follow_of_an_invisible_character_is_refused_and_quoted_escaped(
+    bot: Running,
+) -> None:
+    """A NUL or U+202E in /follow is no word an issue can hold: refused, quoted escaped (it
+    was echoed raw, and stored)."""
+    (refused,) = await bot.command("/follow a\x00b\u202ec")
+    assert "不可见字符" in refused.text
+    assert "\\x00" in refused.text and "\\u202e" in refused.text
+    assert "\x00" not in refused.text and "\u202e" not in refused.text
+    (listed,) = await bot.command("/following")
+    assert "\\x00" not in listed.text and "\x00" not in listed.text
+
+
 async def test_inline_results_respect_the_embargo(bot: Running, fake: FakeTelegram) -> None:
     # 09:00 on the 27th: the files of the 28th, 29th and 30th are in the archive, not out
     query = fake.inject_inline_query(ANN, "Transformer")
