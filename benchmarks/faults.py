@@ -3,7 +3,8 @@
 "possibly twice", seconds to recover after the fault ended, alerts sent, how the process ended.
 
 Run ``python -m benchmarks.faults`` (``--list`` names the scenarios, ``--only NAME[,NAME]``
-runs some, ``--help`` for the channel counts and fault durations). Issue 18 lists the faults.
+runs some, ``--strict`` exits 1 when one misses the target, ``--help`` for the channel counts
+and fault durations). Issue 18 lists the faults.
 
 Set-up of every scenario: the Telegram Bot API double (tests/fakes/telegram_api.py) runs in
 this process behind a small asyncio TCP proxy (refuses connections during an outage, or cuts a
@@ -198,7 +199,7 @@ class BotProc:
     """One `digest-bot` process (``run``, ``post``, ``status``) with its JSON log and stdout."""
 
     def __init__(
-        self, world: World, label: str, command: list[str], *, prefix: list[str] | None = None
+        self, world: World, label: str, command: list[str], *, env: dict[str, str] | None = None
     ) -> None:
         self.label = label
         #: ``post`` and ``status`` end by themselves; ``run`` only on SIGTERM
@@ -210,16 +211,16 @@ class BotProc:
         )
         self.log = world.tmp / f"{label}.log"
         self.out = world.tmp / f"{label}.out"
-        env = {k: v for k, v in os.environ.items() if not k.startswith("DIGEST_BOT_")}
-        env.update(PYTHONPATH=str(REPO), DIGEST_BOT_TELEGRAM__TOKEN=DEFAULT_TOKEN)
+        environ = {k: v for k, v in os.environ.items() if not k.startswith("DIGEST_BOT_")}
+        environ.update(env or {})
+        environ.update(PYTHONPATH=str(REPO), DIGEST_BOT_TELEGRAM__TOKEN=DEFAULT_TOKEN)
         with self.log.open("wb") as err, self.out.open("wb") as out:
             self.proc = subprocess.Popen(
                 [
-                    *(prefix or []),
                     sys.executable, "-m", "bots.cli", *command,
                     "--config", str(self.config), "--log-format", "json",
                 ],
-                cwd=world.tmp, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                cwd=world.tmp, env=environ, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
             )  # fmt: skip
         self.started = time.monotonic()
         self.terminated: float | None = None  # when the suite sent SIGTERM
@@ -433,11 +434,11 @@ class World:
 
     # steps ----------------------------------------------------------------------------
 
-    def run(self, label: str = "run", prefix: list[str] | None = None) -> BotProc:
-        return BotProc(self, label, ["run"], prefix=prefix)
+    def run(self, label: str = "run") -> BotProc:
+        return BotProc(self, label, ["run"])
 
-    def post(self, label: str = "post", prefix: list[str] | None = None) -> BotProc:
-        return BotProc(self, label, ["post"], prefix=prefix)
+    def post(self, label: str = "post", env: dict[str, str] | None = None) -> BotProc:
+        return BotProc(self, label, ["post"], env=env)
 
     @property
     def issue_path(self) -> Path:
@@ -515,12 +516,26 @@ class World:
             outcome.exits.append(text)
             if failed:
                 outcome.failures.append(text)
+                said = [
+                    line
+                    for line in proc.log.read_text(errors="replace").splitlines()
+                    if line.strip() and not line.startswith("{")
+                ]
+                if said:
+                    outcome.details.append(f"{proc.label} said: {_short(said[-1])}")
         if outcome.lost:
             outcome.failures.append(f"{outcome.lost} lost")
         if outcome.wrong:
             outcome.failures.append(f"{outcome.wrong} wrong")
         if outcome.dup > outcome.counted:
             outcome.failures.append(f"{outcome.dup - outcome.counted} uncounted duplicates")
+        overrun = sum(
+            1
+            for r in self.tg.requests
+            if r.status == 429 and r.chat_id is not None and r.chat_id not in self.deferred
+        )
+        if overrun:  # no scenario injects these: the bot (or two of them) outran the limits
+            outcome.failures.append(f"{overrun} x 429 (Telegram's limits overrun)")
         if outcome.recovery is None:
             outcome.failures.append("not recovered")
         elif outcome.recovery > RECOVERY_TARGET:
@@ -676,10 +691,14 @@ async def sqlite_lock(w: World, a: argparse.Namespace, o: Outcome) -> None:
 async def skew(w: World, a: argparse.Namespace, o: Outcome) -> None:
     """A second `digest-bot post` under a clock --skew s ahead (faketime) starts at 10% of
     the post of `run` on the same ledger."""
-    prefix = ["faketime", "-f", f"+{a.skew:g}s"]
+    # libfaketime preloaded as `faketime -f +120s` does, without its wrapper process (which
+    # forks: the suite would time and signal the wrapper instead of the bot)
+    lib = _libfaketime()
+    assert lib is not None
+    skewed = {"LD_PRELOAD": str(lib), "FAKETIME": f"+{a.skew:g}s"}
 
     async def second() -> None:
-        post = w.post("post-skewed", prefix=prefix)
+        post = w.post("post-skewed", env=skewed)
         rc = await post.wait(a.settle)
         o.details.append(
             f"skewed post: exit {rc} after {time.monotonic() - post.started:.1f} s; "
@@ -721,7 +740,7 @@ async def post_429(w: World, a: argparse.Namespace, o: Outcome) -> None:
     began = time.monotonic()
     rc = await post.wait(a.post_timeout)
     if rc is None:
-        o.failures.append(f"post still running after {a.post_timeout:g} s")
+        o.details.append(f"post still running after {a.post_timeout:g} s")
     else:
         o.details.append(f"post exit {rc} after {time.monotonic() - began:.1f} s")
     o.recovery = 0.0 if w.complete() else None
@@ -852,6 +871,12 @@ def _stop_pg(server: PgServer) -> None:
     server.stop()
 
 
+def _libfaketime() -> Path | None:
+    """The library ``faketime`` preloads (Debian's faketime package), if installed."""
+    found = sorted(Path("/usr/lib").glob("*/faketime/libfaketime.so.1"))
+    return found[0] if found else None
+
+
 def _mount(folder: Path, megabytes: int) -> str:
     """Mount a tmpfs of that size on ``folder``; "" or why it failed."""
     done = subprocess.run(
@@ -929,7 +954,7 @@ async def one(name: str, a: argparse.Namespace, expected: list[str], suite: _Sui
     kind, count_option, scenario = SCENARIOS[name]
     n = int(getattr(a, count_option))
     outcome = Outcome(name, "pg" if kind == "pg" else "sqlite")
-    if scenario is skew and shutil.which("faketime") is None:
+    if scenario is skew and _libfaketime() is None:
         outcome.skipped = "faketime is not installed (apt-get install faketime)"
         return outcome
     with tempfile.TemporaryDirectory(prefix=f"faults-{name}-") as tmp_name:
@@ -1029,7 +1054,7 @@ async def main_async(a: argparse.Namespace) -> int:
         f"\n{len(outcomes) - len(failed)} of {len(outcomes)} scenarios met the target"
         + (f"; failed: {', '.join(failed)}" if failed else "")
     )
-    return 1 if failed else 0
+    return 1 if failed and a.strict else 0
 
 
 def main() -> None:
@@ -1057,6 +1082,7 @@ def main() -> None:
     add("--post-timeout", type=float, default=60.0, help="seconds `post` may take (long 429)")
     add("--settle", type=float, default=40.0, help="seconds to wait after a fault's end")
     add("--seed", type=int, default=18)
+    add("--strict", action="store_true", help="exit 1 when a scenario misses the target")
     args = parser.parse_args()  # fmt: skip
     if args.list:
         for name, (_kind, _count, scenario) in SCENARIOS.items():
