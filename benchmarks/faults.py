@@ -26,7 +26,8 @@ What is counted, independent of how the bot splits or sends:
   delivery reports, in the log of ``run`` and the output of ``post``) plus the ledger's rows
   left in flight or of unknown outcome at the end; duplicates are fine only up to this;
 - *recovery*: seconds from the fault's end to the last channel complete (0 if it completed
-  during the fault); ``never`` if not within ``--settle`` seconds;
+  during the fault); ``never`` if not within ``--settle`` seconds; for ``clean`` and the long
+  429s, from the first part (or the file's arrival) to the last;
 - *alerts*: messages the admin's private chat received; *exit*: how each bot process ended
   (a process that exits before the suite's SIGTERM, or that SIGTERM does not stop within
   20 s, fails the scenario).
@@ -273,12 +274,13 @@ class BotProc:
             return None
 
     async def wait_leading(self, within: float = 60.0) -> bool:
-        """Wait until /readyz says ready as the leader; False if it exited or took too long."""
+        """Wait until /readyz says ready, and not as a standby (the only process on its ledger
+        leads); False if it exited or took too long."""
         for _ in range(int(within / 0.2)):
             if self.poll() is not None:
                 return False
             seen = await self.readyz()
-            if seen is not None and seen[0] == 200 and seen[1].get("role") == "leader":
+            if seen is not None and seen[0] == 200 and seen[1].get("role") != "standby":
                 return True
             await asyncio.sleep(0.2)
         return False
@@ -363,6 +365,7 @@ class World:
         self.expected = Counter(expected)
         self.deferred: set[int] = set()
         self.tg = FaultyTelegram()
+        self.tg.rng.seed(seed)
         self.proxy = Proxy(0, seed=seed)
         self.procs: list[BotProc] = []
         self.archive = tmp / "archive"
