@@ -58,6 +58,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -68,7 +69,7 @@ import aiohttp
 
 from tests.bots.failover_harness import free_port, zone_at_noon
 from tests.fakes.telegram_api import DEFAULT_TOKEN, ApiError, FakeTelegram, Params
-from tests.pg import PgServer
+from tests.pg import PgServer, PgUnavailable
 
 REPO = Path(__file__).resolve().parents[1]
 #: two Telegram messages per channel (a part k+1 is claimed only after part k is sent)
@@ -911,10 +912,10 @@ def _write(path: Path, data: bytes, mode: str) -> None:
 
 def _fill(path: Path) -> None:
     """Write zeros to ``path`` until the filesystem is full."""
-    with path.open("wb") as f, contextlib.suppress(OSError):
+    chunk = b"\0" * 65536
+    with contextlib.suppress(OSError), path.open("wb", buffering=0) as f:
         for _ in range(1 << 20):  # bounded: 64 GiB
-            f.write(b"\0" * 65536)
-            f.flush()
+            f.write(chunk)
 
 
 def _short(text: str, limit: int = 110) -> str:
@@ -973,7 +974,15 @@ async def one(name: str, a: argparse.Namespace, expected: list[str], suite: _Sui
         try:
             if kind == "pg":
                 own_pg = scenario is pg_restart  # pg_ctl takes its postmaster over
-                pg = await asyncio.to_thread(PgServer.start) if own_pg else await suite.shared_pg()
+                try:
+                    pg = (
+                        await asyncio.to_thread(PgServer.start)
+                        if own_pg
+                        else await suite.shared_pg()
+                    )
+                except PgUnavailable as exc:
+                    outcome.skipped = str(exc)
+                    return outcome
                 database = pg.create_database()
                 url = pg.url(database)
             elif kind == "tmpfs":
@@ -1042,7 +1051,11 @@ async def main_async(a: argparse.Namespace) -> int:
         )
         for name in names:
             began = time.monotonic()
-            outcome = await one(name, a, expected, suite)
+            try:
+                outcome = await one(name, a, expected, suite)
+            except Exception as exc:  # the suite's own trouble: say so, go on with the rest
+                traceback.print_exc()
+                outcome = Outcome(name, SCENARIOS[name][0], failures=[f"suite error: {exc!r}"])
             outcomes.append(outcome)
             print(f"  {name}: {time.monotonic() - began:.0f} s", file=sys.stderr, flush=True)
     finally:
@@ -1057,9 +1070,12 @@ async def main_async(a: argparse.Namespace) -> int:
             for line in outcome.details:
                 print(f"  {line}")
     failed = [o.name for o in outcomes if o.failures]
+    skipped = [o.name for o in outcomes if o.skipped]
     print(
-        f"\n{len(outcomes) - len(failed)} of {len(outcomes)} scenarios met the target"
+        f"\n{len(outcomes) - len(failed) - len(skipped)} of {len(outcomes)} scenarios met the "
+        "target"
         + (f"; failed: {', '.join(failed)}" if failed else "")
+        + (f"; skipped: {', '.join(skipped)}" if skipped else "")
     )
     return 1 if failed and a.strict else 0
 
