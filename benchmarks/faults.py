@@ -33,7 +33,8 @@ What is counted, independent of how the bot splits or sends:
   20 s, fails the scenario).
 
 Target (issue 18): 0 lost and 0 wrong everywhere, duplicates only where counted, recovery
-within 30 s, no exit except on SIGTERM. Needs root for the small filesystem (``mount -t
+within 30 s, no exit except on SIGTERM; in the skew scenarios also no 429 on a healthy channel
+(two deliveries at once); elsewhere such 429s are shown as a note. Needs root for the small filesystem (``mount -t
 tmpfs``) and ``faketime`` for the skewed clock; scenarios that cannot run say so.
 """
 
@@ -342,6 +343,10 @@ class Outcome:
     alerts: int = 0
     exits: list[str] = dataclasses.field(default_factory=list)
     failures: list[str] = dataclasses.field(default_factory=list)
+    #: seen, but not one of issue 18's targets here
+    notes: list[str] = dataclasses.field(default_factory=list)
+    #: whether 429s on healthy channels fail this scenario
+    limits_matter: bool = False
     details: list[str] = dataclasses.field(default_factory=list)
     skipped: str = ""
 
@@ -543,7 +548,9 @@ class World:
             if r.status == 429 and r.chat_id is not None and r.chat_id not in self.deferred
         )
         if overrun:  # no scenario injects these: the bot (or two of them) outran the limits
-            outcome.failures.append(f"{overrun} x 429 (Telegram's limits overrun)")
+            # a target of issue 18 only where two deliveries at once are the fault (skew)
+            text = f"{overrun} x 429 (Telegram's limits overrun)"
+            (outcome.failures if outcome.limits_matter else outcome.notes).append(text)
         if outcome.recovery is None:
             outcome.failures.append("not recovered")
         elif outcome.recovery > RECOVERY_TARGET:
@@ -703,6 +710,7 @@ async def skew(w: World, a: argparse.Namespace, o: Outcome) -> None:
     # forks: the suite would time and signal the wrapper instead of the bot)
     lib = _libfaketime()
     assert lib is not None
+    o.limits_matter = True  # two deliveries at once show as 429s before they show as duplicates
     skewed = {"LD_PRELOAD": str(lib), "FAKETIME": f"+{a.skew:g}s"}
 
     async def second() -> None:
@@ -1018,6 +1026,8 @@ def _line(o: Outcome) -> str:
     else:
         recovery = f"{o.recovery:5.1f} s" + (f" ({o.recovery_note})" if o.recovery_note else "")
     verdict = "ok" if not o.failures else "FAIL: " + "; ".join(o.failures)
+    if o.notes:
+        verdict += " (note: " + "; ".join(o.notes) + ")"
     return (
         f"{o.name:<14} {o.ledger:<6} {o.lost:>4} {o.dup:>4} {o.counted:>7} {o.wrong:>5} "
         f"{o.deferred:>5}  {recovery:<16} {o.alerts:>6}  {', '.join(o.exits):<44} {verdict}"
