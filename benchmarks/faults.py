@@ -34,8 +34,9 @@ What is counted, independent of how the bot splits or sends:
 
 Target (issue 18): 0 lost and 0 wrong everywhere, duplicates only where counted, recovery
 within 30 s, no exit except on SIGTERM; in the skew scenarios also no 429 on a healthy channel
-(two deliveries at once); elsewhere such 429s are shown as a note. Needs root for the small filesystem (``mount -t
-tmpfs``) and ``faketime`` for the skewed clock; scenarios that cannot run say so.
+(two deliveries at once); elsewhere such 429s are shown as a note. Needs root for the small
+filesystem (``mount -t tmpfs``) and ``faketime`` for the skewed clock; scenarios that cannot
+run say so.
 """
 
 from __future__ import annotations
