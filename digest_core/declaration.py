@@ -20,6 +20,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import IntEnum, StrEnum
+from types import ModuleType
 from typing import Any, TypeVar
 
 from digest_core.requests import Capability, Reply
@@ -193,9 +194,8 @@ def command(
 def declared(owner: object) -> list[tuple[CommandSpec, str]]:
     """The commands declared on ``owner`` (a class, an instance's class or a module), with the
     attribute name of each handler, in the order of declaration."""
-    space: Mapping[str, Any] = vars(owner)
-    if not isinstance(owner, type) and not hasattr(owner, "__file__"):
-        space = vars(type(owner))
+    of_own = isinstance(owner, type | ModuleType)
+    space: Mapping[str, Any] = vars(owner) if of_own else vars(type(owner))
     found = []
     for attr, value in space.items():
         spec = getattr(value, DECLARED, None)

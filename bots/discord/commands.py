@@ -267,7 +267,8 @@ def slash_command(entry: CommandSpec) -> app_commands.Command[Any, ..., None]:
             interaction, entry.name, *words, ephemeral=entry.private, dm_chat=entry.dm
         )
 
-    params = [inspect.Parameter("interaction", _KEYWORD, annotation=discord.Interaction)]
+    first = inspect.Parameter.POSITIONAL_ONLY
+    params = [inspect.Parameter("interaction", first, annotation=discord.Interaction)]
     for arg in entry.args:
         annotation = _annotation(arg)
         default: Any = inspect.Parameter.empty
