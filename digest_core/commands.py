@@ -2,26 +2,41 @@
 
 Every adapter parses its own input into a :class:`Request` and sends
 the returned :class:`Reply` messages back; the behaviour is the same everywhere. A wrong argument
-gets a reply with the usage, never an exception.
+gets a reply with the usage, never an exception. Each command is one declaration on its handler
+(:func:`~digest_core.declaration.command`); :meth:`Commands.handle` checks the capability it
+needs before the handler runs, for every platform.
 """
 
 from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import functools
 import logging
 import re
 import threading
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import ParamSpec, TypeVar
 
 from digest_core import editor_commands
 from digest_core.archive import Archive
-from digest_core.catalogue import BY_NAME, help_text
 from digest_core.clock import Clock
+from digest_core.declaration import (
+    Argument,
+    CommandSpec,
+    Completion,
+    Group,
+    command,
+    declared,
+    flag,
+    help_text,
+    number,
+    ordered,
+    text,
+)
 from digest_core.embargo import Embargo, VisibleArchive
-from digest_core.errors import IssueNotFound
+from digest_core.errors import CommandRefused, IssueNotFound
 from digest_core.metrics import NULL_METRICS, MetricsSink
 from digest_core.models import Issue, Section, shorten
 from digest_core.rendering import (
@@ -75,10 +90,30 @@ MAX_REPLY_MESSAGES = 4
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
 
-Handler = Callable[["Commands", Request], Awaitable[Reply]]
+#: what answers one command: a declared handler bound to its owner
+Answer = Callable[[Request], Awaitable[Reply]]
 
-#: ``/help`` for readers (admins see :func:`~digest_core.catalogue.help_text` with the admin part)
-HELP_TEXT = help_text(admin=False)
+
+@dataclass(frozen=True)
+class Declared:
+    """A command :class:`Commands` answers: its declaration and its bound handler."""
+
+    spec: CommandSpec
+    answer: Answer
+
+
+def _date(en: str, zh: str, zh_tw: str, *, required: bool = False) -> Argument:
+    """A date argument (looked up in the archive while typing, where a platform can)."""
+    return Argument(
+        "date", en, zh, zh_tw, "日期", "日期",
+        kind=text(1, 32), required=required, complete=Completion.DATES,
+    )  # fmt: skip
+
+
+#: the date argument that defaults to today
+DATE_TODAY = _date(
+    "YYYY-MM-DD (default: today)", "日期 YYYY-MM-DD（默认今天）", "日期 YYYY-MM-DD（預設今天）"
+)
 
 
 class Commands:
@@ -121,45 +156,33 @@ class Commands:
         watch = getattr(clock, "watch", None)
         if callable(watch):  # a ManualClock must not jump while a thread works for a command
             watch(lambda: self._in_threads > 0)
-        self._table: dict[str, Handler] = {
-            "start": Commands.start,
-            "help": Commands.help,
-            "today": Commands.today,
-            "headline": Commands.headline,
-            "briefs": Commands.briefs,
-            "brief": Commands.brief,
-            "classic": Commands.classic,
-            "toc": Commands.toc,
-            "issue": Commands.issue,
-            "search": Commands.search,
-            "subscribe": Commands.subscribe,
-            "unsubscribe": Commands.unsubscribe,
-            "repost": Commands.repost,
-            "correct": Commands.correct,
-            "status": Commands.status,
-            "reactivate": Commands.reactivate,
-            "preview": editor_commands.preview,
-            "approve": editor_commands.approve,
-            "hold": editor_commands.hold,
-        }
+        self._table: dict[str, Declared] = {}
+        self.declare(self)
+        self.declare(editor_commands, self)
 
     @property
     def names(self) -> list[str]:
         return list(self._table)
 
-    def register(self, name: str, answer: Callable[[Request], Awaitable[Reply]]) -> None:
-        """Answer ``/name`` with ``answer`` (commands of their own module, such as the readers'
-        preferences in :mod:`digest_core.readers`); replaces a command of the same name."""
+    @property
+    def specs(self) -> tuple[CommandSpec, ...]:
+        """The declarations of the commands answered here, in ``/help``'s order."""
+        return ordered(d.spec for d in self._table.values())
 
-        async def handler(_commands: Commands, request: Request) -> Reply:
-            return await answer(request)
-
-        self._table[name] = handler
+    def declare(self, owner: object, *bound: object) -> None:
+        """Answer every command declared on ``owner`` (an object whose methods carry
+        :func:`~digest_core.declaration.command`, or a module of such functions, called with
+        ``bound`` before the request); a command of the same name is replaced."""
+        for spec, attr in declared(owner):
+            handler = getattr(owner, attr)
+            if bound:
+                handler = functools.partial(handler, *bound)
+            self._table[spec.name] = Declared(spec, handler)
 
     def usage(self, command: str) -> str:
-        """The usage line of ``command`` from the catalogue (``/help`` for an unknown one)."""
-        entry = BY_NAME.get(command)
-        return entry.usage if entry is not None else "/help"
+        """The usage line of ``command`` from its declaration (``/help`` for an unknown one)."""
+        entry = self._table.get(command)
+        return entry.spec.usage if entry is not None else "/help"
 
     async def handle(self, request: Request) -> Reply:
         """Run one command. Never raises for bad input: the reply explains and shows usage."""
@@ -176,8 +199,8 @@ class Commands:
         return reply
 
     async def _handle(self, name: str, request: Request) -> Reply:
-        handler = self._table.get(name)
-        if handler is None:
+        entry = self._table.get(name)
+        if entry is None:
             shown = _echo(name)
             return self._text(
                 request,
@@ -186,7 +209,12 @@ class Commands:
                 status=Status.USAGE,
             )
         try:
-            return await handler(self, request)
+            needs = entry.spec.needs
+            if needs is not None and needs not in request.capabilities:
+                raise CommandRefused(name, needs)
+            return await entry.answer(request)
+        except CommandRefused as exc:
+            return await self._refused(request, exc)
         except IssueNotFound as exc:
             return self._text(request, str(exc), status=Status.NOT_FOUND)
         except Exception:
@@ -360,32 +388,86 @@ class Commands:
 
     # ------------------------------------------------------------ reader commands
 
+    @command(
+        "help",
+        zh="全部命令",
+        zh_tw="全部命令",
+        en="All commands",
+        usage="/help",
+        label_zh="帮助",
+        label_zh_tw="幫助",
+        group=Group.HELP,
+        quiet=True,
+    )
+    async def help(self, request: Request) -> Reply:
+        return self._text(request, help_text(self.specs, admin=bool(request.capabilities)))
+
+    @command(
+        "start",
+        zh="欢迎和全部命令",
+        zh_tw="歡迎和全部命令",
+        en="Welcome and all commands",
+        usage="/start [YYYY-MM-DD]",
+        menu=False,
+        group=Group.HELP,
+    )
     async def start(self, request: Request) -> Reply:
         if request.args:
             return await self.issue(request)
         welcome = (
             "欢迎！这里每天推送 AI 技术日报。\n"
-            "Welcome! This bot posts the daily AI tech digest.\n\n" + HELP_TEXT
+            "Welcome! This bot posts the daily AI tech digest.\n\n"
+            + help_text(self.specs, admin=False)
         )
         return self._text(request, welcome)
 
-    async def help(self, request: Request) -> Reply:
-        return self._text(request, help_text(admin=bool(request.capabilities)))
-
+    @command(
+        "today",
+        zh="今天的日报（还没发布时给出最新一期）",
+        zh_tw="今天的日報（還沒發布時給出最新一期）",
+        en="Today's issue (the latest one if today's is not out yet)",
+        usage="/today",
+        label_zh="今日",
+        label_zh_tw="今日",
+    )
     async def today(self, request: Request) -> Reply:
         if request.args:
             return self._usage(request, "/today 不需要参数 / takes no argument")
         return await self._part(request, Part.ALL)
 
+    @command(
+        "headline",
+        zh="今天的重点",
+        zh_tw="今天的重點",
+        en="The headline story of today's issue",
+        usage="/headline [YYYY-MM-DD]",
+        label_zh="重点",
+        label_zh_tw="重點",
+    )
     async def headline(self, request: Request) -> Reply:
         return await self._dated_part(request, Part.HEADLINE)
 
-    async def classic(self, request: Request) -> Reply:
-        return await self._dated_part(request, Part.CLASSIC)
-
-    async def toc(self, request: Request) -> Reply:
-        return await self._dated_part(request, Part.TOC)
-
+    @command(
+        "briefs",
+        zh="今天的简讯，或其中一条",
+        zh_tw="今天的簡訊，或其中一條",
+        en="The briefs of today's issue, or one of them",
+        usage="/briefs [N] [YYYY-MM-DD]",
+        args=(
+            Argument(
+                "n",
+                "Only brief number n",
+                "只看第 n 条简讯",
+                "只看第 n 條簡訊",
+                "编号",
+                "編號",
+                kind=number(1, 99),
+            ),
+            DATE_TODAY,
+        ),
+        label_zh="简讯",
+        label_zh_tw="簡訊",
+    )
     async def briefs(self, request: Request) -> Reply:
         if len(request.args) == 1 and not _NUMBER.fullmatch(request.args[0]):
             return await self._dated_part(request, Part.BRIEFS)  # /briefs DATE
@@ -393,6 +475,16 @@ class Commands:
             return await self.brief(request)
         return await self._part(request, Part.BRIEFS)
 
+    @command(
+        "brief",
+        zh="按编号看一条简讯，例如 /brief 2",
+        zh_tw="按編號看一條簡訊，例如 /brief 2",
+        en="One brief by its number, e.g. /brief 2",
+        usage="/brief N [YYYY-MM-DD]",
+        label_zh="单条简讯",
+        label_zh_tw="單條簡訊",
+        covered_by="briefs",
+    )
     async def brief(self, request: Request) -> Reply:
         if not 1 <= len(request.args) <= 2 or not _NUMBER.fullmatch(request.args[0]):
             return self._usage(request, "请给出简讯编号，例如 /brief 2 / give a brief number")
@@ -418,11 +510,72 @@ class Commands:
             return Reply(await self._off_loop(self._dated, request, date, Part.BRIEF, n))
         return await self._part(request, Part.BRIEF, brief=n)
 
+    @command(
+        "classic",
+        zh="今天的经典回顾",
+        zh_tw="今天的經典回顧",
+        en="The classic review of today's issue",
+        usage="/classic [YYYY-MM-DD]",
+        label_zh="经典回顾",
+        label_zh_tw="經典回顧",
+    )
+    async def classic(self, request: Request) -> Reply:
+        return await self._dated_part(request, Part.CLASSIC)
+
+    @command(
+        "toc",
+        zh="今天这一期的目录",
+        zh_tw="今天這一期的目錄",
+        en="The table of contents of today's issue",
+        usage="/toc [YYYY-MM-DD]",
+        label_zh="目录",
+        label_zh_tw="目錄",
+    )
+    async def toc(self, request: Request) -> Reply:
+        return await self._dated_part(request, Part.TOC)
+
+    @command(
+        "issue",
+        zh="某一天的日报",
+        zh_tw="某一天的日報",
+        en="The issue of a given date",
+        usage="/issue YYYY-MM-DD",
+        args=(
+            _date(
+                "YYYY-MM-DD (pick one from the list)",
+                "日期 YYYY-MM-DD（可从列表中选）",
+                "日期 YYYY-MM-DD（可從列表中選）",
+                required=True,
+            ),
+        ),
+        label_zh="往期",
+        label_zh_tw="往期",
+    )
     async def issue(self, request: Request) -> Reply:
         if len(request.args) != 1:
             return self._usage(request, "请给出日期 / give a date")
         return await self._dated_part(request, Part.ALL)
 
+    @command(
+        "search",
+        zh="搜索往期",
+        zh_tw="搜尋往期",
+        en="Search past issues",
+        usage="/search 关键词",
+        args=(
+            Argument(
+                "keyword",
+                "A word to look for",
+                "要找的词",
+                "要找的詞",
+                "关键词",
+                "關鍵詞",
+                required=True,
+            ),
+        ),
+        label_zh="搜索",
+        label_zh_tw="搜尋",
+    )
     async def search(self, request: Request) -> Reply:
         word = " ".join(request.args).strip()
         if not word:
@@ -476,10 +629,15 @@ class Commands:
 
     # ------------------------------------------------------------ admin commands
 
-    async def _refuse(self, request: Request, action: str) -> Reply:
+    async def _refused(self, request: Request, refused: CommandRefused) -> Reply:
+        """The one answer to a refused command: private, audited, logged."""
+        action = refused.command
         if self.backend is not None:
             await self.backend.audit(request, action=action, allowed=False, outcome="refused")
-        log.warning("refused /%s from %s:%s", action, request.platform, request.user)
+        log.warning(
+            "refused /%s from %s:%s (needs %s)",
+            action, request.platform, request.user, refused.capability,
+        )  # fmt: skip
         return self._text(
             request,
             f"抱歉，/{action} 只有管理员可以使用。\nSorry, /{action} is for admins only.",
@@ -487,9 +645,29 @@ class Commands:
             private=True,
         )
 
+    @command(
+        "repost",
+        zh="管理员：把某一期重新推送到所有频道",
+        zh_tw="管理員：把某一期重新推送到所有頻道",
+        en="Admins: post an issue to every channel again",
+        usage="/repost [YYYY-MM-DD] [force]",
+        args=(
+            DATE_TODAY,
+            Argument(
+                "force",
+                "Send every part again, not only what is missing",
+                "全部重发，而不只是补发缺失的部分",
+                "全部重發，而不只是補發缺失的部分",
+                "全部重发",
+                "全部重發",
+                kind=flag("force"),
+            ),
+        ),
+        needs=Capability.REPOST,
+        label_zh="重新推送",
+        label_zh_tw="重新推送",
+    )
     async def repost(self, request: Request) -> Reply:
-        if Capability.REPOST not in request.capabilities:
-            return await self._refuse(request, "repost")
         args = list(request.args)
         force = "force" in (a.lower() for a in args)
         args = [a for a in args if a.lower() != "force"]
@@ -530,11 +708,20 @@ class Commands:
         await self.backend.audit(request, action="repost", allowed=True, outcome=summary)
         return self._text(request, summary, private=True)
 
+    @command(
+        "correct",
+        zh="管理员：把已发出的某一期改成更正后的内容",
+        zh_tw="管理員：把已發出的某一期改成更正後的內容",
+        en="Admins: edit a posted issue to its corrected text",
+        usage="/correct [YYYY-MM-DD]",
+        args=(DATE_TODAY,),
+        needs=Capability.REPOST,
+        label_zh="更正",
+        label_zh_tw="更正",
+    )
     async def correct(self, request: Request) -> Reply:
         """``/correct [DATE]``: edit the day's posted messages to the file's revision (no
         confirmation: it only makes the posts match the archive, and a rerun changes nothing)."""
-        if Capability.REPOST not in request.capabilities:
-            return await self._refuse(request, "correct")
         if len(request.args) > 1:
             return self._usage(request, "参数太多 / too many arguments")
         try:
@@ -552,9 +739,47 @@ class Commands:
         await self.backend.audit(request, action="correct", allowed=True, outcome=summary)
         return self._text(request, summary, private=True)
 
+    @command(
+        "status",
+        zh="管理员：下次推送、最近的推送、失败",
+        zh_tw="管理員：下次推送、最近的推送、失敗",
+        en="Admins: next post, last deliveries, failures",
+        usage="/status",
+        needs=Capability.STATUS,
+        label_zh="状态",
+        label_zh_tw="狀態",
+    )
+    async def status(self, request: Request) -> Reply:
+        if self.backend is None:
+            return self._text(
+                request, "推送服务未运行 / delivery is not running", status=Status.USAGE
+            )
+        summary = await self.backend.status()
+        return self._text(request, summary, private=True)
+
+    @command(
+        "reactivate",
+        zh="管理员：恢复向已停用的频道推送",
+        zh_tw="管理員：恢復向已停用的頻道推送",
+        en="Admins: post to a deactivated channel again",
+        usage="/reactivate [PLATFORM:]ID",
+        args=(
+            Argument(
+                "target",
+                "Channel id (pick one from the list)",
+                "频道 ID（可从列表中选）",
+                "頻道 ID（可從列表中選）",
+                "频道",
+                "頻道",
+                required=True,
+                complete=Completion.INACTIVE_TARGETS,
+            ),
+        ),
+        needs=Capability.REPOST,
+        label_zh="恢复推送",
+        label_zh_tw="恢復推送",
+    )
     async def reactivate(self, request: Request) -> Reply:
-        if Capability.REPOST not in request.capabilities:
-            return await self._refuse(request, "reactivate")
         if len(request.args) != 1:
             return self._usage(request, "请给出目标 ID / give the target id")
         platform, _, target_id = request.args[0].rpartition(":")
@@ -580,16 +805,6 @@ class Commands:
             f"\n{platform}:{target_id} is active again; the next post goes there.",
             private=True,
         )
-
-    async def status(self, request: Request) -> Reply:
-        if Capability.STATUS not in request.capabilities:
-            return await self._refuse(request, "status")
-        if self.backend is None:
-            return self._text(
-                request, "推送服务未运行 / delivery is not running", status=Status.USAGE
-            )
-        summary = await self.backend.status()
-        return self._text(request, summary, private=True)
 
 
 def _echo(text: str, *, limit: int = MAX_ECHO_CHARS) -> str:

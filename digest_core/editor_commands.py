@@ -1,9 +1,9 @@
 """The editor's commands: ``/preview [DATE]``, ``/approve [DATE] [REVISION]``, ``/hold [DATE]``.
 
-Handlers of :class:`~digest_core.commands.Commands` (registered in its table); admin-only
-(:attr:`~digest_core.commands.Capability.PUBLISH`), answered privately. ``/preview`` shows
-exactly the messages readers will get, buttons included; approve and hold are recorded by the
-backend (the audit log) and decide the approval gate of the daily post.
+Declared handlers of :class:`~digest_core.commands.Commands`, which checks their capability
+(:attr:`~digest_core.requests.Capability.PUBLISH`) before they run; answered privately.
+``/preview`` shows exactly the messages readers will get, buttons included; approve and hold
+are recorded by the backend (the audit log) and decide the approval gate of the daily post.
 """
 
 from __future__ import annotations
@@ -12,13 +12,27 @@ import datetime as dt
 import logging
 from typing import TYPE_CHECKING
 
+from digest_core.declaration import Argument, Completion, command, text
 from digest_core.models import shorten
 from digest_core.rendering import Part, RenderOptions, notice, render
+from digest_core.requests import Capability, Reply, Request
 
 if TYPE_CHECKING:
-    from digest_core.commands import Commands, Reply, Request
+    from digest_core.commands import Commands
 
 log = logging.getLogger(__name__)
+
+#: the date argument of the editor's commands (default: the next issue)
+NEXT_ISSUE = Argument(
+    "date",
+    "YYYY-MM-DD (default: the next issue)",
+    "日期 YYYY-MM-DD（默认下一期）",
+    "日期 YYYY-MM-DD（預設下一期）",
+    "日期",
+    "日期",
+    kind=text(1, 32),
+    complete=Completion.DATES,
+)
 
 
 def next_day(commands: Commands) -> dt.date:
@@ -36,12 +50,19 @@ def _date_arg(commands: Commands, request: Request, args: list[str]) -> dt.date 
         return commands._usage(request, f"“{shorten(args[0], 40)}” 不是日期 / is not a date")
 
 
+@command(
+    "preview",
+    zh="管理员：私下预览读者将收到的日报（含按钮）",
+    zh_tw="管理員：私下預覽讀者將收到的日報（含按鈕）",
+    en="Admins: privately see what readers will get, buttons included",
+    usage="/preview [YYYY-MM-DD]",
+    args=(NEXT_ISSUE,),
+    needs=Capability.PUBLISH,
+    label_zh="预览",
+    label_zh_tw="預覽",
+)
 async def preview(commands: Commands, request: Request) -> Reply:
     """The messages the channels will get for DATE (default: the next issue), privately."""
-    from digest_core.commands import Capability, Reply
-
-    if Capability.PUBLISH not in request.capabilities:
-        return await commands._refuse(request, "preview")
     if len(request.args) > 1:
         return commands._usage(request, "参数太多 / too many arguments")
     day = _date_arg(commands, request, list(request.args))
@@ -62,22 +83,39 @@ async def preview(commands: Commands, request: Request) -> Reply:
     return Reply([*head, *messages], private=True)
 
 
+@command(
+    "approve",
+    zh="管理员：批准某一期按时推送（需要批准时）",
+    zh_tw="管理員：批准某一期按時推送（需要批准時）",
+    en="Admins: approve an issue for its post (when approval is required)",
+    usage="/approve [YYYY-MM-DD]",
+    args=(NEXT_ISSUE,),
+    needs=Capability.PUBLISH,
+    label_zh="批准",
+    label_zh_tw="批准",
+)
 async def approve(commands: Commands, request: Request) -> Reply:
     """Approve DATE's current revision (or the REVISION a review button names)."""
     return await _decide(commands, request, approve=True)
 
 
+@command(
+    "hold",
+    zh="管理员：暂缓某一期，批准前不推送",
+    zh_tw="管理員：暫緩某一期，批准前不推送",
+    en="Admins: hold an issue back until it is approved",
+    usage="/hold [YYYY-MM-DD]",
+    args=(NEXT_ISSUE,),
+    needs=Capability.PUBLISH,
+    label_zh="暂缓",
+    label_zh_tw="暫緩",
+)
 async def hold(commands: Commands, request: Request) -> Reply:
     """Hold DATE back: the scheduled post waits for an approval."""
     return await _decide(commands, request, approve=False)
 
 
 async def _decide(commands: Commands, request: Request, *, approve: bool) -> Reply:
-    from digest_core.commands import Capability
-
-    action = "approve" if approve else "hold"
-    if Capability.PUBLISH not in request.capabilities:
-        return await commands._refuse(request, action)
     args = list(request.args)
     if len(args) > 2:
         return commands._usage(request, "参数太多 / too many arguments")

@@ -10,6 +10,7 @@
     │   ├── IssueNotFound      no issue for that date / in the archive
     │   ├── IssueFormatError   path, line, detail
     │   └── IssuePublished     adding a file over a published issue without --correct
+    ├── CommandRefused         a command from a user without the capability it needs
     └── DeliveryError          platform, target
         ├── DeliveryBusy       another process holds the delivery lease of the platform
         ├── TransientError     network, 5xx, timeouts: retry with backoff and jitter
@@ -104,6 +105,16 @@ class IssuePublished(IssueError):
         self.date = date
         self.path = str(path)
         super().__init__(detail)
+
+
+class CommandRefused(DigestError):
+    """``/command`` needs ``capability`` and the user does not have it (the core answers it
+    with one private refusal, audited)."""
+
+    def __init__(self, command: str, capability: str):
+        self.command = command
+        self.capability = capability
+        super().__init__(f"/{command} needs the {capability!r} capability")
 
 
 class DeliveryError(DigestError):

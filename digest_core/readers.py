@@ -1,5 +1,6 @@
-"""Readers' own commands: /subscribe with a time and format, /zone, /settings, /follow, /unfollow,
-/following (registered on :class:`~digest_core.commands.Commands` by the service)."""
+"""Readers' own commands: /subscribe with a time and format, /unsubscribe, /zone, /settings,
+/follow, /unfollow, /following (declared here, answered by :class:`~digest_core.commands.Commands`
+once the service installs them)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from digest_core.commands import Choice, Commands, Reply, Request, Status
+from digest_core.declaration import Argument, command, declared, one_of, text
 from digest_core.delivery.ledger.readers import MAX_FOLLOWS, Followed, Format, Preference
 from digest_core.models import shorten
 from digest_core.rendering import notice
@@ -29,10 +31,10 @@ FORMAT_LABELS = {
     Format.COMPACT: "精简 / compact",
     Format.HEADLINE: "只看重点 / headline",
 }
-#: the commands that only make sense in a private chat (adapters answer them there)
-PRIVATE_COMMANDS = frozenset(
-    {"subscribe", "unsubscribe", "zone", "settings", "follow", "unfollow", "following"}
-)
+_WORD = Argument(
+    "word", "A word to follow (10 at most)", "要关注的词（最多 10 个）", "要關注的詞（最多 10 個）",
+    "关键词", "關鍵詞", required=True,
+)  # fmt: skip
 
 _TIME = re.compile(r"([01]?[0-9]|2[0-3]):([0-5][0-9])")
 
@@ -91,9 +93,8 @@ class ReaderCommands:
         self.post_time = post_time
 
     def install(self) -> None:
-        """Register every reader command on :attr:`commands`."""
-        for name in ("subscribe", "zone", "settings", "follow", "unfollow", "following"):
-            self.commands.register(name, getattr(self, name))
+        """Answer every reader command declared here on :attr:`commands`."""
+        self.commands.declare(self)
 
     # ------------------------------------------------------------ helpers
 
@@ -134,6 +135,36 @@ class ReaderCommands:
 
     # ------------------------------------------------------------ commands
 
+    @command(
+        "subscribe",
+        zh="每天私信接收日报，可选时间和格式",
+        zh_tw="每天私訊接收日報，可選時間和格式",
+        en="Get the daily issue by direct message, at your time and format",
+        usage="/subscribe [HH:MM] [full|compact|headline]",
+        args=(
+            Argument(
+                "time",
+                "HH:MM in your zone (/zone); default: the digest's time",
+                "你所在时区的 HH:MM（/zone）；默认为日报的时间",
+                "你所在時區的 HH:MM（/zone）；預設為日報的時間",
+                "时间",
+                "時間",
+                kind=text(4, 5),
+            ),
+            Argument(
+                "format",
+                "full, compact (headline and titles) or headline",
+                "full 完整、compact 精简（重点和标题）或 headline 只看重点",
+                "full 完整、compact 精簡（重點和標題）或 headline 只看重點",
+                "格式",
+                "格式",
+                kind=one_of(*(f.value for f in Format)),
+            ),
+        ),
+        label_zh="订阅",
+        label_zh_tw="訂閱",
+        dm=True,
+    )
     async def subscribe(self, request: Request) -> Reply:
         """``/subscribe [HH:MM] [full|compact|headline]``; without arguments the plain one."""
         if not request.args:
@@ -164,6 +195,41 @@ class ReaderCommands:
             request, "已订阅 / Subscribed.\n" + self.describe(pref), choices=self._choices(pref)
         )
 
+    @command(
+        "unsubscribe",
+        zh="不再私信接收日报",
+        zh_tw="不再私訊接收日報",
+        en="Stop the daily direct message",
+        usage="/unsubscribe",
+        label_zh="取消订阅",
+        label_zh_tw="取消訂閱",
+        dm=True,
+    )
+    async def unsubscribe(self, request: Request) -> Reply:
+        """``/unsubscribe``: the plain subscription of :class:`Commands`, off."""
+        return await self.commands.unsubscribe(request)
+
+    @command(
+        "zone",
+        zh="设置你的时区，例如 /zone Europe/Berlin",
+        zh_tw="設定你的時區，例如 /zone Europe/Berlin",
+        en="Set your time zone, e.g. /zone Europe/Berlin",
+        usage="/zone Area/City",
+        args=(
+            Argument(
+                "name",
+                "An IANA zone such as Asia/Shanghai",
+                "IANA 时区名，例如 Asia/Shanghai",
+                "IANA 時區名，例如 Asia/Shanghai",
+                "时区",
+                "時區",
+                required=True,
+            ),
+        ),
+        label_zh="时区",
+        label_zh_tw="時區",
+        dm=True,
+    )
     async def zone(self, request: Request) -> Reply:
         """``/zone Area/City``: the zone of the reader's delivery time (``/zone`` shows it)."""
         if (refused := self._unavailable(request)) is not None:
@@ -181,6 +247,16 @@ class ReaderCommands:
         pref = await self.store.set_preference(request.platform, request.chat, zone=name)
         return self._text(request, "时区已设置 / Zone set.\n" + self.describe(pref))
 
+    @command(
+        "settings",
+        zh="查看和修改你的订阅设置",
+        zh_tw="查看和修改你的訂閱設定",
+        en="See and change your delivery settings",
+        usage="/settings",
+        label_zh="设置",
+        label_zh_tw="設定",
+        dm=True,
+    )
     async def settings(self, request: Request) -> Reply:
         """``/settings``: the reader's preferences, with buttons that change them."""
         if (refused := self._unavailable(request)) is not None:
@@ -232,6 +308,17 @@ class ReaderCommands:
             )
         return word
 
+    @command(
+        "follow",
+        zh="关注一个词：新一期提到它时私信你",
+        zh_tw="關注一個詞：新一期提到它時私訊你",
+        en="Follow a word: a direct message when a new issue mentions it",
+        usage="/follow 关键词",
+        args=(_WORD,),
+        label_zh="关注",
+        label_zh_tw="關注",
+        dm=True,
+    )
     async def follow(self, request: Request) -> Reply:
         """``/follow 关键词``: a private message when a new issue mentions it."""
         if (refused := self._unavailable(request)) is not None:
@@ -255,6 +342,17 @@ class ReaderCommands:
             f"Following “{word}”: a new issue that mentions it comes by private message.",
         )
 
+    @command(
+        "unfollow",
+        zh="取消关注一个词",
+        zh_tw="取消關注一個詞",
+        en="Stop following a word",
+        usage="/unfollow 关键词",
+        args=(_WORD,),
+        label_zh="取消关注",
+        label_zh_tw="取消關注",
+        dm=True,
+    )
     async def unfollow(self, request: Request) -> Reply:
         if (refused := self._unavailable(request)) is not None:
             return refused
@@ -269,6 +367,16 @@ class ReaderCommands:
             )
         return self._text(request, f"已取消关注“{word}”。/ No longer following “{word}”.")
 
+    @command(
+        "following",
+        zh="你关注的词",
+        zh_tw="你關注的詞",
+        en="The words you follow",
+        usage="/following",
+        label_zh="我的关注",
+        label_zh_tw="我的關注",
+        dm=True,
+    )
     async def following(self, request: Request) -> Reply:
         if (refused := self._unavailable(request)) is not None:
             return refused
@@ -281,6 +389,10 @@ class ReaderCommands:
             )
         lines = [f"关注 / following ({len(words)}/{MAX_FOLLOWS}):", *(f"· {w}" for w in words)]
         return self._text(request, "\n".join(lines))
+
+
+#: the commands that only make sense in a private chat (adapters answer them there)
+PRIVATE_COMMANDS = frozenset(spec.name for spec, _ in declared(ReaderCommands) if spec.dm)
 
 
 def choice_rows(reply: Reply) -> Sequence[Sequence[Choice]]:

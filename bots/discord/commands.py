@@ -1,18 +1,19 @@
-"""Slash commands over the core commands, with Chinese and English names and descriptions."""
+"""Slash commands generated from the core's command declarations: typed options, Chinese and
+English names and descriptions."""
 
 from __future__ import annotations
 
+import inspect
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import discord
 from discord import app_commands
 from discord.app_commands import locale_str
 
-from bots.discord.readers import install_reader_commands
 from bots.discord.views import PLATFORM, SORRY, port_of, respond, slowed_down
 from bots.renderers import Flavor
-from digest_core.catalogue import CommandSpec, menu, spec
+from digest_core.catalogue import Argument, CommandSpec, Completion, Kind, menu, spec
 from digest_core.commands import ADMIN, Capability, Reply, Request
 
 if TYPE_CHECKING:
@@ -21,7 +22,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 #: catalogue commands without a slash command of their own: ``/brief N`` is ``/briefs n``
-FOLDED = {"brief": "briefs"}
+FOLDED = {s.name: s.covered_by for s in menu(admin=True) if s.covered_by}
+
+_KEYWORD = inspect.Parameter.KEYWORD_ONLY
 
 
 def slash_commands() -> tuple[CommandSpec, ...]:
@@ -51,26 +54,6 @@ def _translations() -> dict[str, tuple[str, str]]:
 TRANSLATIONS = _translations()
 
 _ = locale_str
-
-
-def _name(name: str) -> locale_str:
-    """The name of the slash command ``name`` (checked against the catalogue)."""
-    return _(spec(name).name)
-
-
-def _about(name: str) -> locale_str:
-    """The description of the slash command ``name``, from the catalogue."""
-    return _(spec(name).en)
-
-
-def _renamed(name: str) -> dict[str, locale_str]:
-    """The localizable option names of command ``name`` (``app_commands.rename``)."""
-    return {arg.name: _(arg.name) for arg in spec(name).args}
-
-
-def _described(name: str) -> dict[str, locale_str]:
-    """The option descriptions of command ``name`` (``app_commands.describe``)."""
-    return {arg.name: _(arg.en) for arg in spec(name).args}
 
 
 class DigestTranslator(app_commands.Translator):
@@ -190,7 +173,7 @@ async def inactive_channels(
     """Autocomplete for ``/reactivate``: the deactivated Discord targets (admins only; others
     get no choices), latest first, those containing what was typed."""
     port = port_of(interaction)
-    if port is None or Capability.REPOST not in capabilities(interaction):
+    if port is None or spec("reactivate").needs not in capabilities(interaction):
         return []
     typed = current.strip().lower().removeprefix(f"{PLATFORM}:")
     choices = []
@@ -219,135 +202,116 @@ def reactivate_args(target: str) -> tuple[str, ...] | None:
     return (f"{PLATFORM}:{target_id.strip()}",)
 
 
+class NotHere(app_commands.AppCommandError):
+    """An option's value that this platform cannot act on; the message tells the user why."""
+
+
+class InactiveTarget(app_commands.Transformer):
+    """A deactivated target, looked up while typing (:func:`inactive_channels`) and read as
+    ``discord:ID``; another platform's target is :class:`NotHere`."""
+
+    def __init__(self, kind: Kind) -> None:
+        self.kind = kind
+
+    @property
+    def type(self) -> discord.AppCommandOptionType:
+        return discord.AppCommandOptionType.string
+
+    @property
+    def min_value(self) -> int | None:
+        return self.kind.low
+
+    @property
+    def max_value(self) -> int | None:
+        return self.kind.high
+
+    async def transform(self, interaction: discord.Interaction[Any], value: Any) -> str:
+        args = reactivate_args(str(value))
+        if args is None:
+            raise NotHere(
+                "这里只能恢复 Discord 频道。/ Only Discord channels can be reactivated here."
+            )
+        return args[0]
+
+    async def autocomplete(  # type: ignore[override]
+        self, interaction: Interaction, value: str
+    ) -> list[app_commands.Choice[str]]:
+        return await inactive_channels(interaction, value)
+
+
+def _annotation(arg: Argument) -> Any:
+    """The discord.py annotation of ``arg``'s kind: a number or text range, a choice of
+    words, a flag, or a transformer where the value is looked up (and checked) on Discord."""
+    kind = arg.kind
+    if arg.complete is Completion.INACTIVE_TARGETS:
+        return app_commands.Transform[str, InactiveTarget(kind)]
+    if kind.type is bool:
+        return bool
+    if kind.choices:
+        return Literal[kind.choices]
+    return app_commands.Range[kind.type, kind.low, kind.high]
+
+
+#: the autocomplete of a completion that is not a transformer's own
+AUTOCOMPLETE = {Completion.DATES: archive_dates}
+
+
+def slash_command(entry: CommandSpec) -> app_commands.Command[Any, ..., None]:
+    """The slash command of ``entry``: its options typed from its arguments (required ones
+    first, as discord.py orders them), names and descriptions localizable; a press runs the
+    core command with the options as its words (:meth:`~digest_core.declaration.Kind.words`)."""
+
+    async def callback(interaction: discord.Interaction[Any], **values: Any) -> None:
+        words = [w for arg in entry.args for w in arg.kind.words(values.get(arg.name))]
+        await run_command(
+            interaction, entry.name, *words, ephemeral=entry.private, dm_chat=entry.dm
+        )
+
+    first = inspect.Parameter.POSITIONAL_ONLY
+    params = [inspect.Parameter("interaction", first, annotation=discord.Interaction)]
+    for arg in entry.args:
+        annotation = _annotation(arg)
+        default: Any = inspect.Parameter.empty
+        if not arg.required:
+            default = False if arg.kind.type is bool else None
+            annotation = annotation if arg.kind.type is bool else annotation | None
+        params.append(inspect.Parameter(arg.name, _KEYWORD, annotation=annotation, default=default))
+    callback.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    callback.__name__ = callback.__qualname__ = f"slash_{entry.name}"
+    if entry.args:
+        app_commands.rename(**{a.name: _(a.name) for a in entry.args})(callback)
+        app_commands.describe(**{a.name: _(a.en) for a in entry.args})(callback)
+        completed = {
+            a.name: AUTOCOMPLETE[a.complete] for a in entry.args if a.complete in AUTOCOMPLETE
+        }
+        if completed:
+            app_commands.autocomplete(**completed)(callback)
+    command: app_commands.Command[Any, ..., None] = app_commands.Command(
+        name=_(entry.name), description=_(entry.en), callback=callback
+    )
+    if entry.admin:
+        command.default_permissions = discord.Permissions(manage_guild=True)
+    return command
+
+
 def install_commands(tree: app_commands.CommandTree[Any]) -> None:
     """Add every digest command to ``tree`` (global commands; ``discord sync`` registers them).
 
-    Names, descriptions, options and their Chinese localizations come from the catalogue
-    (:func:`slash_commands`); admin commands carry Manage Server as ``default_permissions``,
-    only a hint (server admins can change it): :func:`capabilities` is what decides.
+    Each is :func:`slash_command` of a catalogue entry (:func:`slash_commands`): names,
+    descriptions, typed options and their Chinese localizations come from the declaration;
+    admin commands carry Manage Server as ``default_permissions``, only a hint (server admins
+    can change it): the core checks the capability the command needs.
     """
-
-    @tree.command(name=_name("today"), description=_about("today"))
-    async def today(interaction: Interaction) -> None:
-        await run_command(interaction, "today")
-
-    @tree.command(name=_name("headline"), description=_about("headline"))
-    async def headline(interaction: Interaction) -> None:
-        await run_command(interaction, "headline")
-
-    @tree.command(name=_name("briefs"), description=_about("briefs"))
-    @app_commands.rename(**_renamed("briefs"))
-    @app_commands.describe(**_described("briefs"))
-    @app_commands.autocomplete(date=archive_dates)
-    async def briefs(
-        interaction: Interaction,
-        n: app_commands.Range[int, 1, 99] | None = None,
-        date: app_commands.Range[str, 1, 32] | None = None,
-    ) -> None:
-        args = [str(n)] if n is not None else []
-        if date:
-            args.append(date.strip())
-        await run_command(interaction, "briefs", *args)
-
-    @tree.command(name=_name("classic"), description=_about("classic"))
-    async def classic(interaction: Interaction) -> None:
-        await run_command(interaction, "classic")
-
-    @tree.command(name=_name("toc"), description=_about("toc"))
-    async def toc(interaction: Interaction) -> None:
-        await run_command(interaction, "toc")
-
-    @tree.command(name=_name("issue"), description=_about("issue"))
-    @app_commands.rename(**_renamed("issue"))
-    @app_commands.describe(**_described("issue"))
-    @app_commands.autocomplete(date=archive_dates)
-    async def issue(interaction: Interaction, date: app_commands.Range[str, 1, 32]) -> None:
-        await run_command(interaction, "issue", date.strip())
-
-    @tree.command(name=_name("search"), description=_about("search"))
-    @app_commands.rename(**_renamed("search"))
-    @app_commands.describe(**_described("search"))
-    async def search(interaction: Interaction, keyword: app_commands.Range[str, 1, 64]) -> None:
-        await run_command(interaction, "search", keyword)
-
-    @tree.command(name=_name("unsubscribe"), description=_about("unsubscribe"))
-    async def unsubscribe(interaction: Interaction) -> None:
-        await run_command(interaction, "unsubscribe", ephemeral=True, dm_chat=True)
-
-    @tree.command(name=_name("help"), description=_about("help"))
-    async def help_(interaction: Interaction) -> None:
-        await run_command(interaction, "help", ephemeral=True)
-
-    @tree.command(name=_name("repost"), description=_about("repost"))
-    @app_commands.rename(**_renamed("repost"))
-    @app_commands.describe(**_described("repost"))
-    @app_commands.autocomplete(date=archive_dates)
-    async def repost(
-        interaction: Interaction,
-        date: app_commands.Range[str, 1, 32] | None = None,
-        force: bool = False,
-    ) -> None:
-        args = [date.strip()] if date else []
-        if force:
-            args.append("force")
-        await run_command(interaction, "repost", *args, ephemeral=True)
-
-    @tree.command(name=_name("correct"), description=_about("correct"))
-    @app_commands.rename(**_renamed("correct"))
-    @app_commands.describe(**_described("correct"))
-    @app_commands.autocomplete(date=archive_dates)
-    async def correct(
-        interaction: discord.Interaction[Any], date: app_commands.Range[str, 1, 32] | None = None
-    ) -> None:
-        await run_command(interaction, "correct", *([date.strip()] if date else []), ephemeral=True)
-
-    @tree.command(name=_name("status"), description=_about("status"))
-    async def status(interaction: Interaction) -> None:
-        await run_command(interaction, "status", ephemeral=True)
-
-    @tree.command(name=_name("reactivate"), description=_about("reactivate"))
-    @app_commands.rename(**_renamed("reactivate"))
-    @app_commands.describe(**_described("reactivate"))
-    @app_commands.autocomplete(target=inactive_channels)
-    async def reactivate(interaction: Interaction, target: app_commands.Range[str, 1, 64]) -> None:
-        args = reactivate_args(target)
-        if args is None:
-            await interaction.response.send_message(
-                "这里只能恢复 Discord 频道。/ Only Discord channels can be reactivated here.",
-                ephemeral=True,
-            )
-            return
-        await run_command(interaction, "reactivate", *args, ephemeral=True)
-
-    def dated_admin(name: str) -> None:
-        """``/name [date]``: an admin command on one day (default: the next issue)."""
-
-        @tree.command(name=_name(name), description=_about(name))
-        @app_commands.rename(**_renamed(name))
-        @app_commands.describe(**_described(name))
-        @app_commands.autocomplete(date=archive_dates)
-        async def command(
-            interaction: Interaction,
-            date: app_commands.Range[str, 1, 32] | None = None,
-        ) -> None:
-            await run_command(interaction, name, *([date.strip()] if date else []), ephemeral=True)
-
-    for name in ("preview", "approve", "hold"):
-        dated_admin(name)
-
-    install_reader_commands(tree, run_command)  # /subscribe and its options, follows
-
     for entry in slash_commands():
-        command = tree.get_command(entry.name)
-        if command is None:
-            raise LookupError(f"digest_core.catalogue: /{entry.name} has no slash command")
-        if entry.admin:
-            command.default_permissions = discord.Permissions(manage_guild=True)
+        tree.add_command(slash_command(entry))
 
     @tree.error
     async def on_error(interaction: Interaction, error: app_commands.AppCommandError) -> None:
-        log.error("discord: command %s failed: %r", interaction.command, error, exc_info=error)
-        text = SORRY
+        if isinstance(error, NotHere):
+            text = str(error)
+        else:
+            log.error("discord: command %s failed: %r", interaction.command, error, exc_info=error)
+            text = SORRY
         try:
             if interaction.response.is_done():
                 await interaction.followup.send(text, ephemeral=True)

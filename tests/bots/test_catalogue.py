@@ -27,7 +27,8 @@ from digest_core.catalogue import (
     help_text,
     menu,
 )
-from digest_core.commands import ADMIN, Request
+from digest_core.commands import ADMIN, Capability, Reply, Request, Status
+from digest_core.declaration import command as declare_command
 from digest_core.rendering import preview
 from digest_core.service import DigestService
 from digest_core.testing import ManualClock
@@ -39,6 +40,8 @@ ADMINS = (42, 43)
 MORNING = dt.datetime(2026, 11, 30, 1, 0, tzinfo=dt.UTC)
 LISTED = {s.name for s in CATALOGUE if s.menu}
 ADMIN_ONLY = {s.name for s in CATALOGUE if s.admin}
+#: Discord's application command option types (string, integer, boolean)
+OPTION_TYPES = {str: 3, int: 4, bool: 5}
 
 
 @pytest.fixture
@@ -109,9 +112,67 @@ async def test_discord_registers_the_catalogue(
         options = {o["name"]: o for o in command.get("options", [])}
         assert set(options) == {a.name for a in spec.args}, name
         for arg in spec.args:
-            assert options[arg.name]["description"] == arg.en
-            assert options[arg.name]["description_localizations"]["zh-CN"] == arg.zh
+            option = options[arg.name]
+            assert option["description"] == arg.en
+            assert option["description_localizations"]["zh-CN"] == arg.zh
+            # typed from the declaration: type, required, range or choices, autocomplete
+            kind = arg.kind
+            assert option["type"] == OPTION_TYPES[kind.type], (name, arg.name)
+            assert option.get("required", False) == arg.required, (name, arg.name)
+            assert bool(option.get("autocomplete")) == (arg.complete is not None), arg.name
+            if kind.choices:
+                assert [c["value"] for c in option["choices"]] == list(kind.choices)
+            elif kind.type is int:
+                assert (option["min_value"], option["max_value"]) == (kind.low, kind.high)
+            elif kind.type is str:
+                assert (option["min_length"], option["max_length"]) == (kind.low, kind.high)
     assert len(TRANSLATIONS) >= len(registered)
+
+
+async def test_the_declared_capability_is_what_refuses(service: DigestService) -> None:
+    # every admin command, from a user who has every capability but the one it declares
+    admin_commands = [s for s in CATALOGUE if s.admin]
+    for entry in admin_commands:
+        assert entry.needs is not None
+        others = frozenset(ADMIN - {entry.needs})
+        reply = await service.commands.handle(
+            Request(entry.name, ("2026-11-30",), platform="console", user="u9", capabilities=others)
+        )
+        assert reply.status is Status.REFUSED and reply.private, entry.name
+    audited = [(e.action, e.allowed, e.user_id) for e in await service.ledger.audit_log()]
+    assert sorted(audited) == sorted((s.name, False, "u9") for s in admin_commands)
+
+
+async def test_one_declaration_is_a_command_its_help_and_its_check(
+    service: DigestService,
+) -> None:
+    ran: list[str] = []
+
+    class Extra:
+        @declare_command(
+            "extra",
+            zh="管理员：试一试",
+            zh_tw="管理員：試一試",
+            en="Admins: try it",
+            usage="/extra",
+            needs=Capability.STATUS,
+        )
+        async def extra(self, request: Request) -> Reply:
+            ran.append(request.user)  # no capability check of its own
+            return Reply([])
+
+    service.commands.declare(Extra())
+    refused = await service.commands.handle(Request("extra", user="r1"))
+    assert refused.status is Status.REFUSED and refused.private and ran == []
+    done = await service.commands.handle(Request("extra", user="a1", capabilities=ADMIN))
+    assert done.status is Status.OK and ran == ["a1"]
+    [entry] = await service.ledger.audit_log()
+    assert (entry.action, entry.allowed, entry.user_id) == ("extra", False, "r1")
+    reader = await service.commands.handle(Request("help"))
+    admin = await service.commands.handle(Request("help", capabilities=ADMIN))
+    line = "/extra — 管理员：试一试 / Admins: try it"
+    assert line in preview(admin.messages[0], Flavor.PLAIN)
+    assert line not in "\n".join(preview(m, Flavor.PLAIN) for m in reader.messages)
 
 
 async def test_help_and_console_list_the_catalogue(service: DigestService) -> None:

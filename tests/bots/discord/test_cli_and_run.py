@@ -19,6 +19,7 @@ import pytest
 from bots.cli import main
 from bots.discord.cli import sync_commands
 from bots.runtime import run
+from digest_core.catalogue import CATALOGUE
 from digest_core.rendering.discord import check_message
 from tests.bots.discord.harness import (
     CHANNELS,
@@ -33,30 +34,8 @@ from tests.bots.discord.harness import (
 )
 from tests.fakes.discord_api import FakeDiscord
 
-COMMANDS = {
-    "today",
-    "headline",
-    "briefs",
-    "classic",
-    "toc",
-    "issue",
-    "search",
-    "subscribe",
-    "unsubscribe",
-    "zone",
-    "settings",
-    "follow",
-    "unfollow",
-    "following",
-    "help",
-    "repost",
-    "correct",
-    "status",
-    "reactivate",
-    "preview",
-    "approve",
-    "hold",
-}
+#: every slash command: the catalogue's listed commands, less those another one covers
+COMMANDS = {s.name for s in CATALOGUE if s.menu and not s.covered_by}
 
 
 def test_discord_sync_and_invite_from_the_command_line(

@@ -12,6 +12,7 @@ import pytest
 from bots.discord.cli import BOT_PERMISSIONS, invite_url, sync_commands
 from bots.discord.client import ShardedDigestClient
 from bots.renderers import Flavor
+from digest_core.catalogue import CATALOGUE
 from digest_core.commands import Request
 from digest_core.rendering import Part, RenderOptions, render
 from digest_core.service import DigestService
@@ -32,30 +33,8 @@ from tests.bots.discord.harness import (
 )
 from tests.fakes.discord_api import EPHEMERAL, FakeDiscord, InteractionRecord, StoredMessage
 
-COMMANDS = {
-    "today",
-    "headline",
-    "briefs",
-    "classic",
-    "toc",
-    "issue",
-    "search",
-    "subscribe",
-    "unsubscribe",
-    "zone",
-    "settings",
-    "follow",
-    "unfollow",
-    "following",
-    "help",
-    "repost",
-    "correct",
-    "status",
-    "reactivate",
-    "preview",
-    "approve",
-    "hold",
-}
+#: every slash command: the catalogue's listed commands, less those another one covers
+COMMANDS = {s.name for s in CATALOGUE if s.menu and not s.covered_by}
 
 #: a server of someone else's that the (public) bot was added to: no configured channel there
 STRANGER_GUILD = 920_000_000_000_000_001
