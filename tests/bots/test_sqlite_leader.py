@@ -152,9 +152,12 @@ async def test_a_second_post_with_its_clock_120_s_ahead_sends_nothing_twice(
     staged = tmp_path / f"{today}.txt"
     shutil.copy(SAMPLE, staged)
     parts = parts_of(staged)
+    # slow answers (0.5 s): many parts in flight at once, as under a busy Bot API
+    tg.fail_next(None, "slow", times=10**6, method="sendMessage", delay=0.5)
     bot = Bot("one", config, tmp_path)
     bots.append(bot)
     assert await bot.wait_ready(within=30) == "leader"
+    owner = (await bot.readyz() or (0, {}))[1]["owner"]
     os.replace(staged, archive / staged.name)
     await until(lambda: len(tg.sent()) >= 20, "20 sent", bot, within=30)
     post_env = {k: v for k, v in os.environ.items() if not k.startswith("DIGEST_BOT_")}
@@ -163,12 +166,11 @@ async def test_a_second_post_with_its_clock_120_s_ahead_sends_nothing_twice(
     post = await asyncio.to_thread(
         subprocess.run, command, cwd=tmp_path, env=post_env, capture_output=True, timeout=60
     )
-    err = post.stderr.decode()
-    assert len(tg.sent()) < len(CHANNELS) * parts, "the bot was still posting"
-    owner = (await bot.readyz() or (0, {}))[1]["owner"]
-    assert post.returncode == 1, err
-    assert f"another process is delivering on telegram: lease held by {owner}" in err
+    sent_then, out, err = len(tg.sent()), post.stdout.decode(), post.stderr.decode()
+    refusal = f"another process is delivering on telegram: lease held by {owner}"
+    assert post.returncode == 1 and refusal in err, f"not refused: {out}{err[-2000:]}"
     assert "Traceback" not in err
+    assert sent_then < len(CHANNELS) * parts, "the bot was still posting"
     await until(lambda: every_part_once(tg, parts), "all sent", bot, within=90)
     assert repeats(tg) == 0 and len(tg.sent()) == len(CHANNELS) * parts
     bot.proc.send_signal(signal.SIGTERM)
