@@ -68,9 +68,11 @@ class FileLocks:
         """Create :attr:`folder` (at open, so an unwritable folder is found then).
 
         Raises:
-            OSError: it cannot be created.
+            OSError: it cannot be created, or this user cannot create files in it.
         """
         self.folder.mkdir(exist_ok=True)
+        if not os.access(self.folder, os.W_OK | os.X_OK):
+            raise PermissionError(errno.EACCES, "Permission denied", str(self.folder))
 
     def path(self, name: str) -> Path:
         """The lock file of the lease ``name`` (the name quoted: any name is one file)."""
@@ -90,7 +92,10 @@ class FileLocks:
         if name in self._fds:
             return None
         path = self.path(name)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except PermissionError:  # another user's file: it locks all the same, read-only
+            fd = os.open(path, os.O_RDONLY)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
