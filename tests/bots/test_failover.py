@@ -101,6 +101,8 @@ async def test_sigkill_the_leader_mid_post_and_the_standby_finishes_it(
     assert tg.calls("getUpdates") and not [c for c in tg.calls("getUpdates") if c.status == 409]
     status, body = (await second.readyz()) or (0, {})
     assert status == 200 and body["leader"] == (await first.readyz() or (0, {}))[1]["owner"]
+    # and its log says who leads
+    assert [r for r in second.records() if f"standby: {body['leader']} leads" in str(r["msg"])]
 
     os.replace(staged, archive / staged.name)  # the issue arrives: the leader posts it
     await eventually(lambda: len(tg.sent()) >= 15, within=30, step=0.05)
