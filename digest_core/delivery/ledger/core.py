@@ -53,6 +53,7 @@ from digest_core.delivery.ledger.migrate import (
     read_state,
 )
 from digest_core.delivery.ledger.migrate import upgrade as upgrade_schema
+from digest_core.delivery.ledger.oslocks import AVAILABLE as FLOCK_AVAILABLE
 from digest_core.delivery.ledger.oslocks import FileLocks
 from digest_core.delivery.ledger.records import (
     LedgerStats,
@@ -225,7 +226,7 @@ class LedgerBase:
             # found now, not as a post that waits for ever for a read-only file to answer
             raise _open_error(None, shown, database, reason=unwritable)
         try:
-            if database is not None:  # one host: the kernel holds the leases (see .oslocks)
+            if database is not None and FLOCK_AVAILABLE:  # one host: the kernel's leases
                 self._locks = FileLocks(database)
                 self._locks.prepare()
             if database is not None and exists and (damage := await self._check_file()):

@@ -27,13 +27,20 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import logging
 import os
+import sys
 from pathlib import Path
 from urllib.parse import quote
 
+if sys.platform != "win32":
+    import fcntl
+
 log = logging.getLogger(__name__)
+
+#: whether this system has ``flock`` (not Windows: there an SQLite ledger keeps its leases as
+#: rows, judged by SQLite's clock, the host's own)
+AVAILABLE = sys.platform != "win32"
 
 #: the folder of the lock files beside the ledger ``<file>``: ``<file>.locks``
 FOLDER_SUFFIX = ".locks"
