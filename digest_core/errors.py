@@ -132,13 +132,19 @@ class DeliveryBusy(DeliveryError):
     """Another process is delivering on this platform (it holds the delivery lease).
 
     ``holder`` names it (``host:pid:token``); ``expires_at`` is when its lease lapses unless
-    renewed. Retry once it is done (what it has sent is not sent again).
+    renewed, or None for an OS lock (an SQLite ledger), held for as long as that process runs.
+    Retry once it is done (what it has sent is not sent again).
     """
 
-    def __init__(self, platform: str, *, holder: str, expires_at: dt.datetime):
+    def __init__(self, platform: str, *, holder: str, expires_at: dt.datetime | None):
+        until = (
+            "for as long as it runs (an OS lock beside the ledger)"
+            if expires_at is None
+            else f"until {expires_at:%Y-%m-%d %H:%M:%S} UTC unless renewed"
+        )
         super().__init__(
-            f"another process is delivering on {platform}: lease held by {holder} "
-            f"until {expires_at:%Y-%m-%d %H:%M:%S} UTC unless renewed",
+            f"another process is delivering on {platform}: lease held by {holder} {until}; "
+            "try again once it has finished",
             platform=platform,
         )
         self.holder = holder

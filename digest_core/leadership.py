@@ -1,17 +1,24 @@
 """Leadership: of the ``run`` processes sharing one ledger, one leads (schedules, posts, receives).
 
-The leader holds the ledger lease :data:`LEADER_LEASE`, whose expiry is set and judged by the
-database's clock (see :mod:`digest_core.delivery.ledger.leases`), and renews it every third of
-its ttl. A standby tries to take it every third of the ttl: it gets it once the leader
-released it (a clean stop), once it lapsed (a leader killed, or cut off from the database), or
-at once when the holder is a dead process of this host. Taking over from a lapsed leader frees
-that leader's delivery leases, so the delivery it left resumes at once instead of after their
-ttl; claims of parts stay conditional, so no part is claimed twice.
-
-A leader that cannot renew within two thirds of the ttl, or finds another owner holding the
-lease, has lost the leadership (in the first case, before its lease could lapse):
+The leader holds the ledger lease :data:`LEADER_LEASE`. On a database server (PostgreSQL) its
+expiry is set and judged by the server's clock (see :mod:`digest_core.delivery.ledger.leases`)
+and the leader renews it every third of its ttl. A standby tries to take it every third of the
+ttl: it gets it once the leader released it (a clean stop), once it lapsed (a leader killed, or
+cut off from the database), or at once when the holder is a dead process of this host. Taking
+over from a lapsed leader frees that leader's delivery leases, so the delivery it left resumes
+at once instead of after their ttl; claims of parts stay conditional, so no part is claimed
+twice. A leader that cannot renew within two thirds of the ttl, or finds another owner holding
+the lease, has lost the leadership (in the first case, before its lease could lapse):
 :meth:`Leadership.hold` returns and the caller stops leading (``digest-bot run`` exits; see
 :class:`LeadershipLost`).
+
+On an SQLite file (one host) the lease is an OS lock beside the ledger
+(:mod:`digest_core.delivery.ledger.oslocks`), held for the life of the leading process and
+released by the kernel when it ends, even by SIGKILL. It never lapses: a database that stays
+locked or slow only makes the ledger's writes wait, and the leader leads on. A standby tries
+the lock every :data:`LOCK_POLL_SECONDS` (a system call, not a query) and leads within that
+of the leader's end; its delivery locks went with it. The leadership is lost only if the lock
+file is deleted or replaced under the leader (another process could lock the new file).
 """
 
 from __future__ import annotations
@@ -30,6 +37,9 @@ log = logging.getLogger(__name__)
 #: the name of the leader's lease in the ledger
 LEADER_LEASE = "leader"
 DEFAULT_LEASE_SECONDS = 15.0
+#: how often a standby tries the leader's OS lock (SQLite): it leads within this of the end of
+#: the leader's process
+LOCK_POLL_SECONDS = 0.5
 
 
 @runtime_checkable
@@ -93,7 +103,9 @@ class Leadership:
             sqlalchemy.exc.SQLAlchemyError: the ledger failed with a non-transient error
                 (transient ones are waited out by the ledger).
         """
-        previous = await self.ledger.lease(self.name)
+        locks = self.ledger.leases_are_locks
+        # (an OS lock has no lapsed holder to free: it was free, or its holder ended)
+        previous = None if locks else await self.ledger.lease(self.name)
         lease = await self.ledger.acquire_lease(self.name, ttl=self.ttl)
         if lease.owner != self.ledger.owner:
             self.holder = lease.owner
@@ -105,7 +117,14 @@ class Leadership:
             return True
         self.role, self.holder, self.since = Role.LEADER, lease.owner, self.clock.now()
         self.terms += 1
-        if previous is not None and previous.owner != self.ledger.owner:
+        if locks and (left := self.ledger.lock_left_by(self.name)):
+            log.warning(
+                "leading now: took over from %s, which ended without stepping down (the "
+                "kernel released its lock %s)",
+                left,
+                self.ledger.lock_file(self.name),
+            )
+        elif previous is not None and previous.owner != self.ledger.owner:
             freed = await self.ledger.free_leases_of(previous.owner)
             log.warning(
                 "leading now: took over from %s, whose lease lapsed (freed its leases: %s)",
@@ -117,23 +136,43 @@ class Leadership:
         return True
 
     async def wait_to_lead(self) -> None:
-        """Return once this process leads, trying every third of the ttl (cancellable)."""
+        """Return once this process leads, trying every third of the ttl (an OS lock: every
+        :data:`LOCK_POLL_SECONDS`). Cancellable."""
         told: str | None = None
         while not await self.try_lead():
             if self.holder != told:
                 told = self.holder
-                log.info(
-                    "standby: %s leads; taking over within %.0f s of its lease lapsing",
-                    self.holder,
-                    self.ttl / 3,
-                )
-            await self.clock.sleep(self.ttl / 3)
+                if self.ledger.leases_are_locks:
+                    log.info(
+                        "standby: %s leads (it holds the lock %s for as long as it runs); "
+                        "taking over within %.1f s of its end",
+                        self.holder,
+                        self.ledger.lock_file(self.name),
+                        LOCK_POLL_SECONDS,
+                    )
+                else:
+                    log.info(
+                        "standby: %s leads; taking over within %.0f s of its lease lapsing",
+                        self.holder,
+                        self.ttl / 3,
+                    )
+            await self.clock.sleep(self.poll_seconds)
+
+    @property
+    def poll_seconds(self) -> float:
+        """How often a standby tries to lead."""
+        return (
+            min(LOCK_POLL_SECONDS, self.ttl / 3) if self.ledger.leases_are_locks else self.ttl / 3
+        )
 
     async def hold(self) -> None:
         """While leading, renew the lease every third of the ttl (sooner again after a failed
         renewal); return when it is lost: another owner holds it, or no renewal succeeded
         within two thirds of the ttl of the last one, a third of the ttl before the lease
-        could lapse. The role is then :attr:`Role.LOST`. Cancellable."""
+        could lapse. The role is then :attr:`Role.LOST`. Cancellable.
+
+        An OS lock (SQLite) is only looked at (its file still the one locked), which asks
+        nothing of the database: however long the database is locked, it is not lost."""
         last_ok = self.clock.monotonic()
         delay = self.ttl / 3
         while True:
@@ -155,6 +194,13 @@ class Leadership:
                     "it lapses",
                     self.clock.monotonic() - last_ok,
                     exc or type(exc).__name__,
+                )
+                break
+            if not held and self.ledger.leases_are_locks:
+                log.error(
+                    "the leader's lock file %s was deleted or replaced: stepping down (another "
+                    "process could lock the new one); do not remove the ledger's .locks folder",
+                    self.ledger.lock_file(self.name),
                 )
                 break
             if not held:
@@ -179,6 +225,11 @@ async def describe_leader(ledger: Ledger) -> str:
     lease = await ledger.lease(LEADER_LEASE)
     if lease is None:
         return "领导者 / leader: 无 / none (no `digest-bot run` is running on this ledger)"
+    if lease.expires_at is None:
+        return (
+            f"领导者 / leader: {lease.owner} (host:pid:id), holding the lock "
+            f"{ledger.lock_file(LEADER_LEASE)} for as long as it runs"
+        )
     return (
         f"领导者 / leader: {lease.owner} (host:pid:id), lease until "
         f"{lease.expires_at:%Y-%m-%d %H:%M:%S} UTC by the database's clock, unless renewed"

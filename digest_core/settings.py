@@ -159,7 +159,8 @@ class LeaderSettings(_Section):
     """Leadership among several ``run`` processes sharing one ledger: one posts, the rest wait."""
 
     #: the leader's lease lasts this long (the database's clock) and is renewed every third
-    #: of it; a standby takes over at most this long (plus a third) after the leader died
+    #: of it; a standby takes over at most this long (plus a third) after the leader died.
+    #: (PostgreSQL; on an SQLite file the leadership is an OS lock held while the leader runs)
     lease_seconds: float = Field(default=15.0, ge=2, le=300)
 
 

@@ -143,10 +143,15 @@ class Bot:
 
 
 def write_config(
-    tmp_path: Path, url: str, tg: FakeTelegram, *, lease: float = LEASE
+    tmp_path: Path,
+    url: str,
+    tg: FakeTelegram,
+    *,
+    lease: float = LEASE,
+    channels: list[int] = CHANNELS,
 ) -> tuple[Path, Path, dt.date]:
-    """A config (ledger ``url``, the double ``tg``'s channels, the post due an hour ago) and
-    an empty archive folder; returns (config, archive, the local date of the post)."""
+    """A config (ledger ``url``, the double ``tg``'s ``channels``, the post due an hour ago)
+    and an empty archive folder; returns (config, archive, the local date of the post)."""
     now = dt.datetime.now(dt.UTC)
     zone = zone_at_noon(now)
     local = now.astimezone(ZoneInfo(zone))
@@ -164,7 +169,7 @@ def write_config(
         "retry_minutes = 0.02\n"
         "[telegram]\n"
         f'api_base_url = "{tg.base_url}"\n'
-        f"channels = {json.dumps([str(c) for c in CHANNELS])}\n"
+        f"channels = {json.dumps([str(c) for c in channels])}\n"
         "poll_timeout_seconds = 2\n"
         "[leader]\n"
         f"lease_seconds = {lease}\n"

@@ -1,4 +1,5 @@
-"""Two `digest-bot run` processes on one PostgreSQL ledger: one leads, the other takes over.
+"""Two `digest-bot run` processes on one ledger (PostgreSQL, or an SQLite file): one leads, the
+other takes over.
 
 Real parts throughout: two processes of the real CLI, a real PostgreSQL server (tests/pg.py),
 the Telegram double over loopback HTTP, the HTTP endpoint of each process to see its role.
@@ -55,16 +56,30 @@ def bots() -> Iterator[list[Bot]]:
         bot.kill()
 
 
-@pytest.mark.parametrize("hosts", ["one host", "two hosts"])
+@pytest.mark.parametrize(
+    ("database", "hosts"),
+    [("postgresql", "one host"), ("postgresql", "two hosts"), ("sqlite", "one host")],
+)
 async def test_sigkill_the_leader_mid_post_and_the_standby_finishes_it(
-    tmp_path: Path, pg_url: str, tg: FakeTelegram, bots: list[Bot], hosts: str
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    tg: FakeTelegram,
+    bots: list[Bot],
+    database: str,
+    hosts: str,
 ) -> None:
     """On one host the standby sees the leader's pid is gone and takes over at its next try;
     across hosts (UTS namespaces) it must wait for the leader's lease to lapse, and then free
-    the dead leader's delivery lease to resume the post at once."""
+    the dead leader's delivery lease to resume the post at once. On an SQLite file the
+    leadership is an OS lock the kernel releases with the killed leader (and its delivery
+    lock with it): the standby, trying it every 0.5 s, leads at once."""
     if hosts == "two hosts" and not can_unshare():
         pytest.skip("unshare --uts is not permitted here")
-    config, archive, today = write_config(tmp_path, pg_url, tg)
+    if database == "sqlite":
+        url = f"sqlite+aiosqlite:///{tmp_path / 'ledger.db'}"
+    else:
+        url = str(request.getfixturevalue("pg_url"))
+    config, archive, today = write_config(tmp_path, url, tg)
     staged = tmp_path / f"{today}.txt"
     shutil.copy(SAMPLE, staged)
     issue = load_issue(staged)
@@ -86,6 +101,8 @@ async def test_sigkill_the_leader_mid_post_and_the_standby_finishes_it(
     assert tg.calls("getUpdates") and not [c for c in tg.calls("getUpdates") if c.status == 409]
     status, body = (await second.readyz()) or (0, {})
     assert status == 200 and body["leader"] == (await first.readyz() or (0, {}))[1]["owner"]
+    # and its log says who leads
+    assert [r for r in second.records() if f"standby: {body['leader']} leads" in str(r["msg"])]
 
     os.replace(staged, archive / staged.name)  # the issue arrives: the leader posts it
     await eventually(lambda: len(tg.sent()) >= 15, within=30, step=0.05)
@@ -93,7 +110,7 @@ async def test_sigkill_the_leader_mid_post_and_the_standby_finishes_it(
     killed_at = time.monotonic()
     sent_by_first = len(tg.sent())
     assert sent_by_first < len(CHANNELS) * len(parts), "killed mid-post"
-    async with Ledger.open(pg_url, clock=SystemClock()) as ledger:  # before the takeover
+    async with Ledger.open(url, clock=SystemClock()) as ledger:  # before the takeover
         in_flight = len(await ledger.records(states=[PartState.IN_FLIGHT]))
     calls_at_kill = len(tg.calls("getUpdates"))
 

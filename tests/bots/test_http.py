@@ -24,7 +24,14 @@ from digest_core.delivery import DeliveryEngine, Ledger
 from digest_core.errors import LeadershipLost, RateLimited, TransientError
 from digest_core.leadership import LEADER_LEASE, Leadership
 from digest_core.settings import Settings
-from digest_core.testing import FakePlatform, ManualClock, make_issue, make_messages, open_ledger
+from digest_core.testing import (
+    FakePlatform,
+    ManualClock,
+    make_issue,
+    make_messages,
+    make_targets,
+    open_ledger,
+)
 
 FOREIGN = "elsewhere.example:1:ffff"
 
@@ -191,8 +198,15 @@ async def test_a_standby_is_ready_then_leads_when_the_lease_is_free(tmp_path: Pa
             body = await eventually(leading)
             assert body["platforms"] == {"console": True}
 
-            # then the other one takes the lease away (as after a partition): this one stops
-            await other.free_leases_of(body["owner"])
+            # the other one cannot take the lease away (an OS lock on SQLite: a partition's
+            # takeover cannot happen) ...
+            assert await other.free_leases_of(body["owner"]) == []
+            assert (await other.acquire_lease(LEADER_LEASE, ttl=600)).owner == body["owner"]
+            # ... unless the lock file is deleted: then another can lock a new one, and this
+            # one stops
+            lock = other.lock_file(LEADER_LEASE)
+            assert lock is not None
+            lock.unlink()
             assert (await other.acquire_lease(LEADER_LEASE, ttl=600)).owner == FOREIGN
             with pytest.raises(LeadershipLost):
                 await asyncio.wait_for(task, 15)
@@ -316,12 +330,12 @@ async def test_ledger_errors_are_counted_by_kind(tmp_path: Path) -> None:
         )
         assert locker.stdout is not None and locker.stdin is not None
         assert (await locker.stdout.readline()).strip() == b"locked"
-        subscribing = asyncio.create_task(ledger.acquire_lease("x", ttl=10))  # (retried)
+        planning = asyncio.create_task(ledger.plan(make_issue().ref, "fake", make_targets(1), 1))
         await eventually(lambda: _true(ledger.health.trouble is not None))
         locker.stdin.write(b"go\n")
         await locker.stdin.drain()
         await locker.wait()
-        assert (await asyncio.wait_for(subscribing, 10)).owner == ledger.owner
+        assert len((await asyncio.wait_for(planning, 10)).targets) == 1
     got = samples(generate_latest(metrics.registry).decode())
     assert got[("digest_ledger_errors_total", (("kind", "OperationalError"),))] >= 1
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import sys
 from collections import Counter
@@ -13,6 +14,7 @@ import pytest
 from digest_core.clock import SystemClock
 from digest_core.delivery import Ledger, PartState
 from digest_core.testing import make_issue
+from tests.clockskew import skewed_env
 from tests.delivery.crash_run import EXIT_BUSY
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -20,8 +22,13 @@ TARGETS, PARTS = 30, 3
 
 
 async def victim(
-    url: str, log: Path, *extra: str, stdout: int = asyncio.subprocess.DEVNULL
+    url: str,
+    log: Path,
+    *extra: str,
+    stdout: int = asyncio.subprocess.DEVNULL,
+    env: dict[str, str] | None = None,
 ) -> asyncio.subprocess.Process:
+    """The victim process; ``env``: more environment variables (a skewed clock)."""
     return await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -35,6 +42,7 @@ async def victim(
         *extra,
         cwd=ROOT,
         stdout=stdout,
+        env={**os.environ, **(env or {})},
     )
 
 
@@ -79,12 +87,16 @@ async def test_sigkill_mid_delivery_then_rerun(ledger_url: str, tmp_path: Path) 
         assert (await ledger.counts(ref))[PartState.SENT] == TARGETS * PARTS
 
 
-@pytest.mark.parametrize("skew", [0, 120, -120])
+@pytest.mark.parametrize(
+    ("skew", "faked"), [(0, ""), (120, ""), (-120, ""), (0, "+120s"), (0, "-120s")]
+)
 async def test_a_second_process_is_refused_while_the_first_delivers(
-    ledger_url: str, tmp_path: Path, skew: int
+    ledger_url: str, tmp_path: Path, skew: int, faked: str
 ) -> None:
     """Also when the second's wall clock is 120 s ahead of the first's (or behind): the
-    lease's expiry is judged by the database's clock."""
+    lease's expiry is judged by the database's clock. ``faked``: the whole process's clock
+    is off (libfaketime), SQLite's own included; an SQLite lease is an OS lock, which no
+    clock judges."""
     url = ledger_url
     log = tmp_path / "sent.log"
     pipe = asyncio.subprocess.PIPE
@@ -95,7 +107,7 @@ async def test_a_second_process_is_refused_while_the_first_delivers(
         if lines(log) or first.returncode is not None:
             break
         await asyncio.sleep(0.01)
-    second = await victim(url, log, f"--skew={skew}", stdout=pipe)
+    second = await victim(url, log, f"--skew={skew}", stdout=pipe, env=skewed_env(faked))
     out, _ = await second.communicate()
     try:
         assert second.returncode == EXIT_BUSY, out

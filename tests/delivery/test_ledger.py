@@ -17,6 +17,7 @@ from digest_core.delivery.ledger import (
     _PLAN_BATCH,
     SCHEMA_VERSION,
     DayState,
+    Lease,
     Ledger,
     PartState,
     _create_engine,
@@ -161,8 +162,12 @@ async def test_rows_in_flight_under_another_owners_live_lease_are_left_alone(
         assert await a.claim(plan.targets[0].parts[0].id)
         seen = await b.plan(REF, "fake", make_targets(2), 2)
         assert [(len(tp.parts), tp.in_progress) for tp in seen.targets] == [(0, 2), (2, 0)]
-        assert await a.renew_lease(delivery_lease("fake"), ttl=0.2)
-        await asyncio.sleep(0.3)  # a stopped renewing: its lease lapsed, its rows are leftovers
+        if a.leases_are_locks:  # an OS lock (SQLite) never lapses: it goes when a does
+            await a.release_lease(delivery_lease("fake"))
+        else:
+            assert await a.renew_lease(delivery_lease("fake"), ttl=0.2)
+            await asyncio.sleep(0.3)  # a stopped renewing: its lease lapsed
+        # its rows are leftovers
         later = await b.plan(REF, "fake", make_targets(2), 2)
         assert [p.state for p in later.targets[0].parts] == [
             PartState.IN_FLIGHT,
@@ -431,6 +436,11 @@ async def test_gone_targets_are_listed_and_can_be_reactivated(
     assert await ledger.subscribers("fake") == [reader]
 
 
+#: leases that lapse: rows judged by the database server's clock (SQLite's are OS locks)
+LAPSING = pytest.mark.parametrize("ledger_url", ["postgresql"], indirect=True)
+
+
+@LAPSING
 async def test_leases_exclude_other_owners_until_they_expire(
     ledger_url: str, clock: ManualClock
 ) -> None:
@@ -480,6 +490,7 @@ async def test_a_host_whose_clock_is_ahead_cannot_take_a_live_lease(ledger_url: 
         assert (await a.lease(delivery_lease("fake"))) == (await b.lease(delivery_lease("fake")))
 
 
+@LAPSING
 async def test_the_lease_of_a_dead_process_on_this_host_is_taken_over_at_once(
     ledger_url: str, clock: ManualClock
 ) -> None:
@@ -495,6 +506,77 @@ async def test_the_lease_of_a_dead_process_on_this_host_is_taken_over_at_once(
         assert (await remote.acquire_lease("y", ttl=60)).owner == "elsewhere:1:0"
         async with open_ledger(clock, url) as ledger:  # another host: wait for expiry
             assert (await ledger.acquire_lease("y", ttl=60)).owner == "elsewhere:1:0"
+
+
+async def test_sqlite_leases_are_os_locks_held_until_released(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    """On an SQLite file a lease is a lock on a file beside it: reentrant, refused to others
+    with the holder's name, never lapsing (no ttl, no expiry), renewed by being held."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'ledger.sqlite3'}"
+    async with open_ledger(clock, url, owner="a") as a, open_ledger(clock, url, owner="b") as b:
+        assert a.leases_are_locks and b.leases_are_locks
+        assert (await a.acquire_lease("x", ttl=0.1)) == Lease("x", "a", None)
+        assert (await a.acquire_lease("x", ttl=0.1)).owner == "a"  # reentrant
+        assert (await b.acquire_lease("x", ttl=30)) == Lease("x", "a", None)
+        assert await b.lease("x") == Lease("x", "a", None) == await a.lease("x")
+        path = a.lock_file("x")
+        assert path is not None and path.parent == tmp_path / "ledger.sqlite3.locks"
+        assert path.read_text().strip() == "a"
+        assert await a.renew_lease("x", ttl=0.1) and not await b.renew_lease("x")
+        await a.release_lease("x")
+        assert (await b.acquire_lease("x", ttl=30)).owner == "a"  # one hold is left
+        await a.release_lease("x")
+        assert await a.lease("x") is None
+        assert (await b.acquire_lease("x", ttl=30)).owner == "b"
+        assert (await a.acquire_lease("x", ttl=30)).owner == "b"
+        assert await b.free_leases_of("a") == [] and await a.free_leases_of("b") == []
+        assert (await a.acquire_lease("x", ttl=30)).owner == "b"  # not freed by another
+        # its file removed (another process could lock a new one): the holder knows
+        path.unlink()
+        assert not await b.renew_lease("x")
+
+
+#: holds the lease ``x`` of an SQLite ledger in a process of its own until it is killed
+HOLDER = """
+import asyncio, sys
+from digest_core.clock import SystemClock
+from digest_core.delivery import Ledger
+
+async def main() -> None:
+    async with Ledger.open(sys.argv[1], clock=SystemClock()) as ledger:
+        lease = await ledger.acquire_lease("x", ttl=0.5)
+        print(lease.owner, flush=True)
+        await asyncio.Event().wait()
+
+asyncio.run(main())
+"""
+
+
+async def test_a_sqlite_lease_is_freed_by_the_kernel_when_its_holder_is_killed(
+    tmp_path: Path, clock: ManualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A real process holds the lease; while it lives, it holds it (its 0.5 s ttl means
+    nothing); SIGKILLed, its lock is free at once, and the next holder says whose it was."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'ledger.sqlite3'}"
+    holder = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", HOLDER, url, stdout=asyncio.subprocess.PIPE
+    )
+    assert holder.stdout is not None
+    try:
+        owner = (await holder.stdout.readline()).decode().strip()
+        assert owner.split(":")[1] == str(holder.pid)
+        async with open_ledger(clock, url) as ledger:
+            assert (await ledger.acquire_lease("x", ttl=60)).owner == owner
+            holder.kill()
+            await holder.wait()
+            assert (await ledger.acquire_lease("x", ttl=60)).owner == ledger.owner
+            assert ledger.lock_left_by("x") == owner
+    finally:
+        if holder.returncode is None:
+            holder.kill()
+            await holder.wait()
+    assert f"lease x: took over from {owner}, which ended holding it" in caplog.text
 
 
 async def test_closing_a_ledger_frees_its_leases(ledger_url: str, clock: ManualClock) -> None:

@@ -234,6 +234,32 @@ def test_an_immutable_ledger_is_refused_even_for_root(tmp_path: Path, what: str)
     assert str(db) in str(caught.value) and "writable" in str(caught.value)
 
 
+@pytest.mark.skipif(shutil.which("chattr") is None, reason="no chattr here")
+def test_an_unwritable_lock_folder_is_refused_at_open(tmp_path: Path) -> None:
+    """The leases of an SQLite ledger are lock files in ``<db>.locks``: a folder where none
+    can be made is found at open, in one line naming it, not as a leader that cannot lead."""
+    folder = tmp_path / "var"
+    folder.mkdir()
+    db = folder / "l.db"
+    asyncio.run(make_ledger(db))
+    locks = folder / "l.db.locks"
+    assert locks.is_dir()
+    if subprocess.run(["chattr", "+i", str(locks)], capture_output=True).returncode:
+        pytest.skip("chattr +i is not allowed here")
+
+    async def open_it() -> None:
+        async with Ledger.open(url_of(db), clock=SystemClock()):
+            pass
+
+    try:
+        with pytest.raises(LedgerError) as caught:
+            asyncio.run(open_it())
+    finally:
+        subprocess.run(["chattr", "-i", str(locks)], check=True)
+    message = str(caught.value)
+    assert "\n" not in message and str(locks) in message and "writable" in message
+
+
 # ---------------------------------------------------------------- the command, for real
 
 

@@ -53,6 +53,8 @@ from digest_core.delivery.ledger.migrate import (
     read_state,
 )
 from digest_core.delivery.ledger.migrate import upgrade as upgrade_schema
+from digest_core.delivery.ledger.oslocks import AVAILABLE as FLOCK_AVAILABLE
+from digest_core.delivery.ledger.oslocks import FileLocks
 from digest_core.delivery.ledger.records import (
     LedgerStats,
 )
@@ -126,6 +128,9 @@ class LedgerBase:
         self._live: set[int] = set()
         #: lease name -> how many holds this instance has on it (leases are reentrant)
         self._holds: dict[str, int] = {}
+        #: an SQLite file's leases: OS locks beside it (None: leases are rows, judged by the
+        #: database server's clock)
+        self._locks: FileLocks | None = None
         self.stats = LedgerStats()
         #: whether the database answers (kept by the retries of the delivery path)
         self.health = LedgerHealth(clock)
@@ -221,6 +226,9 @@ class LedgerBase:
             # found now, not as a post that waits for ever for a read-only file to answer
             raise _open_error(None, shown, database, reason=unwritable)
         try:
+            if database is not None and FLOCK_AVAILABLE:  # one host: the kernel's leases
+                self._locks = FileLocks(database)
+                self._locks.prepare()
             if database is not None and exists and (damage := await self._check_file()):
                 raise _open_error(None, shown, database, reason=f"damaged: {damage}")
             found = await self._read_identity()
@@ -316,6 +324,9 @@ class LedgerBase:
         self._kick.set()
         if self._writer is not None:
             await self._writer
+        if self._locks is not None:  # no rows to delete: the locks go with their files
+            self._holds.clear()
+            self._locks.close()
         if self._holds and self.health.lost is not None:
             self._holds.clear()  # the database is not ours any more: touch nothing
         if self._holds:

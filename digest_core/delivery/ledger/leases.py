@@ -1,11 +1,18 @@
-"""Leases: named, expiring, reentrant locks held by one ledger owner (one delivery per platform)."""
+"""Leases: named, reentrant locks held by one ledger owner (one delivery per platform).
+
+On a database server they are rows whose expiry the server's clock sets and judges; on an
+SQLite file they are OS locks beside it (:mod:`.oslocks`), held for the life of the process
+that took them: nothing lapses there, and no clock is asked.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import socket
 import sys
+from pathlib import Path
 
 from sqlalchemy import (
     delete,
@@ -20,6 +27,7 @@ from digest_core.delivery.ledger.core import (
     LedgerBase,
     _retried,
 )
+from digest_core.delivery.ledger.oslocks import FileLocks
 from digest_core.delivery.ledger.records import (
     Lease,
 )
@@ -30,6 +38,11 @@ from digest_core.delivery.ledger.schema import (
 )
 
 log = logging.getLogger(__name__)
+
+#: how often a lock another process holds is tried again before it is reported held: a
+#: process reading who holds it (``status``, /readyz) holds it for a moment
+_LOCK_TRIES = 3
+_LOCK_RETRY_SECONDS = 0.01
 
 
 def _owner_dead(owner: str) -> bool:
@@ -54,9 +67,17 @@ def _owner_dead(owner: str) -> bool:
     return False
 
 
-async def _foreign_holder(conn: AsyncConnection, name: str, *, owner: str) -> Lease | None:
+async def _foreign_holder(
+    conn: AsyncConnection, name: str, *, owner: str, locks: FileLocks | None = None
+) -> Lease | None:
     """The lease ``name`` if an owner other than ``owner`` holds it and it is live (unexpired by the
-    database's clock, holder not known dead)."""
+    database's clock, holder not known dead; with ``locks``, the ledger's OS locks: another
+    instance holds the lock)."""
+    if locks is not None:
+        if locks.holds(name):
+            return None
+        holder = locks.holder(name)
+        return None if holder is None else Lease(name, holder, None)
     row = (
         await conn.execute(
             select(
@@ -85,9 +106,17 @@ class LeasesMixin(LedgerBase):
         of this host that no longer exists (a crashed run: taken over at once). Leases are
         reentrant: each acquisition by the holder extends it and MUST be matched by one
         :meth:`release_lease`. The holder SHOULD :meth:`renew_lease` well within ``ttl``.
+
+        On an SQLite file the lease is an OS lock (``ttl`` is not used): held until released
+        or until the holding process ends, however it ends; ``expires_at`` is None.
+
+        Raises:
+            OSError: (SQLite) the lock file cannot be opened or locked.
         """
         if ttl <= 0:
             raise ValueError("a lease needs a positive ttl")
+        if self._locks is not None:
+            return await self._acquire_lock(self._locks, name)
         for attempt in range(3):
             try:
                 lease = await self._try_acquire(name, ttl)
@@ -99,6 +128,20 @@ class LeasesMixin(LedgerBase):
                 self._holds[name] = self._holds.get(name, 0) + 1
             return lease
         raise AssertionError("unreachable")
+
+    async def _acquire_lock(self, locks: FileLocks, name: str) -> Lease:
+        holder: str | None = None
+        for attempt in range(_LOCK_TRIES):
+            if attempt:
+                await asyncio.sleep(_LOCK_RETRY_SECONDS)  # (not a clock: a syscall's moment)
+            holder = locks.try_lock(name, self.owner)
+            if holder is None:
+                if not self._holds.get(name) and (left := locks.left_by.get(name)):
+                    log.warning("lease %s: took over from %s, which ended holding it", name, left)
+                self._holds[name] = self._holds.get(name, 0) + 1
+                return Lease(name, self.owner, None)
+        assert holder is not None
+        return Lease(name, holder, None)
 
     async def _try_acquire(self, name: str, ttl: float) -> Lease:
         # Expiry is set and judged by the database's clock (db_time), so hosts whose clocks
@@ -143,7 +186,12 @@ class LeasesMixin(LedgerBase):
 
     async def renew_lease(self, name: str, *, ttl: float = DEFAULT_LEASE_TTL) -> bool:
         """Extend a lease this instance holds to ``ttl`` seconds from now (the database's
-        clock); False if it lost it (it expired and another owner took it)."""
+        clock); False if it lost it (it expired and another owner took it).
+
+        An OS lock (SQLite) needs no renewal and asks nothing of the database: True while this
+        instance holds it and its lock file is still in place."""
+        if self._locks is not None:
+            return self._locks.intact(name)
         async with self._tx() as conn:
             result = await conn.execute(
                 update(leases)
@@ -160,13 +208,35 @@ class LeasesMixin(LedgerBase):
             self._holds[name] = holds
             return
         self._holds.pop(name, None)
+        if self._locks is not None:
+            self._locks.unlock(name)
+            return
         async with self._tx() as conn:
             await conn.execute(
                 delete(leases).where(leases.c.name == name, leases.c.owner == self.owner)
             )
 
+    @property
+    def leases_are_locks(self) -> bool:
+        """True when leases are OS locks (an SQLite file): they never lapse, and are freed
+        only by their holder (releasing them, or ending)."""
+        return self._locks is not None
+
+    def lock_left_by(self, name: str) -> str | None:
+        """Of an OS lock this instance holds: the owner that held it before and ended without
+        releasing it (killed, crashed), else None."""
+        return None if self._locks is None else self._locks.left_by.get(name)
+
+    def lock_file(self, name: str) -> Path | None:
+        """The lock file of the lease ``name`` when leases are OS locks, else None."""
+        return None if self._locks is None else self._locks.path(name)
+
     async def lease(self, name: str) -> Lease | None:
-        """The lease ``name`` as stored (possibly expired), or None."""
+        """The lease ``name`` as stored (possibly expired), or None. As an OS lock (SQLite):
+        its holder (``expires_at`` None), or None when no process holds it."""
+        if self._locks is not None:
+            holder = self._locks.holder(name)
+            return None if holder is None else Lease(name, holder, None)
         async with self._tx() as conn:
             row = (
                 await conn.execute(
@@ -181,7 +251,12 @@ class LeasesMixin(LedgerBase):
         For a leader taking over from one whose leadership lapsed (dead, or cut off from the
         database): its delivery leases would otherwise hold the deliveries it left for up to
         their ttl. Claims stay conditional, so a part is still claimed by one process only.
+
+        OS locks (SQLite) cannot be freed by another: a dead owner's are free already, a live
+        one's stay its own; nothing is freed (an empty list).
         """
+        if self._locks is not None:
+            return []
         async with self._tx() as conn:
             names = (
                 (await conn.execute(select(leases.c.name).where(leases.c.owner == owner)))

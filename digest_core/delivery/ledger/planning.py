@@ -206,7 +206,9 @@ class PlanningMixin(LedgerBase):
             delivery_id, generation = await self._delivery_for(
                 conn, ref, platform, n_parts, force=force, now=now
             )
-            foreign = await _foreign_holder(conn, delivery_lease(platform), owner=self.owner)
+            foreign = await _foreign_holder(
+                conn, delivery_lease(platform), owner=self.owner, locks=self._locks
+            )
             # the day's deliveries on the platform -> their revision (none read with force)
             revisions: dict[int, str] = {}
             corrections: frozenset[int] = frozenset()

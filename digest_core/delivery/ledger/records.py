@@ -143,11 +143,13 @@ class InactiveTarget:
 
 @dataclass(frozen=True)
 class Lease:
-    """A lease as it stands: held by ``owner`` until ``expires_at`` (aware UTC)."""
+    """A lease as it stands: held by ``owner`` until ``expires_at`` (aware UTC, by the
+    database's clock), or, when ``expires_at`` is None, for as long as ``owner`` runs (an OS
+    lock: the leases of an SQLite ledger, see :mod:`.oslocks`)."""
 
     name: str
     owner: str
-    expires_at: dt.datetime
+    expires_at: dt.datetime | None
 
 
 @dataclass(frozen=True)
