@@ -24,6 +24,7 @@ from bots.discord.settings import DiscordSettings
 from bots.discord.views import action_row
 from bots.inflight import InFlight
 from bots.network import network_reason
+from bots.outcome import answer_lost
 from bots.renderers import Flavor
 from digest_core.actions import CommandButton
 from digest_core.clock import Clock
@@ -32,6 +33,7 @@ from digest_core.errors import (
     DeliveryError,
     MessageGone,
     NotPermitted,
+    OutcomeUnknown,
     RateLimited,
     Rejected,
     TargetGone,
@@ -531,6 +533,10 @@ def translate_error(exc: BaseException, *, platform: str, target: str) -> Delive
         return Rejected(detail, **where)
     if isinstance(exc, TimeoutError):
         return TransientError("no answer within the request timeout", **where)
+    if answer_lost(exc):
+        # the request was written and the connection cut before the answer: it may have
+        # arrived (the part's nonce keeps a resend within Discord's window from repeating it)
+        return OutcomeUnknown(f"connection cut before the answer: {exc!r}", **where)
     if isinstance(exc, aiohttp.ClientError | OSError):
         return TransientError(f"connection error: {exc!r}", **where)
     if isinstance(exc, DeliveryError):
