@@ -4,20 +4,25 @@ request reached the server)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
+from bots.runtime import run
+from digest_core.testing import PinnedClock
 from tests.bots.telegram.harness import (
+    ADMIN,
     CHANNEL,
     TODAY,
+    local,
     running_bot,
     settings_for,
     write_config,
 )
 from tests.fakes.proxy import FaultProxy
-from tests.fakes.telegram_api import FakeTelegram
+from tests.fakes.telegram_api import FakeTelegram, SentMessage
 
 pytestmark = pytest.mark.filterwarnings("ignore::telegram.warnings.PTBDeprecationWarning")
 
@@ -45,3 +50,69 @@ async def test_an_answer_cut_after_the_request_arrived_is_counted_possibly_twice
     # ... and the delivery says so: the resend is counted as possibly twice
     assert (report.sent, report.maybe_twice, report.failed) == (PARTS, 1, 0)
     assert report.ok
+
+
+#: channels of the outage test: enough that the post is still under way when the API goes
+CHANNELS = tuple(-1002000000000 - i for i in range(30))
+
+
+async def test_an_outage_mid_post_heals_by_itself_and_the_alert_goes_out_after(
+    fake: FakeTelegram,
+    proxy: FaultProxy,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The API unreachable for seconds (every attempt of the engine fails many times over)
+    while `digest-bot run` posts: nothing is given up, the running bot sends the rest once
+    the API answers (no rerun), and the admin alert that could not go out is sent then."""
+    for chat in CHANNELS:
+        fake.add_chat(chat, "channel", title=f"channel {chat}")
+    path = write_config(
+        tmp_path,
+        base_url=f"{proxy.url}/bot",
+        channels=[str(c) for c in CHANNELS],
+        schedule=True,
+        delivery={
+            "max_attempts": 3,
+            "backoff_base_seconds": 0.2,
+            "backoff_max_seconds": 1.0,
+            "resume_check_seconds": 0.5,
+        },
+    )
+    settings = settings_for(path, fake, monkeypatch)
+    stop = asyncio.Event()
+    bot = asyncio.create_task(
+        run(settings, only="telegram", clock=PinnedClock(local(TODAY, 9)), stop=stop)
+    )
+    try:
+        # the catch-up posts the day; the API goes away once the first parts are out
+        await fake.wait_until(lambda: len(_posted(fake)) >= 6, timeout=20)  # the post started
+        await proxy.go_down()
+        before = len(_posted(fake))
+        await asyncio.sleep(5)  # the outage: far longer than a delivery's own retries
+        assert len(_posted(fake)) == before < len(CHANNELS) * PARTS  # it did cut the post
+        assert fake.sent(ADMIN) == []  # nor could any alert go out
+        await proxy.come_up()
+        # every channel gets every part once the API answers again
+        await fake.wait_until(
+            lambda: all(len({m.text for m in fake.sent(c)}) == PARTS for c in CHANNELS),
+            timeout=30,
+        )
+        # the alert about the waiting parts, kept while the API was down, is delivered
+        await fake.wait_for_messages(ADMIN, 1, timeout=10)
+        assert f"parts of the post of {TODAY} wait" in fake.sent(ADMIN)[0].text
+    finally:
+        stop.set()
+        await asyncio.wait_for(bot, 15)
+    # nothing lost, each part once (or more only where a cut send may have arrived)
+    for chat in CHANNELS:
+        texts = [m.text for m in fake.sent(chat)]
+        assert len(texts) - PARTS <= proxy.resets
+        assert list(dict.fromkeys(texts)) == [m.text for m in fake.sent(CHANNELS[0])][:PARTS]
+    # one line per failure, not a traceback per failed attempt or poll
+    assert [r.getMessage() for r in caplog.records if r.exc_info] == []
+
+
+def _posted(fake: FakeTelegram) -> list[SentMessage]:
+    return [m for c in CHANNELS for m in fake.sent(c)]
