@@ -5,17 +5,26 @@ request reached the server)."""
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
+import os
+import shutil
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 
+from bots.cli import EXIT_FAILED
 from bots.runtime import run
-from digest_core.testing import PinnedClock
+from digest_core.testing import PinnedClock, SettableClock
 from tests.bots.telegram.harness import (
     ADMIN,
+    ARCHIVE,
     CHANNEL,
+    REPO,
     TODAY,
+    ZONE,
     local,
     running_bot,
     settings_for,
@@ -116,3 +125,64 @@ async def test_an_outage_mid_post_heals_by_itself_and_the_alert_goes_out_after(
 
 def _posted(fake: FakeTelegram) -> list[SentMessage]:
     return [m for c in CHANNELS for m in fake.sent(c)]
+
+
+async def test_post_leaves_an_hour_long_429_waiting_and_the_running_bot_sends_it_when_due(
+    fake: FakeTelegram, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`digest-bot post` (a real process) does not wait an hour for one channel: it sends
+    the others, leaves that channel's parts waiting with the reason and the time they are
+    due, says so, alerts the admin and exits 1; `status` shows the wait; a running bot asks
+    that channel nothing before it is due, then sends it."""
+    # a day whose post time passed half an hour ago, by the real clock the `post` runs on
+    start = dt.datetime.now(dt.UTC)
+    posted = (start - dt.timedelta(minutes=30)).astimezone(ZoneInfo(ZONE))
+    day = posted.date()
+    path = write_config(
+        tmp_path,
+        base_url=fake.base_url,
+        post_time=f"{posted:%H:%M}",
+        schedule=True,
+        days=[],
+        delivery={"resume_check_seconds": 0.2},
+    )
+    shutil.copy(ARCHIVE / f"{TODAY}.txt", tmp_path / "archive" / f"{day}.txt")
+    fake.fail_next(CHANNEL, "flood", retry_after=3600)
+    env = {**os.environ, "DIGEST_BOT_TELEGRAM__TOKEN": fake.token}
+    post = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bots.cli", "post", "--config", str(path),
+        "--platform", "telegram", "--date", str(day),
+        cwd=REPO, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, _ = await asyncio.wait_for(post.communicate(), 90)  # (not an hour)
+    assert post.returncode == EXIT_FAILED
+    said = out.decode()
+    assert f"telegram {day}: 发送 / sent {PARTS}" in said and f"waiting {PARTS}" in said
+    assert "first due" in said and "a running bot sends them then" in said
+    assert len(fake.sent(BY_NAME)) == PARTS and fake.sent(CHANNEL) == []
+    [alert] = fake.sent(ADMIN)
+    assert f"parts of the post of {day} wait" in alert.text and str(CHANNEL) in alert.text
+    status = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bots.cli", "status", "--config", str(path),
+        cwd=REPO, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    shown, _ = await asyncio.wait_for(status.communicate(), 60)
+    shown_text = shown.decode()
+    assert f"{CHANNEL}: 最近 / last —; 等待至 / waiting until" in shown_text
+    assert "waiting to be sent again" in shown_text and "RateLimited" in shown_text
+
+    settings = settings_for(path, fake, monkeypatch)
+    clock = SettableClock(dt.datetime.now(dt.UTC))
+    stop = asyncio.Event()
+    bot = asyncio.create_task(run(settings, only="telegram", clock=clock, stop=stop))
+    try:
+        # the catch-up finds the day unfinished and the channel not due: the admin is told
+        await fake.wait_for_messages(ADMIN, 2, timeout=30)
+        asked = [r for r in fake.requests if r.method == "sendMessage" and r.chat_id == CHANNEL]
+        assert len(asked) == 1  # only the `post`'s 429: nothing before it is due
+        clock.set(start + dt.timedelta(seconds=3600 + 120))  # an hour later
+        await fake.wait_for_messages(CHANNEL, PARTS, timeout=30)
+    finally:
+        stop.set()
+        await asyncio.wait_for(bot, 15)
+    assert len(fake.sent(CHANNEL)) == PARTS and len(fake.sent(BY_NAME)) == PARTS
