@@ -412,6 +412,7 @@ async def _start_endpoint(
 
     if metrics is not None:
         metrics.watch_ledger(lambda: service.ledger.health.failures)
+        metrics.watch_waiting(service.resumer)
     probe = Probe(
         service, leadership, started, metrics=metrics, scheduled=settings.schedule.enabled
     )

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+import httpx
 import pytest
 
 from bots.cli import EXIT_FAILED
@@ -30,6 +31,7 @@ from tests.bots.telegram.harness import (
     settings_for,
     write_config,
 )
+from tests.bots.test_http import free_port
 from tests.fakes.proxy import FaultProxy
 from tests.fakes.telegram_api import FakeTelegram, SentMessage
 
@@ -171,6 +173,9 @@ async def test_post_leaves_an_hour_long_429_waiting_and_the_running_bot_sends_it
     assert f"{CHANNEL}: 最近 / last —; 等待至 / waiting until" in shown_text
     assert "waiting to be sent again" in shown_text and "RateLimited" in shown_text
 
+    port = free_port()
+    with path.open("a", encoding="utf-8") as config:
+        config.write(f'[http]\nlisten = "127.0.0.1:{port}"\n')
     settings = settings_for(path, fake, monkeypatch)
     clock = SettableClock(dt.datetime.now(dt.UTC))
     stop = asyncio.Event()
@@ -180,6 +185,15 @@ async def test_post_leaves_an_hour_long_429_waiting_and_the_running_bot_sends_it
         await fake.wait_for_messages(ADMIN, 2, timeout=30)
         asked = [r for r in fake.requests if r.method == "sendMessage" and r.chat_id == CHANNEL]
         assert len(asked) == 1  # only the `post`'s 429: nothing before it is due
+        async with httpx.AsyncClient() as client:
+            scraped = (await client.get(f"http://127.0.0.1:{port}/metrics")).text
+        assert f"digest_parts_waiting {PARTS:.1f}" in scraped
+        [next_try] = [
+            float(line.split()[1])
+            for line in scraped.splitlines()
+            if line.startswith("digest_waiting_next_try_timestamp_seconds ")
+        ]
+        assert next_try >= start.timestamp() + 3600
         clock.set(start + dt.timedelta(seconds=3600 + 120))  # an hour later
         await fake.wait_for_messages(CHANNEL, PARTS, timeout=30)
     finally:
