@@ -317,20 +317,32 @@ class DiscordAdapter:
         return [Target(self.name, c, TargetKind.CHANNEL) for c in self.settings.channels]
 
     async def alert_admins(self, text: str) -> None:
-        """Log ``text`` and DM it to ``admin_users`` (best effort, never raises)."""
+        """Log ``text`` and DM it to ``admin_users`` (best effort).
+
+        Raises:
+            TransientError: no admin got it and Discord could not be reached: the service
+                queues it and sends it again.
+        """
         log.warning("discord alert: %s", text)
         client = self.client
         if client is None or client.is_closed() or not self.settings.admin_users:
             return
         messages = notice(text, self.flavor)
+        reached, unreachable = 0, ""
         for user_id in self.settings.admin_users:
             try:
                 async with asyncio.timeout(self.settings.request_timeout_seconds):
                     channel = await client.http.start_private_message(user_id)
                 for m in messages:
                     await self.send(Target(self.name, str(channel["id"]), TargetKind.PRIVATE), m)
+                reached += 1
             except Exception as exc:  # an alert must never take anything down
+                error = translate_error(exc, platform=self.name, target=str(user_id))
+                if isinstance(error, TransientError):
+                    unreachable = str(error)
                 log.warning("could not DM the alert to Discord user %s: %s", user_id, exc)
+        if not reached and unreachable:
+            raise TransientError(f"no admin got the alert: {unreachable}", platform=self.name)
 
     @property
     def connected(self) -> bool:
