@@ -389,7 +389,7 @@ class DigestService(ServicePort):
         reports = await self.post(day, requested_by="scheduler:")
         failed = [r for r in reports if not r.ok and not r.waiting]  # (waits: told by post)
         if failed:
-            lines = [describe_report(r) for r in failed]
+            lines = [describe_report(r, zone=self.zone) for r in failed]
             await self.alert(
                 f"{day} 的推送有失败 / the post of {day} had failures:\n" + "\n".join(lines)
             )
@@ -470,7 +470,7 @@ class DigestService(ServicePort):
     async def describe(self, report: DeliveryReport, *, force: str = "force") -> str:
         """:func:`describe_report`, and when nothing was sent because everything had been,
         when it was delivered and that ``force`` (how the caller spells it) sends it again."""
-        text = describe_report(report)
+        text = describe_report(report, zone=self.zone)
         if report.sent or not any(t.already_sent for t in report.targets):
             return text
         last = await self.ledger.records(
@@ -651,8 +651,8 @@ def describe_waits(day: dt.date, reports: Sequence[DeliveryReport], zone: dt.tzi
     return "\n".join(lines)
 
 
-def describe_report(report: DeliveryReport) -> str:
-    """One line per platform plus one per target that did not complete."""
+def describe_report(report: DeliveryReport, *, zone: dt.tzinfo = dt.UTC) -> str:
+    """One line per platform plus one per target that did not complete (times in ``zone``)."""
     head = (
         f"{report.platform} {report.ref.date}: 发送 / sent {report.sent}, "
         f"失败 / failed {report.failed}, 失效 / gone {len(report.gone)}"
@@ -666,13 +666,14 @@ def describe_report(report: DeliveryReport) -> str:
     if report.waiting and report.due is not None:
         head += (
             f", 等待重发 / waiting {report.waiting} (first due "
-            f"{report.due:%Y-%m-%d %H:%M:%S %Z}; a running bot sends them then)"
+            f"{report.due.astimezone(zone):%Y-%m-%d %H:%M:%S %Z}; a running bot sends them "
+            "then)"
         )
     lines = [head]
     for t in report.targets:
         moved = f" → {t.moved_to}" if t.moved_to else ""
         if not t.complete or t.moved_to:
-            why = "; ".join(t.errors[-2:]) or ("gone" if t.gone else "")
+            why = "; ".join(_until(e, zone) for e in t.errors[-2:]) or ("gone" if t.gone else "")
             if t.waiting:
                 why = f"{t.waiting} part(s) wait: {why}"
             lines.append(f"  {t.target.id}{moved}: {why}")
