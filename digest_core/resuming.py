@@ -221,10 +221,11 @@ class Resumer:
                 continue
             try:
                 await self._send_alert(queued.platform, queued.text)
-            except Exception as exc:
+            except Exception as exc:  # (status and /metrics show it; no line per try)
                 queued.tries += 1
                 queued.reason = _shorten(f"{type(exc).__name__}: {exc}")
                 queued.due = now + dt.timedelta(seconds=self.delay(queued.tries))
+                log.debug("queued alert to %s admins not sent yet: %s", queued.platform, exc)
                 continue
             self.alerts.remove(queued)
             late = (now - queued.queued_at).total_seconds()

@@ -338,9 +338,11 @@ class DiscordAdapter:
                 reached += 1
             except Exception as exc:  # an alert must never take anything down
                 error = translate_error(exc, platform=self.name, target=str(user_id))
-                if isinstance(error, TransientError):
+                if isinstance(error, TransientError):  # said once, by whoever queues it
                     unreachable = str(error)
-                log.warning("could not DM the alert to Discord user %s: %s", user_id, exc)
+                    log.debug("could not DM the alert to Discord user %s: %s", user_id, exc)
+                else:
+                    log.warning("could not DM the alert to Discord user %s: %s", user_id, exc)
         if not reached and unreachable:
             raise TransientError(f"no admin got the alert: {unreachable}", platform=self.name)
 

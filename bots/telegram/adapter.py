@@ -246,9 +246,9 @@ class TelegramAdapter(TelegramEditing):
             try:
                 await self.reply(admin, TargetKind.PRIVATE, notice(text, self.flavor))
                 reached += 1
-            except TransientError as exc:  # (a 429 waited out by the core is not one)
+            except TransientError as exc:  # said once, by whoever queues the alert
                 unreachable = str(exc)
-                log.warning("could not alert admin %s: %s", admin, exc)
+                log.debug("could not alert admin %s: %s", admin, exc)
             except Exception as exc:  # one line: the reason, not a traceback
                 log.warning("could not alert admin %s: %s: %s", admin, type(exc).__name__, exc)
         if not reached and unreachable:
