@@ -109,12 +109,16 @@ class Resumer:
         """What a post of ``day`` left waiting (from its reports): tried again when due."""
         parts = sum(r.waiting for r in reports)
         if not parts:
+            if any(r.sent for r in reports):
+                self._works()
             if self.days.pop(day, None) is not None:
                 log.info("the post of %s is complete: nothing waits any more", day)
             return
         now = self.clock.now()
         before = self.days.get(day)
         progressed = any(r.sent for r in reports)
+        if progressed:
+            self._works()
         tries = 0 if before is None or progressed else before.tries + 1
         # the earliest waiting part, but not sooner than the backoff
         backoff = now + dt.timedelta(seconds=self.delay(tries))
@@ -131,6 +135,16 @@ class Resumer:
         log.warning(
             "alert to %s admins queued (%s); sent once %s answers", platform, reason, platform
         )
+        self._wake.set()
+
+    def _works(self) -> None:
+        """Something went through: what waits on a platform being back is tried now."""
+        now = self.clock.now()
+        for waiting in self.days.values():
+            if waiting.tries:  # (a wait the platform asked for keeps its due time)
+                waiting.due, waiting.tries = min(waiting.due, now), 0
+        for queued in self.alerts:
+            queued.due = min(queued.due, now)
         self._wake.set()
 
     # ------------------------------------------------------------ the loop
@@ -167,6 +181,7 @@ class Resumer:
 
     async def tick(self) -> None:
         """Resend due alerts, then resume each due day within its window."""
+        log.debug("resumer: tick")
         await self.resend_alerts()
         today = self._today()
         for day in (today - dt.timedelta(days=1), today):
@@ -197,7 +212,10 @@ class Resumer:
                 )
             self.days.pop(day, None)
             return
-        if known.due > now or self._busy(day):
+        if known.due > now:
+            return
+        if self._busy(day):  # a post of the day runs here: it notes what it leaves
+            known.due = now + dt.timedelta(seconds=self.delay(known.tries))
             return
         log.info("resuming the post of %s: %s", day, known.reason)
         try:
@@ -228,6 +246,7 @@ class Resumer:
                 log.debug("queued alert to %s admins not sent yet: %s", queued.platform, exc)
                 continue
             self.alerts.remove(queued)
+            self._works()
             late = (now - queued.queued_at).total_seconds()
             log.info("queued alert delivered to %s admins (%.0f s late)", queued.platform, late)
 

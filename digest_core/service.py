@@ -45,8 +45,8 @@ from digest_core.scheduling import DailyPoster, PostState, ScheduleConfig
 log = logging.getLogger(__name__)
 
 #: waiting posts and queued alerts are tried again at least this often (so a post resumes
-#: within this long of an outage's end)
-RESUME_CAP_SECONDS = 30.0
+#: within this long of an outage's end, plus what the try under way still waits)
+RESUME_CAP_SECONDS = 15.0
 
 
 class DigestService(ServicePort):

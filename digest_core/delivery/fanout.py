@@ -568,7 +568,8 @@ class _Fanout:
         policy = self._engine.backoff
         if run.attempts >= policy.max_attempts:
             # never given up: left waiting for the next delivery (a running bot's resume)
-            await self._wait(run, row, exc, policy.cap, note=f" (after {run.attempts} attempts)")
+            # (due after the base wait: the resumer's own backoff spaces the next tries)
+            await self._wait(run, row, exc, policy.base, note=f" (after {run.attempts} attempts)")
             return
         if run.is_uncertain(row.id):
             await self._ledger.mark_unknown(row.id, f"{type(exc).__name__}: {exc}")
