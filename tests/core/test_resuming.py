@@ -48,7 +48,9 @@ class Day:
         self.alerts.append(text)
 
 
-def resumer_for(clock: ManualClock, day: Day, send_alert: object = None) -> Resumer:
+def resumer_for(
+    clock: ManualClock, day: Day, send_alert: object = None, *, busy: bool = False
+) -> Resumer:
     async def refuse(platform: str, text: str) -> None:
         raise TransientError("unreachable", platform=platform)
 
@@ -59,7 +61,7 @@ def resumer_for(clock: ManualClock, day: Day, send_alert: object = None) -> Resu
         state=day.state,
         post=day.post,
         waiting=day.waiting,
-        busy=lambda d: False,
+        busy=lambda d: busy,
         send_alert=send_alert or refuse,  # type: ignore[arg-type]
         alert=day.alert,
         base=1.0,
@@ -119,3 +121,11 @@ async def test_an_alert_nobody_got_is_queued_and_sent_once_the_platform_answers(
     down = False
     await _ticks(resumer, clock, clock.now() + dt.timedelta(seconds=31))
     assert got == ["the ledger answers again"] and resumer.alerts == []
+
+
+async def test_a_day_being_posted_here_is_left_to_that_post_and_looked_at_later() -> None:
+    clock = ManualClock(POST_AT + dt.timedelta(minutes=5))
+    day = Day(clock)
+    resumer = resumer_for(clock, day, busy=True)  # the day's post runs in this process
+    await resumer.tick()
+    assert day.posts == [] and resumer._next_wake() >= resumer.delay(0)
