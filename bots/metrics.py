@@ -13,13 +13,17 @@ import datetime as dt
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
-from prometheus_client.core import CounterMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from digest_core import metrics as core_metrics
 from digest_core.delivery import Ledger, PartState
+
+if TYPE_CHECKING:
+    from digest_core.resuming import Resumer
 
 log = logging.getLogger(__name__)
 
@@ -160,6 +164,10 @@ class PrometheusMetrics:
 
     # ------------------------------------------------------------ states, at each scrape
 
+    def watch_waiting(self, resumer: Resumer) -> None:
+        """Export what waits to be sent again (posts' parts, alerts) and when it is tried."""
+        self.registry.register(_Waiting(resumer))
+
     def watch_ledger(self, failures: Callable[[], Mapping[str, int]]) -> None:
         """Export the ledger's failed attempts by kind (``LedgerHealth.failures``)."""
         self._ledger_failures = failures
@@ -220,6 +228,46 @@ class _LedgerErrors(Collector):
         for kind, n in sorted(self._failures().items()):
             family.add_metric([kind], n)
         yield family
+
+    def describe(self) -> Iterable[Metric]:
+        return self.collect()
+
+
+class _Waiting(Collector):
+    """``digest_parts_waiting``, ``digest_waiting_next_try_timestamp_seconds`` and
+    ``digest_alerts_queued{platform}``: what the running bot will send again, and when."""
+
+    def __init__(self, resumer: Resumer) -> None:
+        self._resumer = resumer
+
+    def collect(self) -> Iterable[Metric]:
+        days = list(self._resumer.days.values())
+        alerts = list(self._resumer.alerts)
+        parts = GaugeMetricFamily(
+            "digest_parts_waiting",
+            "Parts a delivery left to send later (the platform unreachable through every "
+            "attempt, or asking for a long wait), as the running bot last saw them.",
+        )
+        parts.add_metric([], sum(w.parts for w in days))
+        yield parts
+        due = GaugeMetricFamily(
+            "digest_waiting_next_try_timestamp_seconds",
+            "Unix time waiting parts or queued alerts are next tried (NaN: nothing waits).",
+        )
+        dues = [w.due for w in days] + [a.due for a in alerts]
+        due.add_metric([], min(dues).timestamp() if dues else float("nan"))
+        yield due
+        queued = GaugeMetricFamily(
+            "digest_alerts_queued",
+            "Alerts no admin of the platform could get yet (sent again until one does).",
+            labels=["platform"],
+        )
+        counts: dict[str, int] = {}
+        for a in alerts:
+            counts[a.platform] = counts.get(a.platform, 0) + 1
+        for platform, n in sorted(counts.items()):
+            queued.add_metric([platform], n)
+        yield queued
 
     def describe(self) -> Iterable[Metric]:
         return self.collect()

@@ -175,6 +175,7 @@ async def open_service(
                 base=d.backoff_base_seconds, cap=d.backoff_max_seconds, max_attempts=d.max_attempts
             ),
             metrics=metrics,
+            max_wait=d.max_wait_seconds,
         )
         s = settings.schedule
         service = DigestService(
@@ -201,6 +202,7 @@ async def open_service(
             ),
         )
         await service.load()
+        service.resumer.check_every = d.resume_check_seconds
         yield service
 
 
@@ -321,6 +323,7 @@ async def run(
         retention = retention_job(service, settings)
         catch_up: asyncio.Task[object] | None = None
         holding: asyncio.Task[None] | None = None
+        resuming: asyncio.Task[None] | None = None
 
         async def hold() -> None:
             await leadership.hold()
@@ -359,6 +362,8 @@ async def run(
                     service.check_posted_files, "interval", seconds=AUTO_CORRECT_SECONDS,
                     id="posted-files", max_instances=1, coalesce=True,
                 )  # fmt: skip
+            # what a delivery left waiting is sent when due, queued alerts once they can be
+            resuming = asyncio.create_task(service.resumer.run(), name="resume")
             names = ", ".join(service.platforms)
             if settings.schedule.enabled:
                 log.info(
@@ -377,7 +382,11 @@ async def run(
             await asyncio.gather(*tasks, return_exceptions=True)
             await starts.stop()  # (a platform still unreachable is not started now)
             await retention.stop()  # before the ledger closes (the scheduler is shut below)
+            service.resumer.stop()  # (a resumed post under way is one of the deliveries)
             await _shut_down(service, scheduler, started, in_flight, catch_up, lost=bool(lost))
+            if resuming is not None:
+                resuming.cancel()
+                await asyncio.gather(resuming, return_exceptions=True)
             if endpoint is not None:
                 await endpoint.stop()
             for sig in (signal.SIGINT, signal.SIGTERM):
@@ -437,6 +446,7 @@ async def _start_endpoint(
 
     if metrics is not None:
         metrics.watch_ledger(lambda: service.ledger.health.failures)
+        metrics.watch_waiting(service.resumer)
     probe = Probe(
         service,
         leadership,

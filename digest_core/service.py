@@ -28,8 +28,9 @@ from digest_core.delivery import (
 from digest_core.delivery.corrector import CorrectionReport, correct
 from digest_core.delivery.health import Trouble, is_transient, read_trouble, short_error
 from digest_core.delivery.ledger.readers import Format
+from digest_core.delivery.reports import due_of
 from digest_core.embargo import Embargo
-from digest_core.errors import IssueNotFound, LedgerLost
+from digest_core.errors import IssueNotFound, LedgerLost, TransientError
 from digest_core.metrics import NULL_METRICS, MetricsSink
 from digest_core.models import Issue
 from digest_core.personal import FORMAT_OF_PART, PART_OF_FORMAT, Personal, Visibility
@@ -39,10 +40,15 @@ from digest_core.port import Adapter, ServicePort
 from digest_core.publishing import Publishing, PublishingConfig
 from digest_core.readers import ReaderCommands
 from digest_core.rendering import Message, Part, render
+from digest_core.resuming import Resumer
 from digest_core.scheduling import SETTLE_MAX_FACTOR, DailyPoster, PostState, ScheduleConfig
 from digest_core.settling import wait_settled
 
 log = logging.getLogger(__name__)
+
+#: waiting posts and queued alerts are tried again at least this often (so a post resumes
+#: within this long of an outage's end, plus what the try under way still waits)
+RESUME_CAP_SECONDS = 15.0
 
 
 class DigestService(ServicePort):
@@ -118,6 +124,23 @@ class DigestService(ServicePort):
             post=self._scheduled_post,
             alert=self.alert,
             settle=self._settled,
+        )
+        #: what deliveries left waiting, resumed while the bot runs (and alerts queued)
+        self.resumer = Resumer(
+            clock=clock,
+            window=lambda day: (
+                self.poster.post_at(day),
+                self.poster.post_at(day) + schedule.catch_up,
+            ),
+            today=self.poster.today,
+            state=self.post_state,
+            post=lambda day: self.post(day, requested_by="resume:"),
+            waiting=self._waiting_rows,
+            busy=lambda day: any(lock.locked() for (d, _), lock in self._locks.items() if d == day),
+            send_alert=lambda name, text: self.platforms[name].alert_admins(text),
+            alert=self.alert,
+            base=engine.backoff.base,
+            cap=min(engine.backoff.cap, RESUME_CAP_SECONDS),
         )
         #: what readers may see (the embargo's one rule)
         self.visibility = Visibility(self.embargo)
@@ -198,11 +221,21 @@ class DigestService(ServicePort):
         self._posting.add(task)
         self._idle.clear()
         try:
-            return await self._post(issue, platforms, only_target, force, progress)
+            reports = await self._post(issue, platforms, only_target, force, progress)
         finally:
             self._posting.discard(task)
             if not self._posting:
                 self._idle.set()
+        if any(r.waiting for r in reports) or (platforms is None and only_target is None):
+            self.resumer.note(day, reports)
+        waits = [r for r in reports if r.waiting]
+        if waits and requested_by != "resume:":  # (a resume's waits are in `status`)
+            await self.alert(describe_waits(day, waits, self.zone))
+        return reports
+
+    async def _waiting_rows(self, day: dt.date) -> list[tuple[str | None, str]]:
+        """(error, target) of the day's rows a delivery left waiting, newest first."""
+        return [(r.last_error, r.target) for r in await self.ledger.waiting(day, limit=500)]
 
     async def idle(self, within: float) -> bool:
         """Wait up to ``within`` seconds for deliveries under way; True when none is left."""
@@ -380,9 +413,9 @@ class DigestService(ServicePort):
             log.warning("the post of %s is held: not approved", day)
             return
         reports = await self.post(day, requested_by="scheduler:")
-        failed = [r for r in reports if not r.ok]
+        failed = [r for r in reports if not r.ok and not r.waiting]  # (waits: told by post)
         if failed:
-            lines = [describe_report(r) for r in failed]
+            lines = [describe_report(r, zone=self.zone) for r in failed]
             await self.alert(
                 f"{day} 的推送有失败 / the post of {day} had failures:\n" + "\n".join(lines)
             )
@@ -446,6 +479,8 @@ class DigestService(ServicePort):
         for platform in self.platforms.values():
             try:
                 await platform.alert_admins(text)
+            except TransientError as exc:  # nobody got it: sent again once it answers
+                self.resumer.queue_alert(platform.name, text, short_error(exc))
             except Exception:  # an alert must never take the bot down
                 log.exception("could not alert %s admins", platform.name)
 
@@ -461,7 +496,7 @@ class DigestService(ServicePort):
     async def describe(self, report: DeliveryReport, *, force: str = "force") -> str:
         """:func:`describe_report`, and when nothing was sent because everything had been,
         when it was delivered and that ``force`` (how the caller spells it) sends it again."""
-        text = describe_report(report)
+        text = describe_report(report, zone=self.zone)
         if report.sent or not any(t.already_sent for t in report.targets):
             return text
         last = await self.ledger.records(
@@ -576,11 +611,14 @@ class DigestService(ServicePort):
             if not is_transient(exc):
                 raise
             lines.append(f"账本暂不可读 / the ledger cannot be read now: {short_error(exc)}")
+        lines += self.resumer.describe(self.zone)
         lines += self.poster.notes[-3:]
         return "\n".join(lines)
 
     async def _ledger_status(self) -> list[str]:
         lines: list[str] = []
+        waiting = await self.ledger.waiting(limit=500)
+        due = {(w.platform, w.target): due_of(w.last_error) for w in reversed(waiting)}
         for platform in self.platforms.values():
             targets = await self.targets(platform)
             lines.append(f"{platform.name}: {len(targets)} 个目标 / targets")
@@ -592,6 +630,9 @@ class DigestService(ServicePort):
                     when = f"{last.issue_date} (#{last.part + 1}, {at:%m-%d %H:%M})"
                 elif old := await self.ledger.last_summarised(platform.name, target.id):
                     when = f"{old.issue_date} (已归档 / rows pruned; parts sent: {old.sent})"
+                if (until := due.get((platform.name, target.id))) is not None:
+                    local = until.astimezone(self.zone)
+                    when += f"; 等待至 / waiting until {local:%m-%d %H:%M:%S}"
                 lines.append(f"  {target.id}: 最近 / last {when}")
             if len(targets) > 20:
                 lines.append(f"  … {len(targets) - 20} more")
@@ -607,6 +648,13 @@ class DigestService(ServicePort):
             lines += [
                 f"  {f.platform}:{f.target} {f.issue_date} #{f.part + 1}: {f.last_error}"
                 for f in failures
+            ]
+        if waiting:
+            lines.append("等待重发 / waiting to be sent again (reason; due):")
+            lines += [
+                f"  {w.platform}:{w.target} {w.issue_date} #{w.part + 1}: "
+                f"{_until(w.last_error, self.zone)}"
+                for w in waiting[:5]
             ]
         unknown = await self.ledger.records(states=[PartState.UNKNOWN], limit=5)
         if unknown:
@@ -649,8 +697,31 @@ class DigestService(ServicePort):
         )
 
 
-def describe_report(report: DeliveryReport) -> str:
-    """One line per platform plus one per target that did not complete."""
+def _until(error: str | None, zone: dt.tzinfo) -> str:
+    """A waiting row's error with its due time in the digest's zone."""
+    text, due = error or "", due_of(error)
+    if due is None:
+        return text
+    return text[: text.rfind("; due at ")] + f"; due {due.astimezone(zone):%Y-%m-%d %H:%M:%S %Z}"
+
+
+def describe_waits(day: dt.date, reports: Sequence[DeliveryReport], zone: dt.tzinfo) -> str:
+    """The admins' alert about parts a post left waiting: how many, where, why, when."""
+    lines = [f"{day} 的推送有部分在等待重发 / parts of the post of {day} wait:"]
+    for r in reports:
+        waiting = [t for t in r.targets if t.waiting]
+        first = next((e for t in waiting for e in t.errors), "")
+        reason = _until(first.split(": ", 1)[-1], zone)
+        due = f"{r.due.astimezone(zone):%H:%M:%S}" if r.due is not None else "?"
+        lines.append(
+            f"  {r.platform}: {r.waiting} part(s) to {len(waiting)} target(s), first due {due}"
+            f" (e.g. {waiting[0].target.id}: {reason}); the running bot sends them then"
+        )
+    return "\n".join(lines)
+
+
+def describe_report(report: DeliveryReport, *, zone: dt.tzinfo = dt.UTC) -> str:
+    """One line per platform plus one per target that did not complete (times in ``zone``)."""
     head = (
         f"{report.platform} {report.ref.date}: 发送 / sent {report.sent}, "
         f"失败 / failed {report.failed}, 失效 / gone {len(report.gone)}"
@@ -661,11 +732,19 @@ def describe_report(report: DeliveryReport) -> str:
             f", 结果未知（下次重发）/ outcome unknown (sent again next time) {report.unknown}, "
             f"可能重复 / possibly twice {report.maybe_twice}"
         )
+    if report.waiting and report.due is not None:
+        head += (
+            f", 等待重发 / waiting {report.waiting} (first due "
+            f"{report.due.astimezone(zone):%Y-%m-%d %H:%M:%S %Z}; a running bot sends them "
+            "then)"
+        )
     lines = [head]
     for t in report.targets:
         moved = f" → {t.moved_to}" if t.moved_to else ""
         if not t.complete or t.moved_to:
-            why = "; ".join(t.errors[-2:]) or ("gone" if t.gone else "")
+            why = "; ".join(_until(e, zone) for e in t.errors[-2:]) or ("gone" if t.gone else "")
+            if t.waiting:
+                why = f"{t.waiting} part(s) wait: {why}"
             lines.append(f"  {t.target.id}{moved}: {why}")
         elif t.sent_revision:
             lines.append(

@@ -114,6 +114,11 @@ class DeliverySettings(_Section):
     max_attempts: int = Field(default=5, ge=1, le=50)
     backoff_base_seconds: float = Field(default=1.0, gt=0)
     backoff_max_seconds: float = Field(default=60.0, gt=0)
+    #: the longest a delivery waits for one target (a 429's retry_after): a target due
+    #: later is left waiting, and a running bot sends it when it is due
+    max_wait_seconds: float = Field(default=300.0, gt=0)
+    #: how often a running bot looks in the ledger for parts another process left waiting
+    resume_check_seconds: float = Field(default=30.0, gt=0, le=3600)
     #: how often a running bot checks that its ledger database is still the one it opened
     #: (not deleted or replaced); a lost ledger stops the bot within this many seconds
     ledger_check_seconds: float = Field(default=20.0, gt=0, le=300)

@@ -24,6 +24,7 @@ from bots.discord.settings import DiscordSettings
 from bots.discord.views import action_row
 from bots.inflight import InFlight
 from bots.network import network_reason
+from bots.outcome import answer_lost
 from bots.renderers import Flavor
 from digest_core.actions import CommandButton
 from digest_core.clock import Clock
@@ -32,6 +33,7 @@ from digest_core.errors import (
     DeliveryError,
     MessageGone,
     NotPermitted,
+    OutcomeUnknown,
     RateLimited,
     Rejected,
     TargetGone,
@@ -320,20 +322,34 @@ class DiscordAdapter:
         return [Target(self.name, c, TargetKind.CHANNEL) for c in self.settings.channels]
 
     async def alert_admins(self, text: str) -> None:
-        """Log ``text`` and DM it to ``admin_users`` (best effort, never raises)."""
+        """Log ``text`` and DM it to ``admin_users`` (best effort).
+
+        Raises:
+            TransientError: no admin got it and Discord could not be reached: the service
+                queues it and sends it again.
+        """
         log.warning("discord alert: %s", text)
         client = self.client
         if client is None or client.is_closed() or not self.settings.admin_users:
             return
         messages = notice(text, self.flavor)
+        reached, unreachable = 0, ""
         for user_id in self.settings.admin_users:
             try:
                 async with asyncio.timeout(self.settings.request_timeout_seconds):
                     channel = await client.http.start_private_message(user_id)
                 for m in messages:
                     await self.send(Target(self.name, str(channel["id"]), TargetKind.PRIVATE), m)
+                reached += 1
             except Exception as exc:  # an alert must never take anything down
-                log.warning("could not DM the alert to Discord user %s: %s", user_id, exc)
+                error = translate_error(exc, platform=self.name, target=str(user_id))
+                if isinstance(error, TransientError):  # said once, by whoever queues it
+                    unreachable = str(error)
+                    log.debug("could not DM the alert to Discord user %s: %s", user_id, exc)
+                else:
+                    log.warning("could not DM the alert to Discord user %s: %s", user_id, exc)
+        if not reached and unreachable:
+            raise TransientError(f"no admin got the alert: {unreachable}", platform=self.name)
 
     @property
     def connected(self) -> bool:
@@ -536,6 +552,10 @@ def translate_error(exc: BaseException, *, platform: str, target: str) -> Delive
         return Rejected(detail, **where)
     if isinstance(exc, TimeoutError):
         return TransientError("no answer within the request timeout", **where)
+    if answer_lost(exc):
+        # the request was written and the connection cut before the answer: it may have
+        # arrived (the part's nonce keeps a resend within Discord's window from repeating it)
+        return OutcomeUnknown(f"connection cut before the answer: {exc!r}", **where)
     if isinstance(exc, aiohttp.ClientError | OSError):
         return TransientError(f"connection error: {exc!r}", **where)
     if isinstance(exc, DeliveryError):

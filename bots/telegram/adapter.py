@@ -65,6 +65,9 @@ GET_UPDATES_READ_MARGIN = 10.0
 #: On :meth:`TelegramAdapter.stop`, commands being answered get this long to finish before
 #: they are cancelled and their users told to try again (``digest-bot run`` has done this
 #: already, within its shutdown budget), and the notices this long to go out.
+#: a getUpdates failing again for the same reason is logged again after this many seconds
+POLL_ERROR_REPEAT = 60.0
+
 STOP_GRACE_SECONDS = 3.0
 APOLOGY_SECONDS = 1.5
 
@@ -136,6 +139,8 @@ class TelegramAdapter(TelegramEditing):
         self._port: Port | None = None
         self._handlers: Handlers | None = None
         self._redactor = RedactToken(token)
+        #: the last getUpdates failure logged: (reason, monotonic time)
+        self._poll_error: tuple[str, float] | None = None
 
     # ------------------------------------------------------------ Platform
 
@@ -226,14 +231,28 @@ class TelegramAdapter(TelegramEditing):
         return [Target(self.name, c, target_kind(c)) for c in self.settings.channels]
 
     async def alert_admins(self, text: str) -> None:
-        """DM every admin (best effort: an admin who never started the bot is skipped)."""
-        if self._app is None:
+        """DM every admin (best effort: an admin who never started the bot is skipped).
+
+        Raises:
+            TransientError: no admin got it and Telegram could not be reached (or the
+                adapter is not running): the service queues it and sends it again.
+        """
+        if not self.admins:
             return
+        if self._app is None:
+            raise TransientError("the Telegram adapter is not running", platform=self.name)
+        reached, unreachable = 0, ""
         for admin in sorted(self.admins):
             try:
                 await self.reply(admin, TargetKind.PRIVATE, notice(text, self.flavor))
-            except Exception:
-                log.exception("could not alert admin %s", admin)
+                reached += 1
+            except TransientError as exc:  # said once, by whoever queues the alert
+                unreachable = str(exc)
+                log.debug("could not alert admin %s: %s", admin, exc)
+            except Exception as exc:  # one line: the reason, not a traceback
+                log.warning("could not alert admin %s: %s: %s", admin, type(exc).__name__, exc)
+        if not reached and unreachable:
+            raise TransientError(f"no admin got the alert: {unreachable}", platform=self.name)
 
     @property
     def standby_receives(self) -> bool:
@@ -327,8 +346,21 @@ class TelegramAdapter(TelegramEditing):
                 poll_interval=0.0,
                 timeout=dt.timedelta(seconds=self.settings.poll_timeout_seconds),
                 allowed_updates=allowed,
+                error_callback=self._poll_failed,
             )
             log.info("telegram: long polling")
+
+    def _poll_failed(self, exc: TelegramError) -> None:
+        """A failed getUpdates (PTB retries it): one line per new reason, not a traceback
+        per poll (PTB's default); the same reason again is logged at most once a minute."""
+        reason = network_reason(exc) or f"{type(exc).__name__}: {exc}"
+        now = self.clock.monotonic()
+        last = self._poll_error
+        if last is not None and last[0] == reason and now - last[1] < POLL_ERROR_REPEAT:
+            log.debug("telegram: polling for updates failed again: %s", reason)
+            return
+        self._poll_error = (reason, now)
+        log.warning("telegram: polling for updates failed: %s (retrying)", reason)
 
     async def stop(self) -> None:
         """Stop receiving (updater, then application), then close the HTTP connections.

@@ -21,6 +21,7 @@ from telegram.error import (
 )
 from telegram.warnings import PTBDeprecationWarning
 
+from bots.outcome import answer_lost
 from digest_core.errors import (
     DeliveryError,
     OutcomeUnknown,
@@ -129,7 +130,13 @@ def translate(exc: TelegramError, target: Target) -> DeliveryError:
         return Rejected(str(exc), **where)
     if isinstance(exc, TimedOut) and may_have_arrived(exc):
         return OutcomeUnknown(f"{type(exc).__name__}: {exc} (it may have arrived)", **where)
-    if isinstance(exc, TimedOut | NetworkError):
+    if isinstance(exc, NetworkError) and not isinstance(exc, TimedOut) and answer_lost(exc):
+        # the request was written and the connection cut while waiting for the answer:
+        # Telegram may have sent the message (a resend is flagged "possibly twice")
+        return OutcomeUnknown(
+            f"{type(exc).__name__}: {exc} (the answer was cut: it may have arrived)", **where
+        )
+    if isinstance(exc, TimedOut | NetworkError):  # connecting failed: it never left
         return TransientError(f"{type(exc).__name__}: {exc}", **where)
     return Rejected(f"{type(exc).__name__}: {exc}", **where)
 

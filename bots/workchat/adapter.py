@@ -20,7 +20,7 @@ from bots.workchat.transport import (
     translate,
 )
 from digest_core.clock import Clock
-from digest_core.errors import Rejected, TargetGone
+from digest_core.errors import Rejected, TargetGone, TransientError
 from digest_core.platform import PartKey, PlatformLimits, Target, TargetKind
 from digest_core.rendering import Message, Part, Renderer, RenderOptions
 
@@ -192,8 +192,12 @@ class WebhookAdapter(StartStop, ABC):
         return [Target(self.name, t, TargetKind.GROUP) for t in self.settings.targets]
 
     async def alert_admins(self, text: str) -> None:
-        """Log ``text``; post it to ``alert_target`` when one is set (best effort, never
-        raises)."""
+        """Log ``text``; post it to ``alert_target`` when one is set (best effort).
+
+        Raises:
+            TransientError: the webhook could not be reached: the service queues the alert
+                and sends it again.
+        """
         log.warning("%s alert: %s", self.name, text)
         name = self.settings.alert_target
         if name is None:
@@ -202,6 +206,8 @@ class WebhookAdapter(StartStop, ABC):
         for message in self.notice(text):
             try:
                 await self.send(target, message)
+            except TransientError:
+                raise
             except Exception as exc:  # an alert must never take anything down
                 log.warning("could not post the alert to %s target %s: %s", self.name, name, exc)
                 return

@@ -12,8 +12,10 @@ from typing import Any, Self
 
 import httpx
 
+from bots.outcome import answer_lost
 from digest_core.errors import (
     DeliveryError,
+    OutcomeUnknown,
     RateLimited,
     Rejected,
     TargetGone,
@@ -178,6 +180,13 @@ class WebhookTransport(StartStop):
                 target=target,
             ) from None
         except httpx.HTTPError as exc:
+            if answer_lost(exc):
+                raise OutcomeUnknown(
+                    f"connection cut before the answer ({type(exc).__name__}); the message "
+                    "may have arrived and will be sent again",
+                    platform=self.platform,
+                    target=target,
+                ) from None
             raise TransientError(
                 f"network error: {type(exc).__name__}", platform=self.platform, target=target
             ) from None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 import functools
 import heapq
 import logging
@@ -30,6 +31,8 @@ from digest_core.delivery.reports import (  # re-exported: the engine returns th
     PartOutcome,
     ProgressCallback,
     TargetReport,
+    due_of,
+    waiting_error,
 )
 from digest_core.errors import (
     DeliveryBusy,
@@ -52,6 +55,11 @@ log = logging.getLogger(__name__)
 #: and at 0.1-0.3 s a request that takes 100-300 sends in flight (100 capped it near 330/s at
 #: 0.3 s); the ledger's group commit also writes bigger batches (benchmarks/scale.py)
 MAX_IN_FLIGHT = 500
+
+#: the longest a delivery waits for one target by default (a 429's retry_after): a target
+#: due later is left pending with the reason and the time it is due, and the delivery ends
+#: (a one-shot ``post`` must not wait an hour for one channel; a running bot resumes it)
+MAX_WAIT = 300.0
 
 #: loops over every target yield to the event loop this often
 _YIELD_EVERY = 500
@@ -116,7 +124,9 @@ class DeliveryEngine:
         rng: random.Random | None = None,
         lease_ttl: float = DEFAULT_LEASE_TTL,
         metrics: MetricsSink = NULL_METRICS,
+        max_wait: float = MAX_WAIT,
     ) -> None:
+        """``max_wait``: the longest one target is waited for (:data:`MAX_WAIT`)."""
         if max_in_flight < 1:
             raise ValueError("max_in_flight must be at least 1")
         if lease_ttl <= 0:
@@ -129,6 +139,7 @@ class DeliveryEngine:
         self.rng = rng or random.Random()
         self.lease_ttl = lease_ttl
         self.metrics = metrics
+        self.max_wait = max_wait
         self._pacers: dict[str, Pacer] = {}
 
     def pacer(self, platform: Platform) -> Pacer:
@@ -165,6 +176,12 @@ class DeliveryEngine:
         follows the move, ``Rejected`` fails the part; after a failed part, that target's later
         parts are skipped (marked failed) so a rerun sends them in order. A part another
         delivery claimed first is left to it, with the rest of that target's parts.
+
+        Nothing transient is given up: a part whose attempts ran out on transient errors, or
+        whose target asks for a wait longer than ``max_wait``, is left pending (of unknown
+        outcome if a cut attempt may have sent it) with the reason and the time it is due
+        (:func:`~digest_core.delivery.reports.due_of` reads it back), its later parts pending
+        behind it; the report counts them ``waiting`` and the next delivery sends them.
 
         Raises:
             ValueError: ``messages`` is empty or a target is on another platform.
@@ -231,10 +248,26 @@ class DeliveryEngine:
         await self.ledger.record_digests(
             plan.delivery_id, [m.digest for m in messages], variant=variant
         )
+        await self._honour_waits(ref, platform)
         with log_fields(
             delivery_id=plan.delivery_id, platform=platform.name, issue_date=str(ref.date)
         ):
             return await self._run_plan(plan, ref, platform, messages, progress)
+
+    async def _honour_waits(self, ref: IssueRef, platform: Platform) -> None:
+        """Targets an earlier delivery left waiting (a long 429, perhaps in another process:
+        the due time is in the ledger) are not asked again before they are due."""
+        rows = await self.ledger.waiting(ref.date, platform=platform.name, limit=10_000)
+        pacer = self.pacer(platform)
+        now, mono = self.clock.now(), self.clock.monotonic()
+        seen: set[str] = set()
+        for row in rows:  # newest first: a target's latest wait decides
+            due = due_of(row.last_error)
+            if due is None or row.target in seen:
+                continue
+            seen.add(row.target)
+            target = Target(platform.name, row.target, row.kind)
+            pacer.wait_until(target, mono + (due - now).total_seconds())
 
     async def _run_plan(
         self,
@@ -277,6 +310,17 @@ class DeliveryEngine:
         key = functools.partial(PartKey, ref.date, ref.revision, generation)
         fanout = _Fanout(self, platform, messages, progress, key)
         await fanout.run(runs)
+        for reason, (waiting, parts, due) in fanout.waits.items():
+            # one line per reason, however many targets (an outage is not 150 tracebacks)
+            log.warning(
+                "%s %s: %d part(s) to %d target(s) wait (first due %s): %s",
+                platform.name,
+                ref.date,
+                parts,
+                waiting,
+                f"{due:%H:%M:%S %Z}",
+                reason,
+            )
         for _ in fanout.pacer.forget_idle_steps(self.clock.monotonic()):
             await asyncio.sleep(0)
         del fanout
@@ -290,7 +334,8 @@ class DeliveryEngine:
             ref, platform.name, delivery_id, generation, reports, list(inactive)
         )
         log.info(
-            "%s %s: sent %d (%d possibly twice), failed %d, gone %d, outcome unknown %d",
+            "%s %s: sent %d (%d possibly twice), failed %d, gone %d, outcome unknown %d, "
+            "waiting %d",
             platform.name,
             ref.date,
             report.sent,
@@ -298,8 +343,15 @@ class DeliveryEngine:
             report.failed,
             len(report.gone),
             report.unknown,
+            report.waiting,
         )
         return report
+
+
+def _whole_second(at: dt.datetime) -> dt.datetime:
+    """``at`` rounded up to a whole second (as the ledger records a due time)."""
+    whole = at.replace(microsecond=0)
+    return whole if whole == at else whole + dt.timedelta(seconds=1)
 
 
 class _Fanout:
@@ -332,6 +384,8 @@ class _Fanout:
         #: ``Ledger.mark_sent_soon``), and the first of them that failed
         self._unsettled: set[asyncio.Future[bool]] = set()
         self._broken: BaseException | None = None
+        #: why targets were left waiting: reason -> (targets, parts, first due)
+        self.waits: dict[str, tuple[int, int, dt.datetime]] = {}
 
     async def run(self, runs: list[_Run]) -> None:
         """Send every run's parts; returns once each send's record is committed.
@@ -395,10 +449,27 @@ class _Fanout:
 
     def _push(self, run: _Run, now: float) -> None:
         at = self.pacer.ready_at(run.target, now)
+        if at - now > self._engine.max_wait:
+            # deferred past what a delivery waits (another delivery's long 429): its rows
+            # stay as they are, for the delivery after that time
+            due = _whole_second(self._clock.now() + dt.timedelta(seconds=at - now))
+            row = run.parts[run.pos]
+            self._waited("asked to wait by an earlier answer", len(run.parts) - run.pos, due)
+            run.report.waiting += len(run.parts) - run.pos
+            run.report.due = due if run.report.due is None else min(run.report.due, due)
+            run.report.errors += (
+                f"part {row.part}: {waiting_error('the platform asked to wait', due)}",
+            )
+            return
         if at <= now:
             heapq.heappush(self._ready, (run.order, run))
         else:
             heapq.heappush(self._waiting, (at, run.order, run))
+
+    def _waited(self, reason: str, parts: int, due: dt.datetime) -> None:
+        """Count a target left waiting under ``reason`` (logged once per reason)."""
+        targets, total, first = self.waits.get(reason, (0, 0, due))
+        self.waits[reason] = (targets + 1, total + parts, min(first, due))
 
     def _promote(self, now: float) -> None:
         while self._waiting and self._waiting[0][0] <= now:
@@ -454,9 +525,12 @@ class _Fanout:
             self._ledger.abandon(row.id)  # the send may have happened: like a crash
             raise
         except RateLimited as exc:
-            log.info("%s: rate limited, retry after %.1f s", target, exc.retry_after)
             self._engine.metrics.rate_limited(self._platform.name)
             self.pacer.defer(target, self._clock.monotonic() + exc.retry_after)
+            if exc.retry_after > self._engine.max_wait:
+                await self._wait(run, row, exc, exc.retry_after)
+                return
+            log.info("%s: rate limited, retry after %.1f s", target, exc.retry_after)
             await self._retry(run, row, exc, backoff=False)
         except OutcomeUnknown as exc:
             log.warning("%s part %d: outcome unknown, will send again: %s", target, row.part, exc)
@@ -493,10 +567,9 @@ class _Fanout:
     async def _retry(self, run: _Run, row: PlannedPart, exc: Exception, *, backoff: bool) -> None:
         policy = self._engine.backoff
         if run.attempts >= policy.max_attempts:
-            if run.is_uncertain(row.id):
-                await self._give_up_unknown(run, row, exc)
-            else:
-                await self._fail(run, row, exc, note=f" (after {run.attempts} attempts)")
+            # never given up: left waiting for the next delivery (a running bot's resume)
+            # (due after the base wait: the resumer's own backoff spaces the next tries)
+            await self._wait(run, row, exc, policy.base, note=f" (after {run.attempts} attempts)")
             return
         if run.is_uncertain(row.id):
             await self._ledger.mark_unknown(row.id, f"{type(exc).__name__}: {exc}")
@@ -517,16 +590,32 @@ class _Fanout:
         self._engine.metrics.part(self._platform.name, metrics.FAILED)
         run.report.failed += 1
 
-    async def _give_up_unknown(self, run: _Run, row: PlannedPart, exc: Exception) -> None:
-        """Retries ran out on a part that may have arrived: it stays UNKNOWN (never "not
-        sent"), its later parts are skipped, and the next delivery sends it again."""
-        error = f"{type(exc).__name__}: {exc} (after {run.attempts} attempts; outcome unknown)"
-        log.warning("%s part %d: %s", run.target, row.part, error)
-        await self._end(
-            run, row, error, PartState.UNKNOWN, self._ledger.mark_unknown, "outcome unknown"
+    async def _wait(
+        self, run: _Run, row: PlannedPart, exc: Exception, wait: float, *, note: str = ""
+    ) -> None:
+        """``row`` is left for a later delivery, due in ``wait`` seconds: pending, or UNKNOWN
+        when an attempt may have sent it (never "not sent"); the target's later parts stay
+        pending behind it (in order), and the delivery goes on without this target."""
+        due = _whole_second(self._clock.now() + dt.timedelta(seconds=wait))
+        uncertain = run.is_uncertain(row.id)
+        why = f"{type(exc).__name__}: {exc}{note}" + ("; outcome unknown" if uncertain else "")
+        error = waiting_error(why, due)
+        left = len(run.parts) - run.pos
+        log.debug(
+            "%s: %d part(s) from part %d wait until %s: %s", run.target, left, row.part, due, why
         )
-        self._engine.metrics.part(self._platform.name, metrics.UNKNOWN)
-        run.report.unknown += 1
+        detail = exc.detail if isinstance(exc, DeliveryError) else str(exc)
+        self._waited(f"{type(exc).__name__}: {detail}{note}", left, due)
+        if uncertain:
+            await self._ledger.mark_unknown(row.id, error)
+            self._engine.metrics.part(self._platform.name, metrics.UNKNOWN)
+            run.report.unknown += 1
+        else:
+            await self._ledger.release(row.id, error)
+            self._engine.metrics.part(self._platform.name, metrics.RETRIED)
+        run.report.waiting += left
+        run.report.due = due if run.report.due is None else min(run.report.due, due)
+        run.report.errors += (f"part {row.part}: {error}",)
 
     async def _end(
         self,

@@ -106,6 +106,11 @@ class Pacer:
         """Send nothing to ``target`` before ``until`` (a 429's retry-after)."""
         self._not_before[target] = max(until, self._not_before.get(target, until))
 
+    def wait_until(self, target: Target, until: float) -> None:
+        """Send nothing to ``target`` before ``until``, replacing an earlier deferral (the
+        ledger's record of when a target is due is the one that counts)."""
+        self._not_before[target] = until
+
     def forget_idle(self, now: float) -> None:
         """Drop state of targets that are back to a full bucket and no deferral (bounds memory)."""
         for _ in self.forget_idle_steps(now):

@@ -2,12 +2,29 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from digest_core.delivery.ledger import PartState
 from digest_core.models import IssueRef
 from digest_core.platform import Target
+
+#: how a waiting part's error ends in the ledger: the aware UTC time it is due, so any
+#: process (``digest-bot status``, a running bot resuming another's post) can read it
+_DUE = re.compile(r"; due at (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?\+00:00)\)?$")
+
+
+def waiting_error(error: str, due: dt.datetime) -> str:
+    """``error`` of a part left pending until ``due`` (aware), as the ledger records it."""
+    return f"{error}; due at {due.astimezone(dt.UTC).isoformat(timespec='seconds')}"
+
+
+def due_of(error: str | None) -> dt.datetime | None:
+    """The time a waiting part is due, from its recorded error (None: not a waiting part)."""
+    found = _DUE.search(error or "")
+    return dt.datetime.fromisoformat(found.group(1)) if found else None
 
 
 @dataclass(frozen=True)
@@ -44,6 +61,12 @@ class TargetReport:
     #: given up with the outcome unknown (a send was cut after the request may have left):
     #: they may have arrived; recorded ``UNKNOWN``, counted in flight, sent again next time
     unknown: int = 0
+    #: left pending (or of unknown outcome) to be sent later: the platform was unreachable
+    #: through every attempt, or asked for a wait longer than the delivery waits
+    #: (``DeliveryEngine.max_wait``); a running bot resumes them at ``due``
+    waiting: int = 0
+    #: when the first waiting part is due (aware UTC), None when nothing waits
+    due: dt.datetime | None = None
     #: sent in this run after an earlier attempt (or a crashed run) may have sent them: they
     #: may have arrived twice
     maybe_twice: int = 0
@@ -56,9 +79,15 @@ class TargetReport:
 
     @property
     def complete(self) -> bool:
-        """Nothing failed, was skipped, went away or was left of unknown outcome (parts in
-        progress elsewhere are not failures)."""
-        return not self.gone and self.failed == 0 and self.skipped == 0 and self.unknown == 0
+        """Nothing failed, was skipped, went away, waits or was left of unknown outcome
+        (parts in progress elsewhere are not failures)."""
+        return (
+            not self.gone
+            and self.failed == 0
+            and self.skipped == 0
+            and self.unknown == 0
+            and self.waiting == 0
+        )
 
 
 @dataclass
@@ -94,6 +123,16 @@ class DeliveryReport:
     def unknown(self) -> int:
         """Parts left of unknown outcome (possible duplicates, sent again next time)."""
         return sum(t.unknown for t in self.targets)
+
+    @property
+    def waiting(self) -> int:
+        """Parts left to be sent later (see :attr:`TargetReport.waiting`)."""
+        return sum(t.waiting for t in self.targets)
+
+    @property
+    def due(self) -> dt.datetime | None:
+        """When the first waiting part is due (None: nothing waits)."""
+        return min((t.due for t in self.targets if t.due is not None), default=None)
 
     @property
     def maybe_twice(self) -> int:

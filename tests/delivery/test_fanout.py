@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import itertools
 import random
 from collections.abc import AsyncIterator
@@ -21,6 +22,7 @@ from digest_core.delivery import (
     PartState,
     delivery_lease,
 )
+from digest_core.delivery.reports import due_of
 from digest_core.errors import (
     DeliveryError,
     LedgerLost,
@@ -120,14 +122,18 @@ async def test_one_failing_target_never_blocks_the_others(
     engine = engine_for(ledger, clock, backoff=Backoff(base=1.0, cap=8.0, max_attempts=4))
     report = await engine.deliver(REF, platform, PARTS, make_targets(8))
     bad = report.targets[3]
-    assert (bad.sent, bad.failed, bad.skipped) == (0, 1, 2)
+    # never given up: its parts wait, pending, for the next delivery
+    assert (bad.sent, bad.failed, bad.skipped, bad.waiting) == (0, 0, 0, 3)
     assert "after 4 attempts" in bad.errors[0]
+    assert bad.due is not None and due_of(bad.errors[0].split(": ", 1)[1]) == bad.due
     assert [t.complete for t in report.targets] == [True] * 3 + [False] + [True] * 4
     others = [s.at for s in platform.sent if s.target.id not in ("c3", "c5")]
     assert max(others) < 1.0  # neither the failing nor the slow target held anyone up
     assert parts_at(platform, "c5") == [0, 1, 2]
-    failed = await ledger.failures(REF)
-    assert {(r.target, r.part) for r in failed} == {("c3", 0), ("c3", 1), ("c3", 2)}
+    assert await ledger.failures(REF) == []
+    waiting = await ledger.records(REF, states=[PartState.PENDING], target="c3")
+    assert sorted(r.part for r in waiting) == [0, 1, 2]
+    assert await ledger.day_state(REF.date, platform="fake") is DayState.PARTIAL
 
 
 async def test_transient_errors_back_off_exponentially_then_succeed(
@@ -144,6 +150,32 @@ async def test_transient_errors_back_off_exponentially_then_succeed(
     assert len(gaps) == 4 and all(g <= c + 1e-9 for g, c in zip(gaps, ceilings, strict=True))
     record = await ledger.last_sent("fake", "c0")
     assert record is not None and record.attempts == 5
+
+
+async def test_a_wait_longer_than_max_wait_leaves_the_target_pending_and_due(
+    ledger: Ledger, clock: ManualClock
+) -> None:
+    """A channel's 429 of an hour does not hold the delivery: the others are sent, its parts
+    stay pending with the reason and the time they are due, and the next delivery after that
+    time sends them (an earlier one in this process does not even try)."""
+    platform = FakePlatform(clock, limits=TELEGRAM_LIMITS)
+    platform.script("c1", RateLimited("Too Many Requests", retry_after=3600))
+    engine = engine_for(ledger, clock)
+    started = clock.now()
+    report = await engine.deliver(REF, platform, PARTS, make_targets(3))
+    assert clock.now() - started < dt.timedelta(seconds=60)
+    c1 = report.targets[1]
+    assert (c1.sent, c1.failed, c1.waiting) == (0, 0, 3)
+    assert c1.due is not None and report.due == c1.due
+    assert dt.timedelta(seconds=3600) <= c1.due - started <= dt.timedelta(seconds=3601)
+    assert report.sent == 6 and not report.ok
+    [row] = await ledger.records(REF, states=[PartState.PENDING], target="c1", limit=1)
+    assert due_of(row.last_error) == c1.due and "Too Many Requests" in (row.last_error or "")
+    again = await engine.deliver(REF, platform, PARTS, make_targets(3))
+    assert again.waiting == 3 and len(platform.calls) == 7  # not asked again before it is due
+    await clock.sleep(3600)
+    last = await engine.deliver(REF, platform, PARTS, make_targets(3))
+    assert last.ok and last.sent == 3 and parts_at(platform, "c1") == [0, 1, 2]
 
 
 async def test_rate_limited_target_waits_its_retry_after_and_only_it(
@@ -490,13 +522,9 @@ async def test_retries_running_out_on_a_cut_send_leave_it_unknown_not_failed(
     engine = engine_for(ledger, clock, backoff=Backoff(base=0.1, max_attempts=3))
     report = await engine.deliver(REF, platform, PARTS, make_targets(2), progress=outcomes.append)
     [c0, c1] = report.targets
-    assert (c0.unknown, c0.failed, c0.skipped, c0.sent) == (1, 0, 2, 0)
+    assert (c0.unknown, c0.failed, c0.skipped, c0.sent, c0.waiting) == (1, 0, 0, 0, 3)
     assert c1.complete and not report.ok and report.unknown == 1
-    assert [(o.part, o.state) for o in outcomes if o.target.id == "c0"] == [
-        (0, PartState.UNKNOWN),
-        (1, PartState.FAILED),
-        (2, PartState.FAILED),
-    ]
+    assert [o for o in outcomes if o.target.id == "c0"] == []  # none reached a final state
     [maybe] = await ledger.in_flight(REF)
     assert (maybe.target, maybe.part, maybe.state) == ("c0", 0, PartState.UNKNOWN)
     assert await ledger.day_state(REF.date, platform="fake") is DayState.PARTIAL

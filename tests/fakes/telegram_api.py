@@ -628,6 +628,20 @@ class FakeTelegram:
                 await asyncio.wait_for(changed.wait(), remaining)
         return messages
 
+    async def wait_until(
+        self,
+        check: Callable[[], bool],
+        timeout: float = 5.0,  # noqa: ASYNC109 - a bounded helper, not a cancellable op
+    ) -> None:
+        """Wait until ``check()`` (asked again after each message sent) holds.
+
+        Raises:
+            TimeoutError: when it did not within ``timeout`` real seconds.
+        """
+        async with asyncio.timeout(timeout):
+            while not check():
+                await self._sent_changed.wait()
+
     # ----------------------------------------------------------------- HTTP plumbing
 
     async def _handle(self, request: web.Request) -> web.Response:

@@ -97,6 +97,41 @@ class QueriesMixin(LedgerBase):
         """Failed rows, newest first."""
         return await self.records(ref, platform=platform, states=[PartState.FAILED], limit=limit)
 
+    async def waiting(
+        self,
+        day: dt.date | None = None,
+        *,
+        platform: str | None = None,
+        limit: int | None = None,
+    ) -> list[PartRecord]:
+        """Rows a delivery left to be sent later (pending or of unknown outcome, with the
+        time they are due at the end of ``last_error``: see
+        :func:`digest_core.delivery.reports.due_of`), of ``day`` and ``platform`` if given,
+        newest first."""
+        query = (
+            select(
+                parts,
+                deliveries.c.issue_date,
+                deliveries.c.revision,
+                deliveries.c.platform,
+                deliveries.c.generation,
+            )
+            .join(deliveries, parts.c.delivery_id == deliveries.c.id)
+            .where(
+                parts.c.state.in_([PartState.PENDING.value, PartState.UNKNOWN.value]),
+                parts.c.last_error.like("%; due at %"),
+            )
+            .order_by(parts.c.updated_at.desc(), parts.c.id.desc())
+        )
+        if day is not None:
+            query = query.where(deliveries.c.issue_date == day)
+        if platform is not None:
+            query = query.where(deliveries.c.platform == platform)
+        if limit is not None:
+            query = query.limit(limit)
+        async with self._tx() as conn:
+            return [_record(row) for row in await conn.execute(query)]
+
     async def in_flight(self, ref: IssueRef | None = None) -> list[PartRecord]:
         """Rows in flight or of unknown outcome (:data:`MAYBE_SENT`): the only parts a rerun
         may send twice."""

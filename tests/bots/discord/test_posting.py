@@ -15,7 +15,14 @@ from bots.discord.adapter import DEFAULT_API_BASE, ApiPointer, part_nonce, trans
 from bots.registry import load_settings
 from bots.renderers import Flavor
 from digest_core.delivery import PartState
-from digest_core.errors import ConfigError, RateLimited, Rejected, TargetGone, TransientError
+from digest_core.errors import (
+    ConfigError,
+    OutcomeUnknown,
+    RateLimited,
+    Rejected,
+    TargetGone,
+    TransientError,
+)
 from digest_core.models import Issue
 from digest_core.platform import PartKey, Target, TargetKind
 from digest_core.rendering import Message, Part, RenderOptions, render
@@ -308,6 +315,8 @@ def _response(status: int, **headers: str) -> SimpleNamespace:
         (discord.HTTPException(_response(502), "<html>"), TransientError),
         (aiohttp.ClientConnectionError("reset"), TransientError),
         (ConnectionResetError(), TransientError),
+        # the request was written, the connection closed before the answer: it may have arrived
+        (aiohttp.ServerDisconnectedError(), OutcomeUnknown),
         (TimeoutError(), TransientError),
         (discord.HTTPException(_response(400), {"code": 50035, "message": "Invalid"}), Rejected),
         (discord.HTTPException(_response(401), {"code": 0, "message": "401"}), Rejected),

@@ -154,6 +154,13 @@ def _connect_timeout() -> TimedOut:
     return error
 
 
+def _network_error(cause: httpx.HTTPError) -> NetworkError:
+    """A NetworkError as PTB's HTTPXRequest raises it (``from`` the httpx error)."""
+    error = NetworkError(f"httpx.{type(cause).__name__}: {cause}")
+    error.__cause__ = cause
+    return error
+
+
 @pytest.mark.parametrize(
     ("make", "expected"),
     [
@@ -169,6 +176,11 @@ def _connect_timeout() -> TimedOut:
         (lambda: TimedOut(), OutcomeUnknown),  # a read timeout: it may have arrived
         (_connect_timeout, TransientError),  # it never left
         (lambda: NetworkError("Bad Gateway"), TransientError),
+        # refused or reset while connecting: it never left
+        (lambda: _network_error(httpx.ConnectError("refused")), TransientError),
+        # the request was written, the answer cut: it may have arrived
+        (lambda: _network_error(httpx.ReadError("reset by peer")), OutcomeUnknown),
+        (lambda: _network_error(httpx.RemoteProtocolError("disconnected")), OutcomeUnknown),
         (lambda: InvalidToken(), Rejected),
         (lambda: Conflict("terminated by other getUpdates request"), Rejected),
         (lambda: TelegramError("something new"), Rejected),

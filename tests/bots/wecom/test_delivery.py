@@ -22,6 +22,7 @@ from digest_core.delivery import Backoff, DeliveryEngine
 from digest_core.delivery.ledger import Ledger
 from digest_core.loading import load_issue
 from tests.bots.workchat_helpers import ARCHIVE
+from tests.fakes.proxy import FaultProxy
 from tests.fakes.wecom_api import FakeWeCom
 
 #: the double's windows and the adapter's rates run 60 times faster: "20 a minute" is
@@ -38,11 +39,11 @@ async def wecom() -> AsyncIterator[FakeWeCom]:
         yield fake
 
 
-def adapter_for(fake: FakeWeCom) -> WeComAdapter:
+def adapter_for(fake: FakeWeCom, *, api_base: str | None = None) -> WeComAdapter:
     settings = WeComSettings(
         targets=list(NAMES),
         webhooks={robot.name: SecretStr(robot.token) for robot in fake.robots.values()},
-        api_base=fake.url,
+        api_base=api_base or fake.url,
     )
     return WeComAdapter(
         settings, clock=SystemClock(), limits=WECOM_LIMITS.scaled(SCALE), time_scale=SCALE
@@ -89,6 +90,27 @@ async def test_a_frequency_code_defers_only_its_group(wecom: FakeWeCom, tmp_path
     assert (("research", 45009)) in wecom.answers
     for name in NAMES:
         assert wecom.sent(name) == [m.payload for m in messages]
+
+
+async def test_an_answer_cut_after_the_post_arrived_is_counted_possibly_twice(
+    wecom: FakeWeCom, tmp_path: Path
+) -> None:
+    """The connection reset after the webhook got the message (a real proxy cuts the
+    answer): the outcome is unknown, so the resend is counted as possibly twice."""
+    issue = load_issue(ARCHIVE / "2026-11-30.txt")
+    async with FaultProxy(wecom.port) as proxy:
+        adapter = adapter_for(wecom, api_base=proxy.url)
+        messages = adapter.render(issue)
+        proxy.cut_answers(1, only=b"POST")
+        url = f"sqlite+aiosqlite:///{tmp_path}/ledger.db"
+        async with Ledger.open(url, clock=SystemClock()) as ledger, adapter:
+            report = await engine_for(ledger).deliver(
+                issue.ref, adapter, messages, adapter.channel_targets()
+            )
+    assert proxy.cut == 1 and report.ok
+    assert report.maybe_twice == 1
+    got = [len(wecom.sent(name)) for name in NAMES]
+    assert sorted(got) == [len(messages), len(messages) + 1]  # the one duplicate, counted
 
 
 async def test_a_rerun_sends_only_what_is_missing(wecom: FakeWeCom, tmp_path: Path) -> None:
