@@ -53,6 +53,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             fmt=settings.log_format,
             zone=settings.zone,
             debug_libs=bool(getattr(args, "debug_libs", False)),
+            asked=getattr(args, "log_level", None) is not None,
         )
         return int(args.handler(args, settings))
     except ConfigError as exc:
