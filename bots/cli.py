@@ -62,7 +62,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except DigestError as exc:
         print(f"digest-bot: {exc}", file=sys.stderr)
         if isinstance(exc.__cause__, IssueFormatError):  # the editor's detail behind it
-            print(f"  because {exc.__cause__}", file=sys.stderr)
+            for line in exc.__cause__.lines():
+                print(f"  because {line}", file=sys.stderr)
         return EXIT_FAILED
     except KeyboardInterrupt:
         return 130
@@ -315,7 +316,7 @@ def _load_and_print(path: Path, date: dt.date | None, *, undated: bool) -> bool:
     try:
         issue = load_issue(path, date=date, hints=hints)
     except IssueFormatError as exc:
-        print(exc)
+        print("\n".join(exc.lines()))
         return False
     for hint in hints:
         print(hint)

@@ -183,7 +183,11 @@ def cmd_archive_add(args: argparse.Namespace, settings: Settings) -> int:
             correct=args.correct,
             shown=str(path),
         )
-    except (IssueFormatError, IssuePublished) as exc:
+    except IssueFormatError as exc:
+        for line in exc.lines():  # one line per problem, each with its own line number
+            print(line, file=sys.stderr)
+        return EXIT_FAILED
+    except IssuePublished as exc:
         print(exc, file=sys.stderr)
         return EXIT_FAILED
     except OSError as exc:  # the archive folder is not writable, a folder in the way, disk full
