@@ -42,8 +42,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "handler", None):
-        parser.print_help()
+        # a group (`digest-bot archive`) without its action: its help lists the actions
+        group: argparse.ArgumentParser = getattr(args, "group", None) or parser
+        group.print_help(sys.stderr if group is not parser else sys.stdout)
         return EXIT_USAGE
+    if args.handler is cmd_version:  # needs no configuration
+        print(f"digest-bot {version()}")
+        return EXIT_OK
     try:
         settings = load_settings(args.config, overrides=_overrides(args))
         if (defaults := default_warning(settings)) is not None:
@@ -76,39 +81,55 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_FAILED
 
 
+#: below each command's help, instead of the global options repeated in every one
+GLOBAL_NOTE = (
+    "global options (--config, --archive, --log-level, --log-format, --debug-libs) may also "
+    "come after the command: see digest-bot --help"
+)
+
+
 def _common_options(default: Any) -> argparse.ArgumentParser:
+    """The global options; with ``default`` SUPPRESS (their copy after a command) they are
+    accepted but not listed again in the command's help (:data:`GLOBAL_NOTE` says so)."""
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "--config",
-        type=Path,
-        default=default,
-        help="TOML config file (default: config/digest-bot.toml when it exists)",
-    )
-    common.add_argument(
-        "--archive",
-        type=Path,
-        default=default,
-        help="folder of issue files (overrides archive_dir)",
-    )
-    common.add_argument(
-        "--log-level",
-        type=str.upper,
-        choices=LEVELS,
-        default=default,
-        help="DEBUG, INFO, WARNING or ERROR (overrides log_level)",
-    )
-    common.add_argument(
-        "--log-format",
-        choices=FORMATS,
-        default=default,
-        help="human lines or one JSON object per line (overrides log_format)",
-    )
-    common.add_argument(
-        "--debug-libs",
-        action="store_true",
-        default=default,
-        help="with --log-level debug, the libraries' debug records too (SQL, HTTP, gateway)",
-    )
+    hidden = default is argparse.SUPPRESS
+    options: list[tuple[str, dict[str, Any]]] = [
+        (
+            "--config",
+            {
+                "type": Path,
+                "help": "TOML config file (default: config/digest-bot.toml when it exists)",
+            },
+        ),
+        ("--archive", {"type": Path, "help": "folder of issue files (overrides archive_dir)"}),
+        (
+            "--log-level",
+            {
+                "type": str.upper,
+                "choices": LEVELS,
+                "help": "DEBUG, INFO, WARNING or ERROR (overrides log_level)",
+            },
+        ),
+        (
+            "--log-format",
+            {
+                "choices": FORMATS,
+                "help": "human lines or one JSON object per line (overrides log_format)",
+            },
+        ),
+        (
+            "--debug-libs",
+            {
+                "action": "store_true",
+                "help": "with --log-level debug, the libraries' debug records too (SQL, "
+                "HTTP, gateway)",
+            },
+        ),
+    ]
+    for name, kwargs in options:
+        if hidden:
+            kwargs["help"] = argparse.SUPPRESS
+        common.add_argument(name, default=default, **kwargs)
     return common
 
 
@@ -118,7 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Posts the daily AI 技术日报 digest to Telegram, Discord and work chats.",
         parents=[_common_options(None)],
     )
-    parser.add_argument("--version", action="version", version=f"digest-bot {version()}")
+    parser.add_argument("-V", "--version", action="version", version=f"digest-bot {version()}")
     # the options again after the command (`digest-bot run --config x`); SUPPRESS keeps a
     # value given before the command from being reset by the subcommand's default
     common = _common_options(argparse.SUPPRESS)
@@ -214,7 +235,29 @@ def build_parser() -> argparse.ArgumentParser:
     cli_site.register(sub, common)
     for register in registry.command_registrars():
         register(sub, common)
+    p = sub.add_parser("version", help="print the version (as --version, -V)")
+    p.set_defaults(handler=cmd_version)
+    _finish(sub)
     return parser
+
+
+def _finish(sub: Any) -> None:
+    """Under every command and action: :data:`GLOBAL_NOTE`; a group (``archive``, ``db``,
+    ``site``, a platform's) without its action prints its help, listing the actions, instead
+    of argparse's "the following arguments are required: ACTION"."""
+    for command in sub.choices.values():
+        command.epilog = command.epilog or GLOBAL_NOTE
+        for action in command._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                action.required = False
+                command.set_defaults(group=command)
+                _finish(action)
+
+
+def cmd_version(args: argparse.Namespace, settings: Settings) -> int:
+    """``digest-bot version`` (:func:`main` answers it before reading the configuration)."""
+    print(f"digest-bot {version()}")
+    return EXIT_OK
 
 
 def version() -> str:
