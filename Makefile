@@ -5,6 +5,9 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 ARGS   ?=
+# `make test ARGS=-rs` is for this make's own recipes: kept out of the environment of the
+# programs they run (the test suite's own `make run` would pass -rs to the bot)
+unexport ARGS
 
 # Run a step quietly: one line says what it does; its output is shown only if it fails.
 quiet = out=$$($(1) 2>&1) || { printf '%s\n' "$$out"; echo "failed: $(1)"; exit 1; }

@@ -53,12 +53,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = load_settings(args.config, overrides=_overrides(args))
         if (defaults := default_warning(settings)) is not None:
             print(f"digest-bot: WARNING: {defaults}", file=sys.stderr)
+        asked = getattr(args, "log_level", None) is not None
+        level = settings.log_level
+        if args.handler in _reporting() and not asked and level == "INFO":
+            level = "WARNING"  # the command prints its result; the INFO record would repeat it
         setup_logging(
-            settings.log_level,
+            level,
             fmt=settings.log_format,
             zone=settings.zone,
             debug_libs=bool(getattr(args, "debug_libs", False)),
-            asked=getattr(args, "log_level", None) is not None,
+            asked=asked,
         )
         return int(args.handler(args, settings))
     except ConfigError as exc:
@@ -252,6 +256,25 @@ def _finish(sub: Any) -> None:
                 action.required = False
                 command.set_defaults(group=command)
                 _finish(action)
+
+
+def _reporting() -> frozenset[object]:
+    """The one-shot commands that print their own result (``stored …``, a table, a site's
+    summary): their INFO log records would say it a second time, so they log from WARNING
+    unless ``--log-level`` asks otherwise."""
+    return frozenset(
+        {
+            cmd_validate,
+            cmd_preview,
+            cmd_archive_search,
+            cmd_status,
+            cli_editor.cmd_archive_list,
+            cli_editor.cmd_archive_add,
+            cli_editor.cmd_new,
+            cli_editor.cmd_schema,
+            cli_site.cmd_site_build,
+        }
+    )
 
 
 def cmd_version(args: argparse.Namespace, settings: Settings) -> int:

@@ -13,6 +13,7 @@ from typing import Any
 
 from digest_core.archive import Archive
 from digest_core.archive_add import MAX_ADD_BYTES, add_issue
+from digest_core.clock import zoned_text
 from digest_core.errors import IssueFormatError, IssuePublished
 from digest_core.models import Issue, issue_json_schema, shorten
 from digest_core.scheduling import post_time_of
@@ -202,9 +203,7 @@ def cmd_archive_add(args: argparse.Namespace, settings: Settings) -> int:
         print(f"{added.path}: unchanged (the same issue is stored already)")
         return EXIT_OK
     state = (
-        "a correction of the published issue"
-        if added.corrected
-        else f"posts {when:%Y-%m-%d %H:%M %Z}"
+        "a correction of the published issue" if added.corrected else f"posts {zoned_text(when)}"
     )
     print(f"stored {added.path}: {issue.date} · {_summary(issue)} · {state}")
     for removed in added.removed:

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Sequence
 
 from digest_core.archive import Archive
-from digest_core.clock import Clock
+from digest_core.clock import Clock, zoned_text
 from digest_core.commands import Commands, Request
 from digest_core.confirmation import Confirmations
 from digest_core.delivery import (
@@ -489,7 +489,7 @@ class DigestService(ServicePort):
         return "\n".join(r.describe() for r in reports)
 
     async def status(self) -> str:
-        lines = [f"下次推送 / next post: {self.poster.next_post():%Y-%m-%d %H:%M %Z}"]
+        lines = [f"下次推送 / next post: {zoned_text(self.poster.next_post())}"]
         next_day = self.publishing.next_day()
         for day in sorted({next_day, self.poster.today() + dt.timedelta(days=1)}):
             lines.append("  " + (await self.publishing.readiness(day))[1])

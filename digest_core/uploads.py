@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from digest_core.archive_add import MAX_ADD_BYTES, Added, add_issue
+from digest_core.clock import zoned_text
 from digest_core.commands import MAX_REPLY_MESSAGES, Capability, Reply, Request, Status
 from digest_core.errors import ConfigError, DigestError, IssueFormatError, IssuePublished
 from digest_core.models import shorten
@@ -150,7 +151,7 @@ class IssueUploads:
             )
         else:
             at = self.post_at(issue.date)
-            head = f"已收录 / stored: {added.path.name} ({what}); posts {at:%Y-%m-%d %H:%M %Z}"
+            head = f"已收录 / stored: {added.path.name} ({what}); posts {zoned_text(at)}"
         lines = [head, *(f"⚠ {hint}" for hint in added.hints[:5])]
         if added.removed:
             lines.append("替换了 / replaced: " + ", ".join(p.name for p in added.removed))

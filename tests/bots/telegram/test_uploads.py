@@ -38,7 +38,8 @@ def archive_of(bot: Running) -> Path:
 
 async def test_a_good_file_is_stored_and_answered_with_the_preview(bot: Running) -> None:
     text = await send_file(bot, f"{FUTURE}.txt", GOOD)
-    assert f"已收录 / stored: {FUTURE}.txt" in text and "posts 2026-12-05 08:00 CST" in text
+    assert f"已收录 / stored: {FUTURE}.txt" in text
+    assert "posts 2026-12-05 08:00 (Asia/Shanghai)" in text  # the zone by name, not CST
     assert "推理模型的 <think> 段落" in text  # the preview: the headline as readers get it
     stored = archive_of(bot) / f"{FUTURE}.txt"
     assert stored.read_bytes() == GOOD
