@@ -84,3 +84,54 @@ def test_a_one_shot_command_says_its_result_once(tmp_path: Path) -> None:
     (tmp_path / "archive" / "2026-12-20.txt").unlink()
     logged = cli(tmp_path, "archive", "add", "2026-12-20.txt", "--log-level", "info")
     assert "INFO digest_core.archive_add: stored the issue of 2026-12-20" in logged.stderr
+
+
+def _bare_path(tmp_path: Path, *, uid: str) -> str:
+    """A PATH with grep and stubs only: no chromium, no fonts, ``id -u`` answering ``uid``,
+    a ``sudo`` that asks for a password (fails) and an ``apt-get`` that records its call."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "grep").symlink_to(shutil.which("grep") or "/bin/grep")
+    stubs = {
+        "id": f"echo {uid}",
+        "sudo": "exit 1",
+        "apt-get": f'echo "apt-get $*" >> {tmp_path / "apt.log"}',
+    }
+    for name, body in stubs.items():
+        (bin_dir / name).write_text(f"#!/bin/sh\n{body}\n", encoding="utf-8")
+        (bin_dir / name).chmod(0o755)
+    return str(bin_dir)
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+@pytest.mark.parametrize("uid", ["1000", "0"])
+def test_make_test_first_says_or_installs_what_the_browser_tests_need(
+    tmp_path: Path, uid: str
+) -> None:
+    """Issue 20, item 2: without Chromium, `make test` begins by installing it as .ci/run does
+    (as root, or with sudo) or, when it cannot, by printing the exact command."""
+    make = shutil.which("make") or "make"
+    done = subprocess.run(
+        [make, "-s", "-C", str(ROOT), "browser-deps"],
+        env={"PATH": _bare_path(tmp_path, uid=uid)}, capture_output=True, text=True,
+        timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    packages = "chromium fonts-wqy-microhei"
+    if uid == "0":
+        assert done.stdout.startswith("• installing Chromium and a CJK font")
+        log = (tmp_path / "apt.log").read_text(encoding="utf-8").splitlines()
+        assert log == [
+            "apt-get update -qq",
+            f"apt-get install -y -qq --no-install-recommends {packages}",
+        ]
+    else:
+        assert (
+            done.stdout.splitlines()[1]
+            == f"    sudo apt-get install -y --no-install-recommends {packages}"
+        )
+        assert not (tmp_path / "apt.log").exists()
+    dry = subprocess.run(
+        [make, "-n", "-C", str(ROOT), "test"], capture_output=True, text=True, timeout=60
+    )
+    assert dry.stdout.index("apt-get install") < dry.stdout.index("ruff check")
