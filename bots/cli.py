@@ -373,7 +373,10 @@ def _validate_file(path: Path, date: dt.date | None, settings: Settings) -> bool
     if name_problem is not None and not undated:
         print(IssueFormatError(path, None, name_problem))
         return False
-    # an undated draft is checked as if dated today: the content is what is validated
+    # an undated draft is checked as if dated today (the content is what is validated), unless
+    # it is data that carries its own date (`digest-bot new -o draft.yaml` writes one)
+    if undated and date is None and path.suffix.lower() in (".json", ".yaml", ".yml"):
+        return _load_and_print(path, None, undated=False)
     return _load_and_print(path, date or name_date or _today(settings), undated=undated)
 
 

@@ -222,7 +222,7 @@ def cmd_new(args: argparse.Namespace, settings: Settings) -> int:
     out: Path = args.output or Path(f"{date.isoformat()}.yaml")
     try:
         with out.open("x", encoding="utf-8") as file:  # never over an editor's work
-            file.write(issue_template(date))
+            file.write(issue_template(date, name=str(out)))
     except FileExistsError:
         print(f"{out}: already exists; not overwritten (give -o PATH)", file=sys.stderr)
         return EXIT_FAILED
