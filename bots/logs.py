@@ -56,6 +56,9 @@ _RECORD_KEYS = frozenset(vars(logging.makeLogRecord({}))) | {"message", "asctime
 #: where formatted records go instead of the handler's stream (the console chat), if set
 _terminal: Callable[[str], None] | None = None
 
+#: the libraries' levels before :func:`quiet_libraries` raised them
+_quieted: dict[str, int] = {}
+
 #: the libraries' records at INFO are shown only when the level was asked for
 #: (``--log-level info``); set by :func:`setup_logging`
 _level_asked = False
@@ -89,12 +92,17 @@ def quiet_libraries(quiet: bool = True) -> None:
     """Keep the libraries' INFO records (APScheduler's "Scheduler started" and "Added job"
     lines, one per job) out of a chat on the terminal: at WARNING, unless the level was asked
     for on the command line (``--log-level info``) or is DEBUG. ``quiet=False`` undoes it."""
-    root = logging.getLogger()
+    if not quiet:  # each level as it was before (SQLAlchemy sets its own on import)
+        for name, level in _quieted.items():
+            logging.getLogger(name).setLevel(level)
+        _quieted.clear()
+        return
+    if _level_asked or logging.getLogger().level <= logging.DEBUG:
+        return
     for name in LIBRARY_LOGGERS:
         lib = logging.getLogger(name)
-        own = _LIBRARY_LEVELS.setdefault(name, lib.level)
-        if not _level_asked and root.level > logging.DEBUG:
-            lib.setLevel(max(own, logging.WARNING) if quiet else own)
+        _quieted.setdefault(name, lib.level)
+        lib.setLevel(max(lib.level, logging.WARNING))
 
 
 def zoned_time(record: logging.LogRecord, zone: dt.tzinfo) -> dt.datetime:

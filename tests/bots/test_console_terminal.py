@@ -102,6 +102,8 @@ def test_the_console_on_a_terminal_prompts_echoes_once_and_confirms_a_repost(
         term.kill()
     out = term.output
     lines = out.split("\n")
+    # stopping puts the libraries' levels back as they were: no SQL statements at the end
+    assert "sqlalchemy" not in out
     # item 3: the libraries' INFO records stay out of the chat (ours are still printed)
     assert "Added job" not in out and "apscheduler" not in out
     assert "INFO bots.runtime: digest-bot running on console" in out
