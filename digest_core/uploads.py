@@ -22,6 +22,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: the most problems of a refused file listed in the answer (the rest: digest-bot validate)
+MAX_PROBLEM_LINES = 10
+
 #: the audit log's name for an upload
 ACTION = "upload"
 
@@ -126,7 +129,14 @@ class IssueUploads:
             hint = ""
             if isinstance(exc, IssuePublished):
                 hint = "\n发送时在说明里写 correct 即为更正 / send it with the caption correct"
-            return self._text(request, f"未收录 / not stored:\n{exc}{hint}", Status.USAGE)
+            problems = str(exc)
+            if isinstance(exc, IssueFormatError):  # one line each, with its own line number
+                lines = exc.lines()
+                shown_lines = lines[:MAX_PROBLEM_LINES]
+                if len(lines) > MAX_PROBLEM_LINES:
+                    shown_lines.append(f"… +{len(lines) - MAX_PROBLEM_LINES} (digest-bot validate)")
+                problems = "\n".join(shown_lines)
+            return self._text(request, f"未收录 / not stored:\n{problems}{hint}", Status.USAGE)
         except OSError as exc:
             log.error("could not store %s: %s", name, exc)
             return self._text(

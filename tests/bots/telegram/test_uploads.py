@@ -61,6 +61,19 @@ async def test_a_bad_file_is_answered_with_path_line_and_stores_nothing(bot: Run
     assert sorted(p.name for p in archive_of(bot).iterdir()) == before
 
 
+async def test_a_file_with_several_problems_gets_one_line_each(bot: Running) -> None:
+    """Issue 20, item 6: the unfilled template sent to the bot: every problem on its own
+    ``path:line: field: detail`` line, as ``archive add`` prints them."""
+    from digest_core.template import issue_template
+
+    template = issue_template(dt.date.fromisoformat(FUTURE)).encode()
+    text = await send_file(bot, f"{FUTURE}.yaml", template)
+    problems = [ln for ln in text.splitlines() if ln.startswith(f"{FUTURE}.yaml:")]
+    assert len(problems) == 8, text
+    assert all(ln.endswith(": must not be empty") for ln in problems)
+    assert len({ln.split(":")[1] for ln in problems}) == 8  # each with its own line number
+
+
 async def test_a_published_day_is_replaced_only_with_the_caption_correct(bot: Running) -> None:
     published = archive_of(bot) / "2026-11-26.txt"
     old = published.read_bytes()
