@@ -35,8 +35,8 @@ PROMPT = "digest-bot> "
 
 #: what the greeting adds: who the operator is here, and how to see a reader's view
 ROLE_NOTE = (
-    "你是管理员 / you are an admin here: /repost and /correct ask to confirm (y/N); "
-    "/as reader shows what a reader sees, /as admin back"
+    "你是管理员 / you are an admin here: /repost asks to confirm (y/N), as on Telegram and "
+    "Discord; /as reader shows what a reader sees, /as admin back"
 )
 
 NOT_A_COMMAND = (
