@@ -47,6 +47,9 @@ AS_USAGE = "用法 / usage: /as reader | /as admin"
 AS_READER = "现在以读者身份 / you now see what a reader sees (/as admin to go back)"
 AS_ADMIN = "现在以管理员身份 / you are an admin again"
 
+#: the longest request the console confirms (UTF-8 bytes of its ``cf:`` data; a line typed)
+TYPED_DATA_LIMIT = 4096
+
 #: answers that confirm a pending prompt
 YES = frozenset({"y", "yes", "是", "确认"})
 
@@ -241,8 +244,11 @@ class ConsolePlatform:
         """Ask the operator the prompt's yes/no; the core decides what a press does, as for a
         button on Telegram or Discord (:mod:`digest_core.confirmation`)."""
         confirmations = port.confirmations
-        prompt = confirmations.prompt(reply)
-        if not prompt.buttons:  # it cannot be confirmed; the messages said why
+        # a typed answer carries no button data: the platforms' byte limit does not apply
+        prompt = confirmations.prompt(reply, limit=TYPED_DATA_LIMIT)
+        if not prompt.buttons:  # it cannot be confirmed
+            for m in prompt.messages:
+                self.write(preview(m, self.flavor))
             return
         self._notice(CONFIRM_QUESTION)
         self._show_prompt()
@@ -251,7 +257,9 @@ class ConsolePlatform:
             self._prompting = False
         self._echo(answer)
         yes = answer.strip().lower() in YES
-        data = (confirm_data(prompt.request) or CANCEL_DATA) if yes else CANCEL_DATA
+        data = CANCEL_DATA
+        if yes:
+            data = confirm_data(prompt.request, limit=TYPED_DATA_LIMIT) or CANCEL_DATA
         by = Request("", platform=self.name, flavor=self.flavor, user=asked.user,
                      chat=asked.chat, capabilities=self._capabilities)  # fmt: skip
         async with confirmations.press(
