@@ -5,11 +5,14 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 ARGS   ?=
+# `make test ARGS=-rs` is for this make's own recipes: kept out of the environment of the
+# programs they run (the test suite's own `make run` would pass -rs to the bot)
+unexport ARGS
 
 # Run a step quietly: one line says what it does; its output is shown only if it fails.
 quiet = out=$$($(1) 2>&1) || { printf '%s\n' "$$out"; echo "failed: $(1)"; exit 1; }
 
-.PHONY: run site test lint bench lock clean
+.PHONY: run site test browser-deps lint bench lock clean
 
 $(BIN)/python:
 	@echo "• creating $(VENV)"
@@ -39,9 +42,28 @@ site: $(VENV)/.run-deps
 	$(BIN)/digest-bot site serve --listen $(SITE_LISTEN) $(ARGS)
 
 ## test: lint, type-check and the whole test suite
-test: lint
+test: browser-deps lint
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -n 2 --dist loadgroup $(ARGS)
+
+## browser-deps: Chromium and a CJK font for the web archive's browser tests (tests/site), as
+## .ci/run installs them: apt-get as root or with sudo; otherwise the command to run, first
+BROWSER_PKGS := chromium fonts-wqy-microhei
+browser-deps:
+	@if command -v chromium >/dev/null 2>&1 \
+		&& fc-list 2>/dev/null | grep -qi "wenquanyi\|noto sans cjk"; then :; \
+	elif [ "$$(id -u)" = 0 ] || sudo -n true 2>/dev/null; then \
+		sudo=""; [ "$$(id -u)" = 0 ] || sudo="sudo"; \
+		echo "• installing Chromium and a CJK font for the browser tests" \
+			"($$sudo apt-get install $(BROWSER_PKGS))"; \
+		{ $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install \
+			-y -qq --no-install-recommends $(BROWSER_PKGS) >/dev/null; } \
+		|| echo "failed: apt-get install $(BROWSER_PKGS); the browser tests (tests/site) will fail"; \
+	else \
+		echo "• the browser tests (tests/site) need Chromium and a CJK font; install them with:"; \
+		echo "    sudo apt-get install -y --no-install-recommends $(BROWSER_PKGS)"; \
+		echo "  (without them those tests fail; the rest of the suite runs)"; \
+	fi
 
 ## lint: ruff's checks and its formatting, over everything (tests and benchmarks too)
 lint: $(VENV)/.dev-deps

@@ -42,17 +42,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "handler", None):
-        parser.print_help()
+        # a group (`digest-bot archive`) without its action: its help lists the actions
+        group: argparse.ArgumentParser = getattr(args, "group", None) or parser
+        group.print_help(sys.stderr if group is not parser else sys.stdout)
         return EXIT_USAGE
+    if args.handler is cmd_version:  # needs no configuration
+        print(f"digest-bot {version()}")
+        return EXIT_OK
     try:
         settings = load_settings(args.config, overrides=_overrides(args))
         if (defaults := default_warning(settings)) is not None:
             print(f"digest-bot: WARNING: {defaults}", file=sys.stderr)
+        asked = getattr(args, "log_level", None) is not None
+        level = settings.log_level
+        if args.handler in _reporting() and not asked and level == "INFO":
+            level = "WARNING"  # the command prints its result; the INFO record would repeat it
         setup_logging(
-            settings.log_level,
+            level,
             fmt=settings.log_format,
             zone=settings.zone,
             debug_libs=bool(getattr(args, "debug_libs", False)),
+            asked=asked,
         )
         return int(args.handler(args, settings))
     except ConfigError as exc:
@@ -61,7 +71,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except DigestError as exc:
         print(f"digest-bot: {exc}", file=sys.stderr)
         if isinstance(exc.__cause__, IssueFormatError):  # the editor's detail behind it
-            print(f"  because {exc.__cause__}", file=sys.stderr)
+            for line in exc.__cause__.lines():
+                print(f"  because {line}", file=sys.stderr)
         return EXIT_FAILED
     except KeyboardInterrupt:
         return 130
@@ -74,39 +85,55 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_FAILED
 
 
+#: below each command's help, instead of the global options repeated in every one
+GLOBAL_NOTE = (
+    "global options (--config, --archive, --log-level, --log-format, --debug-libs) may also "
+    "come after the command: see digest-bot --help"
+)
+
+
 def _common_options(default: Any) -> argparse.ArgumentParser:
+    """The global options; with ``default`` SUPPRESS (their copy after a command) they are
+    accepted but not listed again in the command's help (:data:`GLOBAL_NOTE` says so)."""
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "--config",
-        type=Path,
-        default=default,
-        help="TOML config file (default: config/digest-bot.toml when it exists)",
-    )
-    common.add_argument(
-        "--archive",
-        type=Path,
-        default=default,
-        help="folder of issue files (overrides archive_dir)",
-    )
-    common.add_argument(
-        "--log-level",
-        type=str.upper,
-        choices=LEVELS,
-        default=default,
-        help="DEBUG, INFO, WARNING or ERROR (overrides log_level)",
-    )
-    common.add_argument(
-        "--log-format",
-        choices=FORMATS,
-        default=default,
-        help="human lines or one JSON object per line (overrides log_format)",
-    )
-    common.add_argument(
-        "--debug-libs",
-        action="store_true",
-        default=default,
-        help="with --log-level debug, the libraries' debug records too (SQL, HTTP, gateway)",
-    )
+    hidden = default is argparse.SUPPRESS
+    options: list[tuple[str, dict[str, Any]]] = [
+        (
+            "--config",
+            {
+                "type": Path,
+                "help": "TOML config file (default: config/digest-bot.toml when it exists)",
+            },
+        ),
+        ("--archive", {"type": Path, "help": "folder of issue files (overrides archive_dir)"}),
+        (
+            "--log-level",
+            {
+                "type": str.upper,
+                "choices": LEVELS,
+                "help": "DEBUG, INFO, WARNING or ERROR (overrides log_level)",
+            },
+        ),
+        (
+            "--log-format",
+            {
+                "choices": FORMATS,
+                "help": "human lines or one JSON object per line (overrides log_format)",
+            },
+        ),
+        (
+            "--debug-libs",
+            {
+                "action": "store_true",
+                "help": "with --log-level debug, the libraries' debug records too (SQL, "
+                "HTTP, gateway)",
+            },
+        ),
+    ]
+    for name, kwargs in options:
+        if hidden:
+            kwargs["help"] = argparse.SUPPRESS
+        common.add_argument(name, default=default, **kwargs)
     return common
 
 
@@ -116,7 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Posts the daily AI 技术日报 digest to Telegram, Discord and work chats.",
         parents=[_common_options(None)],
     )
-    parser.add_argument("--version", action="version", version=f"digest-bot {version()}")
+    parser.add_argument("-V", "--version", action="version", version=f"digest-bot {version()}")
     # the options again after the command (`digest-bot run --config x`); SUPPRESS keeps a
     # value given before the command from being reset by the subcommand's default
     common = _common_options(argparse.SUPPRESS)
@@ -212,7 +239,48 @@ def build_parser() -> argparse.ArgumentParser:
     cli_site.register(sub, common)
     for register in registry.command_registrars():
         register(sub, common)
+    p = sub.add_parser("version", help="print the version (as --version, -V)")
+    p.set_defaults(handler=cmd_version)
+    _finish(sub)
     return parser
+
+
+def _finish(sub: Any) -> None:
+    """Under every command and action: :data:`GLOBAL_NOTE`; a group (``archive``, ``db``,
+    ``site``, a platform's) without its action prints its help, listing the actions, instead
+    of argparse's "the following arguments are required: ACTION"."""
+    for command in sub.choices.values():
+        command.epilog = command.epilog or GLOBAL_NOTE
+        for action in command._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                action.required = False
+                command.set_defaults(group=command)
+                _finish(action)
+
+
+def _reporting() -> frozenset[object]:
+    """The one-shot commands that print their own result (``stored …``, a table, a site's
+    summary): their INFO log records would say it a second time, so they log from WARNING
+    unless ``--log-level`` asks otherwise."""
+    return frozenset(
+        {
+            cmd_validate,
+            cmd_preview,
+            cmd_archive_search,
+            cmd_status,
+            cli_editor.cmd_archive_list,
+            cli_editor.cmd_archive_add,
+            cli_editor.cmd_new,
+            cli_editor.cmd_schema,
+            cli_site.cmd_site_build,
+        }
+    )
+
+
+def cmd_version(args: argparse.Namespace, settings: Settings) -> int:
+    """``digest-bot version`` (:func:`main` answers it before reading the configuration)."""
+    print(f"digest-bot {version()}")
+    return EXIT_OK
 
 
 def version() -> str:
@@ -305,7 +373,10 @@ def _validate_file(path: Path, date: dt.date | None, settings: Settings) -> bool
     if name_problem is not None and not undated:
         print(IssueFormatError(path, None, name_problem))
         return False
-    # an undated draft is checked as if dated today: the content is what is validated
+    # an undated draft is checked as if dated today (the content is what is validated), unless
+    # it is data that carries its own date (`digest-bot new -o draft.yaml` writes one)
+    if undated and date is None and path.suffix.lower() in (".json", ".yaml", ".yml"):
+        return _load_and_print(path, None, undated=False)
     return _load_and_print(path, date or name_date or _today(settings), undated=undated)
 
 
@@ -314,7 +385,7 @@ def _load_and_print(path: Path, date: dt.date | None, *, undated: bool) -> bool:
     try:
         issue = load_issue(path, date=date, hints=hints)
     except IssueFormatError as exc:
-        print(exc)
+        print("\n".join(exc.lines()))
         return False
     for hint in hints:
         print(hint)

@@ -13,6 +13,7 @@ from typing import Any
 
 from digest_core.archive import Archive
 from digest_core.archive_add import MAX_ADD_BYTES, add_issue
+from digest_core.clock import zoned_text
 from digest_core.errors import IssueFormatError, IssuePublished
 from digest_core.models import Issue, issue_json_schema, shorten
 from digest_core.scheduling import post_time_of
@@ -183,7 +184,11 @@ def cmd_archive_add(args: argparse.Namespace, settings: Settings) -> int:
             correct=args.correct,
             shown=str(path),
         )
-    except (IssueFormatError, IssuePublished) as exc:
+    except IssueFormatError as exc:
+        for line in exc.lines():  # one line per problem, each with its own line number
+            print(line, file=sys.stderr)
+        return EXIT_FAILED
+    except IssuePublished as exc:
         print(exc, file=sys.stderr)
         return EXIT_FAILED
     except OSError as exc:  # the archive folder is not writable, a folder in the way, disk full
@@ -198,9 +203,7 @@ def cmd_archive_add(args: argparse.Namespace, settings: Settings) -> int:
         print(f"{added.path}: unchanged (the same issue is stored already)")
         return EXIT_OK
     state = (
-        "a correction of the published issue"
-        if added.corrected
-        else f"posts {when:%Y-%m-%d %H:%M %Z}"
+        "a correction of the published issue" if added.corrected else f"posts {zoned_text(when)}"
     )
     print(f"stored {added.path}: {issue.date} · {_summary(issue)} · {state}")
     for removed in added.removed:
@@ -219,7 +222,7 @@ def cmd_new(args: argparse.Namespace, settings: Settings) -> int:
     out: Path = args.output or Path(f"{date.isoformat()}.yaml")
     try:
         with out.open("x", encoding="utf-8") as file:  # never over an editor's work
-            file.write(issue_template(date))
+            file.write(issue_template(date, name=str(out)))
     except FileExistsError:
         print(f"{out}: already exists; not overwritten (give -o PATH)", file=sys.stderr)
         return EXIT_FAILED

@@ -43,6 +43,12 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         help="build as if it were this moment (ISO 8601 with offset; default: now): issues "
         "after it stay hidden",
     )
+    b.add_argument(
+        "--for-server",
+        action="store_true",
+        help="links to folders (2026/11/27/) and a fetched search index, for a web server "
+        "only; by default the site works both served and opened from disk",
+    )
     b.set_defaults(handler=cmd_site_build)
     s = ssub.add_parser(
         "serve", parents=[common], help="serve the web archive on this machine (Ctrl-C stops)"
@@ -104,7 +110,9 @@ def cmd_site_build(args: argparse.Namespace, settings: Settings) -> int:
     rule = _rule(settings, FixedClock(args.now) if args.now else SystemClock())
     issues = published_issues(archive, rule)
     hidden = len(archive.dates()) - len(issues)
-    config = SiteConfig(rule=rule, base_url=_base_url(args, settings))
+    config = SiteConfig(
+        rule=rule, base_url=_base_url(args, settings), for_files=not args.for_server
+    )
     files = build_site(issues, config)
     try:
         written, removed = write_site(files, args.out)
@@ -116,12 +124,8 @@ def cmd_site_build(args: argparse.Namespace, settings: Settings) -> int:
         f"{args.out}: {len(issues)} issues{later}; {len(files)} files, "
         f"{written} written, {removed} removed"
     )
-    if config.base_url is None:
-        print(
-            "note: [site] base_url is not set: feed.xml links relative to itself and posts "
-            "carry no 全文 / web link (set it to the site's public address)",
-            file=sys.stderr,
-        )
+    if config.for_files:
+        print(f"open {(args.out / 'index.html').resolve().as_uri()} or serve the folder")
     for problem in archive.known_problems():
         print(f"warning: {problem}", file=sys.stderr)
     return EXIT_OK

@@ -8,6 +8,8 @@ any chat. The result is a table; any failure makes ``doctor`` exit 1.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import datetime as dt
 import email.utils
 import importlib
@@ -21,6 +23,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from bots import registry
+from digest_core.models import counted
 from digest_core.settings import Settings, default_warning
 
 log = logging.getLogger(__name__)
@@ -218,6 +221,8 @@ async def run_checks(
             found = [fail(name, "api", f"cannot check: {reason}", "check the network")]
         configured += bool(found)
         checks.extend(found)
+    if not any(c.name == "clock" for c in checks):  # no server's Date header to compare with
+        checks.append(kernel_clock_check())
     if not configured:
         checks.append(
             warn(
@@ -228,6 +233,27 @@ async def run_checks(
             )
         )
     return checks
+
+
+#: adjtimex(2)'s answer when the kernel does not consider the clock synchronised
+_TIME_ERROR = 5
+
+
+def kernel_clock_check() -> Check:
+    """The clock without a platform's server to compare with (the console alone): whether the
+    kernel says NTP keeps it synchronised (``adjtimex(2)``, read only; Linux)."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+        state = int(libc.adjtimex(ctypes.create_string_buffer(512)))  # a zeroed timex: read
+    except (OSError, AttributeError):
+        state = -1
+    if state < 0:
+        detail = "cannot ask the kernel whether the clock is synchronised (not Linux?)"
+        return warn("system", "clock", detail, CLOCK_FIX)
+    if state == _TIME_ERROR:
+        detail = "the kernel says the clock is not synchronised; posts go out by this clock"
+        return warn("system", "clock", detail, CLOCK_FIX)
+    return ok("system", "clock", "synchronised (the kernel's NTP state)")
 
 
 def format_table(checks: Iterable[Check]) -> str:
@@ -247,5 +273,5 @@ def format_table(checks: Iterable[Check]) -> str:
             lines.append(" " * (sum(widths) + 6) + "fix: " + rows[i - 1].fix)
     failed = sum(c.status is Status.FAIL for c in rows)
     warned = sum(c.status is Status.WARN for c in rows)
-    lines.append(f"{len(rows)} checks: {failed} failed, {warned} warnings")
+    lines.append(f"{counted(len(rows), 'check')}: {failed} failed, {counted(warned, 'warning')}")
     return "\n".join(lines)

@@ -13,6 +13,7 @@ import datetime as dt
 import json
 import logging
 import sys
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from digest_core.logcontext import current_fields
@@ -52,8 +53,56 @@ _LIBRARY_LEVELS: dict[str, int] = {}
 _RECORD_KEYS = frozenset(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
 
 
+#: where formatted records go instead of the handler's stream (the console chat), if set
+_terminal: Callable[[str], None] | None = None
+
+#: the libraries' levels before :func:`quiet_libraries` raised them
+_quieted: dict[str, int] = {}
+
+#: the libraries' records at INFO are shown only when the level was asked for
+#: (``--log-level info``); set by :func:`setup_logging`
+_level_asked = False
+
+
 class _Handler(logging.StreamHandler[TextIO]):
     """Our root handler (so a second set-up, as in tests, replaces it instead of adding one)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        write = _terminal
+        if write is None:
+            super().emit(record)
+            return
+        try:
+            write(self.format(record))
+        except Exception:
+            self.handleError(record)
+
+
+def route_to_terminal(write: Callable[[str], None] | None) -> None:
+    """Hand each formatted record of our handler to ``write`` instead of its stream (the
+    console, which prints it above its prompt), or, with None, to the stream again (and the
+    libraries' levels back: :func:`quiet_libraries`)."""
+    global _terminal
+    _terminal = write
+    if write is None:
+        quiet_libraries(False)
+
+
+def quiet_libraries(quiet: bool = True) -> None:
+    """Keep the libraries' INFO records (APScheduler's "Scheduler started" and "Added job"
+    lines, one per job) out of a chat on the terminal: at WARNING, unless the level was asked
+    for on the command line (``--log-level info``) or is DEBUG. ``quiet=False`` undoes it."""
+    if not quiet:  # each level as it was before (SQLAlchemy sets its own on import)
+        for name, level in _quieted.items():
+            logging.getLogger(name).setLevel(level)
+        _quieted.clear()
+        return
+    if _level_asked or logging.getLogger().level <= logging.DEBUG:
+        return
+    for name in LIBRARY_LOGGERS:
+        lib = logging.getLogger(name)
+        _quieted.setdefault(name, lib.level)
+        lib.setLevel(max(lib.level, logging.WARNING))
 
 
 def zoned_time(record: logging.LogRecord, zone: dt.tzinfo) -> dt.datetime:
@@ -119,11 +168,14 @@ def setup_logging(
     zone: dt.tzinfo = dt.UTC,
     debug_libs: bool = False,
     stream: TextIO | None = None,
+    asked: bool = False,
 ) -> None:
     """Send every record of ``level`` and above to ``stream`` (default stderr) as ``fmt``.
 
-    At DEBUG the :data:`LIBRARY_LOGGERS` stay at INFO unless ``debug_libs``. Calling it again
-    replaces what an earlier call set up (other handlers, such as pytest's, are kept).
+    At DEBUG the :data:`LIBRARY_LOGGERS` stay at INFO unless ``debug_libs``. ``asked``: the
+    level was given on the command line (the console chat then shows the libraries' INFO
+    records too: :func:`route_to_terminal`). Calling it again replaces what an earlier call
+    set up (other handlers, such as pytest's, are kept).
 
     Raises:
         ValueError: an unknown ``level`` or ``fmt``.
@@ -133,6 +185,8 @@ def setup_logging(
         raise ValueError(f"log level: expected one of {', '.join(LEVELS)}, got {level!r}")
     if fmt not in FORMATS:
         raise ValueError(f"log format: expected one of {', '.join(FORMATS)}, got {fmt!r}")
+    global _level_asked
+    _level_asked = asked
     root = logging.getLogger()
     for old in [h for h in root.handlers if isinstance(h, _Handler)]:
         root.removeHandler(old)

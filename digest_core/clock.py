@@ -39,3 +39,24 @@ class SystemClock:
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(max(0.0, seconds))
+
+
+def zoned_text(at: dt.datetime, *, day: bool = True) -> str:
+    """``2026-12-03 08:00 (Asia/Shanghai)`` (``08:00 (Asia/Shanghai)`` without ``day``): the
+    zone by its name, since abbreviations are ambiguous (CST is China's and the US Central
+    time). A zone without a name (a fixed offset) is shown as its offset, ``UTC+08:00``."""
+    zone = at.tzinfo
+    name = getattr(zone, "key", None)
+    if name is None:
+        offset = at.utcoffset()
+        name = at.tzname() if offset is None else _offset_name(offset)
+    return f"{at:%Y-%m-%d %H:%M} ({name})" if day else f"{at:%H:%M} ({name})"
+
+
+def _offset_name(offset: dt.timedelta) -> str:
+    if not offset:
+        return "UTC"
+    minutes = int(offset.total_seconds()) // 60
+    sign = "+" if minutes >= 0 else "-"
+    hours, mins = divmod(abs(minutes), 60)
+    return f"UTC{sign}{hours:02d}:{mins:02d}"

@@ -21,7 +21,7 @@ from typing import ParamSpec, TypeVar
 
 from digest_core import editor_commands
 from digest_core.archive import Archive
-from digest_core.clock import Clock
+from digest_core.clock import Clock, zoned_text
 from digest_core.declaration import (
     Argument,
     CommandSpec,
@@ -38,7 +38,7 @@ from digest_core.declaration import (
 from digest_core.embargo import Embargo, VisibleArchive
 from digest_core.errors import CommandRefused, IssueNotFound
 from digest_core.metrics import NULL_METRICS, MetricsSink
-from digest_core.models import Issue, Section, shorten
+from digest_core.models import Issue, Section, counted, shorten
 from digest_core.rendering import (
     Message,
     Part,
@@ -332,8 +332,8 @@ class Commands:
             at = self.embargo.publish_time(today).astimezone(self.zone)
             return issue, (
                 f"今天（{today}）的日报将于 {at:%H:%M} 发布，这是最新一期：{issue.date}。\n"
-                f"Today's issue ({today}) comes at {at:%H:%M %Z}; here is the latest, "
-                f"from {issue.date}."
+                f"Today's issue ({today}) comes at {zoned_text(at, day=False)}; here is the "
+                f"latest, from {issue.date}."
             )
         return issue, (
             f"今天（{today}）的日报还没有发布，这是最新一期：{issue.date}。\n"
@@ -503,7 +503,8 @@ class Commands:
             return self._text(
                 request,
                 f"{issue.date} 这一期只有 {len(issue.briefs)} 条简讯，没有第 {n} 条。\n"
-                f"The issue of {issue.date} has {len(issue.briefs)} briefs; there is no brief {n}.",
+                f"The issue of {issue.date} has {counted(len(issue.briefs), 'brief')}; there is "
+                f"no brief {n}.",
                 status=Status.USAGE,
             )
         if date is not None:

@@ -30,7 +30,7 @@ import logging
 from collections.abc import Mapping
 
 from digest_core.archive import Archive, ArchiveEntry, SearchHit, nearest_text
-from digest_core.clock import Clock
+from digest_core.clock import Clock, zoned_text
 from digest_core.errors import IssueNotFound
 from digest_core.models import Issue
 
@@ -154,7 +154,7 @@ class Embargo:
         at = self.publish_time(day).astimezone(self.zone)
         return (
             f"{day} 的日报还没有发布（{at:%Y-%m-%d %H:%M} 发布）。\n"
-            f"The issue of {day} is not out yet (it comes at {at:%Y-%m-%d %H:%M %Z})."
+            f"The issue of {day} is not out yet (it comes at {zoned_text(at)})."
         )
 
     def view(self, archive: Archive, *, admin: bool = False) -> VisibleArchive:

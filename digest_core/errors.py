@@ -29,6 +29,7 @@ Only the CLI turns errors into exit codes.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from pathlib import Path
 
 
@@ -85,15 +86,34 @@ class IssueFormatError(IssueError):
     """An issue file (or structured data) failed to load.
 
     ``str(err)`` is ``path:line: detail`` (``path: detail`` when no line applies), the form
-    compilers use, so editors can jump to the place.
+    compilers use, so editors can jump to the place; where the file has several problems (a
+    JSON or YAML file's fields), ``more`` holds the others and :meth:`lines` gives each its
+    own line.
     """
 
-    def __init__(self, path: str | Path, line: int | None, detail: str):
+    def __init__(
+        self,
+        path: str | Path,
+        line: int | None,
+        detail: str,
+        *,
+        more: Sequence[tuple[int | None, str]] = (),
+    ):
         self.path = str(path)
         self.line = line
         self.detail = detail
-        where = f"{self.path}:{line}" if line is not None else self.path
-        super().__init__(f"{where}: {detail}")
+        #: the other problems of the same file, (line, detail) each, in order
+        self.more = tuple(more)
+        first = self._at(line, detail)
+        super().__init__(f"{first}; and {len(self.more)} more problems" if self.more else first)
+
+    def _at(self, line: int | None, detail: str) -> str:
+        return f"{self.path}:{line}: {detail}" if line is not None else f"{self.path}: {detail}"
+
+    def lines(self) -> list[str]:
+        """Every problem as its own ``path:line: detail`` line (a terminal shows them all;
+        ``str()`` is the first and how many more, for one-line places such as ``status``)."""
+        return [self._at(self.line, self.detail), *(self._at(n, d) for n, d in self.more)]
 
 
 class IssuePublished(IssueError):

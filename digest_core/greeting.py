@@ -7,7 +7,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from digest_core.errors import IssueNotFound
-from digest_core.models import shorten
+from digest_core.models import counted, shorten
 
 if TYPE_CHECKING:
     from digest_core.archive import Archive
@@ -40,7 +40,7 @@ def greeting(
     else:
         lines.append(
             f"当前一期 / current issue: {issue.date} · {shorten(issue.headline.title, 40)} "
-            f"· {len(issue.briefs)} briefs"
+            f"· {counted(len(issue.briefs), 'brief')}"
         )
     if poster.config.enabled:
         at = poster.next_post()

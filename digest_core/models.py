@@ -106,6 +106,11 @@ def escape(text: str) -> str:
     )
 
 
+def counted(n: int, noun: str) -> str:
+    """``1 brief``, ``2 briefs``: ``n`` with ``noun`` (English, plural by ``s``)."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def shorten(text: str, limit: int = 60) -> str:
     """The first ``limit`` characters of ``text`` (``…`` marks a cut), escaped for messages."""
     return escape(text if len(text) <= limit else text[: limit - 1] + "…")
@@ -283,7 +288,8 @@ class Issue(BaseModel):
             IndexError: when there is no such brief.
         """
         if not 1 <= n <= len(self.briefs):
-            raise IndexError(f"brief {n} does not exist; this issue has {len(self.briefs)} briefs")
+            has = counted(len(self.briefs), "brief")
+            raise IndexError(f"brief {n} does not exist; this issue has {has}")
         return self.briefs[n - 1]
 
 

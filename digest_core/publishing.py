@@ -34,7 +34,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 
 from digest_core.actions import CommandButton, Style
 from digest_core.archive import Archive
-from digest_core.clock import Clock
+from digest_core.clock import Clock, zoned_text
 from digest_core.embargo import EARLY_ACTION, Embargo
 from digest_core.errors import IssueNotFound
 from digest_core.rendering import Message, Part, notice, render
@@ -219,7 +219,7 @@ class Publishing:
         at = self.embargo.scheduled(day).astimezone(self.zone)
         return (
             f"批准后将于 {at:%m-%d %H:%M} 推送；暂缓则不推送。/ Approve to post it at "
-            f"{at:%Y-%m-%d %H:%M %Z}; Hold keeps it back. (/approve {day}, /hold {day})"
+            f"{zoned_text(at)}; Hold keeps it back. (/approve {day}, /hold {day})"
         )
 
     # ------------------------------------------------------------ approval
@@ -363,7 +363,7 @@ class Publishing:
         at = due.astimezone(self.zone)
         return (
             f"已批准 {day}（{current}），将于 {at:%m-%d %H:%M} 推送。\n"
-            f"Approved revision {current} of {day}; it goes out at {at:%Y-%m-%d %H:%M %Z}."
+            f"Approved revision {current} of {day}; it goes out at {zoned_text(at)}."
         )
 
     async def review(self, day: dt.date) -> dict[str, int]:
@@ -419,7 +419,7 @@ class Publishing:
         )
         return (
             f"⚠ {day} 的日报（{at:%H:%M} 推送）：{what}\n"
-            f"The issue of {day} (due {at:%Y-%m-%d %H:%M %Z}) is not ready."
+            f"The issue of {day} (due {zoned_text(at)}) is not ready."
         )
 
     def next_day(self) -> dt.date:

@@ -19,7 +19,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.date import DateTrigger
 
-from digest_core.clock import Clock
+from digest_core.clock import Clock, zoned_text
 from digest_core.errors import DeliveryBusy
 
 log = logging.getLogger(__name__)
@@ -150,7 +150,8 @@ class DailyPoster:
                 return Outcome.WAITING
             message = (
                 f"今天（{day}）的日报文件在截止时间前没有出现，未推送。"
-                f" No issue file for {day} by {give_up_at:%H:%M %Z}; nothing was posted."
+                f" No issue file for {day} by {zoned_text(give_up_at, day=False)}; nothing was "
+                "posted."
             )
             self.notes.append(message)
             await self._alert(message)  # (which logs it: printed once)
@@ -189,7 +190,7 @@ class DailyPoster:
             elif report_missed and (state is PostState.PARTIAL or self._has_issue(day)):
                 hours = late.total_seconds() / 3600
                 message = (
-                    f"错过了 {day} 的推送（应在 {due:%Y-%m-%d %H:%M %Z}，已过 {hours:.1f} 小时，"
+                    f"错过了 {day} 的推送（应在 {zoned_text(due)}，已过 {hours:.1f} 小时，"
                     f"超出补发窗口），未补发；可用 /repost {day} 手动推送。"
                     f" Missed the post of {day} ({hours:.1f} h ago, beyond the catch-up window);"
                     f" not sent. Use /repost {day} to send it."

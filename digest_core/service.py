@@ -14,7 +14,7 @@ import logging
 from collections.abc import Sequence
 
 from digest_core.archive import Archive
-from digest_core.clock import Clock
+from digest_core.clock import Clock, zoned_text
 from digest_core.commands import Commands, Request
 from digest_core.confirmation import Confirmations
 from digest_core.delivery import (
@@ -591,7 +591,7 @@ class DigestService(ServicePort):
         return "\n".join(r.describe() for r in reports)
 
     async def status(self) -> str:
-        lines = [f"下次推送 / next post: {self.poster.next_post():%Y-%m-%d %H:%M %Z}"]
+        lines = [f"下次推送 / next post: {zoned_text(self.poster.next_post())}"]
         for name, why in sorted(self.unavailable.items()):
             lines.append(f"⚠ {name} 未连接 / not connected: {why}")
         next_day = self.publishing.next_day()

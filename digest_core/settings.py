@@ -12,6 +12,7 @@ never show in reprs, logs or dumps.
 from __future__ import annotations
 
 import datetime as dt
+import difflib
 import json
 import logging
 import os
@@ -421,10 +422,27 @@ def _key(loc: tuple[int | str, ...]) -> str:
     return ".".join(str(p) for p in loc)
 
 
-def _message(err: Any) -> str:
+def _message(err: Any, model: type[BaseModel]) -> str:
     if err["type"] == "extra_forbidden":
-        return "unknown key (config/digest-bot.example.toml lists every key)"
+        near = _near_key(model, tuple(err["loc"]))
+        hint = f"; did you mean {near}?" if near else ""
+        return f"unknown key{hint} (config/digest-bot.example.toml lists every key)"
     return str(err["msg"]).removeprefix("Value error, ")
+
+
+def _near_key(model: type[BaseModel], loc: tuple[int | str, ...]) -> str | None:
+    """The key (or table) of ``model`` closest to the unknown last part of ``loc``, if one is
+    close (a typo: ``post_tme`` -> ``post_time``, ``[schedul]`` -> ``schedule``)."""
+    *tables, name = loc
+    for part in tables:  # down to the table holding the unknown key
+        field = model.model_fields.get(str(part))
+        inner = field.annotation if field is not None else None
+        if not (isinstance(inner, type) and issubclass(inner, BaseModel)):
+            return None
+        model = inner
+    known = [key for key in model.model_fields if not key.startswith("_")]
+    close = difflib.get_close_matches(str(name).lower(), known, n=1, cutoff=0.75)
+    return close[0] if close else None
 
 
 def _json_kind(annotation: Any) -> str | None:
@@ -535,8 +553,8 @@ def load_settings(
     except ValidationError as exc:
         errors = exc.errors()
         key = _key(errors[0]["loc"])
-        msg = _message(errors[0])
-        others = [f"{_key(e['loc'])}: {_message(e)}" for e in errors[1:]]
+        msg = _message(errors[0], loaded)
+        others = [f"{_key(e['loc'])}: {_message(e, loaded)}" for e in errors[1:]]
         if others:
             msg += "; also " + "; ".join(others)
         env_name = ENV_PREFIX + key.replace(".", "__").upper()

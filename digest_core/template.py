@@ -12,8 +12,8 @@ log = logging.getLogger(__name__)
 _TEMPLATE = """\
 # AI 技术日报 · {date}
 # 填好后检查并放入存档 / fill it in, then check and store it:
-#   digest-bot validate {date}.yaml
-#   digest-bot archive add {date}.yaml
+#   digest-bot validate {name}
+#   digest-bot archive add {name}
 # 以 # 开头的行是注释，可以留着 / lines starting with # are comments and may stay.
 # 空的 "" 必须填写，否则不能通过检查 / every empty "" must be filled in before it validates.
 # 规则 / the rules: docs/format.md
@@ -55,6 +55,7 @@ classic:
 """
 
 
-def issue_template(date: dt.date) -> str:
-    """The commented YAML template of the issue of ``date`` (it does not validate unfilled)."""
-    return _TEMPLATE.format(date=date.isoformat())
+def issue_template(date: dt.date, *, name: str | None = None) -> str:
+    """The commented YAML template of the issue of ``date`` (it does not validate unfilled);
+    its comments name the file ``name`` (default ``DATE.yaml``) in the commands to run."""
+    return _TEMPLATE.format(date=date.isoformat(), name=name or f"{date.isoformat()}.yaml")

@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from digest_core.archive_add import MAX_ADD_BYTES, Added, add_issue
+from digest_core.clock import zoned_text
 from digest_core.commands import MAX_REPLY_MESSAGES, Capability, Reply, Request, Status
 from digest_core.errors import ConfigError, DigestError, IssueFormatError, IssuePublished
 from digest_core.models import shorten
@@ -20,6 +21,9 @@ if TYPE_CHECKING:
     from digest_core.commands import AdminBackend
 
 log = logging.getLogger(__name__)
+
+#: the most problems of a refused file listed in the answer (the rest: digest-bot validate)
+MAX_PROBLEM_LINES = 10
 
 #: the audit log's name for an upload
 ACTION = "upload"
@@ -125,7 +129,14 @@ class IssueUploads:
             hint = ""
             if isinstance(exc, IssuePublished):
                 hint = "\n发送时在说明里写 correct 即为更正 / send it with the caption correct"
-            return self._text(request, f"未收录 / not stored:\n{exc}{hint}", Status.USAGE)
+            problems = str(exc)
+            if isinstance(exc, IssueFormatError):  # one line each, with its own line number
+                lines = exc.lines()
+                shown_lines = lines[:MAX_PROBLEM_LINES]
+                if len(lines) > MAX_PROBLEM_LINES:
+                    shown_lines.append(f"… +{len(lines) - MAX_PROBLEM_LINES} (digest-bot validate)")
+                problems = "\n".join(shown_lines)
+            return self._text(request, f"未收录 / not stored:\n{problems}{hint}", Status.USAGE)
         except OSError as exc:
             log.error("could not store %s: %s", name, exc)
             return self._text(
@@ -150,7 +161,7 @@ class IssueUploads:
             )
         else:
             at = self.post_at(issue.date)
-            head = f"已收录 / stored: {added.path.name} ({what}); posts {at:%Y-%m-%d %H:%M %Z}"
+            head = f"已收录 / stored: {added.path.name} ({what}); posts {zoned_text(at)}"
         lines = [head, *(f"⚠ {hint}" for hint in added.hints[:5])]
         if added.removed:
             lines.append("替换了 / replaced: " + ", ".join(p.name for p in added.removed))

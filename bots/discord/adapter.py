@@ -472,6 +472,14 @@ class DiscordAdapter:
             ) from exc
         except Exception as exc:
             await client.close()
+            reason = network_reason(exc)
+            if reason is not None:  # as Telegram's: where, why in a few words, what to check
+                raise TransientError(
+                    f"cannot reach Discord at {Route.BASE}: {reason}; check "
+                    "the network or [discord] api_base_url",
+                    platform=self.name,
+                    target="login",
+                ) from exc
             raise translate_error(exc, platform=self.name, target="login") from exc
         return client
 

@@ -99,7 +99,7 @@ async def logged_in(settings: DiscordSettings) -> AsyncIterator[DigestClient]:
         DigestError: Discord could not be reached, at login or later in the ``with`` block
             (one line: where, why, and what to check).
     """
-    token = settings.resolved_token()
+    token = settings.checked_token()
     if token is None:
         raise ConfigError(
             "set DIGEST_BOT_DISCORD__TOKEN or discord.token_file", key="discord.token"

@@ -5,9 +5,14 @@ from __future__ import annotations
 import re
 from typing import ClassVar
 
-from pydantic import Field, field_validator
+from pydantic import Field, SecretStr, field_validator
 
+from digest_core.errors import ConfigError
 from digest_core.settings import TokenSettings
+
+#: a Discord bot token: three base64url parts joined by dots (the user id, a time, an HMAC),
+#: about 70 characters; anything else is refused before a request is made
+TOKEN_SHAPE = re.compile(r"[A-Za-z0-9_-]{17,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{20,}")
 
 
 class DiscordSettings(TokenSettings):
@@ -44,6 +49,28 @@ class DiscordSettings(TokenSettings):
     #: past that they get an ephemeral "slow down" instead. Admins are not limited.
     command_burst: int = Field(default=5, ge=1, le=1000)
     command_window_seconds: float = Field(default=10.0, gt=0, le=3600)
+
+    def checked_token(self) -> SecretStr | None:
+        """:meth:`resolved_token`, refused unless it has a bot token's shape.
+
+        Raises:
+            ConfigError: the token file cannot be read, or the token is not token-shaped (the
+                error names where it came from, never the token).
+        """
+        token = self.resolved_token()
+        if token is None or TOKEN_SHAPE.fullmatch(token.get_secret_value()):
+            return token
+        where = (
+            "DIGEST_BOT_DISCORD__TOKEN"
+            if self.token is not None and self.token.get_secret_value().strip()
+            else f"the token file {self.token_file}"
+        )
+        raise ConfigError(
+            f"{where} does not look like a Discord bot token (three parts joined by dots, "
+            "about 70 characters, like MTA…): copy it again from the Developer Portal, "
+            "Bot → Reset Token",
+            key="discord.token",
+        )
 
     @field_validator("channels")
     @classmethod

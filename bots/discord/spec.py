@@ -18,7 +18,7 @@ def _renderer() -> Renderer:
 
 
 def _build(settings: DiscordSettings, ctx: BuildContext) -> Adapter | None:
-    token = settings.resolved_token()
+    token = settings.checked_token()
     if token is None:
         return None
     from bots.discord.adapter import DiscordAdapter

@@ -35,8 +35,6 @@ _LIST_CAPS: dict[str, int] = {
 }
 #: Any other list (which the schema refuses anyway) stops at the largest cap.
 _MAX_LIST = max(_LIST_CAPS.values())
-#: How many validation problems one error message lists (a huge bad file has thousands).
-_MAX_SHOWN = 5
 
 
 def format_loc(loc: Loc) -> str:
@@ -148,11 +146,10 @@ def load_structured(
     try:
         return Issue.model_validate(fields)
     except ValidationError as exc:
-        problems = validation_problems(exc)
-        detail = "; ".join(f"{format_loc(p.loc)}: {p.msg}" for p in problems[:_MAX_SHOWN])
-        if len(problems) > _MAX_SHOWN:
-            detail += f"; and {len(problems) - _MAX_SHOWN} more problems"
-        raise IssueFormatError(path, find_line(problems[0].at), detail) from exc
+        first, *rest = validation_problems(exc)
+        more = [(find_line(p.at), f"{format_loc(p.loc)}: {p.msg}") for p in rest]
+        detail = f"{format_loc(first.loc)}: {first.msg}"
+        raise IssueFormatError(path, find_line(first.at), detail, more=more) from exc
 
 
 def dump_json(issue: Issue) -> str:

@@ -25,7 +25,7 @@ from digest_core.models import QUESTION_MARKER, Issue
 from digest_core.site.feed import build_feed
 from digest_core.site.links import issue_path
 from digest_core.site.published import PublishRule
-from digest_core.site.search import search_files
+from digest_core.site.search import as_scripts, search_files
 
 log = logging.getLogger(__name__)
 
@@ -44,11 +44,15 @@ class SiteConfig:
 
     ``rule`` decides which issues are public (now) and when each was published (the feed's
     times). ``base_url`` (ending with ``/``) makes canonical links and the feed's links
-    absolute; without it every link is relative.
+    absolute; without it every link is relative. ``for_files``: the site also works opened
+    from disk (``file://``): links name ``…/index.html`` instead of the folder, and the search
+    index is a set of scripts instead of JSON fetched by the page (:func:`as_scripts`); served,
+    it works the same.
     """
 
     rule: PublishRule
     base_url: str | None = None
+    for_files: bool = False
 
 
 @dataclass(frozen=True)
@@ -104,10 +108,12 @@ def build_site(issues: Iterable[Issue], config: SiteConfig) -> dict[str, bytes]:
         url = config.base_url + canonical if config.base_url else None
         values.setdefault("lang", "zh-CN")
         html = env.get_template(template).render(
-            site_title=title, root=root, canonical=url, **values
+            site_title=title, root=root, canonical=url, index=index, **values
         )
         return html.encode("utf-8")
 
+    #: what a link to a page's folder ends with
+    index = "index.html" if config.for_files else ""
     files: dict[str, bytes] = {}
     files["index.html"] = page("index.html.j2", "", "", months=_months(entries))
     for n, entry in enumerate(entries):
@@ -123,8 +129,11 @@ def build_site(issues: Iterable[Issue], config: SiteConfig) -> dict[str, bytes]:
         )
     classics = [e for e in reversed(entries) if e.issue.classic is not None]
     files["classic/index.html"] = page("classic.html.j2", "../", "classic/", entries=classics)
-    files["search/index.html"] = page("search.html.j2", "../", "search/")
-    files.update(search_files(shown))
+    files["search/index.html"] = page(
+        "search.html.j2", "../", "search/", index_format="js" if config.for_files else "json"
+    )
+    index_files = search_files(shown)
+    files.update(as_scripts(index_files) if config.for_files else index_files)
     body = env.get_template("item.html.j2").module.issue_body  # type: ignore[attr-defined]
 
     def content(issue: Issue) -> str:

@@ -17,6 +17,10 @@ Files (format version 2), under ``search/``:
 - ``docs/YYYY-MM.json``: that month's documents, ``[path, date, where, title, text]`` each,
   ``path`` relative to the site root.
 
+A site built for files (opened from disk, where a page may not ``fetch``) has each of these
+as a script instead, ``search/…/NAME.js`` holding ``digestSearch.add("…/NAME.json", DATA);``
+(:func:`as_scripts`), which the page loads with script elements.
+
 The script loads ``meta.json``, the shards of the query's grams, and then month files newest
 first only until it has a page of hits; a year of issues is about 9 MB of index, of which a
 two-character query reads a few hundred kB.
@@ -94,6 +98,18 @@ def postings(docs: Sequence[Sequence[str]]) -> dict[str, list[int]]:
 
 def _dump(value: object) -> bytes:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def as_scripts(files: dict[str, bytes]) -> dict[str, bytes]:
+    """The index ``files`` as scripts for a site opened from disk: ``search/X.json`` becomes
+    ``search/X.js``, calling ``digestSearch.add("X.json", DATA)`` (JSON is a JavaScript
+    expression)."""
+    out: dict[str, bytes] = {}
+    for path, data in files.items():
+        name = path.removeprefix("search/")
+        call = b"digestSearch.add(" + _dump(name) + b"," + data + b");\n"
+        out["search/" + name.removesuffix(".json") + ".js"] = call
+    return out
 
 
 def search_files(issues: Sequence[Issue]) -> dict[str, bytes]:

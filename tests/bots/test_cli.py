@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.fakes.discord_api import FAKE_TOKEN
+
 ROOT = Path(__file__).resolve().parents[2]
 SEED_DIR = ROOT.parent / "shared" / "seeds"
 
@@ -319,7 +321,7 @@ def test_a_bad_token_file_variable_is_blamed_on_the_variable(workdir: Path) -> N
 def test_discord_sync_without_a_network_is_one_line(workdir: Path) -> None:
     """The host cannot be resolved (.invalid never is), or nothing listens there any more
     when the bot logs in (the gateway was asked from a server that then went away)."""
-    env = {"DIGEST_BOT_DISCORD__TOKEN": "abc"}
+    env = {"DIGEST_BOT_DISCORD__TOKEN": FAKE_TOKEN}  # token-shaped: refused otherwise
     unresolvable = "http://discord.invalid/api/v10"
     out = cli_with(
         workdir, {**env, "DIGEST_BOT_DISCORD__API_BASE_URL": unresolvable}, "discord", "sync"

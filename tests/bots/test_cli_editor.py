@@ -94,6 +94,28 @@ def test_new_writes_a_commented_template_that_validates_only_once_filled(workdir
     assert "ok — 2026-12-24, 1 headline, 1 brief, 1 classic review" in ok.stdout
 
 
+def test_an_unfilled_template_gets_one_line_per_problem_with_its_line(workdir: Path) -> None:
+    """Issue 20, item 6: ``archive add`` and ``validate`` of the unfilled template print each
+    problem on its own ``path:line: field: detail`` line, every one of them."""
+    assert cli(workdir, "new", "2026-12-24").returncode == 0
+    template = workdir / "2026-12-24.yaml"
+    lines = template.read_text(encoding="utf-8").splitlines()
+    added = cli(workdir, "archive", "add", str(template))
+    assert added.returncode == 1
+    problems = added.stderr.strip().splitlines()
+    assert len(problems) >= 6 and not any("more problems" in p for p in problems)
+    for problem in problems:
+        path, line, field, detail = problem.split(":", 3)
+        assert path == str(template) and detail.strip() == "must not be empty", problem
+        # the line named is the field's own line of the template (a list item's "- ")
+        last = field.strip().split(".")[-1]
+        own = lines[int(line) - 1].lstrip().removeprefix("- ")
+        assert own.startswith('""' if last.isdigit() else f"{last}:"), problem
+    assert len({p.split(":")[1] for p in problems}) == len(problems)  # each its own line
+    validated = cli(workdir, "validate", str(template))
+    assert validated.stdout.strip().splitlines() == problems
+
+
 def test_new_without_a_date_is_the_next_posts_day(workdir: Path) -> None:
     out = cli(workdir, "new")
     assert out.returncode == 0

@@ -135,8 +135,9 @@ def test_make_run_in_a_fresh_clone_greets_answers_today_and_stops_on_ctrl_c(
         assert next_post[1].endswith("08:00")  # config/digest-bot.toml's post_time
         term.read_until(r"/today.*/help", timeout=10)
         assert "installing" not in term.output  # the pre-built venv was used as it is
+        term.read_until(r"digest-bot> ", timeout=10)  # the prompt (issue 20, item 3)
         term.type("/today\n")
-        term.read_until(r"> /today\n(.*\n)*.*【重点】", timeout=30)
+        term.read_until(r"digest-bot> /today\n(.*\n)*.*【重点】", timeout=30)
         term.type("\x03")  # Ctrl-C: SIGINT to the terminal's foreground group (make and bot)
         status = term.wait(timeout=30)
     finally:

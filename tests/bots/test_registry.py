@@ -140,3 +140,35 @@ def test_cli_choices_come_from_the_registry_and_help_imports_no_platform() -> No
         cwd=ROOT, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert "{console,telegram,discord,feishu,dingtalk,wecom}" in helped.stdout
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "near"),
+    [
+        ('[schedule]\npost_tme = "07:30"\n', "schedule.post_tme", "post_time"),
+        ('[schedul]\npost_time = "07:30"\n', "schedul", "schedule"),
+        ('[telegram]\nchanels = ["@x"]\n', "telegram.chanels", "channels"),
+        ('timezon = "Asia/Shanghai"\n', "timezon", "timezone"),
+        ('[wecom]\ntargts = ["x"]\n', "wecom.targts", "targets"),
+    ],
+)
+def test_a_misspelt_key_or_table_gets_a_suggestion(
+    tmp_path: Path, text: str, key: str, near: str
+) -> None:
+    """Issue 20, item 8: "did you mean post_time?" for keys and tables, as issue files do."""
+    cfg = tmp_path / "bot.toml"
+    cfg.write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        registry.load_settings(cfg)
+    assert info.value.key == key
+    assert f"{key}: unknown key; did you mean {near}? (config/digest-bot.example.toml" in str(
+        info.value
+    )
+
+
+def test_a_key_like_no_other_gets_no_suggestion(tmp_path: Path) -> None:
+    cfg = tmp_path / "bot.toml"
+    cfg.write_text('[schedule]\ncolour = "blue"\n', encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        registry.load_settings(cfg)
+    assert "did you mean" not in str(info.value) and "unknown key" in str(info.value)

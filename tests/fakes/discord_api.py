@@ -27,6 +27,9 @@ from tests.fakes.discord_payloads import Json
 
 log = logging.getLogger(__name__)
 
+#: the double's bot token: shaped as Discord's are (the adapter refuses any other shape)
+FAKE_TOKEN = "MTAwMDAwMDAwMDAwMDAwMDAx.ZmFrZQ.ZmFrZS1ib3QtdG9rZW4tb2YtdGhlLWRvdWJsZQ"
+
 API_PREFIX = "/api/v10"
 GATEWAY_PATH = "/gateway"
 
@@ -540,7 +543,7 @@ class FakeDiscord:
     def __init__(
         self,
         *,
-        token: str = "fake-bot-token",
+        token: str = FAKE_TOKEN,
         application_id: int | None = None,
         bot_name: str = "digest-bot",
         host: str = "127.0.0.1",
@@ -2044,7 +2047,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--token", default="fake-bot-token")
+    parser.add_argument("--token", default=FAKE_TOKEN)
     parser.add_argument("--guild", type=int, default=100_000_000_000_000_001)
     parser.add_argument("--channel", type=int, default=100_000_000_000_000_002)
     parser.add_argument("--channels", type=int, default=1, help="text channels from --channel on")

@@ -220,7 +220,9 @@ def test_structured_errors_name_the_field_and_line(
 ) -> None:
     with pytest.raises(IssueFormatError) as exc:
         load_structured(data, path=f"x{suffix}", suffix=".yaml" if suffix == ".yaml" else ".json")
-    assert (exc.value.line, exc.value.detail) == (line, detail), case
+    # the first problem, then the others (each with its own line: IssueFormatError.lines)
+    details = "; ".join([exc.value.detail, *(d for _, d in exc.value.more)])
+    assert (exc.value.line, details) == (line, detail), case
     assert str(exc.value).startswith(f"x{suffix}:{line}: " if line else f"x{suffix}: ")
 
 
@@ -633,13 +635,17 @@ def test_a_tab_in_structured_text_becomes_a_space() -> None:
     assert (issue.headline.title, issue.headline.paragraphs) == ("a b", ("p",))
 
 
-def test_a_file_with_many_problems_lists_the_first_few() -> None:
+def test_a_file_with_many_problems_lists_each_on_its_own_line() -> None:
+    """Issue 20, item 6: every problem is kept (``lines()``: one each); ``str()`` stays one
+    line, the first and how many more."""
     data = _issue_data(40)
     data["briefs"] = [{"title": "t", "paragraphs": ["p"], "links": ["ftp://x"]}] * 40
     with pytest.raises(IssueFormatError) as exc:
         load_structured(json.dumps(data), suffix=".json")
-    assert exc.value.detail.count("is not an http(s) URL") == 5
-    assert exc.value.detail.endswith("; and 35 more problems")
+    lines = exc.value.lines()
+    assert len(lines) == 40 and all("is not an http(s) URL" in line for line in lines)
+    assert exc.value.detail.count("is not an http(s) URL") == 1
+    assert str(exc.value).endswith("; and 39 more problems")
 
 
 def test_the_schema_carries_the_caps() -> None:

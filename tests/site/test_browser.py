@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import urllib.parse
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ import pytest
 
 from digest_core.archive import Archive
 from digest_core.embargo import Embargo
-from digest_core.site.build import SiteConfig, build_site
+from digest_core.site.build import SiteConfig, build_site, write_site
 from digest_core.site.live import published_issues
 from digest_core.site.published import FixedClock
 from digest_core.site.search import documents
@@ -216,3 +217,46 @@ def test_screenshots_at_phone_and_desktop_widths(browser: Any, root: str, scheme
         assert dark == (scheme == "dark"), background
     finally:
         page.close()
+
+
+# --- issue 20, item 1: the site opened from disk ------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def on_disk(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The bundled archive's site built for files, written to a folder: its file:// URL."""
+    out = tmp_path_factory.mktemp("public")
+    archive = Archive(ROOT / "archive", index=False)
+    config = SiteConfig(rule=RULE, for_files=True)
+    write_site(build_site(published_issues(archive, RULE), config), out)
+    return out.as_uri() + "/"
+
+
+def test_the_site_opened_from_disk_links_pages_and_searches(watched: Watched, on_disk: str) -> None:
+    page = watched.page
+    page.goto(on_disk + "index.html")
+    for href in _links(page):  # every link of ours names a file that is there
+        if href.startswith("file:"):
+            path = Path(urllib.request.url2pathname(urllib.parse.urlsplit(href).path))
+            assert path.is_file(), f"{href}: not a file"
+    page.click("text=" + documents_title(page))
+    page.wait_for_url(on_disk + "2026/11/30/index.html")
+    page.goto(on_disk + "search/index.html")
+    page.wait_for_selector("body[data-search-ready]", timeout=10_000)
+    page.fill("#q", WORD)
+    page.press("#q", "Enter")
+    _searched(page)
+    results = page.locator("#results li")
+    assert results.count() == 1
+    link = results.first.locator("a")
+    assert link.get_attribute("href") == "../2026/11/30/index.html#brief-1"
+    link.click()
+    page.wait_for_url(on_disk + "2026/11/30/index.html#brief-1")
+    assert page.locator("article:target").get_attribute("id") == "brief-1"
+    assert watched.errors == []
+
+
+def documents_title(page: Any) -> str:
+    """The newest issue's headline, as the index page lists it first."""
+    text: str = page.locator("main li a").first.inner_text()
+    return text.split(" ", 1)[1]

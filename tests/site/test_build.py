@@ -298,6 +298,27 @@ def test_cli_builds_the_bundled_archive(tmp_path: Path) -> None:
     ]
 
 
+def test_cli_builds_a_site_for_disk_and_server_by_default(tmp_path: Path) -> None:
+    """Issue 20, items 1 and 10: ``site build`` links pages by file and ships the search index
+    as scripts (opened from disk it works; tests/site/test_browser.py opens it), says how to
+    open it, and adds no unasked note; ``--for-server`` keeps folder links and JSON."""
+    shutil.copytree(ROOT / "archive", tmp_path / "archive")
+    shutil.copytree(ROOT / "config", tmp_path / "config")
+    done = _cli(tmp_path, "site", "build", "public", "--now", "2026-11-30T09:00+08:00")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    assert f"open {(tmp_path / 'public' / 'index.html').as_uri()}" in done.stdout
+    index = (tmp_path / "public/index.html").read_text(encoding="utf-8")
+    assert 'href="2026/11/30/index.html"' in index and 'href="search/index.html"' in index
+    meta = (tmp_path / "public/search/meta.js").read_text(encoding="utf-8")
+    assert meta.startswith('digestSearch.add("meta.json",{"v":2,')
+    assert not (tmp_path / "public/search/meta.json").exists()
+    served = _cli(tmp_path, "site", "build", "served", "--for-server")
+    assert served.returncode == 0, served.stderr
+    assert 'href="2026/11/30/"' in (tmp_path / "served/index.html").read_text(encoding="utf-8")
+    assert (tmp_path / "served/search/meta.json").exists()
+
+
 # --- settings ------------------------------------------------------------------------------
 
 

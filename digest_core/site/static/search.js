@@ -1,7 +1,9 @@
 // The archive's search, without a server. The index is prebuilt (digest_core/site/search.py):
 // search/meta.json, then the shards of the query's character pairs (its character, for one
 // character) give candidate documents; month files are loaded newest first, and each
-// candidate is checked for the whole query, until a page of hits is shown.
+// candidate is checked for the whole query, until a page of hits is shown. A site built for
+// files (data-format="js") has the index as scripts calling digestSearch.add(name, data),
+// loaded with script elements: a page opened from disk may not fetch.
 (function () {
   "use strict";
   var PAGE = 30;
@@ -11,6 +13,27 @@
   var input = document.getElementById("q");
   var root = list.getAttribute("data-root");
   var base = list.getAttribute("data-index");
+  var pageName = list.getAttribute("data-page") || "";
+  var scripts = list.getAttribute("data-format") === "js";
+  var waiting = {};
+  window.digestSearch = {
+    add: function (name, data) {
+      if (waiting[name]) { waiting[name].resolve(data); delete waiting[name]; }
+    }
+  };
+
+  function script(path) {
+    return new Promise(function (resolve, reject) {
+      waiting[path] = { resolve: resolve };
+      var el = document.createElement("script");
+      el.src = base + path.replace(/\.json$/, ".js");
+      el.onerror = function () { delete waiting[path]; reject(new Error(path + ": not loaded")); };
+      el.onload = function () {
+        if (waiting[path]) { delete waiting[path]; reject(new Error(path + ": no data")); }
+      };
+      document.head.append(el);
+    });
+  }
   var meta = null;
   var cache = {};
   var run = 0;
@@ -19,7 +42,7 @@
 
   function load(path) {
     if (!cache[path]) {
-      cache[path] = fetch(base + path).then(function (r) {
+      cache[path] = scripts ? script(path) : fetch(base + path).then(function (r) {
         if (!r.ok) throw new Error(path + ": HTTP " + r.status);
         return r.json();
       });
@@ -84,7 +107,8 @@
   function hit(doc, at, length) {
     var li = document.createElement("li");
     var a = document.createElement("a");
-    a.href = root + doc[0];
+    var cut = doc[0].indexOf("#");  // a folder, then "#anchor": the page's file name between
+    a.href = root + (cut < 0 ? doc[0] + pageName : doc[0].slice(0, cut) + pageName + doc[0].slice(cut));
     a.textContent = doc[3];
     var info = document.createElement("div");
     info.className = "meta";

@@ -228,13 +228,14 @@ async def test_a_refused_token_is_a_config_error(
 ) -> None:
     async with fake_discord() as fake:
         make_settings(tmp_path, monkeypatch, fake)
-        monkeypatch.setenv("DIGEST_BOT_DISCORD__TOKEN", "not-the-token")
+        wrong = "MTAwMDAwMDAwMDAwMDAwMDAy.ZmFrZQ.bm90LXRoZS10b2tlbi1vZi10aGUtZG91Ymxl"
+        monkeypatch.setenv("DIGEST_BOT_DISCORD__TOKEN", wrong)
         bad = load_settings(tmp_path / "digest-bot.toml")
         with pytest.raises(ConfigError) as caught:
             async with running_bot(bad):
                 pass
         assert caught.value.key == "discord.token"
-        assert "not-the-token" not in str(caught.value)
+        assert wrong not in str(caught.value)
         assert fake.counters.statuses[401] == 1
     assert discord.http.Route.BASE == DEFAULT_API_BASE
 

@@ -38,7 +38,8 @@ def archive_of(bot: Running) -> Path:
 
 async def test_a_good_file_is_stored_and_answered_with_the_preview(bot: Running) -> None:
     text = await send_file(bot, f"{FUTURE}.txt", GOOD)
-    assert f"已收录 / stored: {FUTURE}.txt" in text and "posts 2026-12-05 08:00 CST" in text
+    assert f"已收录 / stored: {FUTURE}.txt" in text
+    assert "posts 2026-12-05 08:00 (Asia/Shanghai)" in text  # the zone by name, not CST
     assert "推理模型的 <think> 段落" in text  # the preview: the headline as readers get it
     stored = archive_of(bot) / f"{FUTURE}.txt"
     assert stored.read_bytes() == GOOD
@@ -58,6 +59,19 @@ async def test_a_bad_file_is_answered_with_path_line_and_stores_nothing(bot: Run
     assert f"未收录 / not stored:\n{FUTURE}.txt:{line}: " in text
     assert "did you mean 简讯?" in text
     assert sorted(p.name for p in archive_of(bot).iterdir()) == before
+
+
+async def test_a_file_with_several_problems_gets_one_line_each(bot: Running) -> None:
+    """Issue 20, item 6: the unfilled template sent to the bot: every problem on its own
+    ``path:line: field: detail`` line, as ``archive add`` prints them."""
+    from digest_core.template import issue_template
+
+    template = issue_template(dt.date.fromisoformat(FUTURE)).encode()
+    text = await send_file(bot, f"{FUTURE}.yaml", template)
+    problems = [ln for ln in text.splitlines() if ln.startswith(f"{FUTURE}.yaml:")]
+    assert len(problems) == 8, text
+    assert all(ln.endswith(": must not be empty") for ln in problems)
+    assert len({ln.split(":")[1] for ln in problems}) == 8  # each with its own line number
 
 
 async def test_a_published_day_is_replaced_only_with_the_caption_correct(bot: Running) -> None:
