@@ -23,6 +23,7 @@ from sqlalchemy import (
     delete,
     insert,
     inspect,
+    literal,
     make_url,
     select,
 )
@@ -120,6 +121,8 @@ class LedgerBase:
         self._queue: list[_Op] = []
         self._kick = asyncio.Event()
         self._closing = False
+        #: set by :meth:`stop_retrying` (a shutdown): retries give up, waits are cut short
+        self._stop_retrying = asyncio.Event()
         self._active = 0
         self._writer: asyncio.Task[None] | None = None
         #: rows this instance claimed and has not settled: in flight in a live delivery
@@ -302,14 +305,44 @@ class LedgerBase:
 
     async def _retrying(self, call: Callable[[], Awaitable[_R]]) -> _R:
         """Run the one-transaction ``call`` until the database answers (see
-        :func:`digest_core.delivery.health.retrying`); give up once closing."""
+        :func:`digest_core.delivery.health.retrying`); give up once closing or stopped."""
         return await retrying(
             call,
             health=self.health,
             clock=self._clock,
             policy=self.retry_policy,
-            give_up=lambda: self._closing,
+            give_up=lambda: self._closing or self._stop_retrying.is_set(),
+            wake=self._stop_retrying,
         )
+
+    def stop_retrying(self) -> None:
+        """Stop waiting out database trouble (a shutdown whose grace is over): every retried
+        transaction that fails from now on, and every one waiting for its next attempt, raises
+        its error at once, so the process can stop while the database does not answer. What
+        was not recorded is left as a crash leaves it (rows in flight are sent again on the
+        next start). Transactions that succeed are not affected."""
+        self._stop_retrying.set()
+
+    @property
+    def retries_stopped(self) -> bool:
+        """True once :meth:`stop_retrying` was called."""
+        return self._stop_retrying.is_set()
+
+    async def answers(self) -> None:
+        """Return once the database answers a query: ledger trouble is waited out (and kept
+        in :attr:`health`) like on the delivery path.
+
+        Raises:
+            LedgerLost: the database was deleted or replaced.
+            Exception: a database error that is not transient, or a transient one once the
+                ledger is closing or its retries were stopped (:meth:`stop_retrying`).
+        """
+
+        async def ping() -> None:
+            async with self._tx() as conn:
+                await conn.execute(select(literal(1)))
+
+        await self._retrying(ping)
 
     async def _close(self) -> None:
         self._closing = True
