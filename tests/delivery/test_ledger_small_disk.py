@@ -11,6 +11,7 @@ import logging
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -142,6 +143,13 @@ def sent_count(root: str) -> int:
         return len(client.get("/_fake/sent").json()["result"])
 
 
+def sent_keys(root: str) -> list[tuple[int, int]]:
+    """(chat, part) of every message the double took: the last part carries the keyboard."""
+    with httpx.Client(base_url=root) as client:
+        sent = client.get("/_fake/sent").json()["result"]
+    return [(int(m["chat_id"]), PARTS - 1 if m.get("reply_markup") else 0) for m in sent]
+
+
 def wait_until(condition: Callable[[], bool], what: str, log: Path, *, seconds: float) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -165,11 +173,15 @@ def test_sigterm_stops_the_bot_while_its_ledger_cannot_write(
     config.write_text(text.replace(str(tmp_path / "digest.db"), str(tiny_disk / "digest.db")))
     log = tmp_path / "bot.log"
     env = {**os.environ, "DIGEST_BOT_TELEGRAM__TOKEN": DEFAULT_TOKEN}
-    with log.open("ab") as out:
-        bot = subprocess.Popen(
-            [sys.executable, "-m", "bots.cli", "run", "--config", str(config)],
-            cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-        )  # fmt: skip
+
+    def start() -> subprocess.Popen[bytes]:
+        with log.open("ab") as out:
+            return subprocess.Popen(
+                [sys.executable, "-m", "bots.cli", "run", "--config", str(config)],
+                cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            )  # fmt: skip
+
+    bot = start()
     try:
         wait_until(lambda: sent_count(telegram_double) >= 40, "the post to start", log, seconds=60)
         fill(tiny_disk / "filler")
@@ -192,6 +204,24 @@ def test_sigterm_stops_the_bot_while_its_ledger_cannot_write(
             ) from None
         print(f"stopped {time.monotonic() - asked:.1f} s after SIGTERM (exit {code})")
         assert code == 0, log.read_text()[-3000:]
+
+        # room again: the next start sends what is left, and at most the parts the stop
+        # left in flight (they may have arrived) a second time
+        (tiny_disk / "filler").unlink()
+        with sqlite3.connect(tiny_disk / "digest.db") as db:
+            (maybe_sent,) = db.execute(
+                "SELECT count(*) FROM parts WHERE state IN ('in_flight', 'unknown')"
+            ).fetchone()
+        bot = start()
+        expected = {(chat, part) for chat in BOT_CHANNELS for part in range(PARTS)}
+        wait_until(
+            lambda: set(sent_keys(telegram_double)) >= expected, "the rest", log, seconds=120
+        )
+        bot.send_signal(signal.SIGTERM)
+        assert bot.wait(SHUTDOWN_BUDGET_SECONDS + 5) == 0, log.read_text()[-3000:]
+        copies = Counter(sent_keys(telegram_double))
+        assert set(copies) == expected
+        assert sum(n - 1 for n in copies.values()) <= maybe_sent
     finally:
         if bot.poll() is None:
             bot.kill()
