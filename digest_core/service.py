@@ -362,8 +362,8 @@ class DigestService(ServicePort):
             log.info("the ledger answers: resuming the post of %s on %s", day, name)
             try:
                 await self.post(day, platforms=[name], requested_by="resume:")
-            except Exception as exc:  # reported by _interrupted (and resumed again if it may)
-                log.debug("resumed post of %s on %s failed: %s", day, name, exc)
+            except Exception as exc:  # a delivery's own failure: reported by _interrupted
+                log.warning("the resumed post of %s on %s failed: %s", day, name, exc)
 
         task = asyncio.get_running_loop().create_task(resume(), name=f"resume {day} {name}")
         self._resuming[key] = task
