@@ -28,6 +28,9 @@ from tests.pg import PgServer, PgUnavailable
 
 CHANNELS = 150
 
+#: each starts a PostgreSQL server of its own
+pytestmark = pytest.mark.slow
+
 
 class Deliveries:
     """The MetricsSink's deliveries, as /metrics counts them."""
