@@ -18,6 +18,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from digest_core.delivery.health import is_transient, short_error
 from digest_core.delivery.ledger.core import (
     LedgerBase,
     _Op,
@@ -242,6 +243,17 @@ class WriterMixin(LedgerBase):
             # the senders wait for their claims, and nothing recorded is lost
             won = await self._retrying(functools.partial(self._write_batch, claims, grouped))
         except Exception as exc:
+            if len(batch) > 1 and not isinstance(exc, LedgerLost) and not is_transient(exc):
+                # one change the database refuses must not take the others with it: a part
+                # sent and not recorded would be sent again by the next delivery
+                log.warning(
+                    "ledger write of %d changes failed (%s); writing them one at a time",
+                    len(batch),
+                    short_error(exc),
+                )
+                for op in batch:
+                    await self._apply_batch([op])
+                return
             if not isinstance(exc, LedgerLost):
                 log.exception("ledger write of %d changes failed", len(batch))
             for op in batch:
