@@ -6,12 +6,18 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import os
 import shutil
+import signal
+import subprocess
+import sys
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
+import httpx
 import pytest
 
 from bots.renderers import Flavor
@@ -23,7 +29,11 @@ from digest_core.platform import PlatformLimits, Rate, Target, TargetKind
 from digest_core.rendering import Part, render
 from digest_core.scheduling import ScheduleConfig
 from digest_core.service import DigestService
+from tests.bots.telegram.harness import ARCHIVE, REPO, TODAY, write_config
+from tests.bots.telegram.harness import ZONE as TG_ZONE
+from tests.delivery.test_ledger_small_disk import sent_keys, wait_until
 from tests.delivery.test_ledger_trouble import DAY, ROOT, ZONE, AlertingPlatform, wait_for
+from tests.fakes.telegram_api import DEFAULT_TOKEN
 from tests.pg import PgServer, PgUnavailable
 
 CHANNELS = 150
@@ -159,3 +169,61 @@ async def test_a_post_that_found_postgresql_down_is_reported_and_resumes(
     assert f"sent {total}, 失败 / failed 0" in platform.alerts[-1]
     status = await service.status()
     assert "failed" not in status, status
+
+
+@pytest.mark.timeout(300)
+def test_the_real_bot_rides_out_a_postgresql_restart(own_server: PgServer, tmp_path: Path) -> None:
+    """The issue's case: `digest-bot run` posting to 150 channels of the Telegram double while
+    its PostgreSQL restarts; every part arrives once, with no rerun."""
+    channels = [-1005000000 - i for i in range(CHANNELS)]
+    double = subprocess.Popen(
+        [sys.executable, "-m", "tests.fakes.telegram_api"],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    bot: subprocess.Popen[bytes] | None = None
+    log = tmp_path / "bot.log"
+    try:
+        assert double.stdout is not None
+        root = double.stdout.readline().strip().removesuffix("/bot")
+        with httpx.Client(base_url=root) as client:
+            for chat in channels:
+                client.post("/_fake/add_chat", json={"id": chat, "type": "channel"})
+        today = dt.datetime.now(ZoneInfo(TG_ZONE)).date()
+        config = write_config(
+            tmp_path, base_url=root + "/bot", channels=[str(c) for c in channels],
+            schedule=True, post_time="00:00", days=[],
+        )  # fmt: skip
+        shutil.copy(ARCHIVE / f"{TODAY}.txt", tmp_path / "archive" / f"{today}.txt")
+        text = config.read_text().replace("catch_up_hours = 6", "catch_up_hours = 24")
+        url = own_server.url(own_server.create_database())
+        config.write_text(text.replace(f"sqlite+aiosqlite:///{tmp_path / 'digest.db'}", url))
+        env = {**os.environ, "DIGEST_BOT_TELEGRAM__TOKEN": DEFAULT_TOKEN}
+        with log.open("ab") as out:
+            bot = subprocess.Popen(
+                [sys.executable, "-m", "bots.cli", "run", "--config", str(config)],
+                cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            )  # fmt: skip
+        expected = {(chat, part) for chat in channels for part in range(2)}
+        wait_until(lambda: len(sent_keys(root)) >= 60, "the post to start", log, seconds=60)
+        with own_server.shutting_down():
+            wait_until(
+                lambda: "the database system is shutting down" in log.read_text(),
+                "the bot to meet the shutdown",
+                log,
+                seconds=30,
+            )
+        own_server.start_again()
+        wait_until(lambda: set(sent_keys(root)) >= expected, "the whole post", log, seconds=120)
+        copies = Counter(sent_keys(root))
+        assert set(copies) == expected
+        assert max(copies.values()) == 1, "sent twice"
+        text = log.read_text()
+        assert "delivery on telegram failed" not in text and "changes failed" not in text
+        bot.send_signal(signal.SIGTERM)
+        assert bot.wait(20) == 0, log.read_text()[-3000:]
+    finally:
+        if bot is not None and bot.poll() is None:
+            bot.kill()
+            bot.wait()
+        double.send_signal(signal.SIGTERM)
+        double.wait(10)
