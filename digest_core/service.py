@@ -73,8 +73,9 @@ class DigestService(ServicePort):
         #: a delivery that raised, by (day, platform), until one of that day and platform
         #: completes: shown by :meth:`status`
         self.interrupted: dict[tuple[dt.date, str], Interrupted] = {}
-        #: resume a delivery that ledger trouble interrupted once the ledger answers (the
-        #: running bot: ``run`` sets it; a one-shot ``post`` reports and exits)
+        #: the running bot (``run`` sets it): a delivery that raised is told to the admins,
+        #: and one that ledger trouble interrupted resumes once the ledger answers (a
+        #: one-shot ``post`` reports the error itself and exits)
         self.resume_after_trouble = False
         self._resuming: dict[tuple[dt.date, str], asyncio.Task[None]] = {}
         self._locks: dict[tuple[dt.date, str], asyncio.Lock] = {}
@@ -321,8 +322,8 @@ class DigestService(ServicePort):
 
     def _interrupted(self, day: dt.date, name: str, exc: Exception, started: float) -> None:
         """A delivery raised: shown in :meth:`status` and counted as incomplete (the engine
-        counts only those that return); one interrupted by ledger trouble resumes by itself
-        once the ledger answers (with :attr:`resume_after_trouble`)."""
+        counts only those that return). With :attr:`resume_after_trouble` the admins are
+        told, and one interrupted by ledger trouble resumes by itself once the ledger answers."""
         resumes = (
             self.resume_after_trouble and is_transient(exc) and not self.ledger.retries_stopped
         )
@@ -330,6 +331,8 @@ class DigestService(ServicePort):
         error = short_error(exc)
         self.interrupted[(day, name)] = Interrupted(day, name, now, error, resumes)
         self.metrics.delivery(name, self.clock.monotonic() - started, ok=False, at=now)
+        if not self.resume_after_trouble:
+            return
         if resumes:
             self._resume(day, name)
         then = (
