@@ -278,6 +278,7 @@ async def run(
     ) as service:
         # the search index is built off the loop now, not by the first reader's /search
         service.archive.index_in_background()
+        service.resume_after_trouble = True  # a post cut by ledger trouble goes on by itself
         leadership = Leadership(
             service.ledger, clock=service.clock, lease_seconds=settings.leader.lease_seconds
         )
@@ -494,8 +495,12 @@ async def _shut_down(
     in_flight.close()
     # both graces run at once; a /repost is a delivery: it ends with the deliveries' grace
     answering = asyncio.ensure_future(in_flight.idle(COMMAND_GRACE_SECONDS))
-    if not lost and not await service.idle(SHUTDOWN_GRACE_SECONDS):
-        cancelled = await service.cancel_deliveries()
+    finished = lost or await service.idle(SHUTDOWN_GRACE_SECONDS)
+    # a ledger that does not answer (a full disk, a server gone) must not hold the stop:
+    # its retries end now, and so do the resumes waiting for it
+    service.ledger.stop_retrying()
+    cancelled = await service.cancel_deliveries()
+    if not finished:
         log.warning(
             "stopped %d delivery(ies) still running after %.0f s; what they had not "
             "sent is in the ledger and the next start sends it",

@@ -12,6 +12,7 @@ import datetime as dt
 import functools
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from digest_core.archive import Archive
 from digest_core.clock import Clock, zoned_text
@@ -30,7 +31,7 @@ from digest_core.delivery.health import Trouble, is_transient, read_trouble, sho
 from digest_core.delivery.ledger.readers import Format
 from digest_core.delivery.reports import due_of
 from digest_core.embargo import Embargo
-from digest_core.errors import IssueNotFound, LedgerLost, TransientError
+from digest_core.errors import DeliveryBusy, IssueNotFound, LedgerLost, TransientError
 from digest_core.metrics import NULL_METRICS, MetricsSink
 from digest_core.models import Issue
 from digest_core.personal import FORMAT_OF_PART, PART_OF_FORMAT, Personal, Visibility
@@ -76,6 +77,15 @@ class DigestService(ServicePort):
         self.clock = clock
         self.zone = zone
         self.platforms = {p.name: p for p in platforms}
+        self.metrics = metrics
+        #: a delivery that raised, by (day, platform), until one of that day and platform
+        #: completes: shown by :meth:`status`
+        self.interrupted: dict[tuple[dt.date, str], Interrupted] = {}
+        #: the running bot (``run`` sets it): a delivery that raised is told to the admins,
+        #: and one that ledger trouble interrupted resumes once the ledger answers (a
+        #: one-shot ``post`` reports the error itself and exits)
+        self.resume_after_trouble = False
+        self._resuming: dict[tuple[dt.date, str], asyncio.Task[None]] = {}
         self._locks: dict[tuple[dt.date, str], asyncio.Lock] = {}
         #: the tasks running post(): what shutdown waits for, then cancels
         self._posting: set[asyncio.Task[object]] = set()
@@ -248,11 +258,13 @@ class DigestService(ServicePort):
     async def cancel_deliveries(self) -> int:
         """Cancel the deliveries under way (on shutdown, after the grace period) and wait for
         them to unwind: a part being sent stays in flight in the ledger and the next start
-        resends it; parts not started stay pending. Returns how many were cancelled."""
+        resends it; parts not started stay pending. Resumes waiting for the ledger end too.
+        Returns how many deliveries were cancelled."""
         tasks = list(self._posting)
-        for task in tasks:
+        waiting = [t for t in self._resuming.values() if t not in self._posting]
+        for task in [*tasks, *waiting]:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(*tasks, *waiting, return_exceptions=True)
         return len(tasks)
 
     async def _post(
@@ -276,6 +288,20 @@ class DigestService(ServicePort):
             chosen.remove(waiting)
 
         async def deliver(platform: Adapter) -> DeliveryReport | None:
+            started = self.clock.monotonic()
+            try:
+                report = await deliver_on(platform)
+            except asyncio.CancelledError:
+                raise
+            except DeliveryBusy:
+                raise  # another process delivers: not a failure
+            except Exception as exc:
+                self._interrupted(issue.date, platform.name, exc, started)
+                raise
+            self._completed(issue.date, platform.name, report)
+            return report
+
+        async def deliver_on(platform: Adapter) -> DeliveryReport | None:
             targets = await self.targets(platform)
             if only_target is not None:
                 targets = [t for t in targets if t.id == only_target] or [
@@ -342,6 +368,63 @@ class DigestService(ServicePort):
         if errors:
             raise errors[0][1]
         return [r for r in results if isinstance(r, DeliveryReport)]
+
+    def _interrupted(self, day: dt.date, name: str, exc: Exception, started: float) -> None:
+        """A delivery raised: shown in :meth:`status` and counted as incomplete (the engine
+        counts only those that return). With :attr:`resume_after_trouble` the admins are
+        told, and one interrupted by ledger trouble resumes by itself once the ledger answers."""
+        resumes = (
+            self.resume_after_trouble and is_transient(exc) and not self.ledger.retries_stopped
+        )
+        now = self.clock.now()
+        error = short_error(exc)
+        self.interrupted[(day, name)] = Interrupted(day, name, now, error, resumes)
+        self.metrics.delivery(name, self.clock.monotonic() - started, ok=False, at=now)
+        if not self.resume_after_trouble:
+            return
+        if resumes:
+            self._resume(day, name)
+        then = (
+            "it resumes by itself once the ledger answers"
+            if resumes
+            else "what it had not sent is left in the ledger: `digest-bot post` sends it"
+        )
+        self._alert_soon(f"{day} 的推送中断 / the post of {day} on {name} failed ({error}); {then}")
+
+    def _completed(self, day: dt.date, name: str, report: DeliveryReport | None) -> None:
+        was = self.interrupted.pop((day, name), None)
+        if was is not None and report is not None:
+            log.warning("the interrupted post of %s on %s went on: %s", day, name, report.sent)
+            self._alert_soon(
+                f"{day} 的推送已恢复 / the interrupted post of {day} on {name} went on:\n"
+                + describe_report(report)
+            )
+
+    def _resume(self, day: dt.date, name: str) -> None:
+        """Post ``day`` on ``name`` again once the ledger answers (one waiter per pair)."""
+        key = (day, name)
+        running = self._resuming.get(key)
+        if running is not None and not running.done() and running is not asyncio.current_task():
+            return
+
+        async def resume() -> None:
+            await self.ledger.answers()
+            if self._resuming.get(key) is asyncio.current_task():
+                del self._resuming[key]  # a failure from here on starts another waiter
+            log.info("the ledger answers: resuming the post of %s on %s", day, name)
+            try:
+                await self.post(day, platforms=[name], requested_by="resume:")
+            except Exception as exc:  # a delivery's own failure: reported by _interrupted
+                log.warning("the resumed post of %s on %s failed: %s", day, name, exc)
+
+        task = asyncio.get_running_loop().create_task(resume(), name=f"resume {day} {name}")
+        self._resuming[key] = task
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())
+
+    def _alert_soon(self, text: str) -> None:
+        task = asyncio.get_running_loop().create_task(self.alert(text), name="delivery-alert")
+        self._alerts.add(task)
+        task.add_done_callback(self._alerts.discard)
 
     async def correct(
         self,
@@ -447,13 +530,19 @@ class DigestService(ServicePort):
             )
         else:
             seconds = (cleared_at - trouble.since).total_seconds()
+            stopped = sorted(self.interrupted.values(), key=lambda i: (i.day, i.platform))
+            then = "deliveries go on"
+            if stopped:
+                names = ", ".join(f"{i.platform} {i.day}" for i in stopped)
+                resuming = all(i.resumes for i in stopped)
+                then = f"{len(stopped)} interrupted delivery(ies) ({names}) " + (
+                    "resume now" if resuming else "wait for `digest-bot post`"
+                )
             text = (
                 f"账本数据库已恢复 / the ledger answers again after {seconds:.0f} s (trouble "
-                f"since {since:%H:%M}: {trouble.error}); deliveries go on"
+                f"since {since:%H:%M}: {trouble.error}); {then}"
             )
-        task = asyncio.get_running_loop().create_task(self.alert(text), name="ledger-alert")
-        self._alerts.add(task)
-        task.add_done_callback(self._alerts.discard)
+        self._alert_soon(text)
 
     async def ledger_lost(self, error: LedgerLost) -> None:
         """The ledger's database was deleted or replaced (the watchdog saw it): cancel the
@@ -605,6 +694,8 @@ class DigestService(ServicePort):
         trouble = health.trouble or (read_trouble(health.file) if health.file else None)
         if trouble is not None:
             lines.append(f"⚠ 账本异常 / {trouble.describe(self.zone)}")
+        for stopped in sorted(self.interrupted.values(), key=lambda i: (i.day, i.platform)):
+            lines.append("⚠ 推送中断 / " + stopped.describe(self.zone))
         try:
             lines += await self._ledger_status()
         except Exception as exc:
@@ -718,6 +809,29 @@ def describe_waits(day: dt.date, reports: Sequence[DeliveryReport], zone: dt.tzi
             f" (e.g. {waiting[0].target.id}: {reason}); the running bot sends them then"
         )
     return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Interrupted:
+    """A delivery of ``day`` on ``platform`` that raised at ``at`` (aware UTC) with
+    ``error``; ``resumes``: it is posted again once the ledger answers."""
+
+    day: dt.date
+    platform: str
+    at: dt.datetime
+    error: str
+    resumes: bool
+
+    def describe(self, zone: dt.tzinfo) -> str:
+        then = (
+            "resumes once the ledger answers"
+            if self.resumes
+            else "`digest-bot post` sends what is left"
+        )
+        return (
+            f"delivery {self.platform} {self.day} failed at "
+            f"{self.at.astimezone(zone):%H:%M}: {self.error} ({then})"
+        )
 
 
 def describe_report(report: DeliveryReport, *, zone: dt.tzinfo = dt.UTC) -> str:

@@ -10,6 +10,9 @@ Interface (stable; other test modules and scripts build on it):
   after it.
 - :meth:`PgServer.start` / :meth:`PgServer.stop` / :meth:`PgServer.create_database` /
   :meth:`PgServer.drop_database` / :meth:`PgServer.url` for scripts and multi-process tests;
+  :meth:`PgServer.restart` (``pg_ctl restart -m fast``), or :meth:`PgServer.shut_down` (or
+  :meth:`PgServer.shutting_down`, held mid-shutdown) and :meth:`PgServer.start_again`, for
+  tests of a server that goes away;
   ``python -m tests.pg`` starts a server, prints its admin URL (database ``postgres``) on
   one line, and serves until stdin closes or it gets SIGTERM/SIGINT.
 
@@ -132,6 +135,23 @@ def _as_unprivileged() -> tuple[list[str], int | None, int | None]:
     return prefix, uid, gid
 
 
+def _postmaster(bin_dir: Path, root: Path, port: int) -> subprocess.Popen[bytes]:
+    """Start the server of the cluster in ``root``/data on ``port`` (not waiting for it)."""
+    prefix, _uid, _gid = _as_unprivileged()
+    args = [str(bin_dir / "postgres"), "-D", str(root / "data"), "-p", str(port)]
+    for key, value in _SETTINGS.items():
+        args += ["-c", f"{key}={value}"]
+    with (root / "server.log").open("ab") as log:
+        return subprocess.Popen(
+            [*prefix, *args],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            cwd=root,
+            start_new_session=True,  # Ctrl-C in the terminal is for pytest, not it
+        )
+
+
 class PgServer:
     """One running PostgreSQL server on loopback; see the module docstring."""
 
@@ -180,19 +200,7 @@ class PgServer:
             last = ""
             for _attempt in range(3):  # the free port may be taken before we bind it
                 port = _free_port()
-                args = [str(bin_dir / "postgres"), "-D", str(data), "-p", str(port)]
-                for key, value in _SETTINGS.items():
-                    args += ["-c", f"{key}={value}"]
-                log = (root / "server.log").open("ab")
-                proc = subprocess.Popen(
-                    [*prefix, *args],
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL,
-                    cwd=root,
-                    start_new_session=True,  # Ctrl-C in the terminal is for pytest, not it
-                )
-                log.close()
+                proc = _postmaster(bin_dir, root, port)
                 server = cls(proc, root, port, bin_dir)
                 if server._wait_ready(timeout):
                     return server
@@ -247,6 +255,66 @@ class PgServer:
     def drop_database(self, name: str) -> None:
         """Drop ``name``, disconnecting whoever is still connected."""
         self.sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+    def shut_down(self, *, timeout: float = 30.0) -> None:
+        """A fast shutdown, as ``pg_ctl stop -m fast`` does (SIGINT): sessions are ended with
+        SQLSTATE 57P01, new connections refused with 57P03 ("the database system is shutting
+        down") until the server exits, then refused by the closed port. Returns once it has
+        exited; :meth:`start_again` brings it back."""
+        self.proc.send_signal(signal.SIGINT)
+        self.proc.wait(timeout)
+
+    def start_again(self, *, timeout: float = 30.0) -> None:
+        """Start the cluster again on the same port after :meth:`shut_down`; returns once it
+        accepts connections (RuntimeError with its log otherwise). Call it from a thread that
+        outlives the server (the main one): the server dies with the thread that started it."""
+        self.proc = _postmaster(self.bin_dir, self.root, self.port)
+        if not self._wait_ready(timeout):
+            log = (self.root / "server.log").read_text(errors="replace")
+            raise RuntimeError(f"PostgreSQL did not start again:\n{log[-3000:]}")
+
+    @contextlib.contextmanager
+    def shutting_down(self, *, timeout: float = 30.0) -> Iterator[None]:
+        """Hold the server in the middle of a shutdown for the block, then let it exit (bring
+        it back with :meth:`start_again`): what a client meets while a restart's shutdown
+        checkpoint runs, for as long as the test needs. A session of ours stays open while a
+        smart shutdown (SIGTERM) waits for it, every other session is ended (SQLSTATE 57P01,
+        as a fast shutdown does), and every new connection is refused with 57P03 ("the
+        database system is shutting down")."""
+        psql = self.bin_dir / "psql"
+        holder = subprocess.Popen(
+            [
+                str(psql if psql.is_file() else "psql"),
+                "-h", HOST, "-p", str(self.port), "-U", USER, "-d", "postgres",
+                "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1",
+            ],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        )  # fmt: skip
+        assert holder.stdin is not None and holder.stdout is not None
+        try:
+
+            def ask(statement: str) -> str:
+                assert holder.stdin is not None and holder.stdout is not None
+                holder.stdin.write(f"{statement};\n")
+                holder.stdin.flush()
+                return holder.stdout.readline().strip()
+
+            assert ask("SELECT 'connected'") == "connected"
+            self.proc.send_signal(signal.SIGTERM)  # smart: waits for our session
+            ask(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'"
+            )
+            yield
+        finally:
+            holder.stdin.close()
+            holder.wait(timeout)
+            self.proc.wait(timeout)
+
+    def restart(self, *, timeout: float = 30.0) -> None:
+        """What ``pg_ctl restart -m fast`` does: :meth:`shut_down`, then :meth:`start_again`."""
+        self.shut_down(timeout=timeout)
+        self.start_again(timeout=timeout)
 
     def _kill(self) -> None:
         if self.proc.poll() is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import datetime as dt
 import json
@@ -23,12 +24,65 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
+#: SQLSTATE classes (the first two characters) of a server that does not answer now but may
+#: later: 08 connection exception (refused, lost, failed), 53 insufficient resources (disk
+#: full, out of memory, too many connections), 58 system error (I/O)
+TRANSIENT_SQLSTATE_CLASSES = frozenset({"08", "53", "58"})
+#: and single SQLSTATEs: 57P01 admin_shutdown, 57P02 crash_shutdown, 57P03 cannot_connect_now
+#: (starting up, shutting down, in recovery), 57P05 idle_session_timeout, 40001
+#: serialization_failure and 40P01 deadlock_detected (the transaction may simply run again),
+#: 55P03 lock_not_available, 25006 read_only_sql_transaction (a standby until a failover ends)
+TRANSIENT_SQLSTATES = frozenset(
+    {"57P01", "57P02", "57P03", "57P05", "40001", "40P01", "55P03", "25006"}
+)
+#: SQLite's primary result codes of a database that may answer later (``sqlite_errorcode``):
+#: BUSY, LOCKED, NOMEM, IOERR, FULL, CANTOPEN, PROTOCOL
+_TRANSIENT_SQLITE_CODES = frozenset({5, 6, 7, 10, 13, 14, 15})
+
+
+def sqlstate(exc: BaseException) -> str | None:
+    """The SQLSTATE a driver gave ``exc`` (asyncpg's ``sqlstate``, psycopg's ``sqlstate``,
+    psycopg2's ``pgcode``), looked for on the error, the driver's error it wraps and what
+    that was raised from; None when there is none (SQLite, a refused socket)."""
+    seen: list[BaseException] = []
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        err = todo.pop(0)
+        if err is None or any(err is s for s in seen) or len(seen) > 8:
+            continue
+        seen.append(err)
+        for name in ("sqlstate", "pgcode"):
+            code = getattr(err, name, None)
+            if isinstance(code, str) and len(code) == 5:
+                return code
+        todo += [getattr(err, "orig", None), err.__cause__, err.__context__]
+    return None
+
+
 def is_transient(exc: BaseException) -> bool:
     """True for the errors of a database that does not answer now but may later: locked or
-    busy, disk full, I/O errors, a lost or refused connection. Errors of the SQL itself
-    (integrity, programming) and a corrupt file are not."""
+    busy, disk full, I/O errors, a lost or refused connection, a server shutting down,
+    starting up or in recovery. Errors of the SQL itself (integrity, programming) and a
+    corrupt file are not.
+
+    A server's error is judged by its SQLSTATE where the driver gives one (asyncpg raises
+    "the database system is shutting down", 57P03, as a plain ``DBAPIError``); SQLite's by
+    its result code; otherwise by the DBAPI class (``OperationalError``, ``InterfaceError``)
+    or an invalidated connection. A socket error or timeout (no driver error at all) is."""
     if isinstance(exc, DBAPIError):
-        return exc.connection_invalidated or isinstance(exc, OperationalError | InterfaceError)
+        if exc.connection_invalidated:
+            return True
+        code = sqlstate(exc)
+        if code is not None:
+            return code[:2] in TRANSIENT_SQLSTATE_CLASSES or code in TRANSIENT_SQLSTATES
+        sqlite_code = getattr(exc.orig, "sqlite_errorcode", None)
+        if isinstance(sqlite_code, int) and sqlite_code & 0xFF in _TRANSIENT_SQLITE_CODES:
+            return True
+        if isinstance(exc, OperationalError | InterfaceError):
+            return True
+        # a driver error raised while connecting, with no code of its own (a reset socket)
+        cause = exc.orig.__cause__ if exc.orig is not None else None
+        return isinstance(cause, OSError | TimeoutError)
     return isinstance(exc, OSError | TimeoutError)
 
 
@@ -190,17 +244,19 @@ async def retrying(
     clock: Clock,
     policy: RetryPolicy,
     give_up: Callable[[], bool] = lambda: False,
+    wake: asyncio.Event | None = None,
 ) -> T:
     """Await ``call()`` until it succeeds, retrying transient database errors (see
     :func:`is_transient`) after a capped exponential backoff, and keep ``health``.
 
     ``call`` MUST be one whole transaction (rolled back when it fails), so running it again
-    is safe.
+    is safe. ``wake`` set cuts the wait before the next attempt short, so that ``give_up()``
+    (made true before setting it) is heard at once, not after the backoff.
 
     Raises:
         LedgerLost: the database was deleted or replaced (at once, or instead of a retry).
         Exception: an error that is not transient, at once; a transient one once
-            ``give_up()`` is true (the ledger is closing).
+            ``give_up()`` is true (the ledger is closing, or a shutdown stopped its retries).
     """
     failures = 0
     while True:
@@ -217,7 +273,26 @@ async def retrying(
             trouble = health.failed(exc)
             delay = policy.delay(failures)
             log.warning("ledger: %s; attempt %d again in %.2f s", trouble.error, failures, delay)
-            await clock.sleep(delay)
+            await _pause(clock, delay, wake)
+            if give_up():
+                log.warning("ledger: not trying again (%s): the process is stopping", trouble.error)
+                raise
             continue
         health.answered()
         return result
+
+
+async def _pause(clock: Clock, seconds: float, wake: asyncio.Event | None) -> None:
+    """``clock.sleep(seconds)``, ended early when ``wake`` is set."""
+    if wake is None:
+        await clock.sleep(seconds)
+        return
+    if wake.is_set():
+        return
+    sleeper = asyncio.ensure_future(clock.sleep(seconds))
+    waker = asyncio.ensure_future(wake.wait())
+    try:
+        await asyncio.wait((sleeper, waker), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        sleeper.cancel()
+        waker.cancel()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import functools
 import logging
 import os
@@ -23,6 +24,7 @@ from sqlalchemy import (
     delete,
     insert,
     inspect,
+    literal,
     make_url,
     select,
 )
@@ -30,7 +32,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from digest_core.clock import Clock, SystemClock
-from digest_core.delivery.health import LedgerHealth, RetryPolicy, retrying
+from digest_core.delivery.health import LedgerHealth, RetryPolicy, Trouble, retrying
 from digest_core.delivery.identity import (
     NEW_LEDGER_FLAG,
     check_identity,
@@ -122,7 +124,10 @@ class LedgerBase:
         self._queue: list[_Op] = []
         self._kick = asyncio.Event()
         self._closing = False
+        #: set by :meth:`stop_retrying` (a shutdown): retries give up, waits are cut short
+        self._stop_retrying = asyncio.Event()
         self._active = 0
+        self._checkpoints: set[asyncio.Task[bool]] = set()
         self._writer: asyncio.Task[None] | None = None
         #: rows this instance claimed and has not settled: in flight in a live delivery
         self._live: set[int] = set()
@@ -259,6 +264,7 @@ class LedgerBase:
             st = database.stat()
             self.path, self.file_id = database, (st.st_dev, st.st_ino)
             self.health.file = database.with_name(database.name + ".health")
+            self.health.subscribe(self._checkpoint_after_trouble)
 
     async def _check_file(self) -> str | None:
         """SQLite's quick check, so a truncated or damaged file is refused at start rather
@@ -310,20 +316,78 @@ class LedgerBase:
 
     async def _retrying(self, call: Callable[[], Awaitable[_R]]) -> _R:
         """Run the one-transaction ``call`` until the database answers (see
-        :func:`digest_core.delivery.health.retrying`); give up once closing."""
+        :func:`digest_core.delivery.health.retrying`); give up once closing or stopped."""
         return await retrying(
             call,
             health=self.health,
             clock=self._clock,
             policy=self.retry_policy,
-            give_up=lambda: self._closing,
+            give_up=lambda: self._closing or self._stop_retrying.is_set(),
+            wake=self._stop_retrying,
         )
+
+    def stop_retrying(self) -> None:
+        """Stop waiting out database trouble (a shutdown whose grace is over): every retried
+        transaction that fails from now on, and every one waiting for its next attempt, raises
+        its error at once, so the process can stop while the database does not answer. What
+        was not recorded is left as a crash leaves it (rows in flight are sent again on the
+        next start). Transactions that succeed are not affected."""
+        self._stop_retrying.set()
+
+    @property
+    def retries_stopped(self) -> bool:
+        """True once :meth:`stop_retrying` was called."""
+        return self._stop_retrying.is_set()
+
+    def _checkpoint_after_trouble(self, trouble: Trouble, cleared_at: dt.datetime | None) -> None:
+        """Once an SQLite ledger answers again, give back what its log grew to meanwhile."""
+        if cleared_at is None or self._closing:
+            return
+        task = asyncio.get_running_loop().create_task(self.checkpoint(), name="ledger-checkpoint")
+        self._checkpoints.add(task)
+        task.add_done_callback(self._checkpoints.discard)
+
+    async def checkpoint(self) -> bool:
+        """Copy an SQLite ledger's write-ahead log into the database and truncate it to 0
+        bytes (``wal_checkpoint(TRUNCATE)``), between transactions; True if it was done
+        completely (False: another connection was reading, or not SQLite). Never raises
+        for the database's errors: the next checkpoint does it."""
+        if self._engine.dialect.name != "sqlite" or self.path is None:
+            return False
+        try:
+            async with self._lock, self._engine.connect() as conn:
+                row = (await conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")).first()
+        except Exception as exc:
+            log.warning("could not checkpoint the ledger's log %s-wal: %s", self.path, exc)
+            return False
+        found = tuple(row) if row is not None else (1, -1)
+        busy, pages = int(found[0]), int(found[1])
+        log.info("checkpointed the ledger's log %s-wal (%d pages)", self.path, pages)
+        return busy == 0
+
+    async def answers(self) -> None:
+        """Return once the database answers a query: ledger trouble is waited out (and kept
+        in :attr:`health`) like on the delivery path.
+
+        Raises:
+            LedgerLost: the database was deleted or replaced.
+            Exception: a database error that is not transient, or a transient one once the
+                ledger is closing or its retries were stopped (:meth:`stop_retrying`).
+        """
+
+        async def ping() -> None:
+            async with self._tx() as conn:
+                await conn.execute(select(literal(1)))
+
+        await self._retrying(ping)
 
     async def _close(self) -> None:
         self._closing = True
         self._kick.set()
         if self._writer is not None:
             await self._writer
+        if self._checkpoints:
+            await asyncio.gather(*self._checkpoints, return_exceptions=True)
         if self._locks is not None:  # no rows to delete: the locks go with their files
             self._holds.clear()
             self._locks.close()

@@ -39,6 +39,14 @@ log = logging.getLogger(__name__)
 #: (PostgreSQL 12 or newer.)
 PG_SERVER_SETTINGS = {"plan_cache_mode": "force_custom_plan"}
 
+#: an SQLite ledger's write-ahead log is checkpointed into the database once it holds this
+#: many pages (SQLite's default is 1000, 4 MB at 4 KiB pages: on a 2 MB filesystem the log
+#: filled the disk before its first checkpoint, with the database itself 4 KB)
+WAL_AUTOCHECKPOINT_PAGES = 256
+#: and cut back to at most this many bytes when it starts over (SQLite keeps the file at its
+#: largest size otherwise: what a full disk's backlog grew it to stays taken)
+WAL_LIMIT_BYTES = 1 << 20
+
 
 @asynccontextmanager
 async def generic_plans(conn: AsyncConnection, *, restore: bool = True) -> AsyncIterator[None]:
@@ -130,6 +138,9 @@ def _create_engine(url: str, *, echo: bool) -> AsyncEngine:
         # synchronous=NORMAL loses no commit when the process dies, only on power loss.
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA synchronous=NORMAL")
+        # a bounded log: checkpointed often enough, and truncated when it is reset
+        cursor.execute(f"PRAGMA wal_autocheckpoint={WAL_AUTOCHECKPOINT_PAGES}")
+        cursor.execute(f"PRAGMA journal_size_limit={WAL_LIMIT_BYTES}")
         cursor.execute(f"PRAGMA busy_timeout={busy_ms}")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()

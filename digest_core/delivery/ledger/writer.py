@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 from typing import Any
 
@@ -13,11 +12,13 @@ from sqlalchemy import (
     any_,
     bindparam,
     literal,
+    select,
     text,
     update,
 )
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from digest_core.delivery.health import is_transient, short_error
 from digest_core.delivery.ledger.core import (
     LedgerBase,
     _Op,
@@ -237,11 +238,29 @@ class WriterMixin(LedgerBase):
                 claims.append(op)
             else:
                 grouped.setdefault(op.kind, []).append(op.params)
+        tries = 0
+
+        async def write() -> set[_Op]:
+            nonlocal tries
+            tries += 1
+            return await self._write_batch(claims, grouped, again=tries > 1)
+
         try:
             # a database that does not answer (locked, full, gone away) is waited out:
             # the senders wait for their claims, and nothing recorded is lost
-            won = await self._retrying(functools.partial(self._write_batch, claims, grouped))
+            won = await self._retrying(write)
         except Exception as exc:
+            if len(batch) > 1 and not isinstance(exc, LedgerLost) and not is_transient(exc):
+                # one change the database refuses must not take the others with it: a part
+                # sent and not recorded would be sent again by the next delivery
+                log.warning(
+                    "ledger write of %d changes failed (%s); writing them one at a time",
+                    len(batch),
+                    short_error(exc),
+                )
+                for op in batch:
+                    await self._apply_batch([op])
+                return
             if not isinstance(exc, LedgerLost):
                 log.exception("ledger write of %d changes failed", len(batch))
             for op in batch:
@@ -263,12 +282,18 @@ class WriterMixin(LedgerBase):
                 op.done.set_result(ok)
 
     async def _write_batch(
-        self, claims: list[_Op], grouped: dict[str, list[dict[str, Any]]]
+        self, claims: list[_Op], grouped: dict[str, list[dict[str, Any]]], *, again: bool = False
     ) -> set[_Op]:
-        """One transaction of the writer; returns the claims that won their row."""
+        """One transaction of the writer; returns the claims that won their row. ``again``:
+        an earlier attempt at the same batch failed, perhaps after its commit (see
+        :meth:`_claimed_before`)."""
         async with self._tx(exclusive=False) as conn, generic_plans(conn, restore=False):
             # (all by primary key: planning each of 200k updates anew cost more than running it)
-            won = set(await self._claim_batch(conn, claims))
+            # the same time in every attempt, so a retry can tell its own claims
+            now = max((op.params["b_now"] for op in claims), default=None)
+            done = await self._claimed_before(conn, claims, now) if again else []
+            rest = [op for op in claims if op not in done]
+            won = set(done) | set(await self._claim_batch(conn, rest, now=now))
             for kind, params in grouped.items():
                 if kind == "sent" and conn.dialect.name == "postgresql" and len(params) > 1:
                     # one statement for the batch's sends, not one execution per row
@@ -284,11 +309,50 @@ class WriterMixin(LedgerBase):
                 await conn.execute(_STATE_STATEMENTS[kind], params)
         return won
 
-    async def _claim_batch(self, conn: AsyncConnection, claims: list[_Op]) -> list[_Op]:
-        """Run the claims of one batch; returns those that won their row (one per row)."""
+    async def _claimed_before(
+        self, conn: AsyncConnection, claims: list[_Op], now: Any
+    ) -> list[_Op]:
+        """The claims an earlier attempt at this batch committed although its caller saw an
+        error (the connection was cut after the server's COMMIT, a server restarting): their
+        rows are in flight with the very time that attempt wrote (``now`` for plain claims, a
+        resumed one's own ``b_now``: the same in every attempt), so they are this batch's, not
+        another delivery's."""
         if not claims:
             return []
-        now = max(op.params["b_now"] for op in claims)
+        times = {
+            op.params["b_id"]: op.params["b_now"] if "b_attempts" in op.params else now
+            for op in claims
+        }
+        found: set[int] = set()
+        for at in set(times.values()):
+            ids = [row_id for row_id, t in times.items() if t == at]
+            for chunk in _chunks(ids):
+                result = await conn.execute(
+                    select(parts.c.id).where(
+                        parts.c.id.in_(chunk),
+                        parts.c.state == PartState.IN_FLIGHT.value,
+                        parts.c.updated_at == at,
+                    )
+                )
+                found.update(row_id for (row_id,) in result)
+        if found:
+            log.warning("ledger: %d claims were committed before the error", len(found))
+        won: list[_Op] = []
+        for op in claims:
+            if op.params["b_id"] in found:
+                found.discard(op.params["b_id"])  # a second claim of the row loses
+                won.append(op)
+        return won
+
+    async def _claim_batch(
+        self, conn: AsyncConnection, claims: list[_Op], *, now: Any = None
+    ) -> list[_Op]:
+        """Run the claims of one batch (plain ones written with ``now``, default the latest
+        of their times); returns those that won their row (one per row)."""
+        if not claims:
+            return []
+        if now is None:
+            now = max(op.params["b_now"] for op in claims)
         won: list[_Op] = []
         seen: set[int] = set()
         plain: dict[int, _Op] = {}

@@ -1,0 +1,228 @@
+"""An SQLite ledger on a real 2 MiB filesystem that fills up mid-post and is freed: the post waits,
+then completes without the write-ahead log filling the disk again; and a real ``digest-bot run``
+stops on SIGTERM while its ledger cannot write."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import logging
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import httpx
+import pytest
+
+from bots.runtime import SHUTDOWN_BUDGET_SECONDS
+from digest_core.clock import SystemClock
+from digest_core.delivery import DeliveryEngine, Ledger
+from digest_core.delivery.health import RetryPolicy
+from digest_core.delivery.ledger.engine import WAL_LIMIT_BYTES
+from digest_core.platform import PlatformLimits, Rate
+from digest_core.testing import FakePlatform, make_issue, make_messages, make_targets
+from tests.bots.telegram.harness import ARCHIVE, REPO, TODAY, ZONE, write_config
+from tests.delivery.test_ledger_trouble import wait_for
+from tests.fakes.telegram_api import DEFAULT_TOKEN
+
+CHANNELS = 300
+PARTS = 2
+#: the real bot's channels: its post takes ~10 s at the double's 30 messages a second
+BOT_CHANNELS = [-1004000000 - i for i in range(150)]
+
+
+@pytest.fixture
+def tiny_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 2 MiB tmpfs of our own, to fill for real (needs root; skipped elsewhere)."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)], capture_output=True
+    )
+    if done.returncode:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=True)
+
+
+def fill(path: Path) -> None:
+    """Take every free block of the filesystem of ``path`` (unbuffered: closing it cannot fail)."""
+    with contextlib.suppress(OSError), path.open("wb", buffering=0) as fh:
+        while True:
+            fh.write(b"\0" * 16384)
+
+
+def wal_size(db: Path) -> int:
+    wal = db.with_name(db.name + "-wal")
+    return wal.stat().st_size if wal.exists() else 0
+
+
+async def test_a_freed_disk_is_not_filled_again_by_the_log(
+    tiny_disk: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="digest_core.delivery.ledger.core")
+    clock = SystemClock()
+    platform = FakePlatform(
+        clock, limits=PlatformLimits(overall=Rate(1000.0, 100), per_target={}), latency=0.005
+    )
+    db = tiny_disk / "l.db"
+    filler = tiny_disk / "filler"
+    async with Ledger.open(f"sqlite+aiosqlite:///{db}", clock=clock) as ledger:
+        ledger.retry_policy = RetryPolicy(base=0.05, cap=0.2)
+        troubles: list[str] = []
+        ledger.health.subscribe(
+            lambda t, cleared: troubles.append("cleared" if cleared else t.error)
+        )
+        engine = DeliveryEngine(ledger, clock=clock, max_in_flight=8)
+        targets, messages = make_targets(CHANNELS), make_messages(PARTS)
+        post = asyncio.create_task(engine.deliver(make_issue().ref, platform, messages, targets))
+        await wait_for(lambda: len(platform.sent) >= 50 or post.done(), "some sends")
+        fill(filler)
+        await wait_for(lambda: troubles or post.done(), "the trouble")
+        assert not post.done(), "the post ended instead of waiting for the ledger"
+        assert troubles == ["database or disk is full"]
+        filler.unlink()
+        largest = 0
+
+        async def watch() -> None:
+            nonlocal largest
+            while True:
+                largest = max(largest, wal_size(db))
+                await asyncio.sleep(0.005)
+
+        watcher = asyncio.create_task(watch())
+        report = await asyncio.wait_for(post, 60)
+        watcher.cancel()
+        print(f"largest log after the disk was freed: {largest} bytes")
+        # what the full disk's backlog grew the log to was given back once it answered
+        assert any("checkpointed the ledger's log" in r.message for r in caplog.records)
+        # the log was checkpointed and cut back once the disk had room again
+        assert wal_size(db) <= WAL_LIMIT_BYTES, wal_size(db)
+    assert report.ok, report
+    assert troubles == ["database or disk is full", "cleared"]
+    sent = Counter((s.target.id, s.message.payload["part"]) for s in platform.sent)
+    assert len(sent) == CHANNELS * PARTS and max(sent.values()) == 1
+
+
+@pytest.fixture
+def telegram_double() -> Iterator[str]:
+    """The Telegram double as its own process (real flood limits: 300 channels' post takes
+    tens of seconds), with the channels added; its root URL."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.fakes.telegram_api"],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        base_url = proc.stdout.readline().strip()
+        assert base_url.startswith("http://127.0.0.1:"), base_url
+        root = base_url.removesuffix("/bot")
+        with httpx.Client(base_url=root) as client:
+            for chat in BOT_CHANNELS:
+                client.post("/_fake/add_chat", json={"id": chat, "type": "channel"})
+        yield root
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(10)
+
+
+def sent_count(root: str) -> int:
+    with httpx.Client(base_url=root) as client:
+        return len(client.get("/_fake/sent").json()["result"])
+
+
+def sent_keys(root: str) -> list[tuple[int, int]]:
+    """(chat, part) of every message the double took: the last part carries the keyboard."""
+    with httpx.Client(base_url=root) as client:
+        sent = client.get("/_fake/sent").json()["result"]
+    return [(int(m["chat_id"]), PARTS - 1 if m.get("reply_markup") else 0) for m in sent]
+
+
+def wait_until(condition: Callable[[], bool], what: str, log: Path, *, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}; bot log:\n{log.read_text()[-3000:]}")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)  # two runs of a real bot, on a machine that may be busy
+def test_sigterm_stops_the_bot_while_its_ledger_cannot_write(
+    tiny_disk: Path, tmp_path: Path, telegram_double: str
+) -> None:
+    today = dt.datetime.now(ZoneInfo(ZONE)).date()
+    config = write_config(
+        tmp_path, base_url=telegram_double + "/bot", channels=[str(c) for c in BOT_CHANNELS],
+        schedule=True, post_time="00:00", days=[],
+    )  # fmt: skip
+    shutil.copy(ARCHIVE / f"{TODAY}.txt", tmp_path / "archive" / f"{today}.txt")
+    text = config.read_text().replace("catch_up_hours = 6", "catch_up_hours = 24")
+    config.write_text(text.replace(str(tmp_path / "digest.db"), str(tiny_disk / "digest.db")))
+    log = tmp_path / "bot.log"
+    env = {**os.environ, "DIGEST_BOT_TELEGRAM__TOKEN": DEFAULT_TOKEN}
+
+    def start() -> subprocess.Popen[bytes]:
+        with log.open("ab") as out:
+            return subprocess.Popen(
+                [sys.executable, "-m", "bots.cli", "run", "--config", str(config)],
+                cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            )  # fmt: skip
+
+    bot = start()
+    try:
+        wait_until(lambda: sent_count(telegram_double) >= 40, "the post to start", log, seconds=60)
+        fill(tiny_disk / "filler")
+        wait_until(
+            lambda: "ledger trouble: database or disk is full" in log.read_text(),
+            "the ledger to fail",
+            log,
+            seconds=30,
+        )
+        assert bot.poll() is None, log.read_text()[-3000:]
+        assert sent_count(telegram_double) < len(BOT_CHANNELS) * PARTS, "the post was over"
+        asked = time.monotonic()
+        bot.send_signal(signal.SIGTERM)
+        try:
+            code = bot.wait(SHUTDOWN_BUDGET_SECONDS + 5)  # the budget, and a slow machine's
+        except subprocess.TimeoutExpired:
+            raise AssertionError(
+                f"still running {SHUTDOWN_BUDGET_SECONDS + 5:.0f} s after SIGTERM; log:\n"
+                + log.read_text()[-3000:]
+            ) from None
+        print(f"stopped {time.monotonic() - asked:.1f} s after SIGTERM (exit {code})")
+        assert code == 0, log.read_text()[-3000:]
+
+        # room again: the next start sends what is left, and at most the parts the stop
+        # left in flight (they may have arrived) a second time
+        (tiny_disk / "filler").unlink()
+        with sqlite3.connect(tiny_disk / "digest.db") as db:
+            (maybe_sent,) = db.execute(
+                "SELECT count(*) FROM parts WHERE state IN ('in_flight', 'unknown')"
+            ).fetchone()
+        bot = start()
+        expected = {(chat, part) for chat in BOT_CHANNELS for part in range(PARTS)}
+        wait_until(
+            lambda: set(sent_keys(telegram_double)) >= expected, "the rest", log, seconds=120
+        )
+        bot.send_signal(signal.SIGTERM)
+        assert bot.wait(SHUTDOWN_BUDGET_SECONDS + 5) == 0, log.read_text()[-3000:]
+        copies = Counter(sent_keys(telegram_double))
+        assert set(copies) == expected
+        assert sum(n - 1 for n in copies.values()) <= maybe_sent
+    finally:
+        if bot.poll() is None:
+            bot.kill()
+            bot.wait()
