@@ -110,7 +110,12 @@ def test_run_waits_for_an_unreachable_api_then_starts_and_posts(tmp_path: Path) 
     log = tmp_path / "bot.log"
     bot = _bot(_config(tmp_path, api_port, http_port), log)
     try:
-        status, body = _until("/readyz", lambda: _readyz(http_port), log)
+        # (before it leads, /readyz says 503 for that alone: wait for the platform's reason)
+        status, body = _until(
+            "/readyz naming a waiting platform",
+            lambda: (r := _readyz(http_port)) and "waiting" in r[1] and r,
+            log,
+        )
         assert status == 503, body
         assert "cannot reach the Bot API" in body["waiting"]["telegram"], body
         assert body["platforms"] == {"telegram": False}
