@@ -551,6 +551,7 @@ class World:
         if overrun:  # no scenario injects these: the bot (or two of them) outran the limits
             # a target of issue 18 only where two deliveries at once are the fault (skew)
             text = f"{overrun} x 429 (Telegram's limits overrun)"
+            outcome.details.append("429s: " + self._overruns())
             (outcome.failures if outcome.limits_matter else outcome.notes).append(text)
         if outcome.recovery is None:
             outcome.failures.append("not recovered")
@@ -579,6 +580,25 @@ class World:
             shown.add(text[:40])
             outcome.details.append(f"log {record.get('level')}: {_short(text)}")
         return outcome
+
+    def _overruns(self) -> str:
+        """Where the 429s fell: per chat, the sends of the 3 s before each (what outran)."""
+        by_chat: dict[int, list[float]] = {}
+        for r in self.tg.requests:
+            if r.status == 429 and r.chat_id is not None and r.chat_id not in self.deferred:
+                by_chat.setdefault(r.chat_id, []).append(r.at)
+        parts = []
+        for chat, times in sorted(by_chat.items(), key=lambda kv: -len(kv[1]))[:4]:
+            first = times[0]
+            before = [
+                f"{r.at - first:+.2f}{'' if r.status == 200 else '!'}"
+                for r in self.tg.requests
+                if r.chat_id == chat and first - 3.0 <= r.at <= first + 0.01
+            ]
+            parts.append(
+                f"chat {chat} x{len(times)} (requests before the first: {' '.join(before)})"
+            )
+        return "; ".join(parts)
 
 
 # ------------------------------------------------------------------ the scenarios

@@ -65,6 +65,7 @@ MAX_WAIT = 300.0
 _YIELD_EVERY = 500
 
 
+
 @dataclass(eq=False, slots=True)
 class _Run:
     order: int
@@ -517,6 +518,10 @@ class _Fanout:
             run.report.in_progress += left
             return
         run.mark_claimed(row.id)
+        # paced again as it goes: the ledger may have held it past its slot (see Pacer)
+        wait = self.pacer.reserve_send(self._clock.monotonic())
+        if wait > 0:
+            await self._clock.sleep(wait)
         run.attempts += 1
         key = self._key(target, row.part)  # the row's identity: the same after a restart
         try:

@@ -65,6 +65,16 @@ class TokenBucket:
             while len(self._recent) > self._burst:
                 self._recent.popleft()
 
+    def reserve(self, now: float) -> float:
+        """Take one token now for a message that goes once the returned seconds have passed
+        (0.0: at once): a later reservation waits behind it, so messages reserved together
+        go out paced, each waiting once."""
+        wait = self.delay(now)
+        self.take(now)
+        if self._recent is not None:
+            self._recent[-1] = now + wait  # (the window counts it when it goes)
+        return wait
+
     @property
     def full(self) -> bool:
         """Back to its whole burst (as of the last :meth:`delay`: that drops aged takes)."""
@@ -75,18 +85,29 @@ class Pacer:
     """The pacing model of one platform: an overall bucket, one bucket per target, and a
     "not before" time per target set by a 429's retry-after (that target only).
 
+    The overall rate is kept twice: when a send is dispatched (:meth:`take`, which meters
+    how fast sends start) and when it goes out (:meth:`reserve_send`). Between the two a
+    send waits for the ledger (its claim, the record of the part before it); sends held up
+    by a stalled ledger (a write lock, a full disk) would otherwise reach the platform
+    together once it answers.
+
     All times are the clock's ``monotonic()`` seconds.
     """
 
     def __init__(self, limits: PlatformLimits, *, now: float) -> None:
         self.limits = limits
         self._overall = TokenBucket(limits.overall, now=now)
+        self._sending = TokenBucket(limits.overall, now=now)
         self._buckets: dict[Target, TokenBucket] = {}
         self._not_before: dict[Target, float] = {}
 
     def overall_delay(self, now: float) -> float:
         """Seconds until the platform as a whole may send again."""
         return self._overall.delay(now)
+
+    def reserve_send(self, now: float) -> float:
+        """Reserve the platform-wide slot of a send about to go out: seconds to wait first."""
+        return self._sending.reserve(now)
 
     def ready_at(self, target: Target, now: float) -> float:
         """The earliest time ``target`` may get its next message (the overall bucket aside)."""

@@ -533,3 +533,28 @@ async def test_retries_running_out_on_a_cut_send_leave_it_unknown_not_failed(
     assert again.ok and again.sent == 3 and again.maybe_twice == 1
     assert parts_at(platform, "c0") == [0, 1, 2]
     assert await ledger.day_state(REF.date, platform="fake") is DayState.DONE
+
+
+async def test_sends_held_up_by_a_stalled_ledger_go_out_paced_not_together(
+    ledger: Ledger, clock: ManualClock
+) -> None:
+    """The ledger stops answering claims for 4 s mid-delivery (a write lock, a full disk):
+    the sends dispatched meanwhile wait for their claims and, once it answers, reach the
+    platform at the overall rate, not all at once (Telegram's 429s after a locked SQLite)."""
+    limits = PlatformLimits(overall=Rate(30.0, 1), per_target={})
+    platform = FakePlatform(clock, limits=limits, latency=0.05)
+    claim = ledger.claim
+    stall = (1.0, 5.0)
+
+    async def stalled_claim(row_id: int, **kw: int | None) -> bool:
+        start = clock.monotonic()
+        if stall[0] <= start < stall[1]:
+            await clock.sleep(stall[1] - start)  # the database answers only then
+        return await claim(row_id, **kw)
+
+    ledger.claim = stalled_claim  # type: ignore[method-assign]
+    report = await engine_for(ledger, clock).deliver(REF, platform, PARTS[:1], make_targets(300))
+    assert report.ok and len(platform.sent) == 300
+    calls = [at for _, _, at in platform.calls]
+    assert any(at >= stall[1] for at in calls)  # (the stall did hold sends up)
+    assert not windows_exceeded(calls, window=1.0, limit=31)
