@@ -65,7 +65,6 @@ MAX_WAIT = 300.0
 _YIELD_EVERY = 500
 
 
-
 @dataclass(eq=False, slots=True)
 class _Run:
     order: int
