@@ -110,8 +110,8 @@ async def test_discord_registers_the_catalogue(
         assert command["description_localizations"] == {"zh-CN": spec.zh, "zh-TW": spec.zh_tw}
         assert (command["default_member_permissions"] is not None) == spec.admin, name
         options = {o["name"]: o for o in command.get("options", [])}
-        assert set(options) == {a.name for a in spec.args}, name
-        for arg in spec.args:
+        assert set(options) == {a.name for a in spec.options}, name
+        for arg in spec.options:
             option = options[arg.name]
             assert option["description"] == arg.en
             assert option["description_localizations"]["zh-CN"] == arg.zh
