@@ -238,11 +238,6 @@ class Commands:
                 handler = functools.partial(handler, *bound)
             self._table[spec.name] = Declared(spec, handler, guard)
 
-    def usage(self, command: str) -> str:
-        """The usage line of ``command`` from its declaration (``/help`` for an unknown one)."""
-        entry = self._table.get(command)
-        return entry.spec.usage if entry is not None else "/help"
-
     async def handle(self, request: Request) -> Reply:
         """Run one command. Never raises for bad input: the reply explains and shows usage."""
         name = request.command.lower().lstrip("/")

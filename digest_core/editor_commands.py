@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from digest_core.declaration import Argument, command, date_argument
@@ -18,6 +19,10 @@ from digest_core.requests import Capability, Reply, Request
 
 if TYPE_CHECKING:
     from digest_core.commands import Commands
+
+#: a declared handler of this module, called with the :class:`Commands`, the request and the
+#: command's argument values
+Answer = Callable[..., Awaitable[Reply]]
 
 log = logging.getLogger(__name__)
 
@@ -68,54 +73,50 @@ async def preview(commands: Commands, request: Request, date: dt.date | None) ->
     return Reply([*head, *messages], private=True)
 
 
-@command(
-    "approve",
-    zh="管理员：批准某一期按时推送（需要批准时）",
-    zh_tw="管理員：批准某一期按時推送（需要批准時）",
-    en="Admins: approve an issue for its post (when approval is required)",
-    usage="/approve [YYYY-MM-DD]",
-    args=(NEXT_ISSUE, REVISION),
-    needs=Capability.PUBLISH,
-    label_zh="批准",
-    label_zh_tw="批准",
-)
-async def approve(
-    commands: Commands, request: Request, date: dt.date | None, revision: str | None
-) -> Reply:
-    """Approve DATE's current revision (or the REVISION a review button names)."""
-    return await _decide(commands, request, date, revision, approve=True)
+def _decision(
+    name: str, *, approve: bool, about: tuple[str, str, str], label: tuple[str, str]
+) -> Answer:
+    """The declared handler of ``/name [DATE]``: approve (or hold back) DATE's issue (default:
+    the next one), of the REVISION a review button names (else its current one); ``about`` is
+    the command's description (简体, 繁體, English), ``label`` its Chinese names."""
 
-
-@command(
-    "hold",
-    zh="管理员：暂缓某一期，批准前不推送",
-    zh_tw="管理員：暫緩某一期，批准前不推送",
-    en="Admins: hold an issue back until it is approved",
-    usage="/hold [YYYY-MM-DD]",
-    args=(NEXT_ISSUE, REVISION),
-    needs=Capability.PUBLISH,
-    label_zh="暂缓",
-    label_zh_tw="暫緩",
-)
-async def hold(
-    commands: Commands, request: Request, date: dt.date | None, revision: str | None
-) -> Reply:
-    """Hold DATE back: the scheduled post waits for an approval."""
-    return await _decide(commands, request, date, revision, approve=False)
-
-
-async def _decide(
-    commands: Commands,
-    request: Request,
-    date: dt.date | None,
-    revision: str | None,
-    *,
-    approve: bool,
-) -> Reply:
-    text = await commands.running().decide(
-        date or next_day(commands),
-        approve=approve,
-        revision=revision,
-        requested_by=f"{request.platform}:{request.user}",
+    @command(
+        name,
+        zh=about[0],
+        zh_tw=about[1],
+        en=about[2],
+        usage=f"/{name} [YYYY-MM-DD]",
+        args=(NEXT_ISSUE, REVISION),
+        needs=Capability.PUBLISH,
+        label_zh=label[0],
+        label_zh_tw=label[1],
     )
-    return commands.reply(request, text, private=True)
+    async def decide(
+        commands: Commands, request: Request, date: dt.date | None, revision: str | None
+    ) -> Reply:
+        text = await commands.running().decide(
+            date or next_day(commands),
+            approve=approve,
+            revision=revision,
+            requested_by=f"{request.platform}:{request.user}",
+        )
+        return commands.reply(request, text, private=True)
+
+    return decide
+
+
+#: what /approve says of itself (简体, 繁體, English)
+APPROVE = (
+    "管理员：批准某一期按时推送（需要批准时）",
+    "管理員：批准某一期按時推送（需要批准時）",
+    "Admins: approve an issue for its post (when approval is required)",
+)
+#: what /hold says of itself
+HOLD = (
+    "管理员：暂缓某一期，批准前不推送",
+    "管理員：暫緩某一期，批准前不推送",
+    "Admins: hold an issue back until it is approved",
+)
+
+approve = _decision("approve", approve=True, about=APPROVE, label=("批准", "批准"))
+hold = _decision("hold", approve=False, about=HOLD, label=("暂缓", "暫緩"))
