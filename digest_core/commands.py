@@ -143,6 +143,11 @@ DATE_TODAY = date_argument(
 )
 #: the same, words only (no typed option: the command's slash form takes none)
 DATE_WORD = replace(DATE_TODAY, hidden=True)
+#: /briefs' brief number, optional: a word that is not one is the date (/briefs DATE)
+BRIEF_NUMBER = Argument(
+    "n", "Only brief number n", "只看第 n 条简讯", "只看第 n 條簡訊", "编号", "編號",
+    kind=number(1, 99, read=_brief_number), passes=True, bad=GIVE_A_NUMBER,
+)  # fmt: skip
 
 
 #: how the description of a part's command names the day's issue (今天的重点)
@@ -513,19 +518,7 @@ class Commands:
         zh_tw="今天的簡訊，或其中一條",
         en="The briefs of today's issue, or one of them",
         usage="/briefs [N] [YYYY-MM-DD]",
-        args=(
-            Argument(
-                "n",
-                "Only brief number n",
-                "只看第 n 条简讯",
-                "只看第 n 條簡訊",
-                "编号",
-                "編號",
-                kind=number(1, 99, read=_brief_number),
-                passes=True,
-            ),
-            DATE_TODAY,
-        ),
+        args=(BRIEF_NUMBER, DATE_TODAY),
         label_zh="简讯",
         label_zh_tw="簡訊",
         too_many=GIVE_A_NUMBER,
@@ -542,18 +535,7 @@ class Commands:
         en="One brief by its number, e.g. /brief 2",
         usage="/brief N [YYYY-MM-DD]",
         args=(
-            Argument(
-                "n",
-                "Brief number n",
-                "第 n 条简讯",
-                "第 n 條簡訊",
-                "编号",
-                "編號",
-                kind=number(1, 99, read=_brief_number),
-                required=True,
-                missing=GIVE_A_NUMBER,
-                bad=GIVE_A_NUMBER,
-            ),
+            replace(BRIEF_NUMBER, required=True, passes=False, missing=GIVE_A_NUMBER),
             DATE_WORD,
         ),
         label_zh="单条简讯",

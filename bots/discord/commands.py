@@ -108,12 +108,12 @@ def capabilities(interaction: Interaction) -> frozenset[Capability]:
 async def run_command(
     interaction: Interaction,
     command: str,
-    *args: str,
+    *,
     values: Mapping[str, object] | None = None,
     ephemeral: bool = False,
     dm_chat: bool = False,
 ) -> Reply | None:
-    """Answer ``/command args`` through the core :class:`~digest_core.commands.Commands`;
+    """Answer ``/command`` through the core :class:`~digest_core.commands.Commands`;
     ``values`` are the slash command's typed option values, passed as they are (the core
     reads them by the declaration's arguments).
 
@@ -137,7 +137,6 @@ async def run_command(
             chat = str((await interaction.user.create_dm()).id)
         request = Request(
             command,
-            tuple(a for a in args if a),
             platform=PLATFORM,
             flavor=Flavor.DISCORD,
             user=str(interaction.user.id),
