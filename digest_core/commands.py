@@ -1,10 +1,11 @@
 """Reader and admin commands as plain async functions: a Request in, reply messages out.
 
 Every adapter parses its own input into a :class:`Request` and sends
-the returned :class:`Reply` messages back; the behaviour is the same everywhere. A wrong argument
-gets a reply with the usage, never an exception. Each command is one declaration on its handler
-(:func:`~digest_core.declaration.command`); :meth:`Commands.handle` checks the capability it
-needs before the handler runs, for every platform.
+the returned :class:`Reply` messages back; the behaviour is the same everywhere. Each command
+is one declaration on its handler (:func:`~digest_core.declaration.command`);
+:meth:`Commands.handle` checks the capability it needs, then reads its arguments into the
+handler's typed values, for every platform. A wrong argument (a
+:class:`~digest_core.errors.BadArgument`) gets a reply with the usage, never an exception.
 """
 
 from __future__ import annotations

@@ -101,10 +101,17 @@ class Kind:
         raise TypeError(f"{given!r} is not a value of {self.type.__name__}")
 
 
-def text(low: int, high: int, **how: Any) -> Kind:
-    """A text of ``low`` to ``high`` characters (``how``: :class:`Kind`'s ``read``, ``bad``,
-    ``rest``)."""
-    return Kind(str, low, high, **how)
+def text(
+    low: int,
+    high: int,
+    *,
+    read: Callable[[str], Any] | None = None,
+    bad: str = "",
+    rest: bool = False,
+) -> Kind:
+    """A text of ``low`` to ``high`` characters, as typed unless ``read`` checks or converts
+    it (see :class:`Kind` for ``bad`` and ``rest``)."""
+    return Kind(str, low, high, read=read, bad=bad, rest=rest)
 
 
 def number(low: int, high: int, *, read: Callable[[str], int] | None = None) -> Kind:
