@@ -1,10 +1,11 @@
 """Reader and admin commands as plain async functions: a Request in, reply messages out.
 
 Every adapter parses its own input into a :class:`Request` and sends
-the returned :class:`Reply` messages back; the behaviour is the same everywhere. A wrong argument
-gets a reply with the usage, never an exception. Each command is one declaration on its handler
-(:func:`~digest_core.declaration.command`); :meth:`Commands.handle` checks the capability it
-needs before the handler runs, for every platform.
+the returned :class:`Reply` messages back; the behaviour is the same everywhere. Each command
+is one declaration on its handler (:func:`~digest_core.declaration.command`);
+:meth:`Commands.handle` checks the capability it needs, then reads its arguments into the
+handler's typed values, for every platform. A wrong argument (a
+:class:`~digest_core.errors.BadArgument`) gets a reply with the usage, never an exception.
 """
 
 from __future__ import annotations
@@ -23,12 +24,15 @@ from digest_core import editor_commands
 from digest_core.archive import Archive
 from digest_core.clock import Clock, zoned_text
 from digest_core.declaration import (
+    MAX_ECHO_CHARS,
     Argument,
     CommandSpec,
     Completion,
     Group,
     command,
+    date_argument,
     declared,
+    echo,
     flag,
     help_text,
     number,
@@ -36,9 +40,9 @@ from digest_core.declaration import (
     text,
 )
 from digest_core.embargo import Embargo, VisibleArchive
-from digest_core.errors import CommandRefused, IssueNotFound
+from digest_core.errors import BadArgument, CommandRefused, IssueNotFound, NotRunning
 from digest_core.metrics import NULL_METRICS, MetricsSink
-from digest_core.models import Issue, Section, counted, shorten
+from digest_core.models import Issue, Section, counted
 from digest_core.rendering import (
     Message,
     Part,
@@ -53,6 +57,7 @@ log = logging.getLogger(__name__)
 #: the request/reply types live in :mod:`digest_core.requests`; adapters import them from here
 __all__ = [
     "ADMIN",
+    "MAX_ECHO_CHARS",
     "AdminBackend",
     "Capability",
     "Choice",
@@ -62,15 +67,39 @@ __all__ = [
     "Status",
 ]
 
-#: the most characters of a reader's own argument quoted back in a reply (``/issue <5000
-#: digits>`` is answered with its first ones and ``…``, not all of them)
-MAX_ECHO_CHARS = 40
-
 #: the longest /search keyword (quoted back whole, escaped)
 MAX_SEARCH_CHARS = 64
 
 #: a brief number: ASCII digits only ("²".isdigit() is True), and short
 _NUMBER = re.compile(r"[0-9]{1,4}")
+
+#: what /brief says of a missing or wrong brief number (also /briefs with too many words)
+GIVE_A_NUMBER = "请给出简讯编号，例如 /brief 2 / give a brief number"
+#: what /issue and /start say of a missing date or a word too many
+GIVE_A_DATE = "请给出日期 / give a date"
+#: what /reactivate says of a missing target or a word too many
+GIVE_A_TARGET = "请给出目标 ID / give the target id"
+#: what an admin command says while the bot's delivery is not running
+NOT_RUNNING = "推送服务未运行 / delivery is not running"
+
+
+def _brief_number(word: str) -> int:
+    if not _NUMBER.fullmatch(word):
+        raise ValueError(word)
+    return int(word)
+
+
+def _keyword(word: str) -> str:
+    if len(word) > MAX_SEARCH_CHARS:
+        n = MAX_SEARCH_CHARS
+        raise BadArgument(f"关键词太长（最多 {n} 个字符）/ keyword too long ({n} max)")
+    return word
+
+
+def _target(word: str) -> tuple[str, str]:
+    """``[PLATFORM:]ID`` as (platform or "", id)."""
+    platform, _, target_id = word.rpartition(":")
+    return platform, target_id
 
 
 #: the part of an issue a section button (重点 / 简讯 / 经典回顾 on a post) shows
@@ -90,30 +119,64 @@ MAX_REPLY_MESSAGES = 4
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
 
-#: what answers one command: a declared handler bound to its owner
-Answer = Callable[[Request], Awaitable[Reply]]
+#: what answers one command: a declared handler bound to its owner, given the request and the
+#: values of the command's arguments by name
+Answer = Callable[..., Awaitable[Reply]]
+
+
+#: what may answer a command before its arguments are read (None: go on)
+Guard = Callable[[CommandSpec, Request], Reply | None]
 
 
 @dataclass(frozen=True)
 class Declared:
-    """A command :class:`Commands` answers: its declaration and its bound handler."""
+    """A command :class:`Commands` answers: its declaration, its bound handler and the guard
+    of its owner."""
 
     spec: CommandSpec
     answer: Answer
-
-
-def _date(en: str, zh: str, zh_tw: str, *, required: bool = False) -> Argument:
-    """A date argument (looked up in the archive while typing, where a platform can)."""
-    return Argument(
-        "date", en, zh, zh_tw, "日期", "日期",
-        kind=text(1, 32), required=required, complete=Completion.DATES,
-    )  # fmt: skip
+    guard: Guard | None = None
 
 
 #: the date argument that defaults to today
-DATE_TODAY = _date(
+DATE_TODAY = date_argument(
     "YYYY-MM-DD (default: today)", "日期 YYYY-MM-DD（默认今天）", "日期 YYYY-MM-DD（預設今天）"
 )
+#: the same, words only (no typed option: the command's slash form takes none)
+DATE_WORD = replace(DATE_TODAY, hidden=True)
+#: /briefs' brief number, optional: a word that is not one is the date (/briefs DATE)
+BRIEF_NUMBER = Argument(
+    "n", "Only brief number n", "只看第 n 条简讯", "只看第 n 條簡訊", "编号", "編號",
+    kind=number(1, 99, read=_brief_number), passes=True, bad=GIVE_A_NUMBER,
+)  # fmt: skip
+
+
+#: how the description of a part's command names the day's issue (今天的重点)
+OF_TODAY = ("的", "的")
+#: the same, for the whole issue's parts (今天这一期的目录)
+THIS_ISSUE = ("这一期的", "這一期的")
+
+
+def _part_of_day(
+    part: Part, name: str, label: tuple[str, str], en: str, *, of: tuple[str, str] = OF_TODAY
+) -> Answer:
+    """The declared handler of ``/name [DATE]``: ``part`` of the day's issue (``label``: the
+    part's simplified and traditional Chinese name, the command's label; ``en``: its English)."""
+
+    @command(
+        name,
+        zh=f"今天{of[0]}{label[0]}",
+        zh_tw=f"今天{of[1]}{label[1]}",
+        en=f"The {en} of today's issue",
+        usage=f"/{name} [YYYY-MM-DD]",
+        args=(DATE_WORD,),
+        label_zh=label[0],
+        label_zh_tw=label[1],
+    )
+    async def answer(self: Commands, request: Request, date: dt.date | None) -> Reply:
+        return await self._dated_part(request, part, date)
+
+    return answer
 
 
 class Commands:
@@ -169,20 +232,17 @@ class Commands:
         """The declarations of the commands answered here, in ``/help``'s order."""
         return ordered(d.spec for d in self._table.values())
 
-    def declare(self, owner: object, *bound: object) -> None:
+    def declare(self, owner: object, *bound: object, guard: Guard | None = None) -> None:
         """Answer every command declared on ``owner`` (an object whose methods carry
         :func:`~digest_core.declaration.command`, or a module of such functions, called with
-        ``bound`` before the request); a command of the same name is replaced."""
+        ``bound`` before the request); a command of the same name is replaced. ``guard`` may
+        answer one of them after the capability check, before its arguments are read (the
+        readers' commands where private deliveries are not available)."""
         for spec, attr in declared(owner):
             handler = getattr(owner, attr)
             if bound:
                 handler = functools.partial(handler, *bound)
-            self._table[spec.name] = Declared(spec, handler)
-
-    def usage(self, command: str) -> str:
-        """The usage line of ``command`` from its declaration (``/help`` for an unknown one)."""
-        entry = self._table.get(command)
-        return entry.spec.usage if entry is not None else "/help"
+            self._table[spec.name] = Declared(spec, handler, guard)
 
     async def handle(self, request: Request) -> Reply:
         """Run one command. Never raises for bad input: the reply explains and shows usage."""
@@ -201,8 +261,8 @@ class Commands:
     async def _handle(self, name: str, request: Request) -> Reply:
         entry = self._table.get(name)
         if entry is None:
-            shown = _echo(name)
-            return self._text(
+            shown = echo(name)
+            return self.reply(
                 request,
                 f"未知命令 /{shown}。发送 /help 查看全部命令。\n"
                 f"Unknown command /{shown}; try /help.",
@@ -212,15 +272,26 @@ class Commands:
             needs = entry.spec.needs
             if needs is not None and needs not in request.capabilities:
                 raise CommandRefused(name, needs)
-            return await entry.answer(request)
+            if entry.guard is not None and (early := entry.guard(entry.spec, request)):
+                return early
+            return await entry.answer(request, **entry.spec.arguments(request))
         except CommandRefused as exc:
             return await self._refused(request, exc)
+        except BadArgument as exc:
+            return self.reply(
+                request,
+                f"{exc.problem}\n用法 / usage: {entry.spec.usage}",
+                status=Status.USAGE,
+                private=entry.spec.dm,
+            )
         except IssueNotFound as exc:
-            return self._text(request, str(exc), status=Status.NOT_FOUND)
+            return self.reply(request, str(exc), status=Status.NOT_FOUND)
+        except NotRunning as exc:
+            return self.reply(request, str(exc), status=Status.USAGE)
         except Exception:
             # a command must never surface a traceback to a reader; the log keeps it
             log.exception("command /%s %r failed", name, request.args)
-            return self._text(
+            return self.reply(
                 request,
                 f"抱歉，/{name} 出错了，请稍后再试。\n"
                 f"Sorry, /{name} failed; please try again later.",
@@ -236,7 +307,7 @@ class Commands:
         """The archive as the sender of ``request`` may see it now (admins: everything)."""
         return self.embargo.view(self.archive, admin=bool(request.capabilities))
 
-    async def _off_loop(self, fn: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
+    async def off_loop(self, fn: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
         """``fn(*args, **kwargs)`` in a worker thread: file I/O, parsing and rendering."""
         self._in_threads += 1
         try:
@@ -244,14 +315,24 @@ class Commands:
         finally:
             self._in_threads -= 1
 
-    def _text(
-        self, request: Request, text: str, *, status: Status = Status.OK, private: bool = False
+    def reply(
+        self,
+        request: Request,
+        text: str,
+        *,
+        status: Status = Status.OK,
+        private: bool = False,
+        choices: tuple[tuple[Choice, ...], ...] = (),
     ) -> Reply:
-        return Reply(notice(text, request.flavor), status=status, private=private)
+        """A reply of one notice, ``text`` in the request's flavor."""
+        return Reply(notice(text, request.flavor), status=status, private=private, choices=choices)
 
-    def _usage(self, request: Request, problem: str) -> Reply:
-        usage = self.usage(request.command.lower().lstrip("/"))
-        return self._text(request, f"{problem}\n用法 / usage: {usage}", status=Status.USAGE)
+    def running(self) -> AdminBackend:
+        """The admin backend; :class:`~digest_core.errors.NotRunning` while the bot's delivery
+        is not running (answered 推送服务未运行 / delivery is not running)."""
+        if self.backend is None:
+            raise NotRunning(NOT_RUNNING)
+        return self.backend
 
     def _render(
         self, request: Request, issue: Issue, part: Part, *, brief: int | None = None
@@ -341,7 +422,7 @@ class Commands:
         )
 
     async def _part(self, request: Request, part: Part, *, brief: int | None = None) -> Reply:
-        return Reply(await self._off_loop(self._current_part, request, part, brief))
+        return Reply(await self.off_loop(self._current_part, request, part, brief))
 
     def _current_part(self, request: Request, part: Part, brief: int | None) -> list[Message]:
         issue, note = self._current(request)
@@ -355,17 +436,11 @@ class Commands:
         issue = self.view(request).on(date)
         return self._capped(request, issue, part, brief=brief, room=MAX_REPLY_MESSAGES)
 
-    async def _dated_part(self, request: Request, part: Part) -> Reply:
-        """``part`` of today's issue, or of the issue of the one optional date argument."""
-        if not request.args:
+    async def _dated_part(self, request: Request, part: Part, date: dt.date | None) -> Reply:
+        """``part`` of today's issue, or of the issue of ``date``."""
+        if date is None:
             return await self._part(request, part)
-        if len(request.args) > 1:
-            return self._usage(request, "参数太多 / too many arguments")
-        try:
-            date = dt.date.fromisoformat(request.args[0])
-        except ValueError:
-            return self._usage(request, f"“{_echo(request.args[0])}” 不是日期 / is not a date")
-        return Reply(await self._off_loop(self._dated, request, date, part, None))
+        return Reply(await self.off_loop(self._dated, request, date, part, None))
 
     # ------------------------------------------------------------ section buttons
 
@@ -378,13 +453,13 @@ class Commands:
         reader-safe explanation (short enough for a callback alert's 200 characters mostly).
         """
         try:
-            issue = await self._off_loop(self.view(request).on, date)
+            issue = await self.off_loop(self.view(request).on, date)
         except IssueNotFound as exc:
-            reply = self._text(request, str(exc), status=Status.NOT_FOUND, private=True)
+            reply = self.reply(request, str(exc), status=Status.NOT_FOUND, private=True)
             reply.extra["problem"] = str(exc)
             return reply
         part = PART_OF_SECTION[section]
-        return Reply(await self._off_loop(self._render, request, issue, part), private=True)
+        return Reply(await self.off_loop(self._render, request, issue, part), private=True)
 
     # ------------------------------------------------------------ reader commands
 
@@ -398,9 +473,10 @@ class Commands:
         label_zh_tw="幫助",
         group=Group.HELP,
         quiet=True,
+        lenient=True,
     )
     async def help(self, request: Request) -> Reply:
-        return self._text(request, help_text(self.specs, admin=bool(request.capabilities)))
+        return self.reply(request, help_text(self.specs, admin=bool(request.capabilities)))
 
     @command(
         "start",
@@ -408,18 +484,20 @@ class Commands:
         zh_tw="歡迎和全部命令",
         en="Welcome and all commands",
         usage="/start [YYYY-MM-DD]",
+        args=(DATE_WORD,),
         menu=False,
         group=Group.HELP,
+        too_many=GIVE_A_DATE,
     )
-    async def start(self, request: Request) -> Reply:
-        if request.args:
-            return await self.issue(request)
+    async def start(self, request: Request, date: dt.date | None) -> Reply:
+        if date is not None:  # a deep link: that issue
+            return await self._dated_part(request, Part.ALL, date)
         welcome = (
             "欢迎！这里每天推送 AI 技术日报。\n"
             "Welcome! This bot posts the daily AI tech digest.\n\n"
             + help_text(self.specs, admin=False)
         )
-        return self._text(request, welcome)
+        return self.reply(request, welcome)
 
     @command(
         "today",
@@ -431,21 +509,9 @@ class Commands:
         label_zh_tw="今日",
     )
     async def today(self, request: Request) -> Reply:
-        if request.args:
-            return self._usage(request, "/today 不需要参数 / takes no argument")
         return await self._part(request, Part.ALL)
 
-    @command(
-        "headline",
-        zh="今天的重点",
-        zh_tw="今天的重點",
-        en="The headline story of today's issue",
-        usage="/headline [YYYY-MM-DD]",
-        label_zh="重点",
-        label_zh_tw="重點",
-    )
-    async def headline(self, request: Request) -> Reply:
-        return await self._dated_part(request, Part.HEADLINE)
+    headline = _part_of_day(Part.HEADLINE, "headline", ("重点", "重點"), "headline story")
 
     @command(
         "briefs",
@@ -453,27 +519,15 @@ class Commands:
         zh_tw="今天的簡訊，或其中一條",
         en="The briefs of today's issue, or one of them",
         usage="/briefs [N] [YYYY-MM-DD]",
-        args=(
-            Argument(
-                "n",
-                "Only brief number n",
-                "只看第 n 条简讯",
-                "只看第 n 條簡訊",
-                "编号",
-                "編號",
-                kind=number(1, 99),
-            ),
-            DATE_TODAY,
-        ),
+        args=(BRIEF_NUMBER, DATE_TODAY),
         label_zh="简讯",
         label_zh_tw="簡訊",
+        too_many=GIVE_A_NUMBER,
     )
-    async def briefs(self, request: Request) -> Reply:
-        if len(request.args) == 1 and not _NUMBER.fullmatch(request.args[0]):
-            return await self._dated_part(request, Part.BRIEFS)  # /briefs DATE
-        if request.args:
-            return await self.brief(request)
-        return await self._part(request, Part.BRIEFS)
+    async def briefs(self, request: Request, n: int | None, date: dt.date | None) -> Reply:
+        if n is None:
+            return await self._dated_part(request, Part.BRIEFS, date)
+        return await self.brief(request, n, date)
 
     @command(
         "brief",
@@ -481,26 +535,22 @@ class Commands:
         zh_tw="按編號看一條簡訊，例如 /brief 2",
         en="One brief by its number, e.g. /brief 2",
         usage="/brief N [YYYY-MM-DD]",
+        args=(
+            replace(BRIEF_NUMBER, required=True, passes=False, missing=GIVE_A_NUMBER),
+            DATE_WORD,
+        ),
         label_zh="单条简讯",
         label_zh_tw="單條簡訊",
         covered_by="briefs",
+        too_many=GIVE_A_NUMBER,
     )
-    async def brief(self, request: Request) -> Reply:
-        if not 1 <= len(request.args) <= 2 or not _NUMBER.fullmatch(request.args[0]):
-            return self._usage(request, "请给出简讯编号，例如 /brief 2 / give a brief number")
-        n = int(request.args[0])
-        date: dt.date | None = None
-        if len(request.args) == 2:
-            try:
-                date = dt.date.fromisoformat(request.args[1])
-            except ValueError:
-                return self._usage(request, f"“{_echo(request.args[1])}” 不是日期 / is not a date")
+    async def brief(self, request: Request, n: int, date: dt.date | None) -> Reply:
         if date is None:
-            issue, _ = await self._off_loop(self._current, request)
+            issue, _ = await self.off_loop(self._current, request)
         else:
-            issue = await self._off_loop(self.view(request).on, date)
+            issue = await self.off_loop(self.view(request).on, date)
         if not 1 <= n <= len(issue.briefs):
-            return self._text(
+            return self.reply(
                 request,
                 f"{issue.date} 这一期只有 {len(issue.briefs)} 条简讯，没有第 {n} 条。\n"
                 f"The issue of {issue.date} has {counted(len(issue.briefs), 'brief')}; there is "
@@ -508,32 +558,11 @@ class Commands:
                 status=Status.USAGE,
             )
         if date is not None:
-            return Reply(await self._off_loop(self._dated, request, date, Part.BRIEF, n))
+            return Reply(await self.off_loop(self._dated, request, date, Part.BRIEF, n))
         return await self._part(request, Part.BRIEF, brief=n)
 
-    @command(
-        "classic",
-        zh="今天的经典回顾",
-        zh_tw="今天的經典回顧",
-        en="The classic review of today's issue",
-        usage="/classic [YYYY-MM-DD]",
-        label_zh="经典回顾",
-        label_zh_tw="經典回顧",
-    )
-    async def classic(self, request: Request) -> Reply:
-        return await self._dated_part(request, Part.CLASSIC)
-
-    @command(
-        "toc",
-        zh="今天这一期的目录",
-        zh_tw="今天這一期的目錄",
-        en="The table of contents of today's issue",
-        usage="/toc [YYYY-MM-DD]",
-        label_zh="目录",
-        label_zh_tw="目錄",
-    )
-    async def toc(self, request: Request) -> Reply:
-        return await self._dated_part(request, Part.TOC)
+    classic = _part_of_day(Part.CLASSIC, "classic", ("经典回顾", "經典回顧"), "classic review")
+    toc = _part_of_day(Part.TOC, "toc", ("目录", "目錄"), "table of contents", of=THIS_ISSUE)
 
     @command(
         "issue",
@@ -542,7 +571,7 @@ class Commands:
         en="The issue of a given date",
         usage="/issue YYYY-MM-DD",
         args=(
-            _date(
+            date_argument(
                 "YYYY-MM-DD (pick one from the list)",
                 "日期 YYYY-MM-DD（可从列表中选）",
                 "日期 YYYY-MM-DD（可從列表中選）",
@@ -551,11 +580,10 @@ class Commands:
         ),
         label_zh="往期",
         label_zh_tw="往期",
+        too_many=GIVE_A_DATE,
     )
-    async def issue(self, request: Request) -> Reply:
-        if len(request.args) != 1:
-            return self._usage(request, "请给出日期 / give a date")
-        return await self._dated_part(request, Part.ALL)
+    async def issue(self, request: Request, date: dt.date) -> Reply:
+        return await self._dated_part(request, Part.ALL, date)
 
     @command(
         "search",
@@ -571,25 +599,18 @@ class Commands:
                 "要找的詞",
                 "关键词",
                 "關鍵詞",
+                kind=text(1, MAX_SEARCH_CHARS, read=_keyword, rest=True),
                 required=True,
             ),
         ),
         label_zh="搜索",
         label_zh_tw="搜尋",
     )
-    async def search(self, request: Request) -> Reply:
-        word = " ".join(request.args).strip()
-        if not word:
-            return self._usage(request, "请给出关键词 / give a keyword")
-        if len(word) > MAX_SEARCH_CHARS:
-            n = MAX_SEARCH_CHARS
-            return self._usage(
-                request, f"关键词太长（最多 {n} 个字符）/ keyword too long ({n} max)"
-            )
-        hits = await self._off_loop(self.view(request).search, word, limit=10)
-        shown = _echo(word, limit=MAX_SEARCH_CHARS)  # a NUL or U+202E is quoted, not echoed
+    async def search(self, request: Request, keyword: str) -> Reply:
+        hits = await self.off_loop(self.view(request).search, keyword, limit=10)
+        shown = echo(keyword, limit=MAX_SEARCH_CHARS)  # a NUL or U+202E is quoted, not echoed
         if not hits:
-            return self._text(
+            return self.reply(
                 request,
                 f"往期中没有找到“{shown}”。\nNo issue mentions “{shown}”.",
                 status=Status.NOT_FOUND,
@@ -597,17 +618,12 @@ class Commands:
         lines = [f"“{shown}” — {len(hits)} 条结果 / hits:"]
         lines += [hit.describe() for hit in hits]
         lines.append("用 /issue 日期 查看全文 / use /issue DATE to read one")
-        return self._text(request, "\n".join(lines))
+        return self.reply(request, "\n".join(lines))
 
-    async def subscribe(self, request: Request) -> Reply:
-        return await self._subscription(request, on=True)
-
-    async def unsubscribe(self, request: Request) -> Reply:
-        return await self._subscription(request, on=False)
-
-    async def _subscription(self, request: Request, *, on: bool) -> Reply:
+    async def subscription(self, request: Request, *, on: bool) -> Reply:
+        """The plain daily subscription of the requester's chat, on or off."""
         if self.backend is None or request.platform not in self.subscribable:
-            return self._text(
+            return self.reply(
                 request,
                 "这里不支持订阅 / subscriptions are not available here",
                 status=Status.USAGE,
@@ -626,7 +642,7 @@ class Commands:
                 if changed
                 else "你没有订阅。/ You were not subscribed."
             )
-        return self._text(request, text)
+        return self.reply(request, text)
 
     # ------------------------------------------------------------ admin commands
 
@@ -639,12 +655,17 @@ class Commands:
             "refused /%s from %s:%s (needs %s)",
             action, request.platform, request.user, refused.capability,
         )  # fmt: skip
-        return self._text(
+        return self.reply(
             request,
             f"抱歉，/{action} 只有管理员可以使用。\nSorry, /{action} is for admins only.",
             status=Status.REFUSED,
             private=True,
         )
+
+    async def _done(self, request: Request, action: str, summary: str) -> Reply:
+        """An admin action's ``summary``, audited and told privately."""
+        await self.running().audit(request, action=action, allowed=True, outcome=summary)
+        return self.reply(request, summary, private=True)
 
     @command(
         "repost",
@@ -668,22 +689,11 @@ class Commands:
         label_zh="重新推送",
         label_zh_tw="重新推送",
     )
-    async def repost(self, request: Request) -> Reply:
-        args = list(request.args)
-        force = "force" in (a.lower() for a in args)
-        args = [a for a in args if a.lower() != "force"]
-        if len(args) > 1:
-            return self._usage(request, "参数太多 / too many arguments")
-        try:
-            date = dt.date.fromisoformat(args[0]) if args else self.today_date()
-        except ValueError:
-            return self._usage(request, f"“{_echo(args[0])}” 不是日期 / is not a date")
+    async def repost(self, request: Request, date: dt.date | None, force: bool) -> Reply:
+        date = date or self.today_date()
         # IssueNotFound → a clear reply before anything is asked
-        await self._off_loop(self.archive.on, date)
-        if self.backend is None:
-            return self._text(
-                request, "推送服务未运行 / delivery is not running", status=Status.USAGE
-            )
+        await self.off_loop(self.archive.on, date)
+        backend = self.running()
         if not request.confirmed:
             what = (
                 "全部重发 / resend everything" if force else "只补发缺失部分 / send what is missing"
@@ -694,20 +704,19 @@ class Commands:
                     request.flavor,
                 ),
                 # the resolved date goes into the confirmation: pressed after midnight, it
-                # still reposts the day that was asked about
+                # still reposts the day that was asked about; a confirmation is words
                 confirm=replace(
                     request,
                     args=(date.isoformat(), *(("force",) if force else ())),
+                    values=None,
                     confirmed=True,
                 ),
                 status=Status.CONFIRM,
                 private=True,
             )
-        summary = await self.backend.repost(
-            date, force=force, requested_by=f"{request.platform}:{request.user}"
-        )
-        await self.backend.audit(request, action="repost", allowed=True, outcome=summary)
-        return self._text(request, summary, private=True)
+        requested_by = f"{request.platform}:{request.user}"
+        summary = await backend.repost(date, force=force, requested_by=requested_by)
+        return await self._done(request, "repost", summary)
 
     @command(
         "correct",
@@ -720,25 +729,14 @@ class Commands:
         label_zh="更正",
         label_zh_tw="更正",
     )
-    async def correct(self, request: Request) -> Reply:
+    async def correct(self, request: Request, date: dt.date | None) -> Reply:
         """``/correct [DATE]``: edit the day's posted messages to the file's revision (no
         confirmation: it only makes the posts match the archive, and a rerun changes nothing)."""
-        if len(request.args) > 1:
-            return self._usage(request, "参数太多 / too many arguments")
-        try:
-            date = dt.date.fromisoformat(request.args[0]) if request.args else self.today_date()
-        except ValueError:
-            return self._usage(request, f"“{request.args[0]}” 不是日期 / is not a date")
-        await self._off_loop(self.archive.on, date)  # IssueNotFound → a clear reply
-        if self.backend is None:
-            return self._text(
-                request, "推送服务未运行 / delivery is not running", status=Status.USAGE
-            )
-        summary = await self.backend.correct_issue(
-            date, requested_by=f"{request.platform}:{request.user}"
-        )
-        await self.backend.audit(request, action="correct", allowed=True, outcome=summary)
-        return self._text(request, summary, private=True)
+        date = date or self.today_date()
+        await self.off_loop(self.archive.on, date)  # IssueNotFound → a clear reply
+        requested_by = f"{request.platform}:{request.user}"
+        summary = await self.running().correct_issue(date, requested_by=requested_by)
+        return await self._done(request, "correct", summary)
 
     @command(
         "status",
@@ -749,14 +747,10 @@ class Commands:
         needs=Capability.STATUS,
         label_zh="状态",
         label_zh_tw="狀態",
+        lenient=True,
     )
     async def status(self, request: Request) -> Reply:
-        if self.backend is None:
-            return self._text(
-                request, "推送服务未运行 / delivery is not running", status=Status.USAGE
-            )
-        summary = await self.backend.status()
-        return self._text(request, summary, private=True)
+        return self.reply(request, await self.running().status(), private=True)
 
     @command(
         "reactivate",
@@ -772,46 +766,38 @@ class Commands:
                 "頻道 ID（可從列表中選）",
                 "频道",
                 "頻道",
+                kind=text(1, 64, read=_target),
                 required=True,
                 complete=Completion.INACTIVE_TARGETS,
+                missing=GIVE_A_TARGET,
             ),
         ),
         needs=Capability.REPOST,
         label_zh="恢复推送",
         label_zh_tw="恢復推送",
+        too_many=GIVE_A_TARGET,
     )
-    async def reactivate(self, request: Request) -> Reply:
-        if len(request.args) != 1:
-            return self._usage(request, "请给出目标 ID / give the target id")
-        platform, _, target_id = request.args[0].rpartition(":")
+    async def reactivate(self, request: Request, target: tuple[str, str]) -> Reply:
+        platform, target_id = target
         platform = platform or request.platform
-        if self.backend is None:
-            return self._text(
-                request, "推送服务未运行 / delivery is not running", status=Status.USAGE
-            )
-        changed = await self.backend.reactivate(platform, target_id)
+        backend = self.running()
+        changed = await backend.reactivate(platform, target_id)
         outcome = "reactivated" if changed else "not deactivated"
-        await self.backend.audit(request, action="reactivate", allowed=True, outcome=outcome)
+        await backend.audit(request, action="reactivate", allowed=True, outcome=outcome)
         if not changed:
-            shown = _echo(f"{platform}:{target_id}")
-            return self._text(
+            shown = echo(f"{platform}:{target_id}")
+            return self.reply(
                 request,
                 f"{shown} 没有被停用。/ {shown} was not deactivated.",
                 status=Status.NOT_FOUND,
                 private=True,
             )
-        return self._text(
+        return self.reply(
             request,
             f"已恢复 {platform}:{target_id}，下次推送会发给它。"
             f"\n{platform}:{target_id} is active again; the next post goes there.",
             private=True,
         )
-
-
-def _echo(text: str, *, limit: int = MAX_ECHO_CHARS) -> str:
-    """A reader's argument as quoted back: at most ``limit`` characters, every invisible one
-    (controls, bidi overrides) written as an escape (:func:`~digest_core.models.escape`)."""
-    return shorten(text, limit)
 
 
 def parse_command_line(line: str) -> tuple[str, tuple[str, ...]] | None:

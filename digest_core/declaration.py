@@ -10,20 +10,25 @@ model)::
 :class:`~digest_core.commands.Commands` answers every declared handler it is given
 (:meth:`~digest_core.commands.Commands.declare`) and checks ``needs`` before the handler runs;
 :mod:`digest_core.catalogue` collects the declarations for menus, slash commands and ``/help``.
-Arguments are typed (:class:`Kind`) for platforms with typed options (Discord); the core still
-reads every command as words, whichever platform it came from.
+Arguments are typed (:class:`Kind`): the core turns a platform's typed option values (Discord)
+or a command line's words (Telegram, the console, the work chats) into the handler's keyword
+values once, before the handler runs (:meth:`CommandSpec.arguments`); what does not fit is one
+:class:`~digest_core.errors.BadArgument`, answered with the problem and the usage.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum, StrEnum
 from types import ModuleType
 from typing import Any, TypeVar
 
-from digest_core.requests import Capability, Reply
+from digest_core.errors import BadArgument
+from digest_core.models import shorten
+from digest_core.requests import Capability, Reply, Request
 
 log = logging.getLogger(__name__)
 
@@ -47,56 +52,129 @@ class Completion(StrEnum):
 
 @dataclass(frozen=True)
 class Kind:
-    """What an argument's value is: ``int`` between ``low`` and ``high``, ``str`` of ``low``
-    to ``high`` characters, one of ``choices``, or ``bool`` (a flag: ``word`` on the line)."""
+    """What an argument's value is.
+
+    ``type`` is the option's type where a platform has typed options (``int`` between ``low``
+    and ``high``, ``str`` of ``low`` to ``high`` characters, one of ``choices``, or ``bool``: a
+    flag, ``word`` anywhere on a command line). ``read`` turns a word (or a typed option's text)
+    into the handler's value: a ValueError means the word is not of this kind (told as
+    ``“word” {bad}``), a :class:`~digest_core.errors.BadArgument` carries its own problem. A
+    ``rest`` argument takes every word left on the line, joined by one space.
+    """
 
     type: type[Any]
     low: int | None = None
     high: int | None = None
     choices: tuple[str, ...] = ()
     word: str = ""
+    read: Callable[[str], Any] | None = None
+    bad: str = ""
+    rest: bool = False
 
-    def words(self, value: object) -> tuple[str, ...]:
-        """The command-line words of a typed ``value`` (None and False are no word)."""
-        if value is None or value is False:
-            return ()
-        if value is True:
-            return (self.word,)
-        word = str(value).strip()
-        return (word,) if word else ()
+    def fits(self, word: str) -> bool:
+        """``word`` reads as a value of this kind."""
+        try:
+            self.value(word)
+        except (ValueError, BadArgument):
+            return False
+        return True
+
+    def value(self, given: object) -> Any:
+        """The handler's value of a word or of a platform's typed option value ``given``: a
+        text is read (:attr:`read`), a typed value of :attr:`type` is taken as it is.
+        ValueError or BadArgument when it is not of this kind."""
+        if self.type is bool:
+            return given is True or (isinstance(given, str) and given.strip().lower() == self.word)
+        if isinstance(given, str):
+            word = given.strip()
+            if self.read is not None:
+                return self.read(word)
+            if self.type is int:
+                if not word.isascii() or not word.isdigit():  # "²".isdigit() is True
+                    raise ValueError(word)
+                return int(word)
+            if self.choices and word.lower() not in self.choices:
+                raise ValueError(word)
+            return word.lower() if self.choices else word
+        if isinstance(given, self.type):
+            return given
+        raise TypeError(f"{given!r} is not a value of {self.type.__name__}")
 
 
-def text(low: int, high: int) -> Kind:
-    """A text of ``low`` to ``high`` characters."""
-    return Kind(str, low, high)
+def text(
+    low: int,
+    high: int,
+    *,
+    read: Callable[[str], Any] | None = None,
+    bad: str = "",
+    rest: bool = False,
+) -> Kind:
+    """A text of ``low`` to ``high`` characters, as typed unless ``read`` checks or converts
+    it (see :class:`Kind` for ``bad`` and ``rest``)."""
+    return Kind(str, low, high, read=read, bad=bad, rest=rest)
 
 
-def number(low: int, high: int) -> Kind:
-    """A whole number from ``low`` to ``high``."""
-    return Kind(int, low, high)
+def number(low: int, high: int, *, read: Callable[[str], int] | None = None) -> Kind:
+    """A whole number from ``low`` to ``high`` (words: ``read``, by default :class:`int`; the
+    range is the typed option's, a handler answers a word out of it)."""
+    return Kind(int, low, high, read=read, bad="不是数字 / is not a number")
 
 
 def one_of(*choices: str) -> Kind:
-    """One word of ``choices``."""
-    return Kind(str, choices=choices)
+    """One word of ``choices`` (any case; the value is the lowercase choice)."""
+    return Kind(str, choices=choices, bad=f"不是 {'|'.join(choices)} / is not one of them")
 
 
 def flag(word: str) -> Kind:
-    """A yes/no option, ``word`` on a command line when yes."""
+    """A yes/no option, ``word`` anywhere on a command line (any case) when yes."""
     return Kind(bool, word=word)
+
+
+def _iso_date(word: str) -> dt.date:
+    return dt.date.fromisoformat(word)
+
+
+#: a date, YYYY-MM-DD (an option of up to 32 characters where the platform types it)
+DATE = text(1, 32, read=_iso_date, bad="不是日期 / is not a date")
+
+
+def date_argument(
+    en: str, zh: str, zh_tw: str, *, required: bool = False, hidden: bool = False
+) -> Argument:
+    """A date argument (looked up in the archive while typing, where a platform can)."""
+    return Argument(
+        "date", en, zh, zh_tw, "日期", "日期",
+        kind=DATE, required=required, complete=Completion.DATES, hidden=hidden,
+    )  # fmt: skip
 
 
 #: a word or a few (1 to 64 characters): the kind of an argument unless told
 TEXT = text(1, 64)
 
+#: the most characters of a reader's own word quoted back in a reply (``/issue <5000 digits>``
+#: is answered with its first ones and ``…``, not all of them)
+MAX_ECHO_CHARS = 40
+
+
+def echo(text: str, *, limit: int = MAX_ECHO_CHARS) -> str:
+    """A reader's word as quoted back: at most ``limit`` characters, every invisible one
+    (controls, bidi overrides) written as an escape (:func:`~digest_core.models.escape`)."""
+    return shorten(text, limit)
+
 
 @dataclass(frozen=True)
 class Argument:
-    """One argument of a command, for platforms with typed options.
+    """One argument of a command.
 
-    ``name`` is the option's name (lowercase ASCII); ``label_zh``/``label_zh_tw`` its localized
-    name; ``en``/``zh``/``zh_tw`` its description; ``kind`` its type; ``complete`` where its
-    values can be looked up while typing.
+    ``name`` is the option's name (lowercase ASCII) and the handler's keyword; ``label_zh``/
+    ``label_zh_tw`` its localized name; ``en``/``zh``/``zh_tw`` its description; ``kind`` its
+    type; ``complete`` where its values can be looked up while typing. ``hidden`` keeps it off
+    the typed options (words only: ``/approve DATE REVISION`` from a review button).
+    ``missing`` is the problem told when a required one is not given (default: 请给出<label>
+    / give a <name>), ``bad`` the one told for a word not of its kind (default: the kind's).
+    ``passes``: an optional argument that leaves a word not of its kind to the next one
+    (``/briefs [N] [DATE]`` read as ``/briefs DATE``). ``optional_words``: ``required`` only
+    as a typed option, a command line may leave it out (``/zone`` shows the zone).
     """
 
     name: str
@@ -108,6 +186,27 @@ class Argument:
     kind: Kind = TEXT
     required: bool = False
     complete: Completion | None = None
+    hidden: bool = False
+    missing: str = ""
+    bad: str = ""
+    passes: bool = False
+    optional_words: bool = False
+
+    def absent(self) -> Any:
+        """The handler's value when the argument is not given (False for a flag, else None)."""
+        return False if self.kind.type is bool else None
+
+    def read(self, given: object, *, bad: str = "") -> Any:
+        """The handler's value of ``given``; :class:`BadArgument` when it does not fit (told
+        with ``bad``, this argument's or its kind's problem)."""
+        try:
+            return self.kind.value(given)
+        except ValueError:
+            problem = bad or self.bad or f"“{echo(str(given))}” {self.kind.bad}"
+            raise BadArgument(problem) from None
+
+    def missing_problem(self) -> BadArgument:
+        return BadArgument(self.missing or f"请给出{self.label_zh} / give a {self.name}")
 
 
 class Group(IntEnum):
@@ -130,6 +229,14 @@ class CommandSpec:
     (``/brief N`` is ``/briefs n``); ``dm`` marks a command about the reader's private chat,
     answered there; ``quiet`` asks for an answer only the requester sees (admin and ``dm``
     commands are always quiet).
+
+    How words become the handler's values (:meth:`arguments`): flags are taken from anywhere
+    on the line; the other arguments take the words in order, a ``rest`` one all that is left,
+    an optional one that ``passes`` leaving a word that does not fit it to the next
+    (:attr:`Argument.passes`). With ``any_order`` each word goes to the first argument still
+    free that it fits (``/subscribe full 07:00``). Words left over are refused with
+    ``too_many`` (default: 参数太多 / too many arguments, or /name 不需要参数 / takes no
+    argument for a command without arguments), or ignored when ``lenient``.
     """
 
     name: str
@@ -146,6 +253,95 @@ class CommandSpec:
     covered_by: str = ""
     dm: bool = False
     quiet: bool = False
+    too_many: str = ""
+    lenient: bool = False
+    any_order: bool = False
+
+    @property
+    def options(self) -> tuple[Argument, ...]:
+        """The arguments a platform offers as typed options (all but the hidden ones)."""
+        return tuple(a for a in self.args if not a.hidden)
+
+    def arguments(self, request: Request) -> dict[str, Any]:
+        """The handler's keyword values for ``request``: its typed option values where the
+        platform gave them (:attr:`~digest_core.requests.Request.values`), else its words.
+        :class:`~digest_core.errors.BadArgument` says what does not fit."""
+        if request.values is not None:
+            return self._typed(request.values)
+        return self._words(request.args)
+
+    def given(self, request: Request) -> bool:
+        """``request`` gives a word or an option value (a flag set counts)."""
+        if request.values is not None:
+            return any(v is not None and v is not False for v in request.values.values())
+        return bool(request.args)
+
+    def _typed(self, given: Mapping[str, object]) -> dict[str, Any]:
+        unknown = set(given) - {a.name for a in self.options}
+        if unknown:
+            raise TypeError(f"/{self.name} has no option {sorted(unknown)}")
+        values: dict[str, Any] = {}
+        for arg in self.args:
+            value = given.get(arg.name)
+            if value is None or value is False or (isinstance(value, str) and not value.strip()):
+                if arg.required:
+                    raise arg.missing_problem()
+                values[arg.name] = arg.absent()
+            else:
+                values[arg.name] = arg.read(value, bad=self._any_order_problem(str(value)))
+        return values
+
+    def _any_order_problem(self, word: str) -> str:
+        if not self.any_order:
+            return ""
+        labels = [a for a in self.args if a.kind.type is not bool]
+        return (
+            f"“{echo(word)}” 不是{'或'.join(a.label_zh for a in labels)} / is not a "
+            f"{' or '.join(a.name for a in labels)}"
+        )
+
+    def _words(self, words: Sequence[str]) -> dict[str, Any]:
+        values = {arg.name: arg.absent() for arg in self.args}
+        left = list(words)
+        for arg in self.args:
+            if arg.kind.type is bool:
+                values[arg.name] = any(arg.kind.value(w) for w in left)
+                left = [w for w in left if not arg.kind.value(w)]
+        ordered_args = [a for a in self.args if a.kind.type is not bool]
+        if self.any_order:
+            for word in left:
+                free = [a for a in ordered_args if values[a.name] is None and a.kind.fits(word)]
+                if not free:
+                    raise BadArgument(self._any_order_problem(word))
+                values[free[0].name] = free[0].read(word)
+            return values
+        given: list[tuple[Argument, str]] = []
+        for i, arg in enumerate(ordered_args):
+            if not left:
+                break
+            if arg.kind.rest:
+                given.append((arg, " ".join(left)))
+                left = []
+            elif not arg.passes or i + 1 == len(ordered_args) or arg.kind.fits(left[0]):
+                given.append((arg, left.pop(0)))
+        if left and not self.lenient:
+            raise BadArgument(self.too_many or self._too_many())
+        named = {arg.name for arg, _ in given}
+        for arg in ordered_args:
+            if arg.required and not arg.optional_words and arg.name not in named:
+                raise arg.missing_problem()
+        for arg, word in given:
+            if arg.kind.rest and not word.strip():
+                if arg.required and not arg.optional_words:
+                    raise arg.missing_problem()
+                continue
+            values[arg.name] = arg.read(word)
+        return values
+
+    def _too_many(self) -> str:
+        if self.args:
+            return "参数太多 / too many arguments"
+        return f"/{self.name} 不需要参数 / takes no argument"
 
     @property
     def admin(self) -> bool:
@@ -174,6 +370,9 @@ def command(
     covered_by: str = "",
     dm: bool = False,
     quiet: bool = False,
+    too_many: str = "",
+    lenient: bool = False,
+    any_order: bool = False,
 ) -> Callable[[_F], _F]:
     """Declare the decorated handler as the answer to ``/name`` (see :class:`CommandSpec`; an
     admin command, one with ``needs``, is listed in :attr:`Group.ADMIN` unless told)."""
@@ -181,7 +380,7 @@ def command(
         group = Group.ADMIN if needs is not None else Group.PRIVATE if dm else Group.ISSUES
     spec = CommandSpec(
         name, zh, zh_tw, en, usage, args, needs, label_zh, label_zh_tw, menu, group,
-        covered_by, dm, quiet,
+        covered_by, dm, quiet, too_many, lenient, any_order,
     )  # fmt: skip
 
     def declare(handler: _F) -> _F:

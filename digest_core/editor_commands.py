@@ -10,28 +10,31 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from digest_core.declaration import Argument, Completion, command, text
-from digest_core.models import shorten
+from digest_core.declaration import Argument, command, date_argument
 from digest_core.rendering import Part, RenderOptions, notice, render
 from digest_core.requests import Capability, Reply, Request
 
 if TYPE_CHECKING:
     from digest_core.commands import Commands
 
+#: a declared handler of this module, called with the :class:`Commands`, the request and the
+#: command's argument values
+Answer = Callable[..., Awaitable[Reply]]
+
 log = logging.getLogger(__name__)
 
 #: the date argument of the editor's commands (default: the next issue)
-NEXT_ISSUE = Argument(
-    "date",
+NEXT_ISSUE = date_argument(
     "YYYY-MM-DD (default: the next issue)",
     "日期 YYYY-MM-DD（默认下一期）",
     "日期 YYYY-MM-DD（預設下一期）",
-    "日期",
-    "日期",
-    kind=text(1, 32),
-    complete=Completion.DATES,
+)
+#: the revision a review button approves (words only: no typed option)
+REVISION = Argument(
+    "revision", "The revision approved", "批准的版本", "批准的版本", "版本", "版本", hidden=True
 )
 
 
@@ -39,15 +42,6 @@ def next_day(commands: Commands) -> dt.date:
     """The day of the next publish: today before its publish time, else tomorrow."""
     today = commands.today_date()
     return today if not commands.embargo.visible(today) else today + dt.timedelta(days=1)
-
-
-def _date_arg(commands: Commands, request: Request, args: list[str]) -> dt.date | Reply:
-    if not args:
-        return next_day(commands)
-    try:
-        return dt.date.fromisoformat(args[0])
-    except ValueError:
-        return commands._usage(request, f"“{shorten(args[0], 40)}” 不是日期 / is not a date")
 
 
 @command(
@@ -61,16 +55,12 @@ def _date_arg(commands: Commands, request: Request, args: list[str]) -> dt.date 
     label_zh="预览",
     label_zh_tw="預覽",
 )
-async def preview(commands: Commands, request: Request) -> Reply:
+async def preview(commands: Commands, request: Request, date: dt.date | None) -> Reply:
     """The messages the channels will get for DATE (default: the next issue), privately."""
-    if len(request.args) > 1:
-        return commands._usage(request, "参数太多 / too many arguments")
-    day = _date_arg(commands, request, list(request.args))
-    if not isinstance(day, dt.date):
-        return day
-    issue = await commands._off_loop(commands.archive.on, day)
+    day = date or next_day(commands)
+    issue = await commands.off_loop(commands.archive.on, day)
     options = commands.post_options.get(request.platform, RenderOptions(buttons=True))
-    messages = await commands._off_loop(render, issue, request.flavor, Part.ALL, options=options)
+    messages = await commands.off_loop(render, issue, request.flavor, Part.ALL, options=options)
     embargo = commands.embargo
     at = (embargo.scheduled(day) if embargo.held(day) else embargo.publish_time(day)).astimezone(
         commands.zone
@@ -83,49 +73,50 @@ async def preview(commands: Commands, request: Request) -> Reply:
     return Reply([*head, *messages], private=True)
 
 
-@command(
-    "approve",
-    zh="管理员：批准某一期按时推送（需要批准时）",
-    zh_tw="管理員：批准某一期按時推送（需要批准時）",
-    en="Admins: approve an issue for its post (when approval is required)",
-    usage="/approve [YYYY-MM-DD]",
-    args=(NEXT_ISSUE,),
-    needs=Capability.PUBLISH,
-    label_zh="批准",
-    label_zh_tw="批准",
-)
-async def approve(commands: Commands, request: Request) -> Reply:
-    """Approve DATE's current revision (or the REVISION a review button names)."""
-    return await _decide(commands, request, approve=True)
+def _decision(
+    name: str, *, approve: bool, about: tuple[str, str, str], label: tuple[str, str]
+) -> Answer:
+    """The declared handler of ``/name [DATE]``: approve (or hold back) DATE's issue (default:
+    the next one), of the REVISION a review button names (else its current one); ``about`` is
+    the command's description (简体, 繁體, English), ``label`` its Chinese names."""
 
-
-@command(
-    "hold",
-    zh="管理员：暂缓某一期，批准前不推送",
-    zh_tw="管理員：暫緩某一期，批准前不推送",
-    en="Admins: hold an issue back until it is approved",
-    usage="/hold [YYYY-MM-DD]",
-    args=(NEXT_ISSUE,),
-    needs=Capability.PUBLISH,
-    label_zh="暂缓",
-    label_zh_tw="暫緩",
-)
-async def hold(commands: Commands, request: Request) -> Reply:
-    """Hold DATE back: the scheduled post waits for an approval."""
-    return await _decide(commands, request, approve=False)
-
-
-async def _decide(commands: Commands, request: Request, *, approve: bool) -> Reply:
-    args = list(request.args)
-    if len(args) > 2:
-        return commands._usage(request, "参数太多 / too many arguments")
-    day = _date_arg(commands, request, args)
-    if not isinstance(day, dt.date):
-        return day
-    revision = args[1] if len(args) == 2 else None
-    if commands.backend is None:
-        return commands._usage(request, "推送服务未运行 / delivery is not running")
-    text = await commands.backend.decide(
-        day, approve=approve, revision=revision, requested_by=f"{request.platform}:{request.user}"
+    @command(
+        name,
+        zh=about[0],
+        zh_tw=about[1],
+        en=about[2],
+        usage=f"/{name} [YYYY-MM-DD]",
+        args=(NEXT_ISSUE, REVISION),
+        needs=Capability.PUBLISH,
+        label_zh=label[0],
+        label_zh_tw=label[1],
     )
-    return commands._text(request, text, private=True)
+    async def decide(
+        commands: Commands, request: Request, date: dt.date | None, revision: str | None
+    ) -> Reply:
+        text = await commands.running().decide(
+            date or next_day(commands),
+            approve=approve,
+            revision=revision,
+            requested_by=f"{request.platform}:{request.user}",
+        )
+        return commands.reply(request, text, private=True)
+
+    return decide
+
+
+#: what /approve says of itself (简体, 繁體, English)
+APPROVE = (
+    "管理员：批准某一期按时推送（需要批准时）",
+    "管理員：批准某一期按時推送（需要批准時）",
+    "Admins: approve an issue for its post (when approval is required)",
+)
+#: what /hold says of itself
+HOLD = (
+    "管理员：暂缓某一期，批准前不推送",
+    "管理員：暫緩某一期，批准前不推送",
+    "Admins: hold an issue back until it is approved",
+)
+
+approve = _decision("approve", approve=True, about=APPROVE, label=("批准", "批准"))
+hold = _decision("hold", approve=False, about=HOLD, label=("暂缓", "暫緩"))

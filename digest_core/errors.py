@@ -11,6 +11,8 @@
     │   ├── IssueFormatError   path, line, detail
     │   └── IssuePublished     adding a file over a published issue without --correct
     ├── CommandRefused         a command from a user without the capability it needs
+    ├── BadArgument            a command's words or options that do not fit its arguments
+    ├── NotRunning             an admin command while the bot's delivery is not running
     └── DeliveryError          platform, target
         ├── DeliveryBusy       another process holds the delivery lease of the platform
         ├── TransientError     network, 5xx, timeouts: retry with backoff and jitter
@@ -135,6 +137,20 @@ class CommandRefused(DigestError):
         self.command = command
         self.capability = capability
         super().__init__(f"/{command} needs the {capability!r} capability")
+
+
+class BadArgument(DigestError):
+    """A command's arguments do not fit its declaration; ``problem`` says why, in both
+    languages (the core answers it with the problem and the command's usage)."""
+
+    def __init__(self, problem: str):
+        self.problem = problem
+        super().__init__(problem)
+
+
+class NotRunning(DigestError):
+    """An admin command needs the running bot's delivery (the admin backend) and there is
+    none (a one-shot console, a test): the core answers it in one line."""
 
 
 class DeliveryError(DigestError):

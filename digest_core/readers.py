@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from digest_core.commands import Choice, Commands, Reply, Request, Status
-from digest_core.declaration import Argument, command, declared, one_of, text
+from digest_core.declaration import Argument, CommandSpec, command, declared, one_of, text
 from digest_core.delivery.ledger.readers import MAX_FOLLOWS, Followed, Format, Preference
+from digest_core.errors import BadArgument
 from digest_core.models import shorten
-from digest_core.rendering import notice
 
 log = logging.getLogger(__name__)
 
@@ -31,12 +31,37 @@ FORMAT_LABELS = {
     Format.COMPACT: "精简 / compact",
     Format.HEADLINE: "只看重点 / headline",
 }
+_TIME = re.compile(r"([01]?[0-9]|2[0-3]):([0-5][0-9])")
+
+
+def _clock_time(word: str) -> dt.time:
+    if (m := _TIME.fullmatch(word)) is None:
+        raise ValueError(word)
+    return dt.time(int(m[1]), int(m[2]))
+
+
+def _zone_name(word: str) -> str:
+    if zone_named(word) is None:
+        raise BadArgument(f"“{word[:64]}” 不是时区，例如 Europe/Berlin / is not a zone name")
+    return word
+
+
+def _followed_word(words: str) -> str:
+    word = words.casefold()
+    if len(word) > MAX_WORD:
+        raise BadArgument(f"关键词太长（最多 {MAX_WORD} 个字符）/ keyword too long")
+    if not word.replace(" ", "").isprintable():  # no issue can hold it (models.py)
+        raise BadArgument(
+            f"“{shorten(word, MAX_WORD)}” 含有不可见字符 / holds an invisible character"
+        )
+    return word
+
+
 _WORD = Argument(
     "word", "A word to follow (10 at most)", "要关注的词（最多 10 个）", "要關注的詞（最多 10 個）",
-    "关键词", "關鍵詞", required=True,
+    "关键词", "關鍵詞", kind=text(1, MAX_WORD, read=_followed_word, rest=True), required=True,
+    missing="请给出关键词 / give a keyword",
 )  # fmt: skip
-
-_TIME = re.compile(r"([01]?[0-9]|2[0-3]):([0-5][0-9])")
 
 
 class ReaderStore(Protocol):
@@ -94,7 +119,7 @@ class ReaderCommands:
 
     def install(self) -> None:
         """Answer every reader command declared here on :attr:`commands`."""
-        self.commands.declare(self)
+        self.commands.declare(self, guard=self._available)
 
     # ------------------------------------------------------------ helpers
 
@@ -106,20 +131,22 @@ class ReaderCommands:
         status: Status = Status.OK,
         choices: tuple[tuple[Choice, ...], ...] = (),
     ) -> Reply:
-        return Reply(notice(text, request.flavor), status=status, private=True, choices=choices)
+        """Every answer here is private."""
+        return self.commands.reply(request, text, status=status, private=True, choices=choices)
 
-    def _usage(self, request: Request, problem: str) -> Reply:
-        usage = self.commands.usage(request.command.lower().lstrip("/"))
-        return self._text(request, f"{problem}\n用法 / usage: {usage}", status=Status.USAGE)
-
-    def _unavailable(self, request: Request) -> Reply | None:
-        if self.commands.backend is None or request.platform not in self.commands.subscribable:
-            return self._text(
-                request,
-                "这里不支持私信功能 / private deliveries are not available here",
-                status=Status.USAGE,
-            )
-        return None
+    def _available(self, spec: CommandSpec, request: Request) -> Reply | None:
+        """None where private deliveries are; else the answer, before any argument is read:
+        the plain subscription's (``/subscribe`` without arguments, ``/unsubscribe``) or this
+        module's."""
+        if self.commands.backend is not None and request.platform in self.commands.subscribable:
+            return None
+        if spec.name == "unsubscribe" or (spec.name == "subscribe" and not spec.given(request)):
+            return None  # Commands.subscription answers
+        return self._text(
+            request,
+            "这里不支持私信功能 / private deliveries are not available here",
+            status=Status.USAGE,
+        )
 
     def describe(self, pref: Preference) -> str:
         """The reader's settings in two languages."""
@@ -149,7 +176,7 @@ class ReaderCommands:
                 "你所在時區的 HH:MM（/zone）；預設為日報的時間",
                 "时间",
                 "時間",
-                kind=text(4, 5),
+                kind=text(4, 5, read=_clock_time),
             ),
             Argument(
                 "format",
@@ -164,32 +191,20 @@ class ReaderCommands:
         label_zh="订阅",
         label_zh_tw="訂閱",
         dm=True,
+        any_order=True,
     )
-    async def subscribe(self, request: Request) -> Reply:
+    async def subscribe(self, request: Request, time: dt.time | None, format: str | None) -> Reply:
         """``/subscribe [HH:MM] [full|compact|headline]``; without arguments the plain one."""
-        if not request.args:
-            return await self.commands.subscribe(request)
-        if (refused := self._unavailable(request)) is not None:
-            return refused
-        at: dt.time | None = None
-        fmt: Format | None = None
-        for arg in request.args:
-            if (m := _TIME.fullmatch(arg)) is not None and at is None:
-                at = dt.time(int(m[1]), int(m[2]))
-            elif arg.lower() in Format.__members__.values() and fmt is None:
-                fmt = Format(arg.lower())
-            else:
-                return self._usage(
-                    request, f"“{shorten(arg, 40)}” 不是时间或格式 / is not a time or format"
-                )
+        if time is None and format is None:
+            return await self.commands.subscription(request, on=True)
         backend = self.commands.backend
-        assert backend is not None  # _unavailable
+        assert backend is not None  # _available
         await backend.subscribe(request.platform, request.chat, on=True)
         changes: dict[str, object] = {}
-        if at is not None:
-            changes["at"] = at
-        if fmt is not None:
-            changes["format"] = fmt
+        if time is not None:
+            changes["at"] = time
+        if format is not None:
+            changes["format"] = Format(format)
         pref = await self.store.set_preference(request.platform, request.chat, **changes)
         return self._text(
             request, "已订阅 / Subscribed.\n" + self.describe(pref), choices=self._choices(pref)
@@ -204,10 +219,11 @@ class ReaderCommands:
         label_zh="取消订阅",
         label_zh_tw="取消訂閱",
         dm=True,
+        lenient=True,
     )
     async def unsubscribe(self, request: Request) -> Reply:
         """``/unsubscribe``: the plain subscription of :class:`Commands`, off."""
-        return await self.commands.unsubscribe(request)
+        return await self.commands.subscription(request, on=False)
 
     @command(
         "zone",
@@ -223,27 +239,20 @@ class ReaderCommands:
                 "IANA 時區名，例如 Asia/Shanghai",
                 "时区",
                 "時區",
+                kind=text(1, 64, read=_zone_name),
                 required=True,
+                optional_words=True,
             ),
         ),
         label_zh="时区",
         label_zh_tw="時區",
         dm=True,
     )
-    async def zone(self, request: Request) -> Reply:
+    async def zone(self, request: Request, name: str | None) -> Reply:
         """``/zone Area/City``: the zone of the reader's delivery time (``/zone`` shows it)."""
-        if (refused := self._unavailable(request)) is not None:
-            return refused
-        if not request.args:
+        if name is None:
             pref = await self.store.preference(request.platform, request.chat)
             return self._text(request, f"时区 / zone: {pref.zone or self.zone_name}")
-        if len(request.args) > 1:
-            return self._usage(request, "参数太多 / too many arguments")
-        name = request.args[0]
-        if zone_named(name) is None:
-            return self._usage(
-                request, f"“{name[:64]}” 不是时区，例如 Europe/Berlin / is not a zone name"
-            )
         pref = await self.store.set_preference(request.platform, request.chat, zone=name)
         return self._text(request, "时区已设置 / Zone set.\n" + self.describe(pref))
 
@@ -259,10 +268,6 @@ class ReaderCommands:
     )
     async def settings(self, request: Request) -> Reply:
         """``/settings``: the reader's preferences, with buttons that change them."""
-        if (refused := self._unavailable(request)) is not None:
-            return refused
-        if request.args:
-            return self._usage(request, "/settings 不需要参数 / takes no argument")
         pref = await self.store.preference(request.platform, request.chat)
         words = await self.store.following(request.platform, request.chat)
         text = self.describe(pref)
@@ -295,19 +300,6 @@ class ReaderCommands:
         )
         return (times, formats, (last,))
 
-    def _word(self, request: Request) -> str | Reply:
-        word = " ".join(request.args).strip().casefold()
-        if not word:
-            return self._usage(request, "请给出关键词 / give a keyword")
-        if len(word) > MAX_WORD:
-            return self._usage(request, f"关键词太长（最多 {MAX_WORD} 个字符）/ keyword too long")
-        if not word.replace(" ", "").isprintable():  # no issue can hold it (models.py)
-            return self._usage(
-                request,
-                f"“{shorten(word, MAX_WORD)}” 含有不可见字符 / holds an invisible character",
-            )
-        return word
-
     @command(
         "follow",
         zh="关注一个词：新一期提到它时私信你",
@@ -319,13 +311,8 @@ class ReaderCommands:
         label_zh_tw="關注",
         dm=True,
     )
-    async def follow(self, request: Request) -> Reply:
+    async def follow(self, request: Request, word: str) -> Reply:
         """``/follow 关键词``: a private message when a new issue mentions it."""
-        if (refused := self._unavailable(request)) is not None:
-            return refused
-        word = self._word(request)
-        if isinstance(word, Reply):
-            return word
         outcome = await self.store.follow(request.platform, request.chat, word)
         if outcome is Followed.FULL:
             return self._text(
@@ -353,12 +340,7 @@ class ReaderCommands:
         label_zh_tw="取消關注",
         dm=True,
     )
-    async def unfollow(self, request: Request) -> Reply:
-        if (refused := self._unavailable(request)) is not None:
-            return refused
-        word = self._word(request)
-        if isinstance(word, Reply):
-            return word
+    async def unfollow(self, request: Request, word: str) -> Reply:
         if not await self.store.unfollow(request.platform, request.chat, word):
             return self._text(
                 request,
@@ -376,10 +358,9 @@ class ReaderCommands:
         label_zh="我的关注",
         label_zh_tw="我的關注",
         dm=True,
+        lenient=True,
     )
     async def following(self, request: Request) -> Reply:
-        if (refused := self._unavailable(request)) is not None:
-            return refused
         words = await self.store.following(request.platform, request.chat)
         if not words:
             return self._text(

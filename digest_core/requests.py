@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol
@@ -60,6 +61,9 @@ class Request:
     #: the adapter already asked the admin to confirm (Telegram/Discord buttons); the console
     #: operator is trusted and confirms by typing the command.
     confirmed: bool = False
+    #: the typed option values by argument name, from a platform with typed options (Discord),
+    #: passed as the platform gave them; None: the core reads :attr:`args`, the words
+    values: Mapping[str, object] | None = field(default=None, hash=False)
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 import discord
@@ -45,7 +46,7 @@ def _translations() -> dict[str, tuple[str, str]]:
     for entry in slash_commands():
         add(entry.name, entry.label_zh or entry.name, entry.label_zh_tw or entry.name)
         add(entry.en, entry.zh, entry.zh_tw)
-        for arg in entry.args:
+        for arg in entry.options:
             add(arg.name, arg.label_zh, arg.label_zh_tw)
             add(arg.en, arg.zh, arg.zh_tw)
     return pairs
@@ -107,11 +108,14 @@ def capabilities(interaction: Interaction) -> frozenset[Capability]:
 async def run_command(
     interaction: Interaction,
     command: str,
-    *args: str,
+    *,
+    values: Mapping[str, object] | None = None,
     ephemeral: bool = False,
     dm_chat: bool = False,
 ) -> Reply | None:
-    """Answer ``/command args`` through the core :class:`~digest_core.commands.Commands`.
+    """Answer ``/command`` through the core :class:`~digest_core.commands.Commands`;
+    ``values`` are the slash command's typed option values, passed as they are (the core
+    reads them by the declaration's arguments).
 
     ``ephemeral`` is how the answer is meant to be seen (admin and subscription commands are
     only for the requester; the core may make any answer private, a refusal for instance).
@@ -133,12 +137,12 @@ async def run_command(
             chat = str((await interaction.user.create_dm()).id)
         request = Request(
             command,
-            tuple(a for a in args if a),
             platform=PLATFORM,
             flavor=Flavor.DISCORD,
             user=str(interaction.user.id),
             chat=chat,
             capabilities=granted,
+            values=values,
         )
         return await port.handle(request)
 
@@ -259,17 +263,17 @@ AUTOCOMPLETE = {Completion.DATES: archive_dates}
 def slash_command(entry: CommandSpec) -> app_commands.Command[Any, ..., None]:
     """The slash command of ``entry``: its options typed from its arguments (required ones
     first, as discord.py orders them), names and descriptions localizable; a press runs the
-    core command with the options as its words (:meth:`~digest_core.declaration.Kind.words`)."""
+    core command with the options' values as they are (the core reads them)."""
+    options = entry.options
 
     async def callback(interaction: discord.Interaction[Any], **values: Any) -> None:
-        words = [w for arg in entry.args for w in arg.kind.words(values.get(arg.name))]
         await run_command(
-            interaction, entry.name, *words, ephemeral=entry.private, dm_chat=entry.dm
+            interaction, entry.name, values=values, ephemeral=entry.private, dm_chat=entry.dm
         )
 
     first = inspect.Parameter.POSITIONAL_ONLY
     params = [inspect.Parameter("interaction", first, annotation=discord.Interaction)]
-    for arg in entry.args:
+    for arg in options:
         annotation = _annotation(arg)
         default: Any = inspect.Parameter.empty
         if not arg.required:
@@ -278,11 +282,11 @@ def slash_command(entry: CommandSpec) -> app_commands.Command[Any, ..., None]:
         params.append(inspect.Parameter(arg.name, _KEYWORD, annotation=annotation, default=default))
     callback.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     callback.__name__ = callback.__qualname__ = f"slash_{entry.name}"
-    if entry.args:
-        app_commands.rename(**{a.name: _(a.name) for a in entry.args})(callback)
-        app_commands.describe(**{a.name: _(a.en) for a in entry.args})(callback)
+    if options:
+        app_commands.rename(**{a.name: _(a.name) for a in options})(callback)
+        app_commands.describe(**{a.name: _(a.en) for a in options})(callback)
         completed = {
-            a.name: AUTOCOMPLETE[a.complete] for a in entry.args if a.complete in AUTOCOMPLETE
+            a.name: AUTOCOMPLETE[a.complete] for a in options if a.complete in AUTOCOMPLETE
         }
         if completed:
             app_commands.autocomplete(**completed)(callback)

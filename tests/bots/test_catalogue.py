@@ -28,7 +28,9 @@ from digest_core.catalogue import (
     menu,
 )
 from digest_core.commands import ADMIN, Capability, Reply, Request, Status
+from digest_core.declaration import Argument, number
 from digest_core.declaration import command as declare_command
+from digest_core.errors import BadArgument
 from digest_core.rendering import preview
 from digest_core.service import DigestService
 from digest_core.testing import ManualClock
@@ -110,8 +112,8 @@ async def test_discord_registers_the_catalogue(
         assert command["description_localizations"] == {"zh-CN": spec.zh, "zh-TW": spec.zh_tw}
         assert (command["default_member_permissions"] is not None) == spec.admin, name
         options = {o["name"]: o for o in command.get("options", [])}
-        assert set(options) == {a.name for a in spec.args}, name
-        for arg in spec.args:
+        assert set(options) == {a.name for a in spec.options}, name
+        for arg in spec.options:
             option = options[arg.name]
             assert option["description"] == arg.en
             assert option["description_localizations"]["zh-CN"] == arg.zh
@@ -192,3 +194,36 @@ async def test_help_and_console_list_the_catalogue(service: DigestService) -> No
     printed = out.getvalue()
     for line in help_text(admin=True).splitlines():
         assert line in printed
+
+
+async def test_a_bad_argument_is_answered_in_one_place_with_the_usage(
+    service: DigestService,
+) -> None:
+    got: list[object] = []
+
+    class Extra:
+        @declare_command(
+            "extra",
+            zh="试一试",
+            zh_tw="試一試",
+            en="Try it",
+            usage="/extra N",
+            args=(Argument("n", "A number", "数字", "數字", "数", "數", kind=number(1, 9)),),
+            dm=True,
+        )
+        async def extra(self, request: Request, n: int | None) -> Reply:
+            if n == 0:
+                raise BadArgument("零不行 / not zero")  # a handler's own problem, told the same
+            got.append(n)
+            return Reply([])
+
+    service.commands.declare(Extra())
+    words = await service.commands.handle(Request("extra", ("x",), user="r1"))
+    own = await service.commands.handle(Request("extra", ("0",), user="r1"))
+    typed = await service.commands.handle(Request("extra", values={"n": 7}, user="r1"))
+    assert [preview(r.messages[0], Flavor.PLAIN) for r in (words, own)] == [
+        "“x” 不是数字 / is not a number\n用法 / usage: /extra N",
+        "零不行 / not zero\n用法 / usage: /extra N",
+    ]
+    assert all(r.status is Status.USAGE and r.private for r in (words, own))  # a dm command
+    assert typed.status is Status.OK and got == [7]  # the typed value as given
