@@ -8,7 +8,7 @@ import contextlib
 import logging
 import math
 import random
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from types import TracebackType
 
 from digest_core.clock import Clock
@@ -65,6 +65,22 @@ class Running(contextlib.AbstractAsyncContextManager[Adapter]):
             log.warning("%s did not stop within the shutdown budget; left to close", adapter.name)
         except Exception:
             log.exception("stopping %s failed", adapter.name)
+
+
+@contextlib.asynccontextmanager
+async def all_running(
+    adapters: Iterable[Adapter], port: Port, *, receive: bool = True
+) -> AsyncIterator[None]:
+    """Every one of ``adapters`` started in turn (:class:`Running`) for the block, the started
+    ones stopped on leaving, the last first (the CLI's one-shot commands: ``receive=False``).
+
+    Raises:
+        Exception: what a start raises (the adapters started before it are stopped).
+    """
+    async with contextlib.AsyncExitStack() as stack:
+        for adapter in adapters:
+            await stack.enter_async_context(Running(adapter, port, receive=receive))
+        yield
 
 
 class PlatformStarts:

@@ -11,7 +11,7 @@ from typing import Any, cast
 
 import pytest
 
-from bots.starting import MIN_STOP_SECONDS, PlatformStarts, Running
+from bots.starting import MIN_STOP_SECONDS, PlatformStarts, Running, all_running
 from digest_core.errors import TransientError
 from digest_core.port import Adapter, Port
 from digest_core.testing import FakePlatform, ManualClock
@@ -132,3 +132,15 @@ async def test_an_adapter_started_by_a_retry_is_stopped_on_leaving_too() -> None
         await asyncio.wait_for(started.wait(), 10)  # (the manual clock moves itself on)
         assert starts.started == [late] and starts.waiting == {}
     assert log == ["start late", "stop late"]
+
+
+async def test_all_running_stops_the_started_ones_when_a_later_start_fails() -> None:
+    # the CLI's post/correct/preview --to-admins: a platform that cannot start no longer leaves
+    # the ones started before it connected, and one never started is never stopped
+    log: list[str] = []
+    first, down, never = Recording("first", log), Recording("down", log), Recording("never", log)
+    down.unreachable = 1
+    with pytest.raises(TransientError, match="down"):
+        async with all_running(map(adapter, (first, down, never)), PORT, receive=False):
+            pytest.fail("ran with a platform down")
+    assert log == ["start first", "stop first"]
