@@ -83,9 +83,7 @@ if TYPE_CHECKING:
 #: everything an adapter (``bots/<platform>/``) may use of the core: it imports the core from
 #: here and from its own renderer module only (tests/bots/test_port.py checks the imports)
 __all__ = [
-    # buttons and confirmations
     "ACTION_PREFIX",
-    # commands and their replies
     "ADMIN",
     "BUTTON_PREFIX",
     "CANCEL_DATA",
@@ -95,7 +93,6 @@ __all__ = [
     "CONFIRM_TIMEOUT_SECONDS",
     "PRIVATE_COMMANDS",
     "Action",
-    # the port itself
     "Adapter",
     "Argument",
     "Article",
@@ -116,7 +113,6 @@ __all__ = [
     "NotPermitted",
     "OutcomeUnknown",
     "Part",
-    # platforms, targets and pacing
     "PartKey",
     "Platform",
     "PlatformLimits",
@@ -128,10 +124,8 @@ __all__ = [
     "Renderer",
     "Reply",
     "Request",
-    # issues and rendering
     "Section",
     "SendOnce",
-    # settings and errors
     "Settings",
     "Status",
     "Style",
