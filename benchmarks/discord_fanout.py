@@ -171,7 +171,7 @@ def _limits(args: argparse.Namespace, *, paced: bool = True) -> Any:
     sped up by ``1 / scale``. With ``paced=False``, Discord's own limits: the ideal's basis."""
     from dataclasses import replace
 
-    from bots.discord.limits import DISCORD_LIMITS
+    from bots.discord.spec import DISCORD_LIMITS
     from digest_core.platform import Rate
 
     limits = DISCORD_LIMITS

@@ -41,7 +41,7 @@ from typing import TypeVar
 
 from sqlalchemy import update
 
-from bots.telegram.limits import TELEGRAM_LIMITS
+from bots.telegram.spec import TELEGRAM_LIMITS
 from digest_core.clock import SystemClock
 from digest_core.delivery import DeliveryEngine, Ledger, PartState
 from digest_core.delivery.ledger import parts

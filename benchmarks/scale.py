@@ -162,7 +162,7 @@ def pacing_table(issue: Issue) -> list[str]:
     100k chats. The platform limit is Telegram's 30 msg/s (1000 msg/s with paid broadcast);
     the ratio is the model's time over the time at exactly the limit (M / limit).
     """
-    from bots.telegram.limits import PAID_BROADCAST_LIMITS, TELEGRAM_LIMITS
+    from bots.telegram.spec import PAID_BROADCAST_LIMITS, TELEGRAM_LIMITS
 
     n = 100_000
     lines = [

@@ -39,7 +39,7 @@ from typing import Any
 
 import httpx
 
-from bots.telegram.limits import TELEGRAM_LIMITS
+from bots.telegram.spec import TELEGRAM_LIMITS
 from digest_core.platform import PlatformLimits, Rate, TargetKind
 from tests.fakes.telegram_api import DEFAULT_TOKEN, FloodLimits
 

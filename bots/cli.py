@@ -483,13 +483,12 @@ def cmd_post(args: argparse.Namespace, settings: Settings) -> int:
 
 async def _post(args: argparse.Namespace, settings: Settings) -> int:
     from bots.runtime import open_service
+    from bots.starting import all_running
 
     async with open_service(settings, only=args.platform, option="--platform") as service:
         day = args.date or service.poster.today()
         issue = service.archive.on(day)
-        for adapter in service.platforms.values():
-            await adapter.start(service, receive=False)
-        try:
+        async with all_running(service.platforms.values(), service, receive=False):
             progress = _Progress(enabled=sys.stderr.isatty())
             reports = await service.post(
                 issue.date,
@@ -500,9 +499,6 @@ async def _post(args: argparse.Namespace, settings: Settings) -> int:
             progress.close()
             # "sent 0" says why: already delivered at …, and that --force sends it again
             lines = [await service.describe(r, force="--force") for r in reports]
-        finally:
-            for adapter in service.platforms.values():
-                await adapter.stop()
     if not reports:
         print("nothing to post: no targets configured", file=sys.stderr)
         return EXIT_FAILED

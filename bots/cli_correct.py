@@ -37,17 +37,13 @@ def cmd_correct(args: argparse.Namespace, settings: Settings) -> int:
 
 async def _correct(args: argparse.Namespace, settings: Settings) -> int:
     from bots.runtime import open_service
+    from bots.starting import all_running
 
     async with open_service(settings, only=args.platform) as service:
         day = args.date or service.poster.today()
         service.archive.on(day)  # IssueNotFound: one line, before anything connects
-        for adapter in service.platforms.values():
-            await adapter.start(service, receive=False)
-        try:
+        async with all_running(service.platforms.values(), service, receive=False):
             reports = await service.correct(day)
-        finally:
-            for adapter in service.platforms.values():
-                await adapter.stop()
     if not reports:
         print("nothing to correct: no platform is configured", file=sys.stderr)
         return EXIT_FAILED

@@ -29,19 +29,16 @@ def cmd_preview_to_admins(args: argparse.Namespace, settings: Settings) -> int:
 
     async def send() -> int:
         from bots.runtime import open_service
+        from bots.starting import all_running
 
         async with open_service(settings) as service:
             day = args.date or service.publishing.next_day()
-            for adapter in service.platforms.values():
-                await adapter.start(service, receive=False)
-            try:
-                sent = await service.publishing.preview_to_admins(day)
-            except IssueNotFound as exc:
-                print(f"digest-bot: preview --to-admins: {exc}", file=sys.stderr)
-                return EXIT_FAILED
-            finally:
-                for adapter in service.platforms.values():
-                    await adapter.stop()
+            async with all_running(service.platforms.values(), service, receive=False):
+                try:
+                    sent = await service.publishing.preview_to_admins(day)
+                except IssueNotFound as exc:
+                    print(f"digest-bot: preview --to-admins: {exc}", file=sys.stderr)
+                    return EXIT_FAILED
         for platform, count in sent.items():
             print(f"{platform}: preview of {day} sent to {count} admin(s)")
         if not any(sent.values()):

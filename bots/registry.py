@@ -27,7 +27,7 @@ from pydantic import BaseModel
 if TYPE_CHECKING:
     from bots.inflight import InFlight
     from digest_core.clock import Clock
-    from digest_core.port import Adapter
+    from digest_core.port import Adapter, PlatformLimits
     from digest_core.rendering import Renderer
     from digest_core.settings import Settings
 
@@ -59,8 +59,10 @@ class BuildContext:
 class PlatformSpec:
     """Everything the rest of the bot knows about one platform.
 
-    The adapter the factory builds carries the rest: its pacing (``limits``), the renderer
-    as ``flavor``, and whether readers can subscribe (``subscriptions``).
+    The platform's facts sit here as fields: its renderer (whose module holds the text and
+    size limits, ``Limits``) and its pacing (``limits``, the Platform's ``limits`` that its
+    adapter sends under). The adapter the factory builds carries the rest: the renderer as
+    ``flavor``, and whether readers can subscribe (``subscriptions``).
     """
 
     name: str
@@ -79,6 +81,9 @@ class PlatformSpec:
     needs_key: str | None = None
     #: built when no other platform is configured (the console)
     fallback: bool = False
+    #: the documented sending limits the core paces this platform's sends under (its adapter's
+    #: ``limits``, unless configured otherwise)
+    limits: PlatformLimits | None = None
     #: the SDK the adapter imports (the ``digest-bot[name]`` extra), for a missing-SDK error
     sdk: str | None = None
     #: the SDK's import name: the platform's own CLI commands are offered only when installed

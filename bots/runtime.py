@@ -8,7 +8,7 @@ import datetime as dt
 import logging
 import os
 import signal
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
@@ -237,166 +237,231 @@ async def run(
     out: TextIO | None = None,
     new_ledger: bool = False,
 ) -> None:
-    """Run until SIGINT/SIGTERM (or ``stop`` is set): schedule, catch-up, commands.
-
-    Of the processes sharing the ledger, one leads (:mod:`digest_core.leadership`): this one
-    waits as a standby until it leads, then starts its platforms, the schedule and the
-    catch-up. A standby starts only the adapters that can answer commands without holding a
-    connection of their own (``standby_receives``: Telegram in webhook mode). The HTTP
-    endpoint (``[http] listen``) runs throughout.
-
-    Stopping takes at most :data:`SHUTDOWN_BUDGET_SECONDS`, whatever is being answered: see
-    :func:`_shut_down`.
+    """Run until SIGINT/SIGTERM (or ``stop``): schedule, catch-up, commands. As a standby
+    (:mod:`digest_core.leadership`) only the adapters that ``standby_receives`` run; once this
+    process leads, every platform, the jobs and the catch-up start. Each part is a context on
+    one exit stack, left in reverse order within :data:`SHUTDOWN_BUDGET_SECONDS`, whatever
+    ended the run; the HTTP endpoint runs throughout.
 
     Raises:
-        LeadershipLost: this process led and lost the leader's lease (another leads now):
-            its deliveries were cancelled at once and it stopped.
-        LedgerLost: the ledger's database was deleted or replaced while running (seen within
-            ``delivery.ledger_check_seconds``): deliveries were stopped, admins alerted.
+        LeadershipLost: it led and lost the leader's lease (its deliveries cancelled at once).
+        LedgerLost: the ledger's database was deleted or replaced while running.
         LedgerError: the ledger cannot be opened, or is not the one its marker records.
-        ConfigError: a platform refused its configuration (a revoked token), at start or
-            when one that could not be reached at start answered (:mod:`bots.starting`).
+        ConfigError: a platform refused its configuration (a revoked token) at its start.
     """
-    stop = stop or asyncio.Event()
-    in_flight = InFlight()
-    lost: list[LedgerLost | LeadershipLost] = []
-    refused: list[Exception] = []  # a platform that cannot start, found after the start
-    metrics = _metrics(settings)
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, stop.set)
-    async with open_service(
-        settings,
-        only=only,
-        clock=clock,
-        stdin=stdin,
-        out=out,
-        in_flight=in_flight,
-        new_ledger=new_ledger,
-        metrics=metrics or NULL_METRICS,
-    ) as service:
-        # the search index is built off the loop now, not by the first reader's /search
-        service.archive.index_in_background()
+    ending, in_flight, metrics = _Ending(stop or asyncio.Event()), InFlight(), _metrics(settings)
+    async with contextlib.AsyncExitStack() as stack:
+        stack.enter_context(_signals(ending.stop))  # left last, after the ledger closes
+        service = await stack.enter_async_context(open_service(
+            settings, only=only, clock=clock, stdin=stdin, out=out, in_flight=in_flight,
+            new_ledger=new_ledger, metrics=metrics or NULL_METRICS))  # fmt: skip
+        service.archive.index_in_background()  # not by the first reader's /search
         service.resume_after_trouble = True  # a post cut by ledger trouble goes on by itself
         leadership = Leadership(
             service.ledger, clock=service.clock, lease_seconds=settings.leader.lease_seconds
         )
-        started: list[Adapter] = []
-
-        async def on_started(adapter: Adapter) -> None:
-            # it missed what was posted while it was unreachable: catch up (on it alone,
-            # as the other platforms have it already)
-            if leadership.leading and settings.schedule.enabled and not stop.is_set():
-                await service.catch_up()
-
-        def on_fatal(error: Exception) -> None:
-            refused.append(error)
-            stop.set()
-
-        # a platform that cannot be reached at start is retried meanwhile (not ready); its
-        # posts wait (the service leaves out what it lists) and catch up once it starts
-        starts = PlatformStarts(
-            service, started, clock=service.clock, on_started=on_started, on_fatal=on_fatal
-        )
-        service.unavailable = starts.waiting
-        endpoint = await _start_endpoint(
-            settings, service, leadership, started, metrics, waiting=starts.waiting
-        )
-
-        async def on_lost(error: LedgerLost) -> None:
-            lost.append(error)
-            await service.ledger_lost(error)
-            stop.set()
-
-        watchdog = asyncio.create_task(
-            LedgerWatchdog(
-                service.ledger,
-                clock=service.clock,
-                interval=settings.delivery.ledger_check_seconds,
-                shown=settings.database_url,
-                on_lost=on_lost,
-            ).run(),
-            name="ledger-watchdog",
-        )
-        scheduler = AsyncIOScheduler(timezone=settings.zone, event_loop=loop)
-        scheduler.start()  # (no job until this process leads)
+        starts = _platform_starts(service, settings, leadership, ending)
+        await stack.enter_async_context(_endpoint(settings, service, leadership, starts, metrics))
+        resuming = await stack.enter_async_context(_Tasks())  # after the adapters stopped
+        stack.push_async_exit(starts)  # adapters stop after the graces, the last started first
+        scheduler = _scheduler(settings)  # (no job until this process leads)
+        shutdown = await stack.enter_async_context(_Shutdown(service, scheduler, in_flight, ending))
+        # left before the graces, from the last line up:
+        stack.callback(service.resumer.stop)  # no new resume (one under way is a delivery),
         retention = retention_job(service, settings)
-        catch_up: asyncio.Task[object] | None = None
-        holding: asyncio.Task[None] | None = None
-        resuming: asyncio.Task[None] | None = None
+        stack.push_async_callback(retention.stop)  # no pruning,
+        stack.push_async_callback(starts.stop)  # no platform still unreachable is started,
+        tasks = await stack.enter_async_context(_Tasks())  # no watchdog and no lease held
+        tasks.spawn(_watch_ledger(service, settings, ending), "ledger-watchdog")
+        await starts.start_all(filter(receives_as_standby, service.platforms.values()))
+        if not await _until_leading(leadership, ending.stop):
+            return
+        tasks.spawn(_hold(leadership, service, ending), "leadership")
+        await starts.start_all(service.platforms.values())
+        _install_jobs(scheduler, service, settings, retention)
+        resuming.spawn(service.resumer.run(), "resume")  # what deliveries left waiting
+        _log_running(service, settings)
+        if settings.schedule.enabled:
+            shutdown.catching_up.spawn(service.catch_up(), "catch-up")
+        await ending.stop.wait()
+        log.info("stopping")
+    ending.raise_first()
 
-        async def hold() -> None:
-            await leadership.hold()
-            lost.append(
-                LeadershipLost(
-                    "this process lost the leadership (another one leads now); stopped so "
-                    "that a supervisor restarts it as a standby"
-                )
-            )
-            cancelled = await service.cancel_deliveries()
-            if cancelled:
-                log.error("stopped %d delivery(ies): no longer the leader", cancelled)
-            stop.set()
 
-        try:
-            for adapter in service.platforms.values():
-                if receives_as_standby(adapter):
-                    await starts.start(adapter)
-            if not await _until_leading(leadership, stop):
-                return
-            holding = asyncio.create_task(hold(), name="leadership")
-            for adapter in service.platforms.values():
-                await starts.start(adapter)
-            if settings.schedule.enabled:
-                service.poster.install(scheduler)
-                service.publishing.install(scheduler)
-                install_personal(scheduler, service.deliver_personal, now=service.clock.now())
-            retention.install(scheduler)
-            if settings.schedule.corrections == "auto":
-                scheduler.add_job(
-                    service.auto_correct, "interval", seconds=AUTO_CORRECT_SECONDS,
-                    id="auto-correct", max_instances=1, coalesce=True,
-                )  # fmt: skip
-            else:  # a posted day's file that changes is told to the admins, never silently
-                scheduler.add_job(
-                    service.check_posted_files, "interval", seconds=AUTO_CORRECT_SECONDS,
-                    id="posted-files", max_instances=1, coalesce=True,
-                )  # fmt: skip
-            # what a delivery left waiting is sent when due, queued alerts once they can be
-            resuming = asyncio.create_task(service.resumer.run(), name="resume")
-            names = ", ".join(service.platforms)
-            if settings.schedule.enabled:
-                log.info(
-                    "digest-bot running on %s; next post %s", names, service.poster.next_post()
-                )
-                catch_up = asyncio.create_task(service.catch_up(), name="catch-up")
-            else:
-                log.info("digest-bot running on %s; the daily post is disabled", names)
-            await stop.wait()
-            log.info("stopping")
-        finally:
-            watchdog.cancel()  # (done already if it found the ledger lost)
-            tasks = [watchdog] if holding is None else [watchdog, holding]
-            if holding is not None and not holding.done():
-                holding.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            await starts.stop()  # (a platform still unreachable is not started now)
-            await retention.stop()  # before the ledger closes (the scheduler is shut below)
-            service.resumer.stop()  # (a resumed post under way is one of the deliveries)
-            await _shut_down(service, scheduler, started, in_flight, catch_up, lost=bool(lost))
-            if resuming is not None:
-                resuming.cancel()
-                await asyncio.gather(resuming, return_exceptions=True)
-            if endpoint is not None:
-                await endpoint.stop()
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                with contextlib.suppress(NotImplementedError, RuntimeError):
-                    loop.remove_signal_handler(sig)
-    if lost:
-        raise lost[0]
-    if refused:
-        raise refused[0]
+class _Ending:
+    """How a run ends: its ``stop`` event, what ended it besides a signal (a ledger or the
+    leadership lost, a platform that refused its configuration after the start: raised once
+    everything stopped), and the shutdown's :attr:`budget`."""
+
+    def __init__(self, stop: asyncio.Event) -> None:
+        self.stop = stop
+        self.budget = _Budget(SHUTDOWN_BUDGET_SECONDS)
+        self.lost: list[LedgerLost | LeadershipLost] = []
+        self.refused: list[Exception] = []
+
+    def lose(self, error: LedgerLost | LeadershipLost) -> None:
+        self.lost.append(error)
+        self.stop.set()
+
+    def refuse(self, error: Exception) -> None:
+        self.refused.append(error)
+        self.stop.set()
+
+    def raise_first(self) -> None:
+        """Raise what ended the run (a loss before a refusal), if anything did."""
+        if self.lost:
+            raise self.lost[0]
+        if self.refused:
+            raise self.refused[0]
+
+
+class _Budget:
+    """The shutdown budget: :meth:`left` is all of it until :meth:`begin`, then what remains."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._deadline: float | None = None
+
+    def begin(self) -> None:
+        self._deadline = asyncio.get_running_loop().time() + self.seconds
+
+    def left(self) -> float:
+        if self._deadline is None:
+            return self.seconds
+        return max(0.0, self._deadline - asyncio.get_running_loop().time())
+
+
+class _Tasks(contextlib.AbstractAsyncContextManager["_Tasks"]):
+    """Background tasks of the run, cancelled (and waited for) when the stack reaches them."""
+
+    def __init__(self) -> None:
+        self.tasks: list[asyncio.Task[object]] = []
+
+    def spawn(self, work: Coroutine[object, object, object], name: str) -> None:
+        self.tasks.append(asyncio.create_task(work, name=name))
+
+    async def cancel(self) -> None:
+        """Cancel them (those done already are left as they are) and wait for them to unwind."""
+        for task in self.tasks:
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.cancel()
+
+
+@contextlib.contextmanager
+def _signals(stop: asyncio.Event) -> Iterator[None]:
+    """SIGINT and SIGTERM set ``stop`` (where the loop can take signal handlers)."""
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    try:
+        yield
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(sig)
+
+
+def _platform_starts(
+    service: DigestService,
+    settings: Settings,
+    leadership: Leadership,
+    ending: _Ending,
+) -> PlatformStarts:
+    """The platforms' starts: a platform that cannot be reached at start is retried meanwhile
+    (not ready); its posts wait (the service leaves out what it lists) and catch up once it
+    starts. A refusal after the start ends the run."""
+
+    async def on_started(adapter: Adapter) -> None:
+        # it missed what was posted while it was unreachable: catch up (on it alone, as the
+        # other platforms have it already)
+        if leadership.leading and settings.schedule.enabled and not ending.stop.is_set():
+            await service.catch_up()
+
+    starts = PlatformStarts(
+        service,
+        [],
+        clock=service.clock,
+        on_started=on_started,
+        on_fatal=ending.refuse,
+        stop_within=ending.budget.left,
+    )
+    service.unavailable = starts.waiting
+    return starts
+
+
+async def _watch_ledger(service: DigestService, settings: Settings, ending: _Ending) -> None:
+    """Watch for the ledger's database deleted or replaced: admins alerted, the run ended."""
+
+    async def on_lost(error: LedgerLost) -> None:
+        ending.lost.append(error)
+        await service.ledger_lost(error)
+        ending.stop.set()
+
+    watchdog = LedgerWatchdog(
+        service.ledger,
+        clock=service.clock,
+        interval=settings.delivery.ledger_check_seconds,
+        shown=settings.database_url,
+        on_lost=on_lost,
+    )
+    await watchdog.run()
+
+
+async def _hold(leadership: Leadership, service: DigestService, ending: _Ending) -> None:
+    """Hold the leader's lease; once it is lost, cancel the deliveries and end the run."""
+    await leadership.hold()
+    ending.lost.append(
+        LeadershipLost(
+            "this process lost the leadership (another one leads now); stopped so "
+            "that a supervisor restarts it as a standby"
+        )
+    )
+    cancelled = await service.cancel_deliveries()
+    if cancelled:
+        log.error("stopped %d delivery(ies): no longer the leader", cancelled)
+    ending.stop.set()
+
+
+def _install_jobs(
+    scheduler: AsyncIOScheduler, service: DigestService, settings: Settings, retention: RetentionJob
+) -> None:
+    """The leader's jobs: the daily post, publishing, readers' own times (when the schedule
+    is enabled), the ledger's pruning, and a posted day's changed file, corrected (``corrections
+    = "auto"``) or told to the admins, never silently."""
+    if settings.schedule.enabled:
+        service.poster.install(scheduler)
+        service.publishing.install(scheduler)
+        install_personal(scheduler, service.deliver_personal, now=service.clock.now())
+    retention.install(scheduler)
+    if settings.schedule.corrections == "auto":
+        scheduler.add_job(
+            service.auto_correct, "interval", seconds=AUTO_CORRECT_SECONDS,
+            id="auto-correct", max_instances=1, coalesce=True,
+        )  # fmt: skip
+    else:
+        scheduler.add_job(
+            service.check_posted_files, "interval", seconds=AUTO_CORRECT_SECONDS,
+            id="posted-files", max_instances=1, coalesce=True,
+        )  # fmt: skip
+
+
+def _scheduler(settings: Settings) -> AsyncIOScheduler:
+    """The run's scheduler, started (in the digest's zone, on the running loop)."""
+    scheduler = AsyncIOScheduler(timezone=settings.zone, event_loop=asyncio.get_running_loop())
+    scheduler.start()
+    return scheduler
+
+
+def _log_running(service: DigestService, settings: Settings) -> None:
+    names = ", ".join(service.platforms)
+    if settings.schedule.enabled:
+        log.info("digest-bot running on %s; next post %s", names, service.poster.next_post())
+    else:
+        log.info("digest-bot running on %s; the daily post is disabled", names)
 
 
 async def _until_leading(leadership: Leadership, stop: asyncio.Event) -> bool:
@@ -431,18 +496,19 @@ def _metrics(settings: Settings) -> PrometheusMetrics | None:
     return PrometheusMetrics(version=version())
 
 
-async def _start_endpoint(
+@contextlib.asynccontextmanager
+async def _endpoint(
     settings: Settings,
     service: DigestService,
     leadership: Leadership,
-    started: list[Adapter],
+    starts: PlatformStarts,
     metrics: PrometheusMetrics | None,
-    *,
-    waiting: dict[str, str],
-) -> HttpEndpoint | None:
+) -> AsyncIterator[HttpEndpoint | None]:
+    """The operator's HTTP endpoint (``[http] listen``; None when off), stopped on leaving."""
     address = settings.http.address
     if address is None:
-        return None
+        yield None
+        return
     from bots.http import HttpEndpoint, Probe
 
     if metrics is not None:
@@ -451,10 +517,10 @@ async def _start_endpoint(
     probe = Probe(
         service,
         leadership,
-        started,
+        starts.started,
         metrics=metrics,
         scheduled=settings.schedule.enabled,
-        waiting=waiting,
+        waiting=starts.waiting,
     )
     routes: list[RouteInstaller] = []
     if settings.http.site:  # the web archive at the root
@@ -463,64 +529,64 @@ async def _start_endpoint(
         routes = endpoint_routes(settings)
     endpoint = HttpEndpoint(probe, host=address[0], port=address[1], routes=routes)
     await endpoint.start()
-    return endpoint
+    try:
+        yield endpoint
+    finally:
+        await endpoint.stop()
 
 
-async def _shut_down(
-    service: DigestService,
-    scheduler: AsyncIOScheduler,
-    started: list[Adapter],
-    in_flight: InFlight,
-    catch_up: asyncio.Task[object] | None,
-    *,
-    lost: bool = False,
-) -> None:
-    """Stop within :data:`SHUTDOWN_BUDGET_SECONDS`, adapters still connected until the end.
+class _Shutdown(contextlib.AbstractAsyncContextManager["_Shutdown"]):
+    """Leaving it stops within :data:`SHUTDOWN_BUDGET_SECONDS`, adapters still connected until
+    the end (they are left after it, within what remains of the budget).
 
     No new triggers, and new commands are told to try again. A post under way gets
     :data:`SHUTDOWN_GRACE_SECONDS`, then is cancelled (the ledger keeps what it had not sent
     and the next start sends it); commands being answered get :data:`COMMAND_GRACE_SECONDS`
     (or as long as the post), then are cancelled and their users told to try again. Then
-    nothing of ours may outlive the ledger: the catch-up and the poster end, and each
-    adapter closes within what is left of the budget. A ``lost`` ledger's deliveries were
-    cancelled when it was found; its alerts go out before the adapters close.
+    nothing of ours may outlive the ledger: the catch-up (:attr:`catching_up`) and the poster
+    end. A lost ledger's deliveries were cancelled when it was found; its alerts go out
+    before the adapters close.
     """
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + SHUTDOWN_BUDGET_SECONDS
 
-    def left() -> float:
-        return max(0.0, deadline - loop.time())
+    def __init__(
+        self,
+        service: DigestService,
+        scheduler: AsyncIOScheduler,
+        in_flight: InFlight,
+        ending: _Ending,
+    ) -> None:
+        self.service = service
+        self.scheduler = scheduler
+        self.in_flight = in_flight
+        self.budget = ending.budget
+        self.ending = ending
+        #: the catch-up of the start, cancelled once the graces are over
+        self.catching_up = _Tasks()
 
-    scheduler.pause()
-    in_flight.close()
-    # both graces run at once; a /repost is a delivery: it ends with the deliveries' grace
-    answering = asyncio.ensure_future(in_flight.idle(COMMAND_GRACE_SECONDS))
-    finished = lost or await service.idle(SHUTDOWN_GRACE_SECONDS)
-    # a ledger that does not answer (a full disk, a server gone) must not hold the stop:
-    # its retries end now, and so do the resumes waiting for it
-    service.ledger.stop_retrying()
-    cancelled = await service.cancel_deliveries()
-    if not finished:
-        log.warning(
-            "stopped %d delivery(ies) still running after %.0f s; what they had not "
-            "sent is in the ledger and the next start sends it",
-            cancelled,
-            SHUTDOWN_GRACE_SECONDS,
-        )
-    if not await answering:
-        cut = await in_flight.cancel(within=min(1.0, left() / 4))
-        log.warning("cancelled %d command(s) still being answered; telling them to retry", cut)
-    await in_flight.apologise(within=min(APOLOGY_SECONDS, left() / 2))
-    if catch_up is not None:
-        catch_up.cancel()
-        await asyncio.gather(catch_up, return_exceptions=True)
-    await service.poster.stop()
-    scheduler.shutdown(wait=False)
-    await service.settle_alerts(within=left() / 2)
-    for adapter in reversed(started):
-        try:
-            await asyncio.wait_for(adapter.stop(), timeout=max(left(), 0.5))
-        except TimeoutError:
-            log.warning("%s did not stop within the shutdown budget; left to close", adapter.name)
-        except Exception:
-            log.exception("stopping %s failed", adapter.name)
+    async def __aexit__(self, *exc: object) -> None:
+        service, in_flight, left = self.service, self.in_flight, self.budget.left
+        self.budget.begin()
+        self.scheduler.pause()
+        in_flight.close()
+        # both graces run at once; a /repost is a delivery: it ends with the deliveries' grace
+        answering = asyncio.ensure_future(in_flight.idle(COMMAND_GRACE_SECONDS))
+        finished = bool(self.ending.lost) or await service.idle(SHUTDOWN_GRACE_SECONDS)
+        # a ledger that does not answer (a full disk, a server gone) must not hold the stop:
+        # its retries end now, and so do the resumes waiting for it
+        service.ledger.stop_retrying()
+        cancelled = await service.cancel_deliveries()
+        if not finished:
+            log.warning(
+                "stopped %d delivery(ies) still running after %.0f s; what they had not "
+                "sent is in the ledger and the next start sends it",
+                cancelled,
+                SHUTDOWN_GRACE_SECONDS,
+            )
+        if not await answering:
+            cut = await in_flight.cancel(within=min(1.0, left() / 4))
+            log.warning("cancelled %d command(s) still being answered; telling them to retry", cut)
+        await in_flight.apologise(within=min(APOLOGY_SECONDS, left() / 2))
+        await self.catching_up.cancel()
+        await service.poster.stop()
+        self.scheduler.shutdown(wait=False)
+        await service.settle_alerts(within=left() / 2)

@@ -1,12 +1,15 @@
-"""Starting the platforms of `run`: one its server keeps out (unreachable) is retried meanwhile."""
+"""Starting and stopping the platforms of `run`: each adapter an async context manager
+(:class:`Running`), one its server keeps out (unreachable) retried meanwhile."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
+import math
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from types import TracebackType
 
 from digest_core.clock import Clock
 from digest_core.errors import TransientError
@@ -20,6 +23,66 @@ RETRY_BASE_SECONDS = 2.0
 RETRY_CAP_SECONDS = 60.0
 
 
+#: however little of the shutdown budget is left, an adapter gets this long to stop
+MIN_STOP_SECONDS = 0.5
+
+
+def unlimited() -> float:
+    """No limit on how long a stop may take (outside a shutdown budget)."""
+    return math.inf
+
+
+class Running(contextlib.AbstractAsyncContextManager[Adapter]):
+    """An adapter as an async context manager: started through ``port`` on entering (raising
+    what :meth:`Adapter.start` raises, nothing to stop then), stopped on leaving, whatever
+    ended the block, within ``within()`` seconds (read then: what is left of a shutdown
+    budget; at least :data:`MIN_STOP_SECONDS`). A stop that fails or takes longer is logged
+    and left: leaving never raises for it. (A class, not a generator: one never left is
+    garbage, not a stop run later by the loop's finalizer.)"""
+
+    def __init__(
+        self,
+        adapter: Adapter,
+        port: Port,
+        *,
+        receive: bool = True,
+        within: Callable[[], float] = unlimited,
+    ) -> None:
+        self.adapter = adapter
+        self._port = port
+        self._receive = receive
+        self._within = within
+
+    async def __aenter__(self) -> Adapter:
+        await self.adapter.start(self._port, receive=self._receive)
+        return self.adapter
+
+    async def __aexit__(self, *exc: object) -> None:
+        adapter = self.adapter
+        try:
+            await asyncio.wait_for(adapter.stop(), timeout=max(self._within(), MIN_STOP_SECONDS))
+        except TimeoutError:
+            log.warning("%s did not stop within the shutdown budget; left to close", adapter.name)
+        except Exception:
+            log.exception("stopping %s failed", adapter.name)
+
+
+@contextlib.asynccontextmanager
+async def all_running(
+    adapters: Iterable[Adapter], port: Port, *, receive: bool = True
+) -> AsyncIterator[None]:
+    """Every one of ``adapters`` started in turn (:class:`Running`) for the block, the started
+    ones stopped on leaving, the last first (the CLI's one-shot commands: ``receive=False``).
+
+    Raises:
+        Exception: what a start raises (the adapters started before it are stopped).
+    """
+    async with contextlib.AsyncExitStack() as stack:
+        for adapter in adapters:
+            await stack.enter_async_context(Running(adapter, port, receive=receive))
+        yield
+
+
 class PlatformStarts:
     """Starts adapters for ``run``; a restart during an outage still leaves a running bot.
 
@@ -31,6 +94,10 @@ class PlatformStarts:
     catch-up: what it missed is posted then). A refusal that no retry can mend (a revoked or
     invalid token: ``ConfigError``), or an unexpected error, ends the retries and goes to
     ``on_fatal`` (the runtime stops and exits non-zero).
+
+    Used as an async context manager, leaving it cancels the retries (:meth:`stop`) and
+    stops the started adapters, the last started first, each within ``stop_within()``
+    seconds (:class:`Running`).
     """
 
     def __init__(
@@ -44,6 +111,7 @@ class PlatformStarts:
         base: float = RETRY_BASE_SECONDS,
         cap: float = RETRY_CAP_SECONDS,
         rng: random.Random | None = None,
+        stop_within: Callable[[], float] = unlimited,
     ) -> None:
         self._port = port
         self.started = started
@@ -56,6 +124,26 @@ class PlatformStarts:
         #: platform name -> why it is not started yet (and when it is tried next)
         self.waiting: dict[str, str] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self._stop_within = stop_within
+        #: the started adapters' contexts (:class:`Running`), left in reverse on exit
+        self._running = contextlib.AsyncExitStack()
+
+    async def __aenter__(self) -> PlatformStarts:
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        await self.stop()
+        await self._running.aclose()
+
+    async def _enter(self, adapter: Adapter) -> None:
+        await self._running.enter_async_context(
+            Running(adapter, self._port, within=self._stop_within)
+        )
 
     async def start(self, adapter: Adapter) -> bool:
         """Start ``adapter`` now: True if it started, False if it is retried in the background
@@ -67,7 +155,7 @@ class PlatformStarts:
         if adapter in self.started or adapter.name in self.waiting:
             return adapter in self.started  # started, or its retries are under way
         try:
-            await adapter.start(self._port)
+            await self._enter(adapter)
         except TransientError as exc:
             self.waiting[adapter.name] = str(exc)
             log.warning(
@@ -84,6 +172,15 @@ class PlatformStarts:
         self.started.append(adapter)
         return True
 
+    async def start_all(self, adapters: Iterable[Adapter]) -> None:
+        """:meth:`start` each of ``adapters`` in turn.
+
+        Raises:
+            ConfigError: as :meth:`start` (the adapters after it are not started).
+        """
+        for adapter in adapters:
+            await self.start(adapter)
+
     async def _retry(self, adapter: Adapter, error: Exception) -> None:
         name = adapter.name
         attempt = 0
@@ -94,7 +191,7 @@ class PlatformStarts:
             self.waiting[name] = f"{error} (tried {attempt} time(s); next try in {wait:.0f} s)"
             await self._clock.sleep(wait)
             try:
-                await adapter.start(self._port)
+                await self._enter(adapter)
             except asyncio.CancelledError:  # a shutdown mid-start: close what it opened
                 with contextlib.suppress(Exception):
                     await adapter.stop()

@@ -4,30 +4,215 @@ Adapters get a :class:`Port` in :meth:`Adapter.start`, never the service: comman
 buttons, the confirmation flow, the archive's dates, the deactivated targets, and replies paced
 with the deliveries. The service's archive, ledger and engine stay the core's
 (tests/bots/test_port.py checks that no adapter reaches for them).
+
+This module is also the one door of the core for adapters: it re-exports (``__all__``) every
+type and helper an adapter may use, and an adapter imports the core from here and from its own
+renderer module only (tests/bots/test_port.py checks the imports). The re-exports are loaded on
+first use (PEP 562), so a platform's small declaration modules (``spec.py``, ``settings.py``)
+importing a settings base or its pacing from here load neither the ledger nor the scheduler.
+The service's side of the port is :class:`~digest_core.service_port.ServicePort`.
 """
 
 from __future__ import annotations
 
-import asyncio
-import datetime as dt
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Protocol, runtime_checkable
+import importlib
+import sys
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from digest_core.archive import Archive
-from digest_core.clock import Clock
-from digest_core.commands import Commands, Reply, Request
-from digest_core.confirmation import Confirmations
-from digest_core.delivery import DeliveryEngine, InactiveTarget, Ledger
-from digest_core.embargo import Embargo
-from digest_core.greeting import greeting
-from digest_core.inline import Article, articles
-from digest_core.models import Section
-from digest_core.personal import Visibility
-from digest_core.platform import Platform, Target
-from digest_core.rendering import Message
-from digest_core.replies import SendOnce, send_replies
-from digest_core.scheduling import DailyPoster
-from digest_core.uploads import IssueUploads
+from digest_core.errors import (
+    ConfigError,
+    DeliveryError,
+    DigestError,
+    MessageGone,
+    NotPermitted,
+    OutcomeUnknown,
+    RateLimited,
+    Rejected,
+    TargetGone,
+    TargetMoved,
+    TransientError,
+)
+from digest_core.platform import PartKey, Platform, PlatformLimits, Rate, Target, TargetKind
+
+if TYPE_CHECKING:
+    import datetime as dt
+    from collections.abc import Awaitable, Callable, Sequence
+
+    from digest_core.actions import ACTION_PREFIX, CommandButton, Style, parse_action_data
+    from digest_core.catalogue import Argument, CommandSpec, Completion, Kind, menu, spec
+    from digest_core.clock import Clock, SystemClock
+    from digest_core.commands import (
+        ADMIN,
+        Capability,
+        Choice,
+        Reply,
+        Request,
+        Status,
+        parse_command_line,
+    )
+    from digest_core.confirmation import (
+        CANCEL_DATA,
+        CANCEL_LABEL,
+        CONFIRM_LABEL,
+        CONFIRM_TIMEOUT_SECONDS,
+        Action,
+        Confirmations,
+        confirm_data,
+    )
+    from digest_core.delivery import InactiveTarget
+    from digest_core.flood import UserRateLimiter, Verdict
+    from digest_core.inline import Article
+    from digest_core.models import Section, escape, shorten
+    from digest_core.readers import CHOICE_PREFIX, PRIVATE_COMMANDS, parse_choice
+    from digest_core.rendering import (
+        BUTTON_PREFIX,
+        Message,
+        Part,
+        Renderer,
+        RenderOptions,
+        notice,
+        parse_button_data,
+        plain_renderer,
+        preview,
+    )
+    from digest_core.rendering.types import encode_body
+    from digest_core.replies import SendOnce
+    from digest_core.service_port import ServicePort as ServicePort
+    from digest_core.settings import Settings, TokenSettings
+
+#: everything an adapter (``bots/<platform>/``) may use of the core: it imports the core from
+#: here and from its own renderer module only (tests/bots/test_port.py checks the imports)
+__all__ = [
+    "ACTION_PREFIX",
+    "ADMIN",
+    "BUTTON_PREFIX",
+    "CANCEL_DATA",
+    "CANCEL_LABEL",
+    "CHOICE_PREFIX",
+    "CONFIRM_LABEL",
+    "CONFIRM_TIMEOUT_SECONDS",
+    "PRIVATE_COMMANDS",
+    "Action",
+    "Adapter",
+    "Argument",
+    "Article",
+    "Capability",
+    "Choice",
+    "Clock",
+    "CommandButton",
+    "CommandSpec",
+    "Completion",
+    "ConfigError",
+    "Confirmations",
+    "DeliveryError",
+    "DigestError",
+    "InactiveTarget",
+    "Kind",
+    "Message",
+    "MessageGone",
+    "NotPermitted",
+    "OutcomeUnknown",
+    "Part",
+    "PartKey",
+    "Platform",
+    "PlatformLimits",
+    "Port",
+    "Rate",
+    "RateLimited",
+    "Rejected",
+    "RenderOptions",
+    "Renderer",
+    "Reply",
+    "Request",
+    "Section",
+    "SendOnce",
+    "Settings",
+    "Status",
+    "Style",
+    "SystemClock",
+    "Target",
+    "TargetGone",
+    "TargetKind",
+    "TargetMoved",
+    "TokenSettings",
+    "TransientError",
+    "UserRateLimiter",
+    "Verdict",
+    "confirm_data",
+    "encode_body",
+    "escape",
+    "menu",
+    "notice",
+    "parse_action_data",
+    "parse_button_data",
+    "parse_choice",
+    "parse_command_line",
+    "plain_renderer",
+    "preview",
+    "shorten",
+    "spec",
+]
+
+#: what is loaded on first use: name -> the module defining it
+_LAZY: dict[str, str] = {
+    name: module
+    for module, names in {
+        "digest_core.actions": ("ACTION_PREFIX", "CommandButton", "Style", "parse_action_data"),
+        "digest_core.catalogue": ("Argument", "CommandSpec", "Completion", "Kind", "menu", "spec"),
+        "digest_core.clock": ("Clock", "SystemClock"),
+        "digest_core.commands": (
+            "ADMIN",
+            "Capability",
+            "Choice",
+            "Reply",
+            "Request",
+            "Status",
+            "parse_command_line",
+        ),
+        "digest_core.confirmation": (
+            "CANCEL_DATA",
+            "CANCEL_LABEL",
+            "CONFIRM_LABEL",
+            "CONFIRM_TIMEOUT_SECONDS",
+            "Action",
+            "Confirmations",
+            "confirm_data",
+        ),
+        "digest_core.delivery": ("InactiveTarget",),
+        "digest_core.flood": ("UserRateLimiter", "Verdict"),
+        "digest_core.inline": ("Article",),
+        "digest_core.models": ("Section", "escape", "shorten"),
+        "digest_core.readers": ("CHOICE_PREFIX", "PRIVATE_COMMANDS", "parse_choice"),
+        "digest_core.rendering": (
+            "BUTTON_PREFIX",
+            "Message",
+            "Part",
+            "Renderer",
+            "RenderOptions",
+            "notice",
+            "parse_button_data",
+            "plain_renderer",
+            "preview",
+        ),
+        "digest_core.rendering.types": ("encode_body",),
+        "digest_core.replies": ("SendOnce",),
+        "digest_core.settings": ("Settings", "TokenSettings"),
+        "digest_core.service_port": ("ServicePort",),
+    }.items()
+    for name in names
+}
+
+
+if not TYPE_CHECKING:  # (mypy sees the imports above; a __getattr__ would hide a typo from it)
+
+    def __getattr__(name: str) -> object:
+        """A re-export, imported from its module on first use (PEP 562)."""
+        module = _LAZY.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module), name)
+        setattr(sys.modules[__name__], name, value)
+        return value
 
 
 class Port(Protocol):
@@ -141,84 +326,3 @@ class Adapter(Platform, Protocol):
     async def alert_admins(self, text: str) -> None:
         """Tell this platform's admins something went wrong (best effort, never raises)."""
         ...
-
-
-class ServicePort:
-    """The :class:`Port` over the service's parts; :class:`~digest_core.service.DigestService`
-    inherits it (its constructor sets these attributes)."""
-
-    archive: Archive
-    embargo: Embargo
-    ledger: Ledger
-    engine: DeliveryEngine
-    clock: Clock
-    commands: Commands
-    confirmations: Confirmations
-    poster: DailyPoster
-    zone: dt.tzinfo
-    visibility: Visibility
-
-    @property
-    def command_names(self) -> Sequence[str]:
-        return self.commands.names
-
-    async def handle(self, request: Request) -> Reply:
-        return await self.commands.handle(request)
-
-    async def section(self, request: Request, date: dt.date, section: Section) -> Reply:
-        return await self.commands.section(request, date, section)
-
-    async def archive_dates(self, *, admin: bool = False) -> list[dt.date]:
-        view = self.embargo.view(self.archive, admin=admin)
-        return await asyncio.to_thread(view.dates)  # file I/O
-
-    async def receive_issue_file(
-        self,
-        request: Request,
-        *,
-        name: str,
-        size: int | None,
-        download: Callable[[], Awaitable[bytes]],
-    ) -> Reply:
-        uploads = IssueUploads(
-            self.archive.root,
-            # published = visible to readers: the one embargo rule (early publishes too)
-            post_at=self.embargo.publish_time,
-            now=self.clock.now,
-            backend=self.commands.backend,
-            post_options=self.commands.post_options,
-        )
-        return await uploads.take(request, name=name, size=size, download=download)
-
-    async def greeting(self) -> str:
-        return await asyncio.to_thread(greeting, self.archive, self.poster, zone=self.zone)
-
-    async def inactive_targets(self, platform: str) -> list[InactiveTarget]:
-        return await self.ledger.inactive_targets(platform)
-
-    async def inline(self, query: str) -> list[Article]:
-        return await asyncio.to_thread(articles, self.archive, self.visibility, query)  # file I/O
-
-    async def reply(
-        self,
-        platform: Platform,
-        target: Target,
-        messages: Sequence[Message],
-        *,
-        send: SendOnce | None = None,
-        paced: list[float] | None = None,
-    ) -> list[str]:
-        async def once(to: Target, message: Message) -> str:
-            return await platform.send(to, message)
-
-        return await send_replies(
-            send or once,
-            target,
-            messages,
-            pacer=self.engine.pacer(platform),
-            clock=self.clock,
-            paced=paced,
-        )
-
-    def account(self, platform: Platform, target: Target) -> None:
-        self.engine.pacer(platform).take(target, self.clock.monotonic())

@@ -12,15 +12,29 @@ import threading
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, TextIO
 
+from bots.console.spec import CONSOLE_LIMITS
 from bots.inflight import RESTARTING, InFlight
 from bots.logs import quiet_libraries, route_to_terminal
 from bots.renderers import Flavor
-from digest_core.actions import CommandButton
-from digest_core.commands import ADMIN, Reply, Request, parse_command_line
-from digest_core.confirmation import CANCEL_DATA, Action, confirm_data
-from digest_core.models import escape, shorten
-from digest_core.platform import PartKey, PlatformLimits, Rate, Target, TargetKind
-from digest_core.rendering import Message, RenderOptions, notice, preview
+from digest_core.port import (
+    ADMIN,
+    CANCEL_DATA,
+    Action,
+    CommandButton,
+    Message,
+    PartKey,
+    RenderOptions,
+    Reply,
+    Request,
+    Target,
+    TargetKind,
+    confirm_data,
+    escape,
+    notice,
+    parse_command_line,
+    preview,
+    shorten,
+)
 
 if TYPE_CHECKING:
     from digest_core.port import Port
@@ -71,8 +85,7 @@ class ConsolePlatform:
 
     name = "console"
     flavor = Flavor.PLAIN
-    #: a terminal has no rate limit worth the name
-    limits = PlatformLimits(overall=Rate(1000.0, 1000), per_target={})
+    limits = CONSOLE_LIMITS
     post_options = RenderOptions(buttons=False)
     target = Target("console", "stdout", TargetKind.CHANNEL)
     #: alerts are printed on the operator's terminal, so the service does not log them again

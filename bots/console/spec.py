@@ -6,10 +6,13 @@ from typing import TYPE_CHECKING, Any
 
 from bots.registry import BuildContext, PlatformSpec
 from bots.renderers import Flavor
+from digest_core.port import PlatformLimits, Rate
 
 if TYPE_CHECKING:
-    from digest_core.port import Adapter
-    from digest_core.rendering import Renderer
+    from digest_core.port import Adapter, Renderer
+
+#: a terminal has no rate limit worth the name
+CONSOLE_LIMITS = PlatformLimits(overall=Rate(1000.0, 1000), per_target={})
 
 
 def _renderer() -> Renderer:
@@ -28,5 +31,6 @@ PLATFORM = PlatformSpec(
     settings=None,
     renderer=_renderer,
     build=_build,
+    limits=CONSOLE_LIMITS,
     fallback=True,
 )

@@ -8,25 +8,19 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from bots.dingtalk import render as dingtalk_render
+from bots.dingtalk.spec import DINGTALK_LIMITS
 from bots.workchat.adapter import Request, WebhookAdapter
 from bots.workchat.signing import dingtalk_query
-from bots.workchat.transport import ErrorRule, Outcome, encode_body
+from bots.workchat.transport import ErrorRule, Outcome
 from bots.workchat.urls import token_from
-from digest_core.platform import PlatformLimits, Rate, TargetKind
+from digest_core.port import encode_body
+from digest_core.rendering import dingtalk as dingtalk_render
 
 log = logging.getLogger(__name__)
 
 SEND_PATH = "/robot/send"
 GUIDE = "https://open.dingtalk.com/document/orgapp/custom-robot-access"
 
-#: "每个机器人每分钟最多发送20条消息到群里，如果超过20条，会限流10分钟" (GUIDE, 调用频率限制).
-#: A burst of 3 plus 16/min keeps every 60 s window at 19 (≤ 20). DingTalk documents no
-#: limit across robots; the overall rate is ours.
-DINGTALK_LIMITS = PlatformLimits(
-    overall=Rate(10.0, burst=1),
-    per_target={kind: Rate(16 / 60, burst=3) for kind in TargetKind},
-)
 #: the penalty after going over: "限流10分钟" (GUIDE)
 PENALTY_SECONDS = 600.0
 

@@ -4,10 +4,21 @@ from __future__ import annotations
 
 from bots.dingtalk.settings import DingTalkSettings
 from bots.workchat.spec import webhook_platform
+from digest_core.port import PlatformLimits, Rate, TargetKind
+
+#: The documented sending limits (GUIDE: ``bots.dingtalk.adapter.GUIDE``, the robot's guide).
+#: "每个机器人每分钟最多发送20条消息到群里，如果超过20条，会限流10分钟" (GUIDE, 调用频率限制).
+#: A burst of 3 plus 16/min keeps every 60 s window at 19 (≤ 20). DingTalk documents no
+#: limit across robots; the overall rate is ours.
+DINGTALK_LIMITS = PlatformLimits(
+    overall=Rate(10.0, burst=1),
+    per_target={kind: Rate(16 / 60, burst=3) for kind in TargetKind},
+)
 
 PLATFORM = webhook_platform(
     DingTalkSettings,
     summary="DingTalk (钉钉) custom robot webhooks (send-only)",
-    renderer="bots.dingtalk.render",
+    renderer="digest_core.rendering.dingtalk",
+    limits=DINGTALK_LIMITS,
     adapter="bots.dingtalk.adapter:DingTalkAdapter",
 )

@@ -19,29 +19,33 @@ from discord.http import Route
 from pydantic import SecretStr
 
 from bots.discord.client import DigestClient, ShardedDigestClient
-from bots.discord.limits import DISCORD_LIMITS
 from bots.discord.settings import DiscordSettings
+from bots.discord.spec import DISCORD_LIMITS
 from bots.discord.views import action_row
 from bots.inflight import InFlight
 from bots.network import network_reason
 from bots.outcome import answer_lost
 from bots.renderers import Flavor
-from digest_core.actions import CommandButton
-from digest_core.clock import Clock
-from digest_core.errors import (
+from digest_core.port import (
+    Clock,
+    CommandButton,
     ConfigError,
     DeliveryError,
+    Message,
     MessageGone,
     NotPermitted,
     OutcomeUnknown,
+    PartKey,
     RateLimited,
     Rejected,
+    RenderOptions,
+    Target,
     TargetGone,
+    TargetKind,
     TransientError,
+    UserRateLimiter,
+    notice,
 )
-from digest_core.flood import UserRateLimiter
-from digest_core.platform import PartKey, Target, TargetKind
-from digest_core.rendering import Message, RenderOptions, notice
 from digest_core.rendering.discord import ALLOWED_MENTIONS, corrected
 
 if TYPE_CHECKING:

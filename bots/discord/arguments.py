@@ -7,7 +7,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from digest_core.settings import Settings
+    from digest_core.port import Settings
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:

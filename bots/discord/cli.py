@@ -14,8 +14,7 @@ from bots.discord.adapter import point_discord_py_at
 from bots.discord.client import DigestClient
 from bots.discord.settings import DiscordSettings
 from bots.network import network_reason
-from digest_core.errors import ConfigError, DigestError
-from digest_core.settings import Settings
+from digest_core.port import ConfigError, DigestError, Settings
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from bots.discord.settings import DiscordSettings
 from bots.discord.uploads import on_direct_message
 from bots.discord.views import ActionButton, ChoiceButton, SectionButton, no_mentions
 from bots.inflight import InFlight
-from digest_core.flood import UserRateLimiter
+from digest_core.port import UserRateLimiter
 
 if TYPE_CHECKING:
     from digest_core.port import Port

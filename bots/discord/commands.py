@@ -14,8 +14,18 @@ from discord.app_commands import locale_str
 
 from bots.discord.views import PLATFORM, SORRY, port_of, respond, slowed_down
 from bots.renderers import Flavor
-from digest_core.catalogue import Argument, CommandSpec, Completion, Kind, menu, spec
-from digest_core.commands import ADMIN, Capability, Reply, Request
+from digest_core.port import (
+    ADMIN,
+    Argument,
+    Capability,
+    CommandSpec,
+    Completion,
+    Kind,
+    Reply,
+    Request,
+    menu,
+    spec,
+)
 
 if TYPE_CHECKING:
     from bots.discord.views import Interaction

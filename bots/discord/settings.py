@@ -7,8 +7,7 @@ from typing import ClassVar
 
 from pydantic import Field, SecretStr, field_validator
 
-from digest_core.errors import ConfigError
-from digest_core.settings import TokenSettings
+from digest_core.port import ConfigError, TokenSettings
 
 #: a Discord bot token: three base64url parts joined by dots (the user id, a time, an HMAC),
 #: about 70 characters; anything else is refused before a request is made

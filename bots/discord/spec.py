@@ -7,10 +7,25 @@ from typing import TYPE_CHECKING
 from bots.discord.settings import DiscordSettings
 from bots.registry import BuildContext, PlatformSpec
 from bots.renderers import Flavor
+from digest_core.port import PlatformLimits, Rate, TargetKind
 
 if TYPE_CHECKING:
-    from digest_core.port import Adapter
-    from digest_core.rendering import Renderer
+    from digest_core.port import Adapter, Renderer
+
+#: Discord limits, from https://discord.com/developers/docs/topics/rate-limits: 50 requests/s
+#: per bot globally; message create is 5 per 5 s per channel (a per-route bucket, observed in
+#: X-RateLimit headers). discord.py also paces by those headers; we stay under them first.
+DISCORD_LIMITS = PlatformLimits(
+    # no burst: discord.py sees no headers for the global limit, so a burst of 50 on top of
+    # 50/s drew global 429s in benchmarks/discord_fanout.py; burst 1 drew none for ~5% time
+    overall=Rate(50.0, burst=1),
+    per_target={
+        # a burst of 3 plus 0.4/s keeps every 5 s window at 5 or fewer
+        TargetKind.CHANNEL: Rate(0.4, burst=3),
+        TargetKind.GROUP: Rate(0.4, burst=3),
+        TargetKind.PRIVATE: Rate(0.4, burst=3),
+    },
+)
 
 
 def _renderer() -> Renderer:
@@ -32,6 +47,7 @@ PLATFORM = PlatformSpec(
     settings=DiscordSettings,
     renderer=_renderer,
     build=_build,
+    limits=DISCORD_LIMITS,
     needs="needs a token: set DIGEST_BOT_DISCORD__TOKEN or discord.token_file",
     needs_key="discord.token",
     sdk="discord.py",

@@ -11,9 +11,7 @@ from discord.http import Route
 
 from bots.inflight import RESTARTING
 from bots.renderers import Flavor
-from digest_core.commands import ADMIN, Request
-from digest_core.errors import TransientError
-from digest_core.rendering import Message, notice
+from digest_core.port import ADMIN, Message, Request, TransientError, notice
 from digest_core.rendering.discord import ALLOWED_MENTIONS
 
 if TYPE_CHECKING:

@@ -12,24 +12,28 @@ import discord
 
 from bots.inflight import RESTARTING
 from bots.renderers import Flavor
-from digest_core.actions import ACTION_PREFIX, CommandButton, Style, parse_action_data
-from digest_core.commands import Choice, Reply, Request
-from digest_core.confirmation import (
+from digest_core.port import (
+    ACTION_PREFIX,
+    BUTTON_PREFIX,
     CANCEL_DATA,
     CANCEL_LABEL,
+    CHOICE_PREFIX,
     CONFIRM_LABEL,
     CONFIRM_TIMEOUT_SECONDS,
     Action,
-    confirm_data,
-)
-from digest_core.flood import Verdict
-from digest_core.models import Section
-from digest_core.readers import CHOICE_PREFIX, parse_choice
-from digest_core.rendering import (
-    BUTTON_PREFIX,
+    Choice,
+    CommandButton,
     Message,
+    Reply,
+    Request,
+    Section,
+    Style,
+    Verdict,
+    confirm_data,
     notice,
+    parse_action_data,
     parse_button_data,
+    parse_choice,
 )
 
 if TYPE_CHECKING:

@@ -8,26 +8,19 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from bots.feishu import render as feishu_render
+from bots.feishu.spec import FEISHU_LIMITS
 from bots.workchat.adapter import Request, WebhookAdapter
 from bots.workchat.signing import feishu_sign
-from bots.workchat.transport import ErrorRule, Outcome, encode_body
+from bots.workchat.transport import ErrorRule, Outcome
 from bots.workchat.urls import token_from
-from digest_core.platform import PlatformLimits, Rate, TargetKind
+from digest_core.port import encode_body
+from digest_core.rendering import feishu as feishu_render
 
 log = logging.getLogger(__name__)
 
 HOOK_PATH = "/open-apis/bot/v2/hook/"
 GUIDE = "https://open.feishu.cn/document/client-docs/bot-v3/add-custom-bot"
 
-#: "单租户单机器人 100 次/分钟，5 次/秒" (GUIDE, 注意事项; also
-#: https://open.feishu.cn/document/server-docs/api-call-guide/frequency-control). A burst of 3
-#: plus 1.5/s keeps every 1 s window at 4.5 (≤ 5) and every minute at 93 (≤ 100). Feishu
-#: documents no limit across a tenant's robots; the overall rate is ours, not Feishu's.
-FEISHU_LIMITS = PlatformLimits(
-    overall=Rate(10.0, burst=1),
-    per_target={kind: Rate(1.5, burst=3) for kind in TargetKind},
-)
 
 #: Answer codes (``code`` in the JSON answer; 0 is success).
 FEISHU_ERRORS: dict[int, ErrorRule] = {

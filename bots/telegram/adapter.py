@@ -20,9 +20,9 @@ from bots.network import network_reason
 from bots.renderers import Flavor
 from bots.telegram.editing import TelegramEditing
 from bots.telegram.handlers import AnswerTiming, Handlers
-from bots.telegram.limits import PAID_BROADCAST_LIMITS, TELEGRAM_LIMITS
 from bots.telegram.menus import RedactToken, command_menus, sdk_loggers
 from bots.telegram.settings import TelegramSettings
+from bots.telegram.spec import PAID_BROADCAST_LIMITS, TELEGRAM_LIMITS
 from bots.telegram.wire import (
     chat_id,
     excerpt,
@@ -31,11 +31,21 @@ from bots.telegram.wire import (
     target_kind,
     translate,
 )
-from digest_core.actions import CommandButton
-from digest_core.clock import Clock
-from digest_core.errors import ConfigError, OutcomeUnknown, TransientError
-from digest_core.platform import PartKey, PlatformLimits, Target, TargetKind
-from digest_core.rendering import Message, Part, RenderOptions, notice
+from digest_core.port import (
+    Clock,
+    CommandButton,
+    ConfigError,
+    Message,
+    OutcomeUnknown,
+    Part,
+    PartKey,
+    PlatformLimits,
+    RenderOptions,
+    Target,
+    TargetKind,
+    TransientError,
+    notice,
+)
 
 if TYPE_CHECKING:
     from digest_core.port import Port
@@ -102,7 +112,7 @@ class TelegramAdapter(TelegramEditing):
     flavor = Flavor.TELEGRAM
     #: readers can subscribe to get the daily issue in a private chat
     subscriptions = True
-    #: Telegram's flood limits (bots.telegram.limits): 30 messages/s per bot, about
+    #: Telegram's flood limits (bots.telegram.spec): 30 messages/s per bot, about
     #: 1/s per private chat, 20/min per group or channel.
     limits: PlatformLimits = TELEGRAM_LIMITS
 

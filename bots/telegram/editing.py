@@ -11,16 +11,16 @@ from telegram.ext import ExtBot
 
 from bots.telegram.settings import TelegramSettings
 from bots.telegram.wire import chat_id, split_payload, translate
-from digest_core.errors import (
+from digest_core.port import (
+    Message,
     MessageGone,
     NotPermitted,
     OutcomeUnknown,
     Rejected,
+    Target,
     TargetGone,
     TransientError,
 )
-from digest_core.platform import Target
-from digest_core.rendering import Message
 from digest_core.rendering.telegram import corrected
 
 if TYPE_CHECKING:

@@ -30,16 +30,31 @@ from telegram.ext import (
 
 from bots.inflight import RESTARTING
 from bots.renderers import Flavor
-from digest_core.actions import parse_action_data
-from digest_core.commands import ADMIN, Choice, Reply, Request, Status, parse_command_line
-from digest_core.confirmation import Action
-from digest_core.errors import DeliveryError, TargetGone, TransientError
-from digest_core.flood import UserRateLimiter, Verdict
-from digest_core.inline import Article
-from digest_core.models import Section
-from digest_core.platform import TargetKind
-from digest_core.readers import PRIVATE_COMMANDS, parse_choice
-from digest_core.rendering import Message, notice, parse_button_data, plain_renderer, preview
+from digest_core.port import (
+    ADMIN,
+    PRIVATE_COMMANDS,
+    Action,
+    Article,
+    Choice,
+    DeliveryError,
+    Message,
+    Reply,
+    Request,
+    Section,
+    Status,
+    TargetGone,
+    TargetKind,
+    TransientError,
+    UserRateLimiter,
+    Verdict,
+    notice,
+    parse_action_data,
+    parse_button_data,
+    parse_choice,
+    parse_command_line,
+    plain_renderer,
+    preview,
+)
 
 if TYPE_CHECKING:
     from telegram.ext import Application

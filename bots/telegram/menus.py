@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from pydantic import SecretStr
 from telegram import BotCommand, BotCommandScope, BotCommandScopeChat
 
-from digest_core.catalogue import menu
+from digest_core.port import menu
 
 #: one setMyCommands call: scope (None: default), language code (None: all), commands
 MenuCall = tuple[BotCommandScope | None, str | None, list[BotCommand]]

@@ -7,7 +7,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 
-from digest_core.settings import TokenSettings
+from digest_core.port import TokenSettings
 
 
 class TelegramSettings(TokenSettings):

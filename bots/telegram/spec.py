@@ -1,4 +1,5 @@
-"""Telegram's registry entry: the ``[telegram]`` settings, the HTML renderer, the PTB adapter."""
+"""Telegram's registry entry: the ``[telegram]`` settings, the HTML renderer, the Bot API's pacing,
+the PTB adapter."""
 
 from __future__ import annotations
 
@@ -7,10 +8,41 @@ from typing import TYPE_CHECKING
 from bots.registry import BuildContext, PlatformSpec
 from bots.renderers import Flavor
 from bots.telegram.settings import TelegramSettings
+from digest_core.port import PlatformLimits, Rate, TargetKind
 
 if TYPE_CHECKING:
-    from digest_core.port import Adapter
-    from digest_core.rendering import Renderer
+    from digest_core.port import Adapter, Renderer
+
+#: Telegram Bot API limits, from https://core.telegram.org/bots/faq#my-bot-is-hitting-limits-how-do-i-avoid-this
+TELEGRAM_LIMITS = PlatformLimits(
+    # "not more than 30 messages per second or so" for bulk notifications. No burst: 30/s
+    # plus a burst of 30 allowed 60 sends in the first second, which drew 429s from the
+    # Bot API double in benchmarks/telegram_fanout.py; Rate(29, 1) drew none
+    overall=Rate(29.0, burst=1),
+    per_target={
+        # "avoid sending more than one message per second" in one chat; short bursts are
+        # tolerated, so a three-part issue reaches a reader at once. Counted as Telegram (and
+        # the Bot API double: 3 per 3 s) counts, in a sliding window: a bucket of 1/s with a
+        # burst of 3 let a fourth message through one second after a burst (429s). The window
+        # is 3.3 s, not 3: Telegram counts messages as they arrive, the pacer as they leave,
+        # and two requests' latencies may differ by that much.
+        TargetKind.PRIVATE: Rate(3 / 3.3, burst=3, window=3.3),
+        # "not able to send more than 20 messages per minute to the same group": a burst of 3
+        # plus 17/min sustained keeps every 60 s window at 20 or fewer.
+        TargetKind.GROUP: Rate(17 / 60, burst=3),
+        # channels share the group limit in practice (Telegram documents none for them)
+        TargetKind.CHANNEL: Rate(17 / 60, burst=3),
+    },
+)
+
+#: With ``allow_paid_broadcast`` (https://core.telegram.org/bots/api#sendmessage, and
+#: https://core.telegram.org/bots/faq#how-can-i-message-all-of-my-bot-39s-subscribers-at-once):
+#: "up to 1000 messages per second", paid in Stars past the free 30. A burst of 50 plus 950/s
+#: keeps every 1 s window at 1000 or fewer; the per-chat limits are unchanged.
+PAID_BROADCAST_LIMITS = PlatformLimits(
+    overall=Rate(950.0, burst=50),
+    per_target=dict(TELEGRAM_LIMITS.per_target),
+)
 
 
 def _renderer() -> Renderer:
@@ -32,6 +64,7 @@ PLATFORM = PlatformSpec(
     settings=TelegramSettings,
     renderer=_renderer,
     build=_build,
+    limits=TELEGRAM_LIMITS,
     needs="needs a token: set DIGEST_BOT_TELEGRAM__TOKEN or telegram.token_file",
     needs_key="telegram.token",
     sdk="python-telegram-bot",

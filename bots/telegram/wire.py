@@ -22,17 +22,18 @@ from telegram.error import (
 from telegram.warnings import PTBDeprecationWarning
 
 from bots.outcome import answer_lost
-from digest_core.errors import (
+from digest_core.port import (
     DeliveryError,
+    Message,
     OutcomeUnknown,
     RateLimited,
     Rejected,
+    Target,
     TargetGone,
+    TargetKind,
     TargetMoved,
     TransientError,
 )
-from digest_core.platform import Target, TargetKind
-from digest_core.rendering import Message
 
 #: BadRequest descriptions (PTB strips "Bad Request: ") that mean we can never post there:
 #: https://core.telegram.org/bots/api#making-requests and the error texts Telegram returns.

@@ -9,23 +9,18 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from bots.wecom import render as wecom_render
+from bots.wecom.spec import WECOM_LIMITS
 from bots.workchat.adapter import Request, WebhookAdapter
-from bots.workchat.transport import ErrorRule, Outcome, encode_body
+from bots.workchat.transport import ErrorRule, Outcome
 from bots.workchat.urls import token_from
-from digest_core.platform import PlatformLimits, Rate, TargetKind
+from digest_core.port import encode_body
+from digest_core.rendering import wecom as wecom_render
 
 log = logging.getLogger(__name__)
 
 SEND_PATH = "/cgi-bin/webhook/send"
 GUIDE = "https://developer.work.weixin.qq.com/document/path/91770"
 
-#: "每个机器人发送的消息不能超过20条/分钟" (GUIDE, 消息发送频率限制). A burst of 3 plus 16/min
-#: keeps every 60 s window at 19 (≤ 20). The overall rate is ours, not WeCom's.
-WECOM_LIMITS = PlatformLimits(
-    overall=Rate(10.0, burst=1),
-    per_target={kind: Rate(16 / 60, burst=3) for kind in TargetKind},
-)
 
 #: Answer codes (``errcode``; 0 is success; https://developer.work.weixin.qq.com/document/
 #: path/90313 lists WeCom's global codes).

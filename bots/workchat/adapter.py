@@ -16,13 +16,23 @@ from bots.workchat.transport import (
     ErrorRule,
     StartStop,
     WebhookTransport,
-    encode_body,
     translate,
 )
-from digest_core.clock import Clock
-from digest_core.errors import Rejected, TargetGone, TransientError
-from digest_core.platform import PartKey, PlatformLimits, Target, TargetKind
-from digest_core.rendering import Message, Part, Renderer, RenderOptions
+from digest_core.port import (
+    Clock,
+    Message,
+    Part,
+    PartKey,
+    PlatformLimits,
+    Rejected,
+    Renderer,
+    RenderOptions,
+    Target,
+    TargetGone,
+    TargetKind,
+    TransientError,
+    encode_body,
+)
 
 if TYPE_CHECKING:
     from digest_core.port import Adapter, Port

@@ -21,8 +21,7 @@ from bots.doctor import TIMEOUT_SECONDS, Check, clock_check, fail, ok
 from bots.network import network_reason
 from bots.registry import BuildContext
 from bots.workchat.settings import WebhookSettings
-from digest_core.clock import SystemClock
-from digest_core.errors import ConfigError
+from digest_core.port import ConfigError, SystemClock
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from typing import Any, ClassVar, Self
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from digest_core.errors import ConfigError
+from digest_core.port import ConfigError
 
 log = logging.getLogger(__name__)
 

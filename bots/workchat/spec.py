@@ -9,18 +9,23 @@ from bots.registry import BuildContext, PlatformSpec
 from bots.workchat.settings import WebhookSettings
 
 if TYPE_CHECKING:
-    from digest_core.port import Adapter
-    from digest_core.rendering import Renderer
+    from digest_core.port import Adapter, PlatformLimits, Renderer
 
 
 def webhook_platform(
-    settings: type[WebhookSettings], *, summary: str, renderer: str, adapter: str
+    settings: type[WebhookSettings],
+    *,
+    summary: str,
+    renderer: str,
+    adapter: str,
+    limits: PlatformLimits,
 ) -> PlatformSpec:
     """The PlatformSpec of a send-only webhook platform named ``settings.platform``.
 
     ``renderer`` is its render module and ``adapter`` ``"module:Class"`` (a WebhookAdapter
     taking the settings and ``clock``), both imported on first use. It is built when its
-    settings name targets (``targets`` or ``alert_target``).
+    settings name targets (``targets`` or ``alert_target``). ``limits`` is its documented
+    pacing.
     """
     name = settings.platform
 
@@ -40,6 +45,7 @@ def webhook_platform(
         settings=settings,
         renderer=load_renderer,
         build=build,
+        limits=limits,
         needs=f"needs targets: set {name}.targets and {settings.env_name('webhooks')}",
         needs_key=f"{name}.targets",
         doctor="bots.workchat.doctor:checks",

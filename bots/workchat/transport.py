@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -13,7 +12,7 @@ from typing import Any, Self
 import httpx
 
 from bots.outcome import answer_lost
-from digest_core.errors import (
+from digest_core.port import (
     DeliveryError,
     OutcomeUnknown,
     RateLimited,
@@ -28,12 +27,6 @@ log = logging.getLogger(__name__)
 DEFAULT_RETRY_AFTER = 60.0
 #: A 5xx body is quoted in errors up to this many characters.
 QUOTE_CHARS = 200
-
-
-def encode_body(body: Mapping[str, Any]) -> bytes:
-    """The exact bytes posted for ``body``: compact UTF-8 JSON. Renderers measure size
-    limits with this too, so what fits there fits on the wire."""
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 class Outcome(Enum):

@@ -7,7 +7,7 @@ import urllib.parse
 
 from pydantic import SecretStr
 
-from digest_core.errors import ConfigError
+from digest_core.port import ConfigError
 
 _TOKEN = re.compile(r"[A-Za-z0-9_-]{8,200}")
 

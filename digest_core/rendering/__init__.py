@@ -23,6 +23,7 @@ from digest_core.rendering.types import (
     Part,
     Renderer,
     RenderOptions,
+    TextLimits,
     button_data,
     parse_button_data,
 )
@@ -34,6 +35,7 @@ __all__ = [
     "Part",
     "RenderOptions",
     "Renderer",
+    "TextLimits",
     "button_data",
     "notice",
     "parse_button_data",

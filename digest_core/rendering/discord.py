@@ -37,6 +37,7 @@ from digest_core.rendering.types import (
     Message,
     Part,
     RenderOptions,
+    TextLimits,
     button_data,
     web_url,
 )
@@ -44,23 +45,47 @@ from digest_core.site.links import WEB_LINK_LABEL
 
 log = logging.getLogger(__name__)
 
-# Discord's limits, which discord.py checks none of (Discord answers 400, code 50035):
-# https://discord.com/developers/docs/resources/message#create-message and
-# https://discord.com/developers/docs/resources/message#embed-object-embed-limits
-CONTENT_LIMIT = 2000  # message content
-EMBEDS_PER_MESSAGE = 10
-EMBED_TOTAL_LIMIT = 6000  # title + description + field names/values + footer text + author name
-EMBED_TITLE_LIMIT = 256
-EMBED_DESCRIPTION_LIMIT = 4096
-EMBED_FOOTER_LIMIT = 2048
-EMBED_AUTHOR_LIMIT = 256
-EMBED_FIELDS_LIMIT = 25
-EMBED_FIELD_NAME_LIMIT = 256
-EMBED_FIELD_VALUE_LIMIT = 1024
-ACTION_ROWS_PER_MESSAGE = 5
-BUTTONS_PER_ROW = 5
-BUTTON_LABEL_LIMIT = 80
-CUSTOM_ID_LIMIT = 100
+
+class Limits(TextLimits):
+    """Discord's limits, which discord.py checks none of (Discord answers 400, code 50035):
+    https://discord.com/developers/docs/resources/message#create-message and
+    https://discord.com/developers/docs/resources/message#embed-object-embed-limits (in
+    "characters", counted here in UTF-16 code units: never fewer than code points)."""
+
+    body_maxlen = 2000  # message content
+    unit = "utf-16"
+    title_maxlen = 256  # an embed's title
+    embeds_per_message = 10
+    embed_total_maxlen = 6000  # title + description + field names/values + footer + author
+    embed_description_maxlen = 4096
+    embed_footer_maxlen = 2048
+    embed_author_maxlen = 256
+    embed_fields = 25
+    embed_field_name_maxlen = 256
+    embed_field_value_maxlen = 1024
+    action_rows_per_message = 5
+    buttons_per_row = 5
+    button_label_maxlen = 80
+    custom_id_maxlen = 100
+    #: a service text is split at this many characters, so that escaping (at most doubling
+    #: them) keeps a message within body_maxlen
+    notice_maxlen = 950
+
+
+CONTENT_LIMIT = Limits.body_maxlen
+EMBEDS_PER_MESSAGE = Limits.embeds_per_message
+EMBED_TOTAL_LIMIT = Limits.embed_total_maxlen
+EMBED_TITLE_LIMIT = Limits.title_maxlen
+EMBED_DESCRIPTION_LIMIT = Limits.embed_description_maxlen
+EMBED_FOOTER_LIMIT = Limits.embed_footer_maxlen
+EMBED_AUTHOR_LIMIT = Limits.embed_author_maxlen
+EMBED_FIELDS_LIMIT = Limits.embed_fields
+EMBED_FIELD_NAME_LIMIT = Limits.embed_field_name_maxlen
+EMBED_FIELD_VALUE_LIMIT = Limits.embed_field_value_maxlen
+ACTION_ROWS_PER_MESSAGE = Limits.action_rows_per_message
+BUTTONS_PER_ROW = Limits.buttons_per_row
+BUTTON_LABEL_LIMIT = Limits.button_label_maxlen
+CUSTOM_ID_LIMIT = Limits.custom_id_maxlen
 # Component types and style, as discord.ComponentType.action_row / .button and
 # discord.ButtonStyle.secondary (grey) number them.
 COMPONENT_ACTION_ROW = 1
@@ -546,9 +571,7 @@ def _buttons(issue: Issue) -> Json:
     }
 
 
-#: Notices are split at this many characters so that escaping (at most doubling them) keeps a
-#: message within the 2000 characters of ``content``.
-NOTICE_LIMIT = 950
+NOTICE_LIMIT = Limits.notice_maxlen
 
 
 def notice(text: str, *, mentions: bool = False) -> list[Message]:

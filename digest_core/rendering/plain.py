@@ -8,14 +8,21 @@ from typing import NamedTuple
 
 from digest_core.models import Issue, Item, Section
 from digest_core.rendering.split import chunk_lines, chunk_text, flow
-from digest_core.rendering.types import Message, Part, RenderOptions, web_url
+from digest_core.rendering.types import Message, Part, RenderOptions, TextLimits, web_url
 from digest_core.site.links import WEB_LINK_LABEL
 
 log = logging.getLogger(__name__)
 
-# Not a platform limit: the console has none. Long enough for a whole headline, short enough that
-# a log line or a terminal page stays readable.
-TEXT_LIMIT = 4000
+
+class Limits(TextLimits):
+    """Not a platform's limits: the console has none."""
+
+    #: long enough for a whole headline, short enough that a log line or a terminal page stays
+    #: readable
+    body_maxlen = 4000
+
+
+TEXT_LIMIT = Limits.body_maxlen
 #: Shown before the lede unless the lede already starts with it.
 LEDE_PREFIX = "本期重点："
 #: Sets the reading question apart from the item's paragraphs.

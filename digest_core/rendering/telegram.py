@@ -22,6 +22,7 @@ from digest_core.rendering.types import (
     Message,
     Part,
     RenderOptions,
+    TextLimits,
     button_data,
     web_url,
 )
@@ -29,13 +30,25 @@ from digest_core.site.links import WEB_LINK_LABEL
 
 log = logging.getLogger(__name__)
 
-#: Maximum message text, counted in UTF-16 code units of the *visible* text after entity parsing
-#: (``telegram.constants.MessageLimit.MAX_TEXT_LENGTH``; Telegram counts after parsing, so tags
-#: and ``&amp;`` escapes do not count, but every character of text, newline and label does).
-MAX_TEXT_UTF16 = 4096
-#: Maximum callback data of an inline button, in bytes
-#: (``telegram.constants.InlineKeyboardButtonLimit.MAX_CALLBACK_DATA``).
-MAX_CALLBACK_DATA_BYTES = 64
+
+class Limits(TextLimits):
+    """The Bot API's limits of what this module renders."""
+
+    #: Maximum message text, counted in UTF-16 code units of the *visible* text after entity
+    #: parsing (``telegram.constants.MessageLimit.MAX_TEXT_LENGTH``; Telegram counts after
+    #: parsing, so tags and ``&amp;`` escapes do not count, but every character of text, newline
+    #: and label does).
+    body_maxlen = 4096
+    unit = "utf-16"
+    #: Maximum callback data of an inline button, in bytes
+    #: (``telegram.constants.InlineKeyboardButtonLimit.MAX_CALLBACK_DATA``).
+    callback_data_maxlen = 64
+    #: a service text is split at this much visible text (UTF-16 units), below body_maxlen
+    notice_maxlen = 4000
+
+
+MAX_TEXT_UTF16 = Limits.body_maxlen
+MAX_CALLBACK_DATA_BYTES = Limits.callback_data_maxlen
 #: ``telegram.constants.ParseMode.HTML``
 PARSE_MODE = "HTML"
 
@@ -528,8 +541,7 @@ def preview(message: Message) -> str:
     return out
 
 
-#: Notices are split at this much visible text, below the 4096 UTF-16 units of a message.
-NOTICE_LIMIT = 4000
+NOTICE_LIMIT = Limits.notice_maxlen
 
 
 def notice(text: str, *, mentions: bool = False) -> list[Message]:

@@ -5,12 +5,19 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from digest_core.models import Issue, Section
 from digest_core.site.links import issue_url
+
+
+def encode_body(body: Mapping[str, Any]) -> bytes:
+    """The exact bytes posted for a JSON ``body``: compact UTF-8 JSON. Renderers of bodies with
+    a byte limit measure with this, and the adapters send it, so what fits here fits on the wire."""
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 class Part(StrEnum):
@@ -76,11 +83,29 @@ def parse_button_data(data: str) -> tuple[dt.date, Section] | None:
         return None
 
 
+class TextLimits:
+    """A platform's text and size limits as class attributes, in the style of Apprise's
+    ``body_maxlen`` and ``title_maxlen``: each renderer module has a ``Limits`` subclass with
+    the platform's facts (and their sources), and renders every message within them. 0: the
+    platform sets no such limit."""
+
+    #: a message's text (content, markdown), counted in :attr:`unit`
+    body_maxlen: ClassVar[int] = 0
+    #: a message's title
+    title_maxlen: ClassVar[int] = 0
+    #: the whole request body, in bytes of its JSON (:func:`encode_body`)
+    request_maxlen: ClassVar[int] = 0
+    #: what :attr:`body_maxlen` counts: "utf-16" code units, "chars" (code points) or "bytes"
+    #: (UTF-8)
+    unit: ClassVar[str] = "chars"
+
+
 class Renderer(Protocol):
     """A renderer: what a platform declares to turn issues and service texts into its payloads.
 
-    The renderer modules here (``telegram``, ``discord``, ``plain``) are renderers; so may be
-    any object or module a platform brings.
+    The renderer modules here (one per platform: ``telegram``, ``discord``, ``feishu``,
+    ``dingtalk``, ``wecom``, and ``plain``; each with its platform's :class:`TextLimits` as
+    ``Limits``) are renderers; so may be any object or module a platform brings.
     """
 
     def render(

@@ -1,12 +1,17 @@
 """The narrow port: adapters ask the core only through digest_core.port.Port, and never sleep.
 
 Each platform folder under ``bots/`` is read as a syntax tree (as tests/core/test_no_platform_names
-does for the core): what an adapter may use of the core is what the Port offers.
+does for the core): what an adapter may use of the core is what the Port offers, and what it
+imports of the core is ``digest_core.port`` (its ``__all__``) and its own renderer module
+``digest_core.rendering.<platform>``: one door.
 """
 
 from __future__ import annotations
 
 import ast
+import re
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,6 +25,9 @@ INTERNALS = {"engine", "ledger", "archive", "commands", "poster", "platforms", "
 #: the Discord client's fields once found by duck typing (getattr(client, "service"))
 DUCK_TYPED = {"service", "port", "limiter", "in_flight", "settings", "admin_guild_ids"}
 
+#: a core module written as a string (``"pkg.module"`` or ``"pkg.module:name"``, for importlib)
+MODULE_PATH = re.compile(r"(digest_core(?:\.\w+)*)(?::\w+)?")
+
 
 def offences(check: Callable[[ast.AST], str | None]) -> list[str]:
     """``file:line what`` for every node of every adapter module that ``check`` names."""
@@ -31,6 +39,84 @@ def offences(check: Callable[[ast.AST], str | None]) -> list[str]:
             if what is not None:
                 found.append(f"{where}:{getattr(node, 'lineno', 0)} {what}")
     return found
+
+
+def core_imports(source: str, folder: str) -> list[str]:
+    """``line: what`` for each import in ``source`` (a module of ``bots/<folder>/``) of the core
+    other than ``digest_core.port`` and the folder's renderer ``digest_core.rendering.<folder>``
+    (a module path written as a string, for ``importlib``, counts as an import)."""
+    door, own = "digest_core.port", f"digest_core.rendering.{folder}"
+    allowed = {door, own}
+
+    def core(name: str) -> bool:
+        return name == "digest_core" or name.startswith("digest_core.")
+
+    hits: list[str] = []
+    for node in ast.walk(ast.parse(source)):
+        line = getattr(node, "lineno", 0)
+        if isinstance(node, ast.Import):
+            hits += [f"{line}: import {a.name}" for a in node.names if core(a.name)]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and core(node.module or ""):
+            module = node.module or ""
+            for alias in node.names:
+                if module not in allowed and f"{module}.{alias.name}" not in allowed:
+                    hits.append(f"{line}: from {module} import {alias.name}")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            named = MODULE_PATH.fullmatch(node.value)
+            if named and named[1] not in allowed:
+                hits.append(f"{line}: imports {named[1]!r} by name")
+    return hits
+
+
+def port_names_imported(source: str) -> set[str]:
+    """The names ``source`` imports from ``digest_core.port``."""
+    return {
+        alias.name
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.ImportFrom) and node.module == "digest_core.port"
+        for alias in node.names
+    }
+
+
+def test_the_import_rule_catches_what_it_should() -> None:
+    bad = (
+        "from digest_core.commands import Request\n"
+        "import digest_core.errors\n"
+        "from digest_core.rendering import Message, feishu\n"
+        "from digest_core.rendering.telegram import corrected\n"
+        "def f():\n    from digest_core import service\n"
+        "if TYPE_CHECKING:\n    from digest_core.clock import Clock\n"
+        'RENDERER = "digest_core.rendering.plain"\n'
+    )
+    assert len(core_imports(bad, "feishu")) == 7
+    fine = (
+        "from digest_core.port import Port, Request\n"
+        "from digest_core.rendering import feishu as feishu_render\n"
+        "from digest_core.rendering.feishu import render\n"
+        "from digest_core import port\n"
+        'RENDERER = "digest_core.rendering.feishu"\n'
+        "from .adapter import X\n"
+    )
+    assert core_imports(fine, "feishu") == []
+
+
+def test_adapters_import_the_core_only_through_the_port_and_their_renderer() -> None:
+    found = []
+    for module in MODULES:
+        folder = module.relative_to(BOTS).parts[0]
+        where = module.relative_to(BOTS.parent)
+        found += [f"{where}:{hit}" for hit in core_imports(module.read_text("utf-8"), folder)]
+    assert found == []
+
+
+def test_the_port_exports_everything_adapters_import_from_it() -> None:
+    import digest_core.port as port
+
+    exported = set(port.__all__)
+    assert [n for n in exported if not hasattr(port, n)] == []
+    imported = {n for m in MODULES for n in port_names_imported(m.read_text("utf-8"))}
+    assert sorted(imported - exported) == []
+    assert "ServicePort" not in exported  # the service's side, not the adapters'
 
 
 def test_there_are_platform_folders_to_check() -> None:
@@ -98,3 +184,24 @@ def test_the_service_offers_every_member_of_the_port() -> None:
     assert issubclass(DigestService, ServicePort)
     declared = ServicePort.__annotations__
     assert [m for m in members if not hasattr(DigestService, m) and m not in declared] == []
+
+
+def test_the_door_is_light_for_the_platforms_declarations() -> None:
+    """A platform's spec and settings take their bases from the port; that loads only what they
+    name (PEP 562), never the ledger, the scheduler or a renderer: the CLI's ``--help`` and
+    ``validate`` read every declaration."""
+    code = (
+        "import sys\n"
+        "from bots import registry\n"
+        "registry.specs(); registry.settings_models()\n"
+        "from digest_core.port import PlatformLimits, TokenSettings\n"
+        "heavy = ('sqlalchemy', 'apscheduler', 'digest_core.delivery', 'digest_core.commands')\n"
+        "renderers = tuple(f'digest_core.rendering.{n}' for n in registry.names())\n"
+        "print(','.join(sorted(m for m in sys.modules if m.startswith(heavy) or "
+        "m in renderers)))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=BOTS.parent, capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == ""

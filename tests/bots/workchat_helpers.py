@@ -9,11 +9,11 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, settings
 
-from bots.feishu import render as feishu_render
-from bots.workchat.markdown import visible
-from bots.workchat.mdrender import LONG_SOURCE_LABEL, PARAGRAPH
 from digest_core.models import Issue
 from digest_core.rendering import Message
+from digest_core.rendering import feishu as feishu_render
+from digest_core.rendering.robot_markdown import visible
+from digest_core.rendering.robot_texts import LONG_SOURCE_LABEL, PARAGRAPH
 from digest_core.testing import ManualClock
 
 ROOT = Path(__file__).parent.parent.parent

@@ -4,8 +4,9 @@ The rule, checked on the syntax tree of every module under ``digest_core``: no i
 name, attribute, argument, function, class, import or module path) contains a platform's name
 and no string literal contains one as a word, case-insensitively. Docstrings and comments are
 exempt: they may describe a platform as an example, they cannot dispatch on one. So are the
-markup libraries ``digest_core/rendering/telegram.py``, ``discord.py`` and ``html.py`` (the
-Telegram HTML subset): renderers a platform may choose, named after their markup.
+renderer modules ``digest_core/rendering/<platform>.py`` (one per platform, holding its
+markup, text and size limits) and ``html.py`` (the Telegram HTML subset): renderers a platform
+may choose, named after their markup. No other core module may import one by name.
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ import digest_core
 from bots import registry
 
 CORE = Path(digest_core.__file__).parent
-LIBRARIES = {CORE / "rendering" / f"{name}.py" for name in ("telegram", "discord", "html")}
 #: every registered platform, and the six this rule was written for
 NAMES = sorted({*registry.names(), "console", "telegram", "discord", "feishu", "dingtalk", "wecom"})
+LIBRARIES = {CORE / "rendering" / f"{name}.py" for name in (*NAMES, "html")}
 WORD = re.compile(r"\b(" + "|".join(NAMES) + r")\b", re.IGNORECASE)
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bots.telegram.limits import TELEGRAM_LIMITS
+from bots.telegram.spec import TELEGRAM_LIMITS
 from digest_core.delivery import (
     Backoff,
     DayState,

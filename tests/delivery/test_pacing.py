@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bots.discord.limits import DISCORD_LIMITS
-from bots.telegram.limits import TELEGRAM_LIMITS
+from bots.discord.spec import DISCORD_LIMITS
+from bots.telegram.spec import TELEGRAM_LIMITS
 from digest_core.delivery.pacing import Backoff, Pacer, TokenBucket
 from digest_core.platform import PlatformLimits, Rate, Target, TargetKind
 from digest_core.testing import windows_exceeded

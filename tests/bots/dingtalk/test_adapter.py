@@ -8,8 +8,9 @@ from collections.abc import AsyncIterator
 import pytest
 from pydantic import SecretStr
 
-from bots.dingtalk.adapter import DINGTALK_LIMITS, DingTalkAdapter
+from bots.dingtalk.adapter import DingTalkAdapter
 from bots.dingtalk.settings import DingTalkSettings
+from bots.dingtalk.spec import DINGTALK_LIMITS
 from digest_core.errors import TargetGone
 from digest_core.models import Issue, Item
 from digest_core.platform import Platform, Target, TargetKind

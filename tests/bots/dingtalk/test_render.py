@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from bots.dingtalk import render as dr
 from digest_core.models import Issue, Item
+from digest_core.rendering import dingtalk as dr
 from tests.bots.workchat_helpers import load_golden_issue
 
 

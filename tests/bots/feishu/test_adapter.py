@@ -8,12 +8,13 @@ from collections.abc import AsyncIterator
 import pytest
 from pydantic import SecretStr
 
-from bots.feishu.adapter import FEISHU_LIMITS, FeishuAdapter
+from bots.feishu.adapter import FeishuAdapter
 from bots.feishu.settings import FeishuSettings
-from bots.workchat.transport import encode_body
+from bots.feishu.spec import FEISHU_LIMITS
 from digest_core.errors import RateLimited, TargetGone
 from digest_core.platform import Platform, Target, TargetKind
 from digest_core.rendering import Message
+from digest_core.rendering.types import encode_body
 from tests.bots.workchat_helpers import NOW, clock, load_golden_issue
 from tests.fakes.feishu_api import FakeFeishu
 

@@ -7,10 +7,10 @@ import json
 import pytest
 from hypothesis import given
 
-from bots.feishu import render as fr
-from bots.workchat.transport import encode_body
 from digest_core.models import Issue, Item
 from digest_core.rendering import Part
+from digest_core.rendering import feishu as fr
+from digest_core.rendering.types import encode_body
 from tests.bots.workchat_helpers import (
     DECORATION,
     GOLDEN,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bots.telegram.limits import PAID_BROADCAST_LIMITS
+from bots.telegram.spec import PAID_BROADCAST_LIMITS
 from digest_core.models import Section
 from digest_core.rendering import button_data
 from tests.bots.telegram.harness import (

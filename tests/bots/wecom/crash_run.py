@@ -14,8 +14,9 @@ import random
 
 from pydantic import SecretStr
 
-from bots.wecom.adapter import WECOM_LIMITS, WeComAdapter
+from bots.wecom.adapter import WeComAdapter
 from bots.wecom.settings import WeComSettings
+from bots.wecom.spec import WECOM_LIMITS
 from digest_core.clock import SystemClock
 from digest_core.delivery import DeliveryEngine, Ledger
 from digest_core.loading import load_issue

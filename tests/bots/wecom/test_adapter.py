@@ -8,8 +8,9 @@ from collections.abc import AsyncIterator
 import pytest
 from pydantic import SecretStr
 
-from bots.wecom.adapter import WECOM_LIMITS, WeComAdapter
+from bots.wecom.adapter import WeComAdapter
 from bots.wecom.settings import WeComSettings
+from bots.wecom.spec import WECOM_LIMITS
 from digest_core.errors import TargetGone
 from digest_core.models import Issue, Item
 from digest_core.platform import Platform, Target, TargetKind

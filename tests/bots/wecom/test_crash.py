@@ -8,8 +8,8 @@ import signal
 import sys
 from pathlib import Path
 
-from bots.wecom import render as wecom_render
 from digest_core.loading import load_issue
+from digest_core.rendering import wecom as wecom_render
 from tests.bots.wecom.crash_run import ISSUE, SCALE, key
 from tests.fakes.wecom_api import FakeWeCom
 

@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from bots.wecom.adapter import WECOM_LIMITS, WeComAdapter
+from bots.wecom.adapter import WeComAdapter
 from bots.wecom.settings import WeComSettings
+from bots.wecom.spec import WECOM_LIMITS
 from digest_core.clock import SystemClock
 from digest_core.delivery import Backoff, DeliveryEngine
 from digest_core.delivery.ledger import Ledger

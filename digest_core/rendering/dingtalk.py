@@ -9,25 +9,40 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from bots.workchat.markdown import ZWSP, stray_markup, visible
-from bots.workchat.mdrender import notice_texts, render_texts, utf8_len
-from bots.workchat.transport import encode_body
 from digest_core.models import Issue
-from digest_core.rendering import Message, Part, RenderOptions
-from digest_core.rendering.types import web_url
+from digest_core.rendering.robot_markdown import ZWSP, stray_markup, visible
+from digest_core.rendering.robot_texts import notice_texts, render_texts, utf8_len
+from digest_core.rendering.types import (
+    Message,
+    Part,
+    RenderOptions,
+    TextLimits,
+    encode_body,
+    web_url,
+)
 
 log = logging.getLogger(__name__)
 
-# DingTalk documents no size limit for a custom robot's markdown. Its chat-message API caps
-# markdown at 5000 and a title at 64 (error 34016, https://open.dingtalk.com/document/orgapp/
-# server-api-error-codes-1), and developers report errcode 460101 "message too long, exceed
-# 20000 bytes" from the robot — neither verified for the robot. We stay under both readings:
-#: the markdown text of a message, in UTF-8 bytes (so also in characters)
-TEXT_LIMIT = 5_000
-#: the title, in characters
-TITLE_LIMIT = 64
-#: the whole request body, in bytes (the 460101 reading)
-BODY_LIMIT = 20_000
+
+class Limits(TextLimits):
+    """DingTalk documents no size limit for a custom robot's markdown. Its chat-message API
+    caps markdown at 5000 and a title at 64 (error 34016, https://open.dingtalk.com/document/
+    orgapp/server-api-error-codes-1), and developers report errcode 460101 "message too long,
+    exceed 20000 bytes" from the robot — neither verified for the robot. We stay under both
+    readings."""
+
+    #: the markdown text of a message, in UTF-8 bytes (so also in characters)
+    body_maxlen = 5_000
+    unit = "bytes"
+    #: the title, in characters
+    title_maxlen = 64
+    #: the whole request body, in bytes (the 460101 reading)
+    request_maxlen = 20_000
+
+
+TEXT_LIMIT = Limits.body_maxlen
+TITLE_LIMIT = Limits.title_maxlen
+BODY_LIMIT = Limits.request_maxlen
 
 
 def render(
@@ -39,7 +54,8 @@ def render(
 ) -> list[Message]:
     """Render ``part`` of ``issue`` as DingTalk ``markdown`` payloads, in send order.
 
-    The layout is :func:`bots.workchat.mdrender.render_texts`'s; the title is masthead · date.
+    The layout is :func:`~digest_core.rendering.robot_texts.render_texts`'s; the title is
+    masthead · date.
     ``at`` is ``{"isAtAll": false}`` and names nobody, and every "@" in the text is defused,
     so a post never pings. Of ``options`` only ``site_url`` counts (a "全文 / web" link
     after the masthead).

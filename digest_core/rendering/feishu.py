@@ -15,27 +15,43 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from bots.workchat.transport import encode_body
 from digest_core.models import Issue, Section
-from digest_core.rendering import Message, Part, RenderOptions
 from digest_core.rendering.plain import Entry, lede_text, nothing_notice, select
 from digest_core.rendering.split import chunk_lines, chunk_text, flow
-from digest_core.rendering.types import web_url
+from digest_core.rendering.types import (
+    Message,
+    Part,
+    RenderOptions,
+    TextLimits,
+    encode_body,
+    web_url,
+)
 from digest_core.site.links import WEB_LINK_LABEL
 
 log = logging.getLogger(__name__)
 
-#: "发送消息时，请求体的数据大小不能超过 20 KB" — read as 20,000 bytes (the stricter reading
-#: of "KB"): https://open.feishu.cn/document/client-docs/bot-v3/add-custom-bot (注意事项)
-BODY_LIMIT = 20_000
-#: what a signed request adds to the payload: ``"timestamp":"1700000000","sign":"<44>",``
-#: is 65 bytes; reserved generously
-SIGN_OVERHEAD = 100
-#: the payload (without timestamp and sign) of every message is at most this many bytes
-PAYLOAD_LIMIT = BODY_LIMIT - SIGN_OVERHEAD
-#: a text element is at most this many bytes of JSON (long paragraphs become several
-#: lines), so any one line fits a message with room for the title
-LINE_LIMIT = 4_000
+
+class Limits(TextLimits):
+    """A custom bot's limits (https://open.feishu.cn/document/client-docs/bot-v3/add-custom-bot)."""
+
+    #: "发送消息时，请求体的数据大小不能超过 20 KB" — read as 20,000 bytes (the stricter
+    #: reading of "KB"; 注意事项)
+    request_maxlen = 20_000
+    unit = "bytes"
+    #: what a signed request adds to the payload: ``"timestamp":"1700000000","sign":"<44>",``
+    #: is 65 bytes; reserved generously
+    sign_overhead = 100
+    #: the payload (without timestamp and sign) of every message is at most this many bytes
+    body_maxlen = request_maxlen - sign_overhead
+    #: a text element is at most this many bytes of JSON (long paragraphs become several
+    #: lines), so any one line fits a message with room for the title
+    line_maxlen = 4_000
+
+
+BODY_LIMIT = Limits.request_maxlen
+SIGN_OVERHEAD = Limits.sign_overhead
+PAYLOAD_LIMIT = Limits.body_maxlen
+LINE_LIMIT = Limits.line_maxlen
 LANGUAGE = "zh_cn"
 QUESTION_PREFIX = "» 带着一个问题读："
 SOURCE_LABEL = "来源 {n}"

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from bots.workchat.markdown import escape, link
 from digest_core.models import Issue, Section
-from digest_core.rendering import Part
 from digest_core.rendering.plain import (
     Block,
     Entry,
@@ -15,7 +13,9 @@ from digest_core.rendering.plain import (
     pack_blocks,
     select,
 )
+from digest_core.rendering.robot_markdown import escape, link
 from digest_core.rendering.split import chunk_lines, chunk_text, hard_cut
+from digest_core.rendering.types import Part
 from digest_core.site.links import WEB_LINK_LABEL
 
 Measure = Callable[[str], int]
@@ -49,8 +49,8 @@ def render_texts(
     Masthead and date in bold, the lede, 【section】 labels in bold, each item's title bold and
     linked to its first source, its paragraphs, the reading question as a quote, further
     sources as 来源 n links. Split between items, then paragraphs, then sentences; nothing is
-    lost or repeated. All issue text is escaped (:mod:`bots.workchat.markdown`). With ``web``
-    (the page in the web archive) a "全文 / web" link follows the masthead.
+    lost or repeated. All issue text is escaped (:mod:`digest_core.rendering.robot_markdown`).
+    With ``web`` (the page in the web archive) a "全文 / web" link follows the masthead.
 
     Raises:
         ValueError: ``part`` is BRIEF and ``brief`` is None.

@@ -9,16 +9,23 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from bots.workchat.markdown import stray_markup, visible
-from bots.workchat.mdrender import notice_texts, render_texts, utf8_len
 from digest_core.models import Issue
-from digest_core.rendering import Message, Part, RenderOptions
-from digest_core.rendering.types import web_url
+from digest_core.rendering.robot_markdown import stray_markup, visible
+from digest_core.rendering.robot_texts import notice_texts, render_texts, utf8_len
+from digest_core.rendering.types import Message, Part, RenderOptions, TextLimits, web_url
 
 log = logging.getLogger(__name__)
 
-#: markdown.content, in UTF-8 bytes (https://developer.work.weixin.qq.com/document/path/91770)
-CONTENT_LIMIT = 4096
+
+class Limits(TextLimits):
+    """A group robot's limits (https://developer.work.weixin.qq.com/document/path/91770)."""
+
+    #: markdown.content, in UTF-8 bytes
+    body_maxlen = 4096
+    unit = "bytes"
+
+
+CONTENT_LIMIT = Limits.body_maxlen
 
 
 def render(
@@ -30,7 +37,8 @@ def render(
 ) -> list[Message]:
     """Render ``part`` of ``issue`` as WeCom ``markdown`` payloads, in send order.
 
-    The layout is :func:`bots.workchat.mdrender.render_texts`'s. Markdown messages take no
+    The layout is :func:`~digest_core.rendering.robot_texts.render_texts`'s. Markdown messages
+    take no
     ``mentioned_list``, and every "<" and "@" in the text is escaped/defused, so no
     ``<@userid>`` mention can come from issue text. Of ``options`` only ``site_url`` counts
     (a "全文 / web" link after the masthead).

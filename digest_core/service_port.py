@@ -1,0 +1,105 @@
+"""The service's side of the port: the :class:`~digest_core.port.Port` over the service's parts."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from collections.abc import Awaitable, Callable, Sequence
+
+from digest_core.archive import Archive
+from digest_core.clock import Clock
+from digest_core.commands import Commands, Reply, Request
+from digest_core.confirmation import Confirmations
+from digest_core.delivery import DeliveryEngine, InactiveTarget, Ledger
+from digest_core.embargo import Embargo
+from digest_core.greeting import greeting
+from digest_core.inline import Article, articles
+from digest_core.models import Section
+from digest_core.personal import Visibility
+from digest_core.platform import Platform, Target
+from digest_core.rendering import Message
+from digest_core.replies import SendOnce, send_replies
+from digest_core.scheduling import DailyPoster
+from digest_core.uploads import IssueUploads
+
+
+class ServicePort:
+    """The :class:`~digest_core.port.Port` over the service's parts;
+    :class:`~digest_core.service.DigestService` inherits it (its constructor sets these
+    attributes)."""
+
+    archive: Archive
+    embargo: Embargo
+    ledger: Ledger
+    engine: DeliveryEngine
+    clock: Clock
+    commands: Commands
+    confirmations: Confirmations
+    poster: DailyPoster
+    zone: dt.tzinfo
+    visibility: Visibility
+
+    @property
+    def command_names(self) -> Sequence[str]:
+        return self.commands.names
+
+    async def handle(self, request: Request) -> Reply:
+        return await self.commands.handle(request)
+
+    async def section(self, request: Request, date: dt.date, section: Section) -> Reply:
+        return await self.commands.section(request, date, section)
+
+    async def archive_dates(self, *, admin: bool = False) -> list[dt.date]:
+        view = self.embargo.view(self.archive, admin=admin)
+        return await asyncio.to_thread(view.dates)  # file I/O
+
+    async def receive_issue_file(
+        self,
+        request: Request,
+        *,
+        name: str,
+        size: int | None,
+        download: Callable[[], Awaitable[bytes]],
+    ) -> Reply:
+        uploads = IssueUploads(
+            self.archive.root,
+            # published = visible to readers: the one embargo rule (early publishes too)
+            post_at=self.embargo.publish_time,
+            now=self.clock.now,
+            backend=self.commands.backend,
+            post_options=self.commands.post_options,
+        )
+        return await uploads.take(request, name=name, size=size, download=download)
+
+    async def greeting(self) -> str:
+        return await asyncio.to_thread(greeting, self.archive, self.poster, zone=self.zone)
+
+    async def inactive_targets(self, platform: str) -> list[InactiveTarget]:
+        return await self.ledger.inactive_targets(platform)
+
+    async def inline(self, query: str) -> list[Article]:
+        return await asyncio.to_thread(articles, self.archive, self.visibility, query)  # file I/O
+
+    async def reply(
+        self,
+        platform: Platform,
+        target: Target,
+        messages: Sequence[Message],
+        *,
+        send: SendOnce | None = None,
+        paced: list[float] | None = None,
+    ) -> list[str]:
+        async def once(to: Target, message: Message) -> str:
+            return await platform.send(to, message)
+
+        return await send_replies(
+            send or once,
+            target,
+            messages,
+            pacer=self.engine.pacer(platform),
+            clock=self.clock,
+            paced=paced,
+        )
+
+    def account(self, platform: Platform, target: Target) -> None:
+        self.engine.pacer(platform).take(target, self.clock.monotonic())
