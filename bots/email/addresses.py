@@ -1,0 +1,92 @@
+"""Confirmed readers' addresses by reader id: the ledger and the logs see only the id.
+
+A reader id is ``r`` + 24 hex digits of an HMAC of the normalised address under the links'
+secret key: the same address always has the same id (a second subscription is the same
+reader), and the id tells nothing about the address without the key. The book is one SQLite
+file (stdlib ``sqlite3``, called from a thread); forgetting a reader deletes its row.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import hashlib
+import hmac
+import logging
+import sqlite3
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS readers ("
+    " id TEXT PRIMARY KEY, address TEXT NOT NULL UNIQUE, confirmed_at TEXT NOT NULL)"
+)
+
+
+def normalise(address: str) -> str:
+    """The form addresses are compared in: the domain lower-cased (the local part is the
+    receiving server's, kept as written)."""
+    local, _, domain = address.strip().rpartition("@")
+    return f"{local}@{domain.lower()}"
+
+
+def reader_id(address: str, key: str) -> str:
+    """The reader's id for ``address`` under the links' secret ``key``."""
+    mac = hmac.new(key.encode(), normalise(address).encode(), hashlib.sha256)
+    return "r" + mac.hexdigest()[:24]
+
+
+class AddressBook:
+    """``reader id -> address`` for confirmed readers, in an SQLite file."""
+
+    def __init__(self, path: Path, key: str) -> None:
+        self.path = path
+        self._key = key
+
+    def id_of(self, address: str) -> str:
+        return reader_id(address, self._key)
+
+    def _connect(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.path, timeout=30)
+        conn.execute(_SCHEMA)
+        return conn
+
+    def _add(self, address: str, at: dt.datetime) -> str:
+        rid = self.id_of(address)
+        with self._connect() as conn:
+            conn.execute(
+                "INSERT INTO readers (id, address, confirmed_at) VALUES (?, ?, ?) "
+                "ON CONFLICT(id) DO NOTHING",
+                (rid, normalise(address), at.isoformat()),
+            )
+        return rid
+
+    async def add(self, address: str, *, at: dt.datetime) -> str:
+        """Record ``address`` as confirmed (idempotent); its reader id."""
+        return await asyncio.to_thread(self._add, address, at)
+
+    def _get(self, rid: str) -> str | None:
+        with self._connect() as conn:
+            row = conn.execute("SELECT address FROM readers WHERE id = ?", (rid,)).fetchone()
+        return None if row is None else str(row[0])
+
+    async def address(self, rid: str) -> str | None:
+        """The address of reader ``rid``; None when it was never confirmed or was forgotten."""
+        return await asyncio.to_thread(self._get, rid)
+
+    def _remove(self, rid: str) -> bool:
+        with self._connect() as conn:
+            return conn.execute("DELETE FROM readers WHERE id = ?", (rid,)).rowcount > 0
+
+    async def remove(self, rid: str) -> bool:
+        """Forget reader ``rid``'s address; False when there was none."""
+        return await asyncio.to_thread(self._remove, rid)
+
+    def _count(self) -> int:
+        with self._connect() as conn:
+            return int(conn.execute("SELECT count(*) FROM readers").fetchone()[0])
+
+    async def count(self) -> int:
+        return await asyncio.to_thread(self._count)
