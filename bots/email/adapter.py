@@ -29,6 +29,7 @@ from digest_core.clock import Clock
 from digest_core.errors import OutcomeUnknown, Rejected, TargetGone, TransientError
 from digest_core.platform import PartKey, PlatformLimits, Rate, Target, TargetKind
 from digest_core.rendering import Message, Part, RenderOptions, mail
+from digest_core.requests import Request, Status
 
 if TYPE_CHECKING:
     from digest_core.port import Adapter, Port
@@ -74,6 +75,7 @@ class EmailAdapter:
             if pem is not None
             else None
         )
+        self.port: Port | None = None
         self._client: aiosmtplib.SMTP | None = None
         self._lock = asyncio.Lock()
         #: messages sent over the current connection, and connections opened (for tests)
@@ -235,6 +237,26 @@ class EmailAdapter:
             pass
         finally:
             client.close()
+
+    async def subscription(self, rid: str, *, on: bool) -> None:
+        """Subscribe reader ``rid`` (confirmed) or end its subscription, through the core's
+        ``/subscribe`` / ``/unsubscribe`` commands; ending it forgets the address too, so a
+        part still planned for the reader finds none and is not sent.
+
+        Raises:
+            TransientError: the adapter is not started, or the core refused the command.
+        """
+        if self.port is None:
+            raise TransientError("the email platform is not started", platform=NAME, target=rid)
+        command = "subscribe" if on else "unsubscribe"
+        reply = await self.port.handle(
+            Request(command=command, platform=NAME, flavor=mail, user=rid, chat=rid)
+        )
+        if reply.status is not Status.OK:
+            raise TransientError(f"/{command} answered {reply.status}", platform=NAME, target=rid)
+        if not on:
+            await self.book.remove(rid)
+        log.info("reader %s %s", rid, "subscribed" if on else "unsubscribed")
 
     def channel_targets(self) -> list[Target]:
         """None: every mail goes to a subscribed reader."""

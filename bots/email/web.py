@@ -86,14 +86,18 @@ class Limiter:
 
 
 def routes(app: web.Application, probe: http.Probe) -> None:
-    """Add the readers' routes when the email platform runs in this process."""
+    """Add the readers' routes (installed when the email platform is configured); they answer
+    503 until its adapter has started. Subscriptions go through the core's own ``/subscribe``
+    and ``/unsubscribe`` commands on the adapter's Port, as a chat's would."""
     from bots.email.adapter import EmailAdapter
 
-    adapter = probe.service.platforms.get("email")
-    if not isinstance(adapter, EmailAdapter):
-        return
-    service = probe.service
     limiter = Limiter()
+
+    def running() -> EmailAdapter:
+        for started in probe.started:
+            if isinstance(started, EmailAdapter) and started.port is not None:
+                return started
+        raise web.HTTPServiceUnavailable(text="not ready; try again in a minute")
 
     async def form(request: web.Request) -> web.Response:
         return _page(
@@ -111,6 +115,7 @@ def routes(app: web.Application, probe: http.Probe) -> None:
             address = validate_email(raw, check_deliverability=False).normalized
         except EmailNotValidError:
             return _page("订阅 / Subscribe", f"<p>{SENT}</p>")
+        adapter = running()
         rid = adapter.book.id_of(address)
         if limiter.allow(rid, request.remote or "", time.monotonic()):
             await _send_confirmation(adapter, address, rid)
@@ -119,29 +124,33 @@ def routes(app: web.Application, probe: http.Probe) -> None:
         return _page("订阅 / Subscribe", f"<p>{SENT}</p>")
 
     async def confirm_page(request: web.Request) -> web.Response:
+        adapter = running()
         if adapter.tokens.confirmed(request.query.get("t", "")) is None:
             return _page("链接无效 / Invalid link", "<p>链接已过期或无效。</p>", status=400)
         return _page("确认订阅 / Confirm", _button(request.path_qs, "确认订阅 / Confirm"))
 
     async def confirm(request: web.Request) -> web.Response:
+        adapter = running()
         address = adapter.tokens.confirmed(request.query.get("t", ""))
         if address is None:
             return _page("链接无效 / Invalid link", "<p>链接已过期或无效。</p>", status=400)
         rid = await adapter.book.add(address, at=adapter.clock.now())
-        await service.subscribe("email", rid, on=True)
+        await adapter.subscription(rid, on=True)
         log.info("reader %s confirmed an email subscription", rid)
         return _page("已订阅 / Subscribed", "<p>谢谢！下一期起发到你的邮箱。</p>")
 
     async def unsubscribe_page(request: web.Request) -> web.Response:
+        adapter = running()
         if adapter.tokens.unsubscribed(request.query.get("t", "")) is None:
             return _page("链接无效 / Invalid link", "<p>链接无效。</p>", status=400)
         return _page("退订 / Unsubscribe", _button(request.path_qs, "退订 / Unsubscribe"))
 
     async def unsubscribe(request: web.Request) -> web.Response:
+        adapter = running()
         rid = adapter.tokens.unsubscribed(request.query.get("t", ""))
         if rid is None:
             return _page("链接无效 / Invalid link", "<p>链接无效。</p>", status=400)
-        await unsubscribe_reader(adapter, service, rid)
+        await adapter.subscription(rid, on=False)
         return _page("已退订 / Unsubscribed", "<p>你不会再收到本日报。</p>")
 
     app.router.add_get("/email/subscribe", form)
@@ -150,14 +159,6 @@ def routes(app: web.Application, probe: http.Probe) -> None:
     app.router.add_post("/email/confirm", confirm)
     app.router.add_get("/email/unsubscribe", unsubscribe_page)
     app.router.add_post("/email/unsubscribe", unsubscribe)
-
-
-async def unsubscribe_reader(adapter: EmailAdapter, service: object, rid: str) -> None:
-    """End reader ``rid``'s subscription in the ledger and forget the address: a part still
-    planned for it finds no address and is not sent."""
-    await service.subscribe("email", rid, on=False)  # type: ignore[attr-defined]
-    await adapter.book.remove(rid)
-    log.info("reader %s unsubscribed", rid)
 
 
 async def _send_confirmation(adapter: EmailAdapter, address: str, rid: str) -> None:
