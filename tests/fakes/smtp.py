@@ -3,9 +3,10 @@
 It accepts mail for any recipient and keeps every message's exact bytes, and refuses, like a
 real relay: a ``MAIL FROM`` outside ``senders`` (553), a message whose header holds 8-bit bytes
 without SMTPUTF8, or with a line over 998 characters (550), or over ``size_limit`` (552, the
-SIZE limit it announces). Answers on demand: ``refuse_rcpt[address] = "550 5.1.1 …"`` (or a
-450) for one address, ``refuse_data`` a queue of answers for the next messages' DATA, and
-``close_next`` drops the connection (421) at the next MAIL FROM.
+SIZE limit it announces). Answers on demand: ``refuse_rcpt[address] = ["450 …", …]`` answers
+the next RCPTs of one address in turn (then it is accepted), ``refuse_data`` a queue of
+answers for the next messages' DATA, and ``close_next`` drops the connection (421) at the next
+MAIL FROM.
 
 Known problems avoided: the Controller is given ``hostname="127.0.0.1"`` (its default ``::1``
 fails where IPv6 is off, aiosmtpd #248) and ``server_hostname`` (else each session's
@@ -41,7 +42,7 @@ class Received:
 class _Handler:
     senders: set[str]
     received: list[Received] = field(default_factory=list)
-    refuse_rcpt: dict[str, str] = field(default_factory=dict)
+    refuse_rcpt: dict[str, list[str]] = field(default_factory=dict)
     refuse_data: list[str] = field(default_factory=list)
     close_next: bool = False
     sessions: int = 0
@@ -71,9 +72,9 @@ class _Handler:
     async def handle_RCPT(
         self, server: SMTP, session: Session, envelope: Envelope, address: str, options: Any
     ) -> str:
-        answer = self.refuse_rcpt.get(address)
-        if answer is not None:
-            return answer
+        answers = self.refuse_rcpt.get(address)
+        if answers:
+            return answers.pop(0)
         envelope.rcpt_tos.append(address)
         return "250 OK"
 

@@ -95,8 +95,8 @@ async def test_relay_answers_map_onto_the_error_tree_and_the_connection_survives
             await reader(adapter, f"{n}@example.net") for n in ("busy", "gone", "ok")
         ]
         relay.handler.senders = {f"digest+{t.id}@example.org" for t in (busy, gone, fine)}
-        relay.handler.refuse_rcpt["busy@example.net"] = "450 4.2.1 mailbox busy busy@example.net"
-        relay.handler.refuse_rcpt["gone@example.net"] = "550 5.1.1 no such user gone@example.net"
+        relay.handler.refuse_rcpt["busy@example.net"] = ["450 4.2.1 mailbox busy busy@example.net"]
+        relay.handler.refuse_rcpt["gone@example.net"] = ["550 5.1.1 no such user gone@example.net"]
         try:
             with pytest.raises(TransientError) as busy_error:
                 await adapter.send(busy, message, key=key_for(busy))
