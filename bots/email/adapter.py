@@ -76,10 +76,16 @@ class EmailAdapter:
             else None
         )
         self.port: Port | None = None
-        self._client: aiosmtplib.SMTP | None = None
-        self._lock = asyncio.Lock()
-        #: messages sent over the current connection, and connections opened (for tests)
-        self.sent_on_connection = 0
+        #: parsed once: every mail's envelope and Message-ID use them
+        self._domain = settings.sender_domain
+        self._unsubscribe_mailto = settings.unsubscribe_mailto or settings.sender_address
+        self._list_id = settings.resolved_list_id()
+        #: ``settings.connections`` connections, each reused for mail after mail
+        self._all = [_Slot() for _ in range(settings.connections)]
+        self._slots: asyncio.Queue[_Slot] = asyncio.Queue()
+        for slot in self._all:
+            self._slots.put_nowait(slot)
+        #: connections opened so far (for tests)
         self.connections = 0
 
     # ------------------------------------------------------------ rendering
@@ -134,10 +140,13 @@ class EmailAdapter:
     ) -> str:
         """Mail ``message`` to ``address`` (reader ``rid``); the errors of :meth:`send`."""
         settings = self.settings
+        if not address.isascii() or any(c in address for c in "\r\n<>"):
+            # the web form accepts only such addresses (no SMTPUTF8 needed at any relay)
+            raise Rejected("the reader's address is not plain ASCII", platform=NAME, target=rid)
         msgid = mime.message_id(
             key,
             rid,
-            settings.sender_domain,
+            self._domain,
             fallback=message.digest[:16],
         )
         envelope = mime.build(
@@ -146,22 +155,21 @@ class EmailAdapter:
             reply_to=settings.reply_to,
             recipient=address,
             rid=rid,
-            list_id=settings.resolved_list_id(),
+            list_id=self._list_id,
             unsubscribe_url=self.unsubscribe_url(rid),
-            unsubscribe_mailto=settings.unsubscribe_mailto or settings.sender_address,
+            unsubscribe_mailto=self._unsubscribe_mailto,
             msgid=msgid,
             now=self.clock.now().astimezone(settings.zone),
             dkim=self._dkim,
         )
-        async with self._lock:
-            await self._transmit(envelope, rid)
+        await self._transmit(envelope, rid)
         log.debug("mailed %s to reader %s", msgid, rid)
         return msgid
 
-    async def _connection(self, rid: str) -> aiosmtplib.SMTP:
-        if self._client is not None and self._client.is_connected:
-            return self._client
-        await self._drop()
+    async def _connection(self, slot: _Slot, rid: str) -> aiosmtplib.SMTP:
+        if slot.client is not None and slot.client.is_connected:
+            return slot.client
+        await slot.drop()
         settings = self.settings
         client = aiosmtplib.SMTP(
             hostname=settings.host,
@@ -183,19 +191,26 @@ class EmailAdapter:
                 target=rid,
             ) from None
         except (aiosmtplib.SMTPException, OSError) as exc:
+            # aiosmtplib #38: a client whose connect failed must be closed before another try
             client.close()
             raise TransientError(
                 f"cannot reach the relay {settings.host}:{settings.port}: {_reason(exc)}",
                 platform=NAME,
                 target=rid,
             ) from None
-        self._client = client
+        slot.client = client
         self.connections += 1
-        self.sent_on_connection = 0
         return client
 
     async def _transmit(self, envelope: mime.Envelope, rid: str) -> None:
-        client = await self._connection(rid)
+        slot = await self._slots.get()
+        try:
+            await self._transmit_on(slot, envelope, rid)
+        finally:
+            self._slots.put_nowait(slot)
+
+    async def _transmit_on(self, slot: _Slot, envelope: mime.Envelope, rid: str) -> None:
+        client = await self._connection(slot, rid)
         phase = "MAIL FROM"
         try:
             await client.mail(envelope.sender)
@@ -204,39 +219,19 @@ class EmailAdapter:
             phase = "DATA"
             await client.data(envelope.data)
         except aiosmtplib.SMTPResponseException as exc:
-            await self._reset(exc.code)
+            await slot.reset(exc.code)
             # relays quote the address back: it never reaches a log
             said = str(exc.message).replace(envelope.recipient, "<address>")
             raise _refusal(exc.code, said, phase, rid) from None
         except (aiosmtplib.SMTPException, OSError) as exc:
-            await self._drop()
+            await slot.drop()
             detail = f"the connection to the relay was lost at {phase}: {_reason(exc)}"
             if phase == "DATA":
                 raise OutcomeUnknown(detail, platform=NAME, target=rid) from None
             raise TransientError(detail, platform=NAME, target=rid) from None
-        self.sent_on_connection += 1
-
-    async def _reset(self, code: int) -> None:
-        """After a refusal: RSET to reuse the connection, or drop it (421 closes it)."""
-        if code == 421 or self._client is None:
-            await self._drop()
-            return
-        try:
-            await self._client.rset()
-        except (aiosmtplib.SMTPException, OSError):
-            await self._drop()
-
-    async def _drop(self) -> None:
-        client, self._client = self._client, None
-        if client is None:
-            return
-        try:
-            if client.is_connected:
-                await asyncio.wait_for(client.quit(), timeout=2.0)
-        except (aiosmtplib.SMTPException, OSError, TimeoutError):
-            pass
-        finally:
-            client.close()
+        except BaseException:
+            await slot.drop()  # cancelled mid-command: the connection's state is unknown
+            raise
 
     async def subscription(self, rid: str, *, on: bool) -> None:
         """Subscribe reader ``rid`` (confirmed) or end its subscription, through the core's
@@ -273,9 +268,38 @@ class EmailAdapter:
         self.port = port
 
     async def stop(self) -> None:
-        """QUIT and close the connection (idempotent)."""
-        async with self._lock:
-            await self._drop()
+        """QUIT and close the connections, close the address book (idempotent)."""
+        await asyncio.gather(*(slot.drop() for slot in self._all))
+        self.book.close()
+
+
+class _Slot:
+    """One SMTP connection of the pool (None until first used or after a failure)."""
+
+    def __init__(self) -> None:
+        self.client: aiosmtplib.SMTP | None = None
+
+    async def reset(self, code: int) -> None:
+        """After a refusal: RSET to reuse the connection, or drop it (421 closes it)."""
+        if code == 421 or self.client is None:
+            await self.drop()
+            return
+        try:
+            await self.client.rset()
+        except (aiosmtplib.SMTPException, OSError):
+            await self.drop()
+
+    async def drop(self) -> None:
+        client, self.client = self.client, None
+        if client is None:
+            return
+        try:
+            if client.is_connected:
+                await asyncio.wait_for(client.quit(), timeout=2.0)
+        except (aiosmtplib.SMTPException, OSError, TimeoutError):
+            pass
+        finally:
+            client.close()
 
 
 def _reason(exc: BaseException) -> str:

@@ -52,6 +52,9 @@ class EmailSettings(BaseModel):
     #: the relay's own sending limit (messages per second) and burst; the core paces under it
     rate_per_second: float = Field(default=14.0, gt=0)
     burst: int = Field(default=1, ge=1)
+    #: SMTP connections open at once, each reused for mail after mail (relays limit them:
+    #: most allow a few; 1 sends one mail at a time)
+    connections: int = Field(default=1, ge=1, le=32)
     #: seconds one SMTP command may take; a DATA cut past it may have been delivered
     timeout_seconds: float = Field(default=30.0, gt=0, le=600)
     #: optional DKIM signing (dkimpy): selector, domain and the PEM private key's file

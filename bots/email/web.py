@@ -112,7 +112,9 @@ def routes(app: web.Application, probe: http.Probe) -> None:
         data = await request.post()
         raw = str(data.get("address", ""))[:320]
         try:
-            address = validate_email(raw, check_deliverability=False).normalized
+            address = validate_email(
+                raw, check_deliverability=False, allow_smtputf8=False
+            ).normalized
         except EmailNotValidError:
             return _page("订阅 / Subscribe", f"<p>{SENT}</p>")
         adapter = running()
