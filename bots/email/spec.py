@@ -38,4 +38,5 @@ PLATFORM = PlatformSpec(
     needs_key="email.host",
     sdk="aiosmtplib",
     sdk_module="aiosmtplib",
+    commands="bots.cli_email:register",
 )

@@ -1,0 +1,104 @@
+"""`digest-bot email export|forget ADDRESS`: a reader's data, and its erasure (the ledger side
+of the email platform, outside its folder: adapters never reach into the core).
+
+Kept apart from aiosmtplib: these commands send nothing. Addresses are printed only by
+``export`` (to its operator, on standard output); logs name reader ids.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+import json
+import logging
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from digest_core.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
+    """Add ``email export ADDRESS`` and ``email forget ADDRESS``."""
+    p = subparsers.add_parser("email", parents=[common], help="email readers: export, forget")
+    sub = p.add_subparsers(title="email commands", metavar="ACTION", required=True)
+    e = sub.add_parser(
+        "export", parents=[common], help="print what is kept about one reader (JSON)"
+    )
+    e.add_argument("address")
+    e.set_defaults(handler=_export)
+    f = sub.add_parser(
+        "forget",
+        parents=[common],
+        help="unsubscribe one reader and erase the address (the ledger keeps only counts)",
+    )
+    f.add_argument("address")
+    f.set_defaults(handler=_forget)
+
+
+def _export(args: argparse.Namespace, settings: Settings) -> int:
+    print(json.dumps(asyncio.run(export(settings, args.address)), ensure_ascii=False, indent=2))
+    return 0
+
+
+def _forget(args: argparse.Namespace, settings: Settings) -> int:
+    found = asyncio.run(forget(settings, args.address))
+    print("forgotten" if found else "no such reader (nothing was kept)")
+    return 0
+
+
+def _book(settings: Settings) -> tuple[Any, str]:
+    from bots.email.addresses import AddressBook
+    from bots.email.settings import EmailSettings
+
+    section = settings.platforms["email"]
+    assert isinstance(section, EmailSettings)
+    key = section.resolved_secret_key()
+    book = AddressBook(section.address_book, key)
+    return book, key
+
+
+async def export(settings: Settings, address: str) -> dict[str, Any]:
+    """Everything kept about ``address``: the address book's row, the subscription, and the
+    ledger's parts sent to the reader (dates, states, Message-IDs)."""
+    from bots.runtime import open_service
+
+    book, _ = _book(settings)
+    rid = book.id_of(address)
+    stored = await book.address(rid)
+    book.close()
+    async with open_service(settings, only="email", out=io.StringIO()) as service:
+        records = await service.ledger.records(platform="email", target=rid)
+        subscribed = rid in {t.id for t in await service.ledger.subscribers("email")}
+    return {
+        "reader": rid,
+        "address": stored,
+        "subscribed": subscribed,
+        "mails": [
+            {
+                "issue": r.issue_date.isoformat(),
+                "state": str(r.state),
+                "message_id": r.message_id,
+                "at": r.updated_at.isoformat(),
+            }
+            for r in records
+        ],
+    }
+
+
+async def forget(settings: Settings, address: str) -> bool:
+    """Unsubscribe ``address`` and delete it from the address book. The ledger's rows name
+    only the reader id, an HMAC no one can turn back into the address; they stay as counts.
+    True when there was anything to forget."""
+    from bots.runtime import open_service
+
+    book, _ = _book(settings)
+    rid = book.id_of(address)
+    removed = await book.remove(rid)
+    book.close()
+    async with open_service(settings, only="email", out=io.StringIO()) as service:
+        ended = await service.subscribe("email", rid, on=False)
+    log.info("reader %s forgotten", rid)
+    return bool(removed or ended)
