@@ -36,6 +36,13 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     )
     f.add_argument("address")
     f.set_defaults(handler=_forget)
+    b = sub.add_parser(
+        "bounces",
+        parents=[common],
+        help="read the bounce mailbox (IMAP): deactivate hard bounces, complaints and "
+        "unsubscribe mails, count soft bounces",
+    )
+    b.set_defaults(handler=_bounces)
 
 
 def _export(args: argparse.Namespace, settings: Settings) -> int:
@@ -47,6 +54,42 @@ def _forget(args: argparse.Namespace, settings: Settings) -> int:
     found = asyncio.run(forget(settings, args.address))
     print("forgotten" if found else "no such reader (nothing was kept)")
     return 0
+
+
+def _bounces(args: argparse.Namespace, settings: Settings) -> int:
+    counts = asyncio.run(bounces(settings))
+    print(", ".join(f"{k} {v}" for k, v in counts.items()))
+    return 0
+
+
+async def bounces(settings: Settings) -> dict[str, int]:
+    """Read the bounce mailbox once and act on it: a hard bounce, a complaint or an
+    unsubscribe mail ends the reader's subscription and forgets the address; soft bounces are
+    counted and end it at ``email.soft_bounce_limit``. Counts by kind, and ``deactivated``."""
+    from bots.email.bounces import Kind, read_mailbox
+    from bots.email.settings import EmailSettings
+    from bots.runtime import open_service
+
+    section = settings.platforms["email"]
+    assert isinstance(section, EmailSettings)
+    events = await read_mailbox(section)
+    book, _ = _book(settings)
+    counts = {kind.value: 0 for kind in Kind}
+    counts["deactivated"] = 0
+    async with open_service(settings, only="email", out=io.StringIO()) as service:
+        for event in events:
+            counts[event.kind.value] += 1
+            if event.kind is Kind.SOFT:
+                seen = await book.soft_bounce(event.reader)
+                if seen < section.soft_bounce_limit:
+                    log.info("reader %s: soft bounce %d (%s)", event.reader, seen, event.status)
+                    continue
+            if await service.subscribe("email", event.reader, on=False):
+                counts["deactivated"] += 1
+            await book.remove(event.reader)
+            log.info("reader %s deactivated: %s %s", event.reader, event.kind, event.status)
+    book.close()
+    return counts
 
 
 def _book(settings: Settings) -> tuple[Any, str]:

@@ -25,6 +25,7 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS readers ("
     " id TEXT PRIMARY KEY, address TEXT NOT NULL UNIQUE, confirmed_at TEXT NOT NULL)"
 )
+_SOFT = "CREATE TABLE IF NOT EXISTS soft_bounces (id TEXT PRIMARY KEY, count INTEGER NOT NULL)"
 
 
 def normalise(address: str) -> str:
@@ -62,6 +63,7 @@ class AddressBook:
                 conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute(_SCHEMA)
+                conn.execute(_SOFT)
                 self._conn = conn
             with self._conn:
                 yield self._conn
@@ -106,6 +108,21 @@ class AddressBook:
     async def remove(self, rid: str) -> bool:
         """Forget reader ``rid``'s address; False when there was none."""
         return await asyncio.to_thread(self._remove, rid)
+
+    def _soft_bounce(self, rid: str) -> int:
+        with self._connect() as conn:
+            conn.execute(
+                "INSERT INTO soft_bounces (id, count) VALUES (?, 1) "
+                "ON CONFLICT(id) DO UPDATE SET count = count + 1",
+                (rid,),
+            )
+            return int(
+                conn.execute("SELECT count FROM soft_bounces WHERE id = ?", (rid,)).fetchone()[0]
+            )
+
+    async def soft_bounce(self, rid: str) -> int:
+        """Count one soft bounce of reader ``rid``; how many it has had."""
+        return await asyncio.to_thread(self._soft_bounce, rid)
 
     def _count(self) -> int:
         with self._connect() as conn:

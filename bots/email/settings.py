@@ -25,7 +25,7 @@ class EmailSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
     #: keys refused in the TOML file (see digest_core.settings.load_settings)
-    secret_keys: ClassVar[tuple[str, ...]] = ("password", "secret_key")
+    secret_keys: ClassVar[tuple[str, ...]] = ("password", "secret_key", "imap_password")
 
     #: the SMTP relay (any provider's submission host)
     host: str | None = None
@@ -65,6 +65,17 @@ class EmailSettings(BaseModel):
     address_book: Path = Path("var/email-readers.sqlite3")
     #: hours a confirmation link is valid
     confirm_hours: float = Field(default=48.0, gt=0)
+    #: the bounce mailbox (where the return path and the unsubscribe mailto deliver), read
+    #: by ``digest-bot email bounces``; imap_password from the environment or its file only
+    imap_host: str | None = None
+    imap_port: int = Field(default=993, ge=1, le=65535)
+    imap_security: Literal["tls", "none"] = "tls"
+    imap_user: str | None = None
+    imap_password: SecretStr | None = None
+    imap_password_file: Path | None = None
+    imap_mailbox: str = "INBOX"
+    #: soft bounces (4.x.x) of one reader before the address is deactivated
+    soft_bounce_limit: int = Field(default=3, ge=1, le=100)
     #: the digest's zone, for the Date header
     timezone: str = "Asia/Shanghai"
 
@@ -119,6 +130,14 @@ class EmailSettings(BaseModel):
             ConfigError: the file cannot be read.
         """
         return _secret(self.password, self.password_file, "email.password_file")
+
+    def resolved_imap_password(self) -> str | None:
+        """The bounce mailbox's password (None: not set).
+
+        Raises:
+            ConfigError: the file cannot be read.
+        """
+        return _secret(self.imap_password, self.imap_password_file, "email.imap_password_file")
 
     def resolved_secret_key(self) -> str:
         """The key signing readers' links.
