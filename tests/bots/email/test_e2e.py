@@ -21,6 +21,7 @@ from pathlib import Path
 
 import aiohttp
 import dkim
+import yarl
 
 from bots.email.addresses import reader_id
 from tests.bots.email.helpers import SECRET, SENDER, dkim_keys
@@ -70,7 +71,7 @@ async def test_subscribe_confirm_receive_unsubscribe_through_real_processes(
             f'database_url = "sqlite+aiosqlite:///{tmp_path / "ledger.db"}"\n'
             'timezone = "Asia/Shanghai"\n'
             "[schedule]\nenabled = false\n"
-            f'[http]\nlisten = "127.0.0.1:{http_port}"\n'
+            f'[http]\nlisten = "127.0.0.1:{http_port}"\nsite = true\n'
             f'[email]\nhost = "127.0.0.1"\nport = {relay.port}\nsecurity = "none"\n'
             f'from = "AI 技术日报 <{SENDER}>"\npublic_url = "{base}"\n'
             f'address_book = "{tmp_path / "readers.sqlite3"}"\n'
@@ -97,6 +98,17 @@ async def test_subscribe_confirm_receive_unsubscribe_through_real_processes(
                         pass
                     assert run.returncode is None
                     await asyncio.sleep(0.1)
+                # every page of the live web archive carries the form
+                for page in ("", "2026/11/30/"):
+                    async with http.get(base + page) as answer:
+                        text = await answer.text()
+                    action = re.search(
+                        r'<form class="subscribe" method="post" action="([^"]+)"', text
+                    )
+                    assert action is not None, page
+                    assert (
+                        str(answer.url.join(yarl.URL(action.group(1)))) == base + "email/subscribe"
+                    )
                 # a bad address gets the same answer as a good one
                 async with http.post(base + "email/subscribe", data={"address": "no"}) as a:
                     refused = await a.text()
