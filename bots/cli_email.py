@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import datetime as dt
 import io
 import json
 import logging
@@ -43,6 +44,14 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         "unsubscribe mails, count soft bounces",
     )
     b.set_defaults(handler=_bounces)
+    n = sub.add_parser(
+        "notify-correction",
+        parents=[common],
+        help="mail a short, linked correction notice to the readers who got an earlier "
+        "revision of DATE's issue (mail cannot be edited; nothing is resent otherwise)",
+    )
+    n.add_argument("date", type=_date, metavar="YYYY-MM-DD")
+    n.set_defaults(handler=_notify)
 
 
 def _export(args: argparse.Namespace, settings: Settings) -> int:
@@ -90,6 +99,94 @@ async def bounces(settings: Settings) -> dict[str, int]:
             log.info("reader %s deactivated: %s %s", event.reader, event.kind, event.status)
     book.close()
     return counts
+
+
+def _date(text: str) -> dt.date:
+    try:
+        return dt.date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a date (YYYY-MM-DD)") from None
+
+
+def _notify(args: argparse.Namespace, settings: Settings) -> int:
+    sent, readers = asyncio.run(notify_correction(settings, args.date))
+    print(f"correction notice: sent {sent} of {readers} readers")
+    return 0 if sent == readers else 1
+
+
+class _Notices:
+    """The email platform seen by the ledger as ``email~correction``: its own rows (so a
+    rerun sends each reader one notice), the platform's sends and pacing."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.name = inner.name + "~correction"
+        self.paced_as = inner.name
+        self.limits = inner.limits
+        self.post_options = inner.post_options
+
+    @property
+    def flavor(self) -> Any:
+        return self.inner.flavor
+
+    async def send(self, target: Any, message: Any, *, key: Any = None) -> str:
+        import dataclasses
+
+        from digest_core.platform import Target
+
+        to = Target(self.inner.name, target.id, target.kind)
+        moved = None if key is None else dataclasses.replace(key, target=to)
+        return str(await self.inner.send(to, message, key=moved))
+
+
+async def notify_correction(settings: Settings, day: dt.date) -> tuple[int, int]:
+    """Mail the correction notice of ``day``'s current revision to every reader still
+    subscribed who was sent an earlier revision; (readers who have it now, readers). Through
+    the ledger: a rerun (or a crash and a rerun) sends each reader the notice once.
+
+    Raises:
+        IssueNotFound: no issue for ``day``.
+    """
+    from bots.email.settings import EmailSettings
+    from bots.runtime import open_service
+    from digest_core.delivery import PartState
+    from digest_core.models import IssueRef
+    from digest_core.platform import Target, TargetKind
+    from digest_core.rendering import Message
+    from digest_core.rendering.mail import UNSUBSCRIBE_LABEL, UNSUBSCRIBE_MARKER, subject
+    from digest_core.site.links import issue_url
+
+    section = settings.platforms["email"]
+    assert isinstance(section, EmailSettings)
+    async with open_service(settings, only="email", out=io.StringIO()) as service:
+        issue = service.archive.on(day)
+        adapter = service.platforms["email"]
+        sent = await service.ledger.records(platform="email", states=[PartState.SENT])
+        earlier = {r.target for r in sent if r.issue_date == day and r.revision != issue.revision}
+        current = {t.id for t in await service.ledger.subscribers("email")}
+        readers = sorted(earlier & current)
+        if not readers:
+            return 0, 0
+        base = settings.site.base_url or section.public_url
+        link = issue_url(base, day) if base else ""
+        text = (
+            f"{day.month}月{day.day}日的日报已更正，请以网页版为准：{link}\n\n"
+            f"The issue of {day.isoformat()} was corrected; the web page has it: {link}\n\n"
+            f"--\n{UNSUBSCRIBE_LABEL}: {UNSUBSCRIBE_MARKER}\n"
+        )
+        notice = [Message({"subject": f"更正 / Correction: {subject(issue)}", "text": text})]
+        await adapter.start(service)
+        try:
+            report = await service.engine.deliver(
+                IssueRef(date=day, revision=f"correction-{issue.revision}"),
+                _Notices(adapter),
+                notice,
+                [Target("email~correction", rid, TargetKind.PRIVATE) for rid in readers],
+            )
+        finally:
+            await adapter.stop()
+    log.info("correction notice of %s: %d of %d readers", day, report.sent, len(readers))
+    return sum(1 for t in report.targets if t.complete), len(readers)
 
 
 def _book(settings: Settings) -> tuple[Any, str]:
