@@ -112,9 +112,9 @@ class EmailAdapter:
         base = self.settings.public_url
         return f"{base}email/unsubscribe?t={self.tokens.unsubscribe(rid)}" if base else None
 
-    def confirm_url(self, address: str) -> str:
+    def confirm_url(self, address: str, fmt: str = "") -> str:
         base = self.settings.public_url or "/"
-        return f"{base}email/confirm?t={self.tokens.confirm(address)}"
+        return f"{base}email/confirm?t={self.tokens.confirm(address, fmt)}"
 
     # ------------------------------------------------------------ Platform
 
@@ -233,9 +233,10 @@ class EmailAdapter:
             await slot.drop()  # cancelled mid-command: the connection's state is unknown
             raise
 
-    async def subscription(self, rid: str, *, on: bool) -> None:
+    async def subscription(self, rid: str, *, on: bool, fmt: str = "") -> None:
         """Subscribe reader ``rid`` (confirmed) or end its subscription, through the core's
-        ``/subscribe`` / ``/unsubscribe`` commands; ending it forgets the address too, so a
+        ``/subscribe [FORMAT]`` / ``/unsubscribe`` commands (``fmt``: the reader's format,
+        full, compact or headline, kept as a chat reader's); ending it forgets the address too, so a
         part still planned for the reader finds none and is not sent.
 
         Raises:
@@ -245,7 +246,14 @@ class EmailAdapter:
             raise TransientError("the email platform is not started", platform=NAME, target=rid)
         command = "subscribe" if on else "unsubscribe"
         reply = await self.port.handle(
-            Request(command=command, platform=NAME, flavor=mail, user=rid, chat=rid)
+            Request(
+                command=command,
+                args=(fmt,) if on and fmt else (),
+                platform=NAME,
+                flavor=mail,
+                user=rid,
+                chat=rid,
+            )
         )
         if reply.status is not Status.OK:
             raise TransientError(f"/{command} answered {reply.status}", platform=NAME, target=rid)

@@ -21,16 +21,19 @@ class Tokens:
         self._unsubscribe = URLSafeTimedSerializer(key, salt=_UNSUBSCRIBE)
         self.confirm_seconds = confirm_seconds
 
-    def confirm(self, address: str) -> str:
-        return self._confirm.dumps(address)
+    def confirm(self, address: str, fmt: str = "") -> str:
+        """A token for confirming ``address``, with the reader's chosen format (or "")."""
+        return self._confirm.dumps([address, fmt])
 
-    def confirmed(self, token: str) -> str | None:
-        """The address a confirmation token carries; None when forged or expired."""
+    def confirmed(self, token: str) -> tuple[str, str] | None:
+        """(address, format) a confirmation token carries; None when forged or expired."""
         try:
             value = self._confirm.loads(token, max_age=int(self.confirm_seconds))
         except (SignatureExpired, BadSignature):
             return None
-        return value if isinstance(value, str) else None
+        if isinstance(value, list) and len(value) == 2 and all(isinstance(v, str) for v in value):
+            return value[0], value[1]
+        return None
 
     def unsubscribe(self, rid: str) -> str:
         return self._unsubscribe.dumps(rid)

@@ -41,6 +41,8 @@ SENT = (
     "If the address is valid, a confirmation mail is on its way."
 )
 _installed = False
+#: the formats a reader may choose (the core's /subscribe formats)
+FORMATS = ("full", "compact", "headline")
 
 
 def _page(title: str, body: str, *, status: int = 200) -> web.Response:
@@ -103,7 +105,10 @@ def routes(app: web.Application, probe: http.Probe) -> None:
         return _page(
             "订阅 / Subscribe",
             '<form method="post"><label>Email <input type="email" name="address" required>'
-            '</label> <button type="submit">订阅 / Subscribe</button></form>',
+            '</label> <select name="format"><option value="full">完整 / full</option>'
+            '<option value="compact">精简 / compact</option>'
+            '<option value="headline">只看重点 / headline</option></select> '
+            '<button type="submit">订阅 / Subscribe</button></form>',
         )
 
     async def subscribe(request: web.Request) -> web.Response:
@@ -111,6 +116,8 @@ def routes(app: web.Application, probe: http.Probe) -> None:
 
         data = await request.post()
         raw = str(data.get("address", ""))[:320]
+        fmt = str(data.get("format", ""))
+        fmt = fmt if fmt in FORMATS else ""
         try:
             address = validate_email(
                 raw, check_deliverability=False, allow_smtputf8=False
@@ -120,7 +127,7 @@ def routes(app: web.Application, probe: http.Probe) -> None:
         adapter = running()
         rid = adapter.book.id_of(address)
         if limiter.allow(rid, request.remote or "", time.monotonic()):
-            await _send_confirmation(adapter, address, rid)
+            await _send_confirmation(adapter, address, rid, fmt)
         else:
             log.info("confirmation for reader %s not sent: rate-limited", rid)
         return _page("订阅 / Subscribe", f"<p>{SENT}</p>")
@@ -133,11 +140,12 @@ def routes(app: web.Application, probe: http.Probe) -> None:
 
     async def confirm(request: web.Request) -> web.Response:
         adapter = running()
-        address = adapter.tokens.confirmed(request.query.get("t", ""))
-        if address is None:
+        confirmed = adapter.tokens.confirmed(request.query.get("t", ""))
+        if confirmed is None:
             return _page("链接无效 / Invalid link", "<p>链接已过期或无效。</p>", status=400)
+        address, fmt = confirmed
         rid = await adapter.book.add(address, at=adapter.clock.now())
-        await adapter.subscription(rid, on=True)
+        await adapter.subscription(rid, on=True, fmt=fmt)
         log.info("reader %s confirmed an email subscription", rid)
         return _page("已订阅 / Subscribed", "<p>谢谢！下一期起发到你的邮箱。</p>")
 
@@ -163,10 +171,10 @@ def routes(app: web.Application, probe: http.Probe) -> None:
     app.router.add_post("/email/unsubscribe", unsubscribe)
 
 
-async def _send_confirmation(adapter: EmailAdapter, address: str, rid: str) -> None:
+async def _send_confirmation(adapter: EmailAdapter, address: str, rid: str, fmt: str) -> None:
     text = (
         "请点击下面的链接确认订阅（48 小时内有效）：\n"
-        f"{adapter.confirm_url(address)}\n\n"
+        f"{adapter.confirm_url(address, fmt)}\n\n"
         "Confirm your subscription with the link above. "
         "If you did not ask for it, ignore this mail."
     )

@@ -68,15 +68,24 @@ def _inliner() -> Any:
     return css_inline.CSSInliner(keep_style_tags=True, load_remote_stylesheets=False)
 
 
-def html_part(issue: Issue, *, site_url: str | None) -> str:
-    """The HTML part of ``issue``: the archive's markup with inlined styles.
+def html_part(issue: Issue, *, site_url: str | None, part: Part = Part.ALL) -> str:
+    """The HTML part of ``issue``: the archive's markup with inlined styles. ``part``: the
+    whole issue (ALL, and the parts a mail is not made of), the headline alone (HEADLINE), or
+    the headline and the briefs' titles linked to the issue's page (TOC: the compact format).
 
     Raises:
         AssertionError: the result would load something remote (a renderer bug).
     """
     page = issue_url(site_url, issue.date) if site_url else ""
+    titles: list[str] = []
+    shown = issue
+    if part in (Part.HEADLINE, Part.TOC):
+        shown = issue.model_copy(update={"briefs": (), "classic": None})
+        if part is Part.TOC:
+            titles = [b.title for b in issue.briefs]
     html = _template().render(
-        issue=issue,
+        issue=shown,
+        titles=titles,
         subject=subject(issue),
         long_date=long_date(issue),
         lang=_lang(issue),
@@ -108,8 +117,8 @@ def render(
 ) -> list[Message]:
     """``part`` of ``issue`` as one message ``{"subject", "text", "html"}``.
 
-    The HTML part shows the whole issue whatever ``part`` (a mail is read as a page); the text
-    part shows ``part`` (a compact or headline-only reader gets a short text and subject).
+    Both parts show ``part``: the whole issue, the headline (a reader's "headline" format) or
+    the compact table of contents (see :func:`html_part`).
     Of ``options`` only ``site_url`` counts (the issue's page linked in both parts).
 
     Raises:
@@ -121,7 +130,7 @@ def render(
     payload = {
         "subject": subject(issue),
         "text": text_part(issue, part, brief=brief, options=options),
-        "html": html_part(issue, site_url=options.site_url),
+        "html": html_part(issue, site_url=options.site_url, part=part),
     }
     log.debug("mail: %s of %s rendered (%d bytes of HTML)", part, issue.date, len(payload["html"]))
     return [Message(payload)]

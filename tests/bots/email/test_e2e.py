@@ -112,7 +112,8 @@ async def test_subscribe_confirm_receive_unsubscribe_through_real_processes(
                 # a bad address gets the same answer as a good one
                 async with http.post(base + "email/subscribe", data={"address": "no"}) as a:
                     refused = await a.text()
-                async with http.post(base + "email/subscribe", data={"address": ADDRESS}) as a:
+                chosen = {"address": ADDRESS, "format": "headline"}  # readers' own format
+                async with http.post(base + "email/subscribe", data=chosen) as a:
                     assert a.status == 200
                     assert await a.text() == refused
                 [confirmation] = await asyncio.to_thread(relay.wait_for, 1)
@@ -129,6 +130,10 @@ async def test_subscribe_confirm_receive_unsubscribe_through_real_processes(
                 assert issue.recipients == [ADDRESS]
                 assert dkim.verify(issue.data, dnsfunc=lambda name, timeout=5: record)
                 parsed = BytesParser(policy=policy.default).parsebytes(issue.data)
+                # the headline alone, in both parts, as the reader chose
+                assert "【简讯】" not in body_of(issue, "plain")
+                assert 'id="briefs"' not in body_of(issue, "html")
+                assert 'id="headline"' in body_of(issue, "html")
                 assert parsed["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
                 unsub = re.search(r"<(http://[^>]+)>", str(parsed["List-Unsubscribe"]))
                 assert unsub is not None
