@@ -132,3 +132,25 @@ async def test_a_relay_that_is_down_is_a_transient_error(tmp_path: Path) -> None
     target = await reader(adapter, "a@example.net")
     with pytest.raises(TransientError, match="cannot reach the relay"):
         await adapter.send(target, Message({"subject": "s", "text": "t", "html": ""}))
+
+
+async def test_what_a_relay_refuses_is_rejected_not_retried(tmp_path: Path) -> None:
+    """A sender the relay does not allow (553 to MAIL FROM) and a message over its SIZE limit
+    (552) are our faults, not the reader's: Rejected, and the reader stays."""
+    [message] = mail.render(make_issue(dt.date(2026, 10, 27)))
+    with FakeRelay(senders=set(), size_limit=4096) as relay:
+        adapter = EmailAdapter(settings(tmp_path, relay.port), clock=ManualClock(NOW))
+        target = await reader(adapter, "a@example.net")
+        try:
+            with pytest.raises(Rejected, match="553"):
+                await adapter.send(target, message, key=key_for(target))
+            relay.handler.senders = {f"digest+{target.id}@example.org"}
+            with pytest.raises(Rejected, match="552"):
+                await adapter.send(target, message, key=key_for(target))
+            small = Message({"subject": "s", "text": "短信息", "html": ""})
+            await adapter.send(target, small, key=key_for(target))
+        finally:
+            await adapter.stop()
+    [got] = relay.received
+    assert await adapter.book.address(target.id) == "a@example.net"
+    assert got.data.split(b"\r\n\r\n", 1)[0].isascii()  # no 8-bit header (no SMTPUTF8 asked)
