@@ -39,4 +39,5 @@ PLATFORM = PlatformSpec(
     sdk="aiosmtplib",
     sdk_module="aiosmtplib",
     commands="bots.cli_email:register",
+    doctor="bots.email.doctor:checks",
 )
