@@ -42,6 +42,7 @@ PLATFORMS: dict[str, str] = {
     "feishu": "bots.feishu.spec",
     "dingtalk": "bots.dingtalk.spec",
     "wecom": "bots.wecom.spec",
+    "email": "bots.email.spec",
 }
 
 

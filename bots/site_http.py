@@ -112,6 +112,7 @@ def mount_site(
     clock: Clock,
     base_url: str | None,
     prefix: str = "/",
+    subscribe: str | None = None,
 ) -> LiveSite:
     """Serve the live web archive of ``archive`` (public by ``rule``) under ``prefix`` of
     ``app``: what ``[http] site = true`` adds to the bot's HTTP endpoint. Returns the site.
@@ -121,7 +122,7 @@ def mount_site(
     """
     from digest_core.site.live import LiveSite
 
-    live = LiveSite(archive, rule=rule, clock=clock, base_url=base_url)
+    live = LiveSite(archive, rule=rule, clock=clock, base_url=base_url, subscribe=subscribe)
     add_site_routes(app, live.files, prefix=prefix)
     return live
 
@@ -154,6 +155,8 @@ def endpoint_routes(settings: Settings) -> list[RouteInstaller]:
             rule=service.embargo,
             clock=service.clock,
             base_url=settings.site.base_url,
+            # the email edition's form on every page, when the email platform runs here
+            subscribe="email/subscribe" if "email" in service.platforms else None,
         )
         log.info("serving the web archive at the HTTP endpoint's root")
 

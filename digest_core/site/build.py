@@ -53,6 +53,9 @@ class SiteConfig:
     rule: PublishRule
     base_url: str | None = None
     for_files: bool = False
+    #: the path (from the site root) a subscription form on every page posts its address to;
+    #: None: no form (a static build has no server to post to)
+    subscribe: str | None = None
 
 
 @dataclass(frozen=True)
@@ -108,7 +111,12 @@ def build_site(issues: Iterable[Issue], config: SiteConfig) -> dict[str, bytes]:
         url = config.base_url + canonical if config.base_url else None
         values.setdefault("lang", "zh-CN")
         html = env.get_template(template).render(
-            site_title=title, root=root, canonical=url, index=index, **values
+            site_title=title,
+            root=root,
+            canonical=url,
+            index=index,
+            subscribe=config.subscribe,
+            **values,
         )
         return html.encode("utf-8")
 

@@ -48,11 +48,14 @@ class LiveSite:
         clock: Clock,
         base_url: str | None = None,
         check_seconds: float = CHECK_SECONDS,
+        subscribe: str | None = None,
     ) -> None:
         self.archive = archive
         self.rule = rule
         self.clock = clock
         self.base_url = base_url
+        #: SiteConfig.subscribe: the subscription form's action on every page
+        self.subscribe = subscribe
         self.check_seconds = check_seconds
         self._lock = threading.Lock()
         self._key: tuple[tuple[dt.date, str], ...] | None = None
@@ -68,7 +71,9 @@ class LiveSite:
             issues = published_issues(self.archive, self.rule)
             key = tuple((i.date, i.revision) for i in issues)
             if key != self._key:
-                config = SiteConfig(rule=self.rule, base_url=self.base_url)
+                config = SiteConfig(
+                    rule=self.rule, base_url=self.base_url, subscribe=self.subscribe
+                )
                 self._files = build_site(issues, config)
                 self._key = key
                 self.builds += 1

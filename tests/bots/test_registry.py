@@ -17,7 +17,7 @@ from digest_core.rendering import Part, render
 from digest_core.settings import load_settings as core_load_settings
 from tests.bots.workchat_helpers import ROOT, load_golden_issue
 
-ALL = ("console", "telegram", "discord", "feishu", "dingtalk", "wecom")
+ALL = ("console", "telegram", "discord", "feishu", "dingtalk", "wecom", "email")
 
 
 @pytest.fixture(autouse=True)
@@ -139,7 +139,7 @@ def test_cli_choices_come_from_the_registry_and_help_imports_no_platform() -> No
         [sys.executable, "-m", "bots.cli", "run", "--help"],
         cwd=ROOT, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
-    assert "{console,telegram,discord,feishu,dingtalk,wecom}" in helped.stdout
+    assert "{console,telegram,discord,feishu,dingtalk,wecom,email}" in helped.stdout
 
 
 @pytest.mark.parametrize(

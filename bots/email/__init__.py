@@ -1,0 +1,1 @@
+"""The email edition: the digest as a newsletter over SMTP."""

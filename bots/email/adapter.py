@@ -1,0 +1,330 @@
+"""The email adapter: one reader's mail per part over one reused SMTP connection (aiosmtplib).
+
+Targets are readers (``Target("email", READER_ID, PRIVATE)``, the ledger's subscribers); the
+address is looked up in the :class:`AddressBook` at send time, so an unsubscribed or forgotten
+reader gets nothing more, not even a part already planned (``TargetGone``). Addresses never
+reach the ledger, the logs or the errors: only reader ids do.
+
+SMTP answers map onto the core's error tree: a 4xx anywhere is a ``TransientError`` (the core
+backs off and retries), a 5xx to ``RCPT TO`` a ``TargetGone`` (a hard refusal of that address),
+a 5xx to ``MAIL FROM`` or ``DATA`` a ``Rejected`` (our sender or our message), a connection
+lost before ``DATA`` a ``TransientError`` and during it an ``OutcomeUnknown`` (the relay may
+have taken it). The adapter never retries or sleeps; the connection is reopened on the next
+send after any failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+import aiosmtplib
+
+from bots.email import mime
+from bots.email.addresses import AddressBook
+from bots.email.settings import EmailSettings
+from bots.email.tokens import Tokens
+from digest_core.clock import Clock
+from digest_core.errors import OutcomeUnknown, Rejected, TargetGone, TransientError
+from digest_core.platform import PartKey, PlatformLimits, Rate, Target, TargetKind
+from digest_core.rendering import Message, Part, RenderOptions, mail
+from digest_core.requests import Request, Status
+
+if TYPE_CHECKING:
+    from digest_core.port import Adapter, Port
+
+log = logging.getLogger(__name__)
+
+NAME = "email"
+
+
+def limits_of(settings: EmailSettings) -> PlatformLimits:
+    """The relay's rate overall; a reader gets at most one mail a second (one per issue)."""
+    return PlatformLimits(
+        overall=Rate(settings.rate_per_second, burst=settings.burst),
+        per_target={kind: Rate(1.0, burst=2) for kind in TargetKind},
+    )
+
+
+class EmailAdapter:
+    """The ``email`` platform (see the module doc)."""
+
+    name = NAME
+    flavor = renderer = mail
+    #: readers subscribe (by the web form or ``/email``), confirmed by mail
+    subscriptions = True
+
+    def __init__(self, settings: EmailSettings, *, clock: Clock) -> None:
+        """Resolve the secrets now, so a missing one fails at start.
+
+        Raises:
+            ConfigError: the password, links' key or DKIM key cannot be read.
+        """
+        self.settings = settings
+        self.clock = clock
+        self.limits = limits_of(settings)
+        self.post_options = RenderOptions(site_url=settings.public_url)
+        self._password = settings.resolved_password()
+        key = settings.resolved_secret_key()
+        self.tokens = Tokens(key, confirm_seconds=settings.confirm_hours * 3600)
+        self.book = AddressBook(settings.address_book, key)
+        pem = settings.resolved_dkim_key()
+        self._dkim = (
+            mime.Dkim(str(settings.dkim_selector), str(settings.dkim_domain), pem)
+            if pem is not None
+            else None
+        )
+        self.port: Port | None = None
+        #: parsed once: every mail's envelope and Message-ID use them
+        self._domain = settings.sender_domain
+        self._unsubscribe_mailto = settings.unsubscribe_mailto or settings.sender_address
+        self._list_id = settings.resolved_list_id()
+        #: ``settings.connections`` connections, each reused for mail after mail
+        self._all = [_Slot() for _ in range(settings.connections)]
+        self._slots: asyncio.Queue[_Slot] = asyncio.Queue()
+        for slot in self._all:
+            self._slots.put_nowait(slot)
+        #: connections opened so far (for tests)
+        self.connections = 0
+
+    # ------------------------------------------------------------ rendering
+
+    def render(
+        self,
+        issue: Any,
+        part: Part = Part.ALL,
+        *,
+        brief: int | None = None,
+        options: RenderOptions | None = None,
+    ) -> list[Message]:
+        return mail.render(issue, part, brief=brief, options=options or self.post_options)
+
+    def preview(self, message: Message) -> str:
+        return mail.preview(message)
+
+    def notice(self, text: str) -> list[Message]:
+        return mail.notice(text)
+
+    # ------------------------------------------------------------ links
+
+    def unsubscribe_url(self, rid: str) -> str | None:
+        base = self.settings.public_url
+        return f"{base}email/unsubscribe?t={self.tokens.unsubscribe(rid)}" if base else None
+
+    def confirm_url(self, address: str, fmt: str = "") -> str:
+        base = self.settings.public_url or "/"
+        return f"{base}email/confirm?t={self.tokens.confirm(address, fmt)}"
+
+    # ------------------------------------------------------------ Platform
+
+    async def send(self, target: Target, message: Message, *, key: PartKey | None = None) -> str:
+        """Mail ``message`` to reader ``target.id``; the Message-ID is the returned id.
+
+        Raises:
+            TargetGone: the reader is not (or no longer) confirmed, or the relay refused the
+                address for good (5xx to RCPT TO).
+            TransientError: a 4xx, a connection that could not be opened or was lost before
+                the message's data.
+            OutcomeUnknown: the connection was lost while the data went out.
+            Rejected: the relay refused our sender or the message (5xx to MAIL FROM / DATA).
+        """
+        rid = target.id
+        address = await self.book.address(rid)
+        if address is None:
+            raise TargetGone("the reader has unsubscribed", platform=NAME, target=rid)
+        return await self.send_to(address, rid, message, key=key)
+
+    async def send_to(
+        self, address: str, rid: str, message: Message, *, key: PartKey | None = None
+    ) -> str:
+        """Mail ``message`` to ``address`` (reader ``rid``); the errors of :meth:`send`."""
+        settings = self.settings
+        if not address.isascii() or any(c in address for c in "\r\n<>"):
+            # the web form accepts only such addresses (no SMTPUTF8 needed at any relay)
+            raise Rejected("the reader's address is not plain ASCII", platform=NAME, target=rid)
+        msgid = mime.message_id(
+            key,
+            rid,
+            self._domain,
+            fallback=message.digest[:16],
+        )
+        envelope = mime.build(
+            message,
+            sender=settings.sender,
+            reply_to=settings.reply_to,
+            recipient=address,
+            rid=rid,
+            list_id=self._list_id,
+            unsubscribe_url=self.unsubscribe_url(rid),
+            unsubscribe_mailto=self._unsubscribe_mailto,
+            msgid=msgid,
+            now=self.clock.now().astimezone(settings.zone),
+            dkim=self._dkim,
+        )
+        await self._transmit(envelope, rid)
+        log.debug("mailed %s to reader %s", msgid, rid)
+        return msgid
+
+    async def _connection(self, slot: _Slot, rid: str) -> aiosmtplib.SMTP:
+        if slot.client is not None and slot.client.is_connected:
+            return slot.client
+        await slot.drop()
+        settings = self.settings
+        client = aiosmtplib.SMTP(
+            hostname=settings.host,
+            port=settings.port,
+            use_tls=settings.security == "tls",
+            start_tls=settings.security == "starttls",
+            timeout=settings.timeout_seconds,
+        )
+        try:
+            await client.connect()
+            if settings.user:
+                await client.login(settings.user, self._password or "")
+        except aiosmtplib.SMTPAuthenticationError as exc:
+            client.close()
+            raise TransientError(
+                f"the relay {settings.host}:{settings.port} refused the login of "
+                f"{settings.user!r} ({exc.code}); check email.user and the password",
+                platform=NAME,
+                target=rid,
+            ) from None
+        except (aiosmtplib.SMTPException, OSError) as exc:
+            # aiosmtplib #38: a client whose connect failed must be closed before another try
+            client.close()
+            raise TransientError(
+                f"cannot reach the relay {settings.host}:{settings.port}: {_reason(exc)}",
+                platform=NAME,
+                target=rid,
+            ) from None
+        slot.client = client
+        self.connections += 1
+        return client
+
+    async def _transmit(self, envelope: mime.Envelope, rid: str) -> None:
+        slot = await self._slots.get()
+        try:
+            await self._transmit_on(slot, envelope, rid)
+        finally:
+            self._slots.put_nowait(slot)
+
+    async def _transmit_on(self, slot: _Slot, envelope: mime.Envelope, rid: str) -> None:
+        client = await self._connection(slot, rid)
+        phase = "MAIL FROM"
+        try:
+            await client.mail(envelope.sender)
+            phase = "RCPT TO"
+            await client.rcpt(envelope.recipient)
+            phase = "DATA"
+            await client.data(envelope.data)
+        except aiosmtplib.SMTPResponseException as exc:
+            await slot.reset(exc.code)
+            # relays quote the address back: it never reaches a log
+            said = str(exc.message).replace(envelope.recipient, "<address>")
+            raise _refusal(exc.code, said, phase, rid) from None
+        except (aiosmtplib.SMTPException, OSError) as exc:
+            await slot.drop()
+            detail = f"the connection to the relay was lost at {phase}: {_reason(exc)}"
+            if phase == "DATA":
+                raise OutcomeUnknown(detail, platform=NAME, target=rid) from None
+            raise TransientError(detail, platform=NAME, target=rid) from None
+        except BaseException:
+            await slot.drop()  # cancelled mid-command: the connection's state is unknown
+            raise
+
+    async def subscription(self, rid: str, *, on: bool, fmt: str = "") -> None:
+        """Subscribe reader ``rid`` (confirmed) or end its subscription, through the core's
+        ``/subscribe [FORMAT]`` / ``/unsubscribe`` commands (``fmt``: the reader's format,
+        full, compact or headline, kept as a chat reader's); ending it forgets the address too, so a
+        part still planned for the reader finds none and is not sent.
+
+        Raises:
+            TransientError: the adapter is not started, or the core refused the command.
+        """
+        if self.port is None:
+            raise TransientError("the email platform is not started", platform=NAME, target=rid)
+        command = "subscribe" if on else "unsubscribe"
+        reply = await self.port.handle(
+            Request(
+                command=command,
+                args=(fmt,) if on and fmt else (),
+                platform=NAME,
+                flavor=mail,
+                user=rid,
+                chat=rid,
+            )
+        )
+        if reply.status is not Status.OK:
+            raise TransientError(f"/{command} answered {reply.status}", platform=NAME, target=rid)
+        if not on:
+            await self.book.remove(rid)
+        log.info("reader %s %s", rid, "subscribed" if on else "unsubscribed")
+
+    def channel_targets(self) -> list[Target]:
+        """None: every mail goes to a subscribed reader."""
+        return []
+
+    async def alert_admins(self, text: str) -> None:
+        """Logged: the email edition has no admins' chat."""
+        log.warning("email alert: %s", text)
+
+    # ------------------------------------------------------------ lifecycle
+
+    async def start(self, port: Port | None = None, *, receive: bool = True) -> None:
+        """Nothing to open: the connection opens with the first mail."""
+        self.port = port
+
+    async def stop(self) -> None:
+        """QUIT and close the connections, close the address book (idempotent)."""
+        await asyncio.gather(*(slot.drop() for slot in self._all))
+        self.book.close()
+
+
+class _Slot:
+    """One SMTP connection of the pool (None until first used or after a failure)."""
+
+    def __init__(self) -> None:
+        self.client: aiosmtplib.SMTP | None = None
+
+    async def reset(self, code: int) -> None:
+        """After a refusal: RSET to reuse the connection, or drop it (421 closes it)."""
+        if code == 421 or self.client is None:
+            await self.drop()
+            return
+        try:
+            await self.client.rset()
+        except (aiosmtplib.SMTPException, OSError):
+            await self.drop()
+
+    async def drop(self) -> None:
+        client, self.client = self.client, None
+        if client is None:
+            return
+        try:
+            if client.is_connected:
+                await asyncio.wait_for(client.quit(), timeout=2.0)
+        except (aiosmtplib.SMTPException, OSError, TimeoutError):
+            pass
+        finally:
+            client.close()
+
+
+def _reason(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"[:200]
+
+
+def _refusal(code: int, message: str, phase: str, rid: str) -> Exception:
+    said = f"the relay answered {code} {message[:200]!r} to {phase}"
+    if 400 <= code < 500:
+        return TransientError(said, platform=NAME, target=rid)
+    if phase == "RCPT TO":
+        return TargetGone(said + ": the address is refused", platform=NAME, target=rid)
+    return Rejected(said, platform=NAME, target=rid)
+
+
+if TYPE_CHECKING:
+
+    def _is_an_adapter(adapter: EmailAdapter) -> Adapter:
+        """mypy checks here that the email adapter is what the runtime runs."""
+        return adapter

@@ -1,0 +1,43 @@
+"""The registry entry of email: the digest as a newsletter through any SMTP relay."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, cast
+
+from bots.email.settings import EmailSettings
+from bots.registry import BuildContext, PlatformSpec
+
+if TYPE_CHECKING:
+    from digest_core.port import Adapter
+    from digest_core.rendering import Renderer
+
+
+def _renderer() -> Renderer:
+    from digest_core.rendering import mail
+
+    return cast("Renderer", mail)
+
+
+def _build(section: EmailSettings, ctx: BuildContext) -> Adapter | None:
+    if not section.configured:
+        return None
+    from bots.email import web  # registers the subscription routes on the HTTP endpoint
+    from bots.email.adapter import EmailAdapter
+
+    web.install()
+    return cast("Adapter", EmailAdapter(section, clock=ctx.clock))
+
+
+PLATFORM = PlatformSpec(
+    name="email",
+    summary="email newsletter through an SMTP relay (double opt-in, one-click unsubscribe)",
+    settings=EmailSettings,
+    renderer=_renderer,
+    build=_build,
+    needs="needs a relay and a sender: set email.host and email.from",
+    needs_key="email.host",
+    sdk="aiosmtplib",
+    sdk_module="aiosmtplib",
+    commands="bots.cli_email:register",
+    doctor="bots.email.doctor:checks",
+)

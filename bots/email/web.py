@@ -1,0 +1,193 @@
+"""Readers' pages on the bot's HTTP server: subscribe (double opt-in), confirm, unsubscribe.
+
+- ``GET /email/subscribe``: a form; ``POST`` (``address``) mails a signed, expiring
+  confirmation link. The answer is the same whether the address is new, subscribed already or
+  refused, and requests for one address (or from one client) are limited, so the form tells
+  nothing about who reads.
+- ``GET /email/confirm?t=``: a page with one button; its ``POST`` subscribes. (Link scanners
+  fetch GETs; only a person presses.)
+- ``GET /email/unsubscribe?t=``: a page with one button; ``POST`` (RFC 8058 one-click, body
+  ``List-Unsubscribe=One-Click``, or the button) unsubscribes at once, with no login.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from aiohttp import web
+
+from bots import http
+
+if TYPE_CHECKING:
+    from bots.email.adapter import EmailAdapter
+
+log = logging.getLogger(__name__)
+
+#: seconds between two confirmation mails to one address, and per client address
+ADDRESS_INTERVAL = 300.0
+CLIENT_BURST = 5
+CLIENT_WINDOW = 600.0
+_HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+SENT = (
+    "如果地址有效，确认信已发出，请查收。 / "
+    "If the address is valid, a confirmation mail is on its way."
+)
+_installed = False
+#: the formats a reader may choose (the core's /subscribe formats)
+FORMATS = ("full", "compact", "headline")
+
+
+def _page(title: str, body: str, *, status: int = 200) -> web.Response:
+    text = (
+        '<!doctype html><html lang="zh-CN"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        '<meta name="color-scheme" content="light dark">'
+        f"<title>{html.escape(title)}</title></head>"
+        '<body style="font-family:sans-serif;max-width:32rem;margin:2rem auto;padding:0 1rem">'
+        f"<h1>{html.escape(title)}</h1>{body}</body></html>"
+    )
+    return web.Response(
+        text=text, status=status, content_type="text/html", charset="utf-8", headers=_HEADERS
+    )
+
+
+def _button(action: str, label: str) -> str:
+    return (
+        f'<form method="post" action="{html.escape(action)}">'
+        f'<button type="submit">{html.escape(label)}</button></form>'
+    )
+
+
+class Limiter:
+    """At most one confirmation mail per address per ADDRESS_INTERVAL and CLIENT_BURST
+    requests per client per CLIENT_WINDOW (in memory: a restart forgets)."""
+
+    def __init__(self) -> None:
+        self._addresses: dict[str, float] = {}
+        self._clients: dict[str, list[float]] = {}
+
+    def allow(self, rid: str, client: str, now: float) -> bool:
+        hits = [t for t in self._clients.get(client, []) if now - t < CLIENT_WINDOW]
+        if len(hits) >= CLIENT_BURST:
+            self._clients[client] = hits
+            return False
+        self._clients[client] = [*hits, now]
+        last = self._addresses.get(rid)
+        if last is not None and now - last < ADDRESS_INTERVAL:
+            return False
+        self._addresses[rid] = now
+        return True
+
+
+def routes(app: web.Application, probe: http.Probe) -> None:
+    """Add the readers' routes (installed when the email platform is configured); they answer
+    503 until its adapter has started. Subscriptions go through the core's own ``/subscribe``
+    and ``/unsubscribe`` commands on the adapter's Port, as a chat's would."""
+    from bots.email.adapter import EmailAdapter
+
+    limiter = Limiter()
+
+    def running() -> EmailAdapter:
+        for started in probe.started:
+            if isinstance(started, EmailAdapter) and started.port is not None:
+                return started
+        raise web.HTTPServiceUnavailable(text="not ready; try again in a minute")
+
+    async def form(request: web.Request) -> web.Response:
+        return _page(
+            "订阅 / Subscribe",
+            '<form method="post"><label>Email <input type="email" name="address" required>'
+            '</label> <select name="format"><option value="full">完整 / full</option>'
+            '<option value="compact">精简 / compact</option>'
+            '<option value="headline">只看重点 / headline</option></select> '
+            '<button type="submit">订阅 / Subscribe</button></form>',
+        )
+
+    async def subscribe(request: web.Request) -> web.Response:
+        from email_validator import EmailNotValidError, validate_email
+
+        data = await request.post()
+        raw = str(data.get("address", ""))[:320]
+        fmt = str(data.get("format", ""))
+        fmt = fmt if fmt in FORMATS else ""
+        try:
+            address = validate_email(
+                raw, check_deliverability=False, allow_smtputf8=False
+            ).normalized
+        except EmailNotValidError:
+            return _page("订阅 / Subscribe", f"<p>{SENT}</p>")
+        adapter = running()
+        rid = adapter.book.id_of(address)
+        if limiter.allow(rid, request.remote or "", time.monotonic()):
+            await _send_confirmation(adapter, address, rid, fmt)
+        else:
+            log.info("confirmation for reader %s not sent: rate-limited", rid)
+        return _page("订阅 / Subscribe", f"<p>{SENT}</p>")
+
+    async def confirm_page(request: web.Request) -> web.Response:
+        adapter = running()
+        if adapter.tokens.confirmed(request.query.get("t", "")) is None:
+            return _page("链接无效 / Invalid link", "<p>链接已过期或无效。</p>", status=400)
+        return _page("确认订阅 / Confirm", _button(request.path_qs, "确认订阅 / Confirm"))
+
+    async def confirm(request: web.Request) -> web.Response:
+        adapter = running()
+        confirmed = adapter.tokens.confirmed(request.query.get("t", ""))
+        if confirmed is None:
+            return _page("链接无效 / Invalid link", "<p>链接已过期或无效。</p>", status=400)
+        address, fmt = confirmed
+        rid = await adapter.book.add(address, at=adapter.clock.now())
+        await adapter.subscription(rid, on=True, fmt=fmt)
+        log.info("reader %s confirmed an email subscription", rid)
+        return _page("已订阅 / Subscribed", "<p>谢谢！下一期起发到你的邮箱。</p>")
+
+    async def unsubscribe_page(request: web.Request) -> web.Response:
+        adapter = running()
+        if adapter.tokens.unsubscribed(request.query.get("t", "")) is None:
+            return _page("链接无效 / Invalid link", "<p>链接无效。</p>", status=400)
+        return _page("退订 / Unsubscribe", _button(request.path_qs, "退订 / Unsubscribe"))
+
+    async def unsubscribe(request: web.Request) -> web.Response:
+        adapter = running()
+        rid = adapter.tokens.unsubscribed(request.query.get("t", ""))
+        if rid is None:
+            return _page("链接无效 / Invalid link", "<p>链接无效。</p>", status=400)
+        await adapter.subscription(rid, on=False)
+        return _page("已退订 / Unsubscribed", "<p>你不会再收到本日报。</p>")
+
+    app.router.add_get("/email/subscribe", form)
+    app.router.add_post("/email/subscribe", subscribe)
+    app.router.add_get("/email/confirm", confirm_page)
+    app.router.add_post("/email/confirm", confirm)
+    app.router.add_get("/email/unsubscribe", unsubscribe_page)
+    app.router.add_post("/email/unsubscribe", unsubscribe)
+
+
+async def _send_confirmation(adapter: EmailAdapter, address: str, rid: str, fmt: str) -> None:
+    text = (
+        "请点击下面的链接确认订阅（48 小时内有效）：\n"
+        f"{adapter.confirm_url(address, fmt)}\n\n"
+        "Confirm your subscription with the link above. "
+        "If you did not ask for it, ignore this mail."
+    )
+    message = adapter.notice("确认订阅 / Confirm your subscription\n\n" + text)[0]
+    try:
+        await adapter.send_to(address, rid, message)
+    except Exception as exc:  # the page's answer is the same whatever happens
+        log.warning("confirmation mail to reader %s failed: %s", rid, exc)
+
+
+def install() -> None:
+    """Register :func:`routes` with the HTTP endpoint (once)."""
+    global _installed
+    if not _installed:
+        http.add_routes(routes)
+        _installed = True

@@ -1,0 +1,49 @@
+"""Shared set-up of the email tests: a DKIM key pair made with openssl, the adapter's settings."""
+
+from __future__ import annotations
+
+import base64
+import subprocess
+from pathlib import Path
+
+from bots.email.settings import EmailSettings
+
+SENDER = "digest@example.org"
+SECRET = "a-test-secret-of-enough-length-0123"
+
+
+def dkim_keys(tmp_path: Path) -> tuple[Path, bytes]:
+    """(the private key's PEM file, the DNS TXT record of its public key)."""
+    key = tmp_path / "dkim.pem"
+    subprocess.run(
+        ["openssl", "genrsa", "-traditional", "-out", str(key), "1024"],
+        check=True,
+        capture_output=True,
+    )
+    der = subprocess.run(
+        ["openssl", "rsa", "-in", str(key), "-pubout", "-outform", "DER"],
+        check=True,
+        capture_output=True,
+    ).stdout
+    return key, b"v=DKIM1; k=rsa; p=" + base64.b64encode(der)
+
+
+def settings(tmp_path: Path, port: int, *, dkim_key: Path | None = None) -> EmailSettings:
+    extra = (
+        {"dkim_selector": "s1", "dkim_domain": "example.org", "dkim_key_file": dkim_key}
+        if dkim_key
+        else {}
+    )
+    return EmailSettings.model_validate(
+        {
+            "host": "127.0.0.1",
+            "port": port,
+            "security": "none",
+            "from": f"AI 技术日报 <{SENDER}>",
+            "reply_to": "editor@example.org",
+            "public_url": "https://digest.example.org/",
+            "secret_key": SECRET,
+            "address_book": tmp_path / "readers.sqlite3",
+            **extra,
+        }
+    )
