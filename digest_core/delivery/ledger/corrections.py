@@ -37,7 +37,6 @@ from sqlalchemy import func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from digest_core.delivery.heap import refreeze
-from digest_core.delivery.ledger.core import LedgerBase, _retried
 from digest_core.delivery.ledger.engine import generic_plans
 from digest_core.delivery.ledger.schema import (
     FULL_VARIANT,
@@ -47,6 +46,7 @@ from digest_core.delivery.ledger.schema import (
     parts,
     targets,
 )
+from digest_core.delivery.ledger.state import LedgerState, retried
 from digest_core.models import IssueRef
 from digest_core.platform import Target, TargetKind
 
@@ -172,16 +172,19 @@ class _Row:
     variant: str | None
 
 
-class CorrectionsMixin(LedgerBase):
+class Corrections:
     """Digests of what deliveries showed, and corrections (see the module docstring)."""
 
-    @_retried
+    def __init__(self, state: LedgerState) -> None:
+        self.state = state
+
+    @retried
     async def record_digests(
         self, delivery_id: int, digests: Sequence[str], *, variant: str = FULL_VARIANT
     ) -> None:
         """Record what each part of a delivery's ``variant`` shows (once per variant: a
         resumed delivery keeps the digests first recorded)."""
-        async with self._tx() as conn:
+        async with self.state.tx() as conn:
             found = (
                 await conn.execute(
                     select(func.count()).where(
@@ -199,7 +202,7 @@ class CorrectionsMixin(LedgerBase):
                     for i, d in enumerate(digests)
                 ],
             )
-            self.stats.rows_inserted += len(digests)
+            self.state.stats.rows_inserted += len(digests)
 
     async def plan_correction(
         self, ref: IssueRef, platform: str, digests: Digests
@@ -220,8 +223,8 @@ class CorrectionsMixin(LedgerBase):
         one aggregate row.
         """
         by_variant = _by_variant(digests)
-        now = self._clock.now()
-        started = await self._retrying(
+        now = self.state.clock.now()
+        started = await self.state.retrying(
             functools.partial(self._correction_start, ref, platform, by_variant, now)
         )
         if isinstance(started, CorrectionPlan) or started is None:
@@ -232,7 +235,7 @@ class CorrectionsMixin(LedgerBase):
             while True:
                 # each delivery's targets a page at a time, in the order of its unique index
                 # (a whole day's list would stall the loop; a DISTINCT over the day sorts it)
-                page = await self._retrying(
+                page = await self.state.retrying(
                     functools.partial(self._target_page, delivery_id, after)
                 )
                 if not page:
@@ -241,7 +244,9 @@ class CorrectionsMixin(LedgerBase):
                 batch = [t for t in page if t not in seen]
                 seen.update(batch)
                 if batch:
-                    await self._retrying(functools.partial(self._correction_batch_tx, state, batch))
+                    await self.state.retrying(
+                        functools.partial(self._correction_batch_tx, state, batch)
+                    )
                 # the plan so far out of the collector's full passes (inside the corrector's
                 # frozen heap, see heap.py): at 100k targets each pass stalled the loop 0.1-0.2 s
                 refreeze()
@@ -279,7 +284,7 @@ class CorrectionsMixin(LedgerBase):
     ) -> CorrectionPlan | tuple[_Planning, set[str]] | None:
         """The first transaction: give up other revisions' unfinished rows, resume this
         revision's, else read what the batches need and the day's targets."""
-        async with self._tx() as conn:
+        async with self.state.tx() as conn:
             days = {
                 r.id: r
                 for r in await conn.execute(
@@ -335,7 +340,7 @@ class CorrectionsMixin(LedgerBase):
     async def _target_page(self, delivery_id: int, after: str) -> list[str]:
         """The next :data:`_BATCH` target ids with rows in a delivery, in id order after
         ``after``."""
-        async with self._tx() as conn:
+        async with self.state.tx() as conn:
             return list(
                 (
                     await conn.execute(
@@ -351,7 +356,7 @@ class CorrectionsMixin(LedgerBase):
     async def _correction_batch_tx(self, state: _Planning, batch: list[str]) -> None:
         created = state.created
         try:
-            async with self._tx() as conn:
+            async with self.state.tx() as conn:
                 unchanged, todo = await self._correction_batch(conn, state, batch)
         except BaseException:
             state.created = created  # a delivery recorded here was rolled back with it
@@ -485,7 +490,7 @@ class CorrectionsMixin(LedgerBase):
                     ]
                     for row_id, target_id, part in await conn.execute(statement, chunk):
                         ids[(target_id, part)] = row_id
-                    self.stats.rows_inserted += len(chunk)
+                    self.state.stats.rows_inserted += len(chunk)
         sizes = {v: len(d) for v, d in state.digests.items()}
         return unchanged, _recorded(order, inserts, varied, ids, kinds, sizes)
 
@@ -518,11 +523,11 @@ class CorrectionsMixin(LedgerBase):
             for i, d in enumerate(digests)
         ]
         await conn.execute(insert(part_digests), recorded)
-        self.stats.rows_inserted += 1 + len(recorded)
+        self.state.stats.rows_inserted += 1 + len(recorded)
         state.created = (delivery_id, generation)
         return delivery_id
 
-    @_retried
+    @retried
     async def first_messages(
         self, day: dt.date, platform: str, target_ids: Sequence[str]
     ) -> dict[str, str]:
@@ -540,7 +545,7 @@ class CorrectionsMixin(LedgerBase):
             .order_by(parts.c.delivery_id)
         )
         found: dict[str, str] = {}
-        async with self._tx() as conn:
+        async with self.state.tx() as conn:
             for target_id, message_id, state in await conn.execute(query):
                 if message_id and state == PartState.SENT.value:
                     found[target_id] = message_id  # a later delivery's wins

@@ -70,7 +70,7 @@ def _server_settings(parsed: Any) -> dict[str, Any]:
     return {"server_settings": dict(PG_SERVER_SETTINGS)}
 
 
-def _create_engine(url: str, *, echo: bool) -> AsyncEngine:
+def create_engine(url: str, *, echo: bool) -> AsyncEngine:
     """An async engine for ``url``; every way the URL itself can be wrong is a ConfigError
     naming ``database_url``, never showing the password."""
     example = "e.g. sqlite+aiosqlite:///var/digest-bot.db or postgresql+asyncpg://user@host/db"

@@ -29,10 +29,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from digest_core.delivery.heap import refreeze
 from digest_core.delivery.ledger.classify import FoundRow, Situation, classify
-from digest_core.delivery.ledger.core import (
-    LedgerBase,
-    _retried,
-)
 from digest_core.delivery.ledger.engine import generic_plans
 from digest_core.delivery.ledger.leases import (
     _foreign_holder,
@@ -53,6 +49,7 @@ from digest_core.delivery.ledger.schema import (
     parts,
     targets,
 )
+from digest_core.delivery.ledger.state import LedgerState, retried
 from digest_core.models import IssueRef
 from digest_core.platform import Target
 
@@ -60,7 +57,7 @@ log = logging.getLogger(__name__)
 
 #: targets planned per transaction: bounds the time the event loop spends on one batch
 #: (benchmarks/fanout.py --subscribers) and the rows held in memory
-_PLAN_BATCH = 500
+PLAN_BATCH = 500
 #: a batch of fresh targets' rows on PostgreSQL (see ``PlanningMixin._plan_fresh``)
 _PG_FRESH = text(
     "INSERT INTO parts (delivery_id, target, kind, part, state, attempts, created_at, "
@@ -146,10 +143,13 @@ class _Moves:
         return [final, *self.earlier.get(final, ())]
 
 
-class PlanningMixin(LedgerBase):
+class Planning:
     """Record a delivery and say what to send."""
 
-    @_retried  # its first transaction; each batch retries on its own
+    def __init__(self, state: LedgerState) -> None:
+        self.state = state
+
+    @retried  # its first transaction; each batch retries on its own
     async def plan(
         self,
         ref: IssueRef,
@@ -180,7 +180,7 @@ class PlanningMixin(LedgerBase):
         a row in flight in a live delivery is left out (:attr:`TargetPlan.in_progress`), so its
         parts keep their order.
 
-        Targets are planned in batches of :data:`_PLAN_BATCH`, each in its own transaction, so
+        Targets are planned in batches of :data:`PLAN_BATCH`, each in its own transaction, so
         a large fan-out neither blocks the event loop nor holds the day's rows in memory; a
         batch whose parts were all sent costs one aggregate query.
 
@@ -192,8 +192,8 @@ class PlanningMixin(LedgerBase):
         for req in requested:
             if req.platform != platform:
                 raise ValueError(f"target {req} is not on platform {platform!r}")
-        now = self._clock.now()
-        async with self._tx() as conn:
+        now = self.state.clock.now()
+        async with self.state.tx() as conn:
             moves = _Moves(
                 platform,
                 await conn.execute(
@@ -207,7 +207,7 @@ class PlanningMixin(LedgerBase):
                 conn, ref, platform, n_parts, force=force, now=now
             )
             foreign = await _foreign_holder(
-                conn, delivery_lease(platform), owner=self.owner, locks=self._locks
+                conn, delivery_lease(platform), owner=self.state.owner, locks=self.state.locks
             )
             # the day's deliveries on the platform -> their revision (none read with force)
             revisions: dict[int, str] = {}
@@ -254,12 +254,12 @@ class PlanningMixin(LedgerBase):
         entries: list[_Entry] = []
         inactive: list[Target] = []
         superseded = live = 0
-        for start in range(0, len(requested), _PLAN_BATCH):
-            pairs = moves.resolve(requested[start : start + _PLAN_BATCH], inactive)
+        for start in range(0, len(requested), PLAN_BATCH):
+            pairs = moves.resolve(requested[start : start + PLAN_BATCH], inactive)
             if pairs:
                 # each batch waits out database trouble itself: retrying the whole plan
                 # would start a second generation after a forced one was recorded
-                found = await self._retrying(
+                found = await self.state.retrying(
                     functools.partial(self._plan_batch_tx, batch, pairs, moves)
                 )
                 entries += found
@@ -286,7 +286,7 @@ class PlanningMixin(LedgerBase):
     async def _plan_batch_tx(
         self, batch: _Batch, pairs: list[tuple[Target, Target]], moves: _Moves
     ) -> list[_Entry]:
-        async with self._tx() as conn:
+        async with self.state.tx() as conn:
             return await self._plan_batch(conn, batch, pairs, moves)
 
     async def _plan_batch(
@@ -359,7 +359,7 @@ class PlanningMixin(LedgerBase):
             batch.ref.revision,
             batch.revisions,
             n_parts,
-            live_rows=self._live,
+            live_rows=self.state.live,
             foreign=batch.foreign,
             corrections=batch.corrections,
         )
@@ -387,18 +387,18 @@ class PlanningMixin(LedgerBase):
             # the row-by-row insert planned once (the batch's IN (...) queries keep custom plans)
             async with generic_plans(conn):
                 await conn.execute(insert(parts), inserts)
-            self.stats.rows_inserted += len(inserts)
+            self.state.stats.rows_inserted += len(inserts)
         for new_id, ids in retarget.items():
             for chunk in _chunks(ids):
                 await conn.execute(update(parts).where(parts.c.id.in_(chunk)).values(target=new_id))
-                self.stats.rows_updated += len(chunk)
+                self.state.stats.rows_updated += len(chunk)
         for chunk in _chunks(resets):
             await conn.execute(
                 update(parts)
                 .where(parts.c.id.in_(chunk))
                 .values(state=PartState.PENDING.value, updated_at=now)
             )
-            self.stats.rows_updated += len(chunk)
+            self.state.stats.rows_updated += len(chunk)
         todo: dict[str, list[PlannedPart]] = {}
         in_progress: dict[str, int] = {}
         unsent = await conn.execute(
@@ -493,7 +493,7 @@ class PlanningMixin(LedgerBase):
                 inserts,
             )
         ids = {(target, part): row_id for row_id, target, part in found}
-        self.stats.rows_inserted += len(ids)
+        self.state.stats.rows_inserted += len(ids)
         if len(ids) < expected:
             log.info("planning met rows another delivery inserted meanwhile; reading them")
             return None
@@ -544,7 +544,7 @@ class PlanningMixin(LedgerBase):
                 created_at=now,
             )
         )
-        self.stats.rows_inserted += 1
+        self.state.stats.rows_inserted += 1
         key = result.inserted_primary_key
         assert key is not None
         return int(key[0]), generation

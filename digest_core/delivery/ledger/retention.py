@@ -11,7 +11,6 @@ from typing import Any
 from sqlalchemy import and_, case, delete, exists, func, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from digest_core.delivery.ledger.core import LedgerBase
 from digest_core.delivery.ledger.schema import (
     PartState,
     audit,
@@ -19,6 +18,7 @@ from digest_core.delivery.ledger.schema import (
     deliveries,
     parts,
 )
+from digest_core.delivery.ledger.state import LedgerState
 
 log = logging.getLogger(__name__)
 
@@ -85,8 +85,11 @@ def _count(state: PartState) -> Any:
     return func.sum(case((parts.c.state == state.value, 1), else_=0))
 
 
-class RetentionMixin(LedgerBase):
+class Retention:
     """Prune old part and audit rows; read the per-day summaries left in their place."""
+
+    def __init__(self, state: LedgerState) -> None:
+        self.state = state
 
     async def prune(
         self,
@@ -114,7 +117,7 @@ class RetentionMixin(LedgerBase):
         recent = exists().where(
             parts.c.delivery_id == deliveries.c.id, parts.c.updated_at >= cutoff
         )
-        async with self._tx() as conn:
+        async with self.state.tx() as conn:
             found = await conn.execute(
                 select(deliveries.c.issue_date, deliveries.c.platform, deliveries.c.id)
                 .where(deliveries.c.issue_date < before, ~recent)
@@ -135,17 +138,17 @@ class RetentionMixin(LedgerBase):
                 report.batches += 1
                 if not done:
                     break
-                await self._clock.sleep(pause)
-            async with self._tx() as conn:
+                await self.state.clock.sleep(pause)
+            async with self.state.tx() as conn:
                 await conn.execute(
                     update(deliveries)
                     .where(deliveries.c.id.in_(ids))
-                    .values(pruned_at=self._clock.now())
+                    .values(pruned_at=self.state.clock.now())
                 )
             report.days.append((day, platform))
             log.info("pruned the rows of %s on %s (%d deliveries)", day, platform, len(ids))
         while True:
-            async with self._tx() as conn:
+            async with self.state.tx() as conn:
                 oldest = (
                     select(audit.c.id)
                     .where(audit.c.at < audit_before)
@@ -161,7 +164,7 @@ class RetentionMixin(LedgerBase):
             report.batches += 1
             if gone < batch:
                 break
-            await self._clock.sleep(pause)
+            await self.state.clock.sleep(pause)
         return report
 
     async def _prune_batch(
@@ -169,7 +172,7 @@ class RetentionMixin(LedgerBase):
     ) -> tuple[int, int]:
         """Summarise and delete the rows of the next targets of one day's deliveries, about
         ``batch`` rows (one transaction); returns (rows deleted, summaries written)."""
-        async with self._tx() as conn:
+        async with self.state.tx() as conn:
             chunk: list[str] = []
             for d_id in ids:  # in the order of the unique index: no sort, no scan
                 found = [
@@ -290,7 +293,7 @@ class RetentionMixin(LedgerBase):
             query = query.where(day_summaries.c.issue_date == day)
         if limit is not None:
             query = query.limit(limit)
-        async with self._tx() as conn:
+        async with self.state.tx() as conn:
             return [
                 DaySummary(
                     r.issue_date,
@@ -310,7 +313,7 @@ class RetentionMixin(LedgerBase):
     async def last_summarised(self, platform: str, target: str) -> DaySummary | None:
         """The latest pruned day on which ``target`` got a part (status falls back on it
         when no row of the last ``keep_days`` names the target)."""
-        async with self._tx() as conn:
+        async with self.state.tx() as conn:
             row = (
                 await conn.execute(
                     select(day_summaries)
