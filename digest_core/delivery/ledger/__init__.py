@@ -5,7 +5,7 @@
 queue, the rows in flight here, lease holds, health and retries); each is its own module
 with a small public surface: :mod:`.core` (opening, checkpoints, closing), :mod:`.planning`
 (the SQL I/O of :meth:`Ledger.plan`) around :mod:`.classify` (its pure decisions),
-:mod:`.writer` (group commit), :mod:`.corrections` around :mod:`.correcting` (its pure
+:mod:`.writer` (group commit), :mod:`.corrections` around :mod:`.diffing` (its pure
 decisions), :mod:`.leases` (rows, or the OS locks of :mod:`.oslocks`), :mod:`.targets`,
 :mod:`.subscribers`, :mod:`.readers` (preferences, follows and follow checks),
 :mod:`.audit`, :mod:`.queries`, :mod:`.retention`. Beside them: :mod:`.schema` (every table,
@@ -17,10 +17,10 @@ declared once; states), :mod:`.migrate` (Alembic upgrades, revisions in ``migrat
 from __future__ import annotations
 
 from digest_core.delivery.ledger.corrections import (
-    Action,
     CorrectionPlan,
     CorrectionRow,
 )
+from digest_core.delivery.ledger.diffing import Action
 from digest_core.delivery.ledger.facade import Ledger
 from digest_core.delivery.ledger.records import (
     AuditEntry,
