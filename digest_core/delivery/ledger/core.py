@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
+from pathlib import Path
 
 from sqlalchemy import delete, insert, inspect, literal, make_url, select
 from sqlalchemy.exc import DBAPIError, IntegrityError
@@ -109,10 +110,15 @@ class Lifecycle:
                 )
             write_marker(marker, self.state.ledger_id)
         if database is not None:
-            st = database.stat()
-            self.state.path, self.state.file_id = database, (st.st_dev, st.st_ino)
-            self.state.health.file = database.with_name(database.name + ".health")
-            self.state.health.subscribe(self._checkpoint_after_trouble)
+            self._watch(database)
+
+    def _watch(self, database: Path) -> None:
+        """Keep the opened file's identity (the watchdog compares it) and checkpoint its log
+        once trouble clears."""
+        st = database.stat()
+        self.state.path, self.state.file_id = database, (st.st_dev, st.st_ino)
+        self.state.health.file = database.with_name(database.name + ".health")
+        self.state.health.subscribe(self._checkpoint_after_trouble)
 
     async def _check_file(self) -> str | None:
         """SQLite's quick check, so a truncated or damaged file is refused at start rather

@@ -96,7 +96,7 @@ class CorrectionRow:
 
 @dataclass(frozen=True)
 class CorrectionPlan:
-    """The result of :meth:`CorrectionsMixin.plan_correction`."""
+    """The result of :meth:`Corrections.plan_correction`."""
 
     delivery_id: int
     generation: int
@@ -222,26 +222,7 @@ class Corrections:
             return started
         state, seen = started  # (deactivated and moved targets count as seen)
         for delivery_id in sorted(state.days):
-            after = ""
-            while True:
-                # each delivery's targets a page at a time, in the order of its unique index
-                # (a whole day's list would stall the loop; a DISTINCT over the day sorts it)
-                page = await self.state.retrying(
-                    functools.partial(self._target_page, delivery_id, after)
-                )
-                if not page:
-                    break
-                after = page[-1]
-                batch = [t for t in page if t not in seen]
-                seen.update(batch)
-                if batch:
-                    await self.state.retrying(
-                        functools.partial(self._correction_batch_tx, state, batch)
-                    )
-                # the plan so far out of the collector's full passes (inside the corrector's
-                # frozen heap, see heap.py): at 100k targets each pass stalled the loop 0.1-0.2 s
-                refreeze()
-                await asyncio.sleep(0)  # let the loop breathe between batches
+            await self._compare_targets(state, delivery_id, seen)
         if state.created is None:
             return None
         delivery_id, generation = state.created
@@ -265,6 +246,29 @@ class Corrections:
             resumed=False,
             unchanged=state.unchanged,
         )
+
+    async def _compare_targets(self, state: _Planning, delivery_id: int, seen: set[str]) -> None:
+        """Compare the targets of one delivery of the day not ``seen`` yet, a batch at a time."""
+        after = ""
+        while True:
+            # each delivery's targets a page at a time, in the order of its unique index
+            # (a whole day's list would stall the loop; a DISTINCT over the day sorts it)
+            page = await self.state.retrying(
+                functools.partial(self._target_page, delivery_id, after)
+            )
+            if not page:
+                break
+            after = page[-1]
+            batch = [t for t in page if t not in seen]
+            seen.update(batch)
+            if batch:
+                await self.state.retrying(
+                    functools.partial(self._correction_batch_tx, state, batch)
+                )
+            # the plan so far out of the collector's full passes (inside the corrector's
+            # frozen heap, see heap.py): at 100k targets each pass stalled the loop 0.1-0.2 s
+            refreeze()
+            await asyncio.sleep(0)  # let the loop breathe between batches
 
     async def _correction_start(
         self,
@@ -305,27 +309,8 @@ class Corrections:
                     return plan
             if not days:
                 return None
-            shown: dict[tuple[int, str, int], str] = {}
-            recorded: dict[tuple[int, str], int] = {}
-            for d_id, variant, part, digest in await conn.execute(
-                select(
-                    part_digests.c.delivery_id,
-                    part_digests.c.variant,
-                    part_digests.c.part,
-                    part_digests.c.digest,
-                ).where(part_digests.c.delivery_id.in_(list(days)))
-            ):
-                shown[(d_id, variant, part)] = digest
-                recorded[(d_id, variant)] = recorded.get((d_id, variant), 0) + 1
-            away = {
-                t
-                for (t,) in await conn.execute(
-                    select(targets.c.target_id).where(
-                        targets.c.platform == platform,
-                        targets.c.active.is_(False) | targets.c.moved_to.is_not(None),
-                    )
-                )
-            }
+            shown, recorded = await _digests_of(conn, list(days))
+            away = await _away(conn, platform)
         return _Planning(ref, platform, digests, days, shown, recorded, now), away
 
     async def _target_page(self, delivery_id: int, after: str) -> list[str]:
@@ -659,3 +644,36 @@ def _new_rows(
         }
         for part, st, message_id in planned
     ]
+
+
+async def _digests_of(
+    conn: AsyncConnection, days: list[int]
+) -> tuple[dict[tuple[int, str, int], str], dict[tuple[int, str], int]]:
+    """What the deliveries ``days`` showed: (delivery id, variant, part) -> digest, and
+    (delivery id, variant) -> its number of parts, for the variants each recorded."""
+    shown: dict[tuple[int, str, int], str] = {}
+    recorded: dict[tuple[int, str], int] = {}
+    for d_id, variant, part, digest in await conn.execute(
+        select(
+            part_digests.c.delivery_id,
+            part_digests.c.variant,
+            part_digests.c.part,
+            part_digests.c.digest,
+        ).where(part_digests.c.delivery_id.in_(days))
+    ):
+        shown[(d_id, variant, part)] = digest
+        recorded[(d_id, variant)] = recorded.get((d_id, variant), 0) + 1
+    return shown, recorded
+
+
+async def _away(conn: AsyncConnection, platform: str) -> set[str]:
+    """The platform's deactivated and moved targets (a correction leaves them out)."""
+    return {
+        t
+        for (t,) in await conn.execute(
+            select(targets.c.target_id).where(
+                targets.c.platform == platform,
+                targets.c.active.is_(False) | targets.c.moved_to.is_not(None),
+            )
+        )
+    }

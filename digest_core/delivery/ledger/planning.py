@@ -70,7 +70,7 @@ log = logging.getLogger(__name__)
 #: targets planned per transaction: bounds the time the event loop spends on one batch
 #: (benchmarks/fanout.py --subscribers) and the rows held in memory
 PLAN_BATCH = 500
-#: a batch of fresh targets' rows on PostgreSQL (see ``PlanningMixin._plan_fresh``)
+#: a batch of fresh targets' rows on PostgreSQL (see ``Planning._plan_fresh``)
 _PG_FRESH = text(
     "INSERT INTO parts (delivery_id, target, kind, part, state, attempts, created_at, "
     "updated_at, variant) "

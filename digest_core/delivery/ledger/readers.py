@@ -59,7 +59,7 @@ class Preference:
 
 
 class Followed(StrEnum):
-    """The outcome of :meth:`ReadersMixin.follow`."""
+    """The outcome of :meth:`Readers.follow`."""
 
     ADDED = "added"
     ALREADY = "already"

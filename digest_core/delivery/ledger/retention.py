@@ -48,7 +48,7 @@ class DaySummary:
 
 @dataclass
 class PruneReport:
-    """What one :meth:`RetentionMixin.prune` did."""
+    """What one :meth:`Retention.prune` did."""
 
     #: (issue date, platform) pairs whose rows were summarised and deleted
     days: list[tuple[dt.date, str]] = field(default_factory=list)
@@ -113,6 +113,14 @@ class Retention:
         if batch < 1:
             raise ValueError("batch must be at least 1")
         report = PruneReport()
+        days = await self._prunable(before)
+        for (day, platform), ids in days.items():
+            await self._prune_day(day, platform, ids, batch=batch, pause=pause, report=report)
+        await self._prune_audit(audit_before, batch=batch, pause=pause, report=report)
+        return report
+
+    async def _prunable(self, before: dt.date) -> dict[tuple[dt.date, str], list[int]]:
+        """(day, platform) -> the ids of its deliveries to prune, days in order."""
         cutoff = dt.datetime.combine(before, dt.time(), tzinfo=dt.UTC)
         recent = exists().where(
             parts.c.delivery_id == deliveries.c.id, parts.c.updated_at >= cutoff
@@ -130,23 +138,40 @@ class Retention:
             days: dict[tuple[dt.date, str], list[int]] = {}
             for day, platform, d_id in found:
                 days.setdefault((day, platform), []).append(int(d_id))
-        for (day, platform), ids in days.items():
-            while True:
-                done, n_summaries = await self._prune_batch(day, platform, ids, batch)
-                report.parts += done
-                report.summaries += n_summaries
-                report.batches += 1
-                if not done:
-                    break
-                await self.state.clock.sleep(pause)
-            async with self.state.tx() as conn:
-                await conn.execute(
-                    update(deliveries)
-                    .where(deliveries.c.id.in_(ids))
-                    .values(pruned_at=self.state.clock.now())
-                )
-            report.days.append((day, platform))
-            log.info("pruned the rows of %s on %s (%d deliveries)", day, platform, len(ids))
+        return days
+
+    async def _prune_day(
+        self,
+        day: dt.date,
+        platform: str,
+        ids: list[int],
+        *,
+        batch: int,
+        pause: float,
+        report: PruneReport,
+    ) -> None:
+        """Fold and delete one day's rows on a platform, batch by batch; mark it pruned."""
+        while True:
+            done, n_summaries = await self._prune_batch(day, platform, ids, batch)
+            report.parts += done
+            report.summaries += n_summaries
+            report.batches += 1
+            if not done:
+                break
+            await self.state.clock.sleep(pause)
+        async with self.state.tx() as conn:
+            await conn.execute(
+                update(deliveries)
+                .where(deliveries.c.id.in_(ids))
+                .values(pruned_at=self.state.clock.now())
+            )
+        report.days.append((day, platform))
+        log.info("pruned the rows of %s on %s (%d deliveries)", day, platform, len(ids))
+
+    async def _prune_audit(
+        self, audit_before: dt.datetime, *, batch: int, pause: float, report: PruneReport
+    ) -> None:
+        """Delete audit rows older than ``audit_before``, ``batch`` at a time."""
         while True:
             async with self.state.tx() as conn:
                 oldest = (
@@ -165,7 +190,6 @@ class Retention:
             if gone < batch:
                 break
             await self.state.clock.sleep(pause)
-        return report
 
     async def _prune_batch(
         self, day: dt.date, platform: str, ids: Sequence[int], batch: int

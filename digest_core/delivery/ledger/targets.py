@@ -99,7 +99,6 @@ class Targets:
         the same delivery is marked gone instead (it would be a duplicate).
         """
         now = self.state.clock.now()
-        moved: list[int] = []
         async with self.state.tx() as conn:
             await _upsert_target(
                 conn,
@@ -110,51 +109,41 @@ class Targets:
                 now=now,
             )
             await _upsert_target(conn, new, active=True, moved_to=None, reason=None, now=now)
-            ids = list(row_ids)
-            taken: set[tuple[int, int]] = set()
-            if ids:
-                rows = (
-                    await conn.execute(
-                        select(parts.c.id, parts.c.delivery_id, parts.c.part).where(
-                            parts.c.id.in_(ids)
-                        )
-                    )
-                ).all()
-                d_ids = {r.delivery_id for r in rows}
-                taken = {
-                    (r.delivery_id, r.part)
-                    for r in await conn.execute(
-                        select(parts.c.delivery_id, parts.c.part).where(
-                            parts.c.target == new.id, parts.c.delivery_id.in_(d_ids)
-                        )
-                    )
-                }
-                self.state.live.difference_update(ids)
-                clash = [r.id for r in rows if (r.delivery_id, r.part) in taken]
-                moved = [r.id for r in rows if (r.delivery_id, r.part) not in taken]
-                for chunk in _chunks(moved):
-                    await conn.execute(
-                        update(parts)
-                        .where(parts.c.id.in_(chunk))
-                        .values(target=new.id, updated_at=now)
-                    )
-                await self._mark_rows(conn, clash, PartState.GONE, f"moved to {new.id}", now)
-                self.state.stats.rows_updated += len(moved)
-            old_sub = (
-                await conn.execute(
-                    select(subscribers.c.active).where(
-                        subscribers.c.platform == old.platform, subscribers.c.chat_id == old.id
-                    )
-                )
-            ).first()
-            if old_sub is not None and old_sub.active:
-                await conn.execute(
-                    update(subscribers)
-                    .where(subscribers.c.platform == old.platform, subscribers.c.chat_id == old.id)
-                    .values(active=False, until=now)
-                )
-                await _subscribe(conn, new.platform, new.id, now)
+            moved = await self._move_rows(conn, list(row_ids), new, now)
+            await _move_subscriber(conn, old, new, now)
         log.info("%s moved to %s", old, new.id)
+        return moved
+
+    async def _move_rows(
+        self, conn: AsyncConnection, ids: list[int], new: Target, now: dt.datetime
+    ) -> list[int]:
+        """Address the rows ``ids`` to ``new``; a row whose part ``new`` already has in its
+        delivery is marked gone instead. Returns the rows moved."""
+        if not ids:
+            return []
+        rows = (
+            await conn.execute(
+                select(parts.c.id, parts.c.delivery_id, parts.c.part).where(parts.c.id.in_(ids))
+            )
+        ).all()
+        d_ids = {r.delivery_id for r in rows}
+        taken = {
+            (r.delivery_id, r.part)
+            for r in await conn.execute(
+                select(parts.c.delivery_id, parts.c.part).where(
+                    parts.c.target == new.id, parts.c.delivery_id.in_(d_ids)
+                )
+            )
+        }
+        self.state.live.difference_update(ids)
+        clash = [r.id for r in rows if (r.delivery_id, r.part) in taken]
+        moved = [r.id for r in rows if (r.delivery_id, r.part) not in taken]
+        for chunk in _chunks(moved):
+            await conn.execute(
+                update(parts).where(parts.c.id.in_(chunk)).values(target=new.id, updated_at=now)
+            )
+        await self._mark_rows(conn, clash, PartState.GONE, f"moved to {new.id}", now)
+        self.state.stats.rows_updated += len(moved)
         return moved
 
     async def reactivate(self, target: Target) -> bool:
@@ -224,3 +213,23 @@ class Targets:
                 .values(state=state.value, last_error=error, updated_at=now)
             )
             self.state.stats.rows_updated += result.rowcount
+
+
+async def _move_subscriber(
+    conn: AsyncConnection, old: Target, new: Target, now: dt.datetime
+) -> None:
+    """An active subscriber ``old`` becomes the subscriber ``new``."""
+    old_sub = (
+        await conn.execute(
+            select(subscribers.c.active).where(
+                subscribers.c.platform == old.platform, subscribers.c.chat_id == old.id
+            )
+        )
+    ).first()
+    if old_sub is not None and old_sub.active:
+        await conn.execute(
+            update(subscribers)
+            .where(subscribers.c.platform == old.platform, subscribers.c.chat_id == old.id)
+            .values(active=False, until=now)
+        )
+        await _subscribe(conn, new.platform, new.id, now)

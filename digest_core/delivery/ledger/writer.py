@@ -43,7 +43,7 @@ def _state_update(*where: Any, **values: Any) -> Any:
 _CLAIMABLE = (PartState.PENDING.value, PartState.FAILED.value, PartState.UNKNOWN.value)
 
 # The per-part state changes the delivery engine makes, batched by the group-commit writer
-# (claims are conditional and run apart: see ``Ledger._claim_batch``).
+# (claims are conditional and run apart: see ``Writer._claim_batch``).
 _STATE_STATEMENTS: dict[str, Any] = {
     # a sent row stays sent whatever else happens: the message is out
     "sent": _state_update(
