@@ -268,6 +268,7 @@ class Readers:
         return True
 
     async def count_follows(self, platform: str) -> int:
+        """How many (reader, word) follows the platform has."""
         async with self.state.tx() as conn:
             return int(
                 (
