@@ -70,15 +70,15 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _status(settings: Settings) -> int:
-    from digest_core.delivery.ledger import SCHEMA_VERSION, _create_engine
-    from digest_core.delivery.ledger.engine import _open_error, _sqlite_file
+    from digest_core.delivery.ledger import SCHEMA_VERSION
+    from digest_core.delivery.ledger.engine import _open_error, _sqlite_file, create_engine
     from digest_core.delivery.ledger.migrate import UPGRADE_COMMAND, read_state
 
     database = _sqlite_file(settings.database_url)
     if database is not None and not database.exists():
         print(f"no ledger at {database} yet: the bot creates it at start")
         return EXIT_OK
-    engine = _create_engine(settings.database_url, echo=False)
+    engine = create_engine(settings.database_url, echo=False)
     try:
         async with engine.connect() as conn:
             state = await conn.run_sync(read_state)

@@ -13,7 +13,7 @@ cheap when nothing is due; the service runs it every minute.
 No duplicate when a preference changes: a subscriber's rows of the day are the ledger's answer
 (parts sent are not sent again, a crashed delivery resumes), and one whose rows have another
 number of parts than their format now renders was served another format that day and gets
-nothing more (:meth:`~digest_core.delivery.ledger.readers.ReadersMixin.day_shapes`; without
+nothing more (:meth:`~digest_core.delivery.ledger.readers.Readers.day_shapes`; without
 this, a switch from one message to two would send the second); follow messages have a
 ledger key of their own (``<platform>~follow``, revision ``follow-<revision>``), so they never
 stand for the issue in the ledger, and they share the platform's pacing (``paced_as``).
@@ -341,7 +341,7 @@ class Personal:
 
         Every issue that became public in the last :data:`FOLLOW_WINDOW` is considered once
         (several of one day each): once all its messages are sent, the ledger records it
-        (:meth:`~digest_core.delivery.ledger.readers.ReadersMixin.check_follows`) and neither
+        (:meth:`~digest_core.delivery.ledger.readers.Readers.check_follows`) and neither
         a later run, a restart nor a correction of the issue considers it again; a delivery
         cut short is resumed by the next run (its ledger rows: nothing is sent twice)."""
         days = await asyncio.to_thread(self.new_days)

@@ -14,17 +14,17 @@ import pytest
 from sqlalchemy import update
 
 from digest_core.delivery.ledger import (
-    _PLAN_BATCH,
     SCHEMA_VERSION,
     DayState,
     Lease,
     Ledger,
     PartState,
-    _create_engine,
     delivery_lease,
     parts,
     schema_version,
 )
+from digest_core.delivery.ledger.engine import create_engine
+from digest_core.delivery.ledger.planning import PLAN_BATCH
 from digest_core.errors import ConfigError
 from digest_core.platform import Target, TargetKind
 from digest_core.testing import ManualClock, make_issue, make_targets, open_ledger
@@ -619,7 +619,7 @@ def test_a_missing_driver_is_a_config_error(url: str, driver: str, hint: str) ->
     if importlib.util.find_spec(driver) is not None:
         pytest.skip(f"{driver} is installed here")
     with pytest.raises(ConfigError, match="not installed") as caught:
-        _create_engine(url, echo=False)
+        create_engine(url, echo=False)
     assert caught.value.key == "database_url" and hint in str(caught.value)
     assert "hunter2" not in str(caught.value) and "***" in str(caught.value)
 
@@ -635,7 +635,7 @@ async def test_a_large_plan_commits_other_ledger_work_between_its_batches(
     done: list[str] = []
 
     async def big_plan() -> None:
-        await ledger.plan(REF, "fake", make_targets(4 * _PLAN_BATCH), 3)
+        await ledger.plan(REF, "fake", make_targets(4 * PLAN_BATCH), 3)
         done.append("plan")
 
     task = asyncio.create_task(big_plan())
@@ -648,12 +648,12 @@ async def test_a_large_plan_commits_other_ledger_work_between_its_batches(
 
 
 async def test_planning_in_batches_matches_targets_across_batches(ledger: Ledger) -> None:
-    n = 2 * _PLAN_BATCH + _PLAN_BATCH // 2
+    n = 2 * PLAN_BATCH + PLAN_BATCH // 2
     targets = make_targets(n)
     await send_all(ledger, targets, 2)
     # one part failed at a target of the second batch; the first target moved, and its new
     # id is requested in the last batch; one new subscriber; one duplicate request
-    failed = (await ledger.records(REF, target=f"c{_PLAN_BATCH + 7}"))[0]
+    failed = (await ledger.records(REF, target=f"c{PLAN_BATCH + 7}"))[0]
     async with ledger._tx() as conn:
         await conn.execute(
             update(parts).where(parts.c.id == failed.id).values(state=PartState.FAILED.value)
@@ -663,7 +663,7 @@ async def test_planning_in_batches_matches_targets_across_batches(ledger: Ledger
     requested = [*targets[1:], moved, Target("fake", "new", TargetKind.PRIVATE), targets[3]]
     plan = await ledger.plan(REF, "fake", requested, 2)
     todo = {tp.target.id: [p.part for p in tp.parts] for tp in plan.targets if tp.parts}
-    assert todo == {f"c{_PLAN_BATCH + 7}": [failed.part], "new": [0, 1]}
+    assert todo == {f"c{PLAN_BATCH + 7}": [failed.part], "new": [0, 1]}
     assert len(plan.targets) == n + 1  # the duplicate once
     by_id = {tp.target.id: tp for tp in plan.targets}
     assert by_id["m0"].already_sent == 2 and by_id["m0"].requested == moved

@@ -1,32 +1,27 @@
 """The delivery ledger (what was sent where), subscribers and the audit log: SQLAlchemy 2 async.
 
-One module per job: :mod:`.schema` (tables, states), :mod:`.migrate` (Alembic upgrades of
-the schema, revisions in ``migrations/``), :mod:`.records` (what it returns), :mod:`.engine`
-(engine factory, open errors), :mod:`.core` (state, lifecycle, transactions, retries),
-:mod:`.writer` (group commit), :mod:`.planning` (SQL I/O of :meth:`Ledger.plan`) around
-:mod:`.classify` (the pure per-target decision), :mod:`.leases`, :mod:`.targets`,
-:mod:`.subscribers`, :mod:`.audit`, :mod:`.queries`, :mod:`.corrections`.
-
-:class:`Ledger` stays one class composed of mixins, each a subclass of :class:`.core.LedgerBase`:
-callers keep one object with one lock, one writer and one set of live rows (which planning,
-the writer and target moves all share), and mypy --strict checks every mixin against the
-base's attributes; collaborators would have to pass that shared state around instead.
+:class:`Ledger` (:mod:`.facade`) is one object over collaborators that share one
+:class:`.state.LedgerState` (engine, clock, owner, one transaction at a time, the writer's
+queue, the rows in flight here, lease holds, health and retries); each is its own module
+with a small public surface: :mod:`.core` (opening, checkpoints, closing), :mod:`.planning`
+(the SQL I/O of :meth:`Ledger.plan`) around :mod:`.classify` (its pure decisions),
+:mod:`.writer` (group commit), :mod:`.corrections` around :mod:`.diffing` (its pure
+decisions), :mod:`.leases` (rows, or the OS locks of :mod:`.oslocks`), :mod:`.targets`,
+:mod:`.subscribers`, :mod:`.readers` (preferences, follows and follow checks),
+:mod:`.audit`, :mod:`.queries`, :mod:`.retention`. Beside them: :mod:`.schema` (every table,
+declared once; states), :mod:`.migrate` (Alembic upgrades, revisions in ``migrations/``),
+:mod:`.records` (what it returns), :mod:`.engine` (engine factory, open errors),
+:mod:`.backup`.
 """
 
 from __future__ import annotations
 
-from digest_core.delivery.ledger.audit import AuditMixin
 from digest_core.delivery.ledger.corrections import (
-    Action,
     CorrectionPlan,
     CorrectionRow,
-    CorrectionsMixin,
 )
-from digest_core.delivery.ledger.engine import _create_engine
-from digest_core.delivery.ledger.leases import LeasesMixin
-from digest_core.delivery.ledger.planning import _PLAN_BATCH, PlanningMixin
-from digest_core.delivery.ledger.queries import QueriesMixin
-from digest_core.delivery.ledger.readers import ReadersMixin
+from digest_core.delivery.ledger.diffing import Action
+from digest_core.delivery.ledger.facade import Ledger
 from digest_core.delivery.ledger.records import (
     AuditEntry,
     DeliveryRecord,
@@ -39,7 +34,7 @@ from digest_core.delivery.ledger.records import (
     TargetPlan,
     delivery_lease,
 )
-from digest_core.delivery.ledger.retention import DaySummary, PruneReport, RetentionMixin
+from digest_core.delivery.ledger.retention import DaySummary, PruneReport
 from digest_core.delivery.ledger.schema import (
     CONFIG_KEY,
     DEFAULT_LEASE_TTL,
@@ -61,9 +56,6 @@ from digest_core.delivery.ledger.schema import (
     subscribers,
     targets,
 )
-from digest_core.delivery.ledger.subscribers import SubscribersMixin
-from digest_core.delivery.ledger.targets import TargetsMixin
-from digest_core.delivery.ledger.writer import WriterMixin
 
 __all__ = [
     "CONFIG_KEY",
@@ -72,7 +64,6 @@ __all__ = [
     "FULL_VARIANT",
     "MAYBE_SENT",
     "SCHEMA_VERSION",
-    "_PLAN_BATCH",
     "Action",
     "AuditEntry",
     "CorrectionPlan",
@@ -90,7 +81,6 @@ __all__ = [
     "PlannedPart",
     "PruneReport",
     "TargetPlan",
-    "_create_engine",
     "audit",
     "day_summaries",
     "deliveries",
@@ -104,30 +94,3 @@ __all__ = [
     "subscribers",
     "targets",
 ]
-
-
-class Ledger(
-    PlanningMixin,
-    WriterMixin,
-    TargetsMixin,
-    LeasesMixin,
-    SubscribersMixin,
-    ReadersMixin,
-    AuditMixin,
-    QueriesMixin,
-    RetentionMixin,
-    CorrectionsMixin,
-):
-    """The delivery ledger, subscribers and audit log in one SQL database.
-
-    Open it with ``async with Ledger.open(url, clock=...) as ledger``; the schema is created (or
-    migrated) on open. Per-part state changes (:meth:`claim`, :meth:`mark_sent`, …) go through a
-    group-commit writer: each call returns once its change is committed, and changes that arrive
-    while a transaction runs share the next one, so many concurrent sends cost few transactions.
-
-    Several deliveries may share a database, in one process or many: :meth:`claim` is
-    conditional, so a part is sent by one of them only, and :class:`DeliveryEngine` holds a
-    lease per platform (:meth:`acquire_lease`) so a second process is refused while the first
-    delivers. Each instance is one lease :attr:`owner`; rows it has in flight are live, and rows
-    in flight that no live delivery owns are taken for a crashed run's and sent again.
-    """

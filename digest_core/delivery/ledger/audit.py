@@ -15,19 +15,22 @@ from sqlalchemy import (
     select,
 )
 
-from digest_core.delivery.ledger.core import LedgerBase
 from digest_core.delivery.ledger.records import (
     AuditEntry,
 )
 from digest_core.delivery.ledger.schema import (
     audit,
 )
+from digest_core.delivery.ledger.state import LedgerState
 
 log = logging.getLogger(__name__)
 
 
-class AuditMixin(LedgerBase):
+class Audit:
     """Record and read admin actions."""
+
+    def __init__(self, state: LedgerState) -> None:
+        self.state = state
 
     async def record_audit(
         self,
@@ -40,10 +43,10 @@ class AuditMixin(LedgerBase):
         outcome: str,
     ) -> int:
         """Append an admin action to the audit log; returns its id."""
-        async with self._tx() as conn:
+        async with self.state.tx() as conn:
             result = await conn.execute(
                 insert(audit).values(
-                    at=self._clock.now(),
+                    at=self.state.clock.now(),
                     platform=platform,
                     user_id=user_id,
                     action=action,
@@ -54,7 +57,7 @@ class AuditMixin(LedgerBase):
                     outcome=outcome,
                 )
             )
-            self.stats.rows_inserted += 1
+            self.state.stats.rows_inserted += 1
             key = result.inserted_primary_key
             assert key is not None
             return int(key[0])
@@ -72,7 +75,7 @@ class AuditMixin(LedgerBase):
             query = query.where(audit.c.platform == platform)
         if actions is not None:
             query = query.where(audit.c.action.in_(list(actions)))
-        async with self._tx() as conn:
+        async with self.state.tx() as conn:
             return [
                 AuditEntry(
                     r.id,

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
+from typing import Any
 
+from digest_core.delivery.ledger.records import PlannedPart, _Entry
 from digest_core.delivery.ledger.schema import PartState
+from digest_core.platform import Target
+
+#: (requested, resolved) targets of a batch
+Pairs = Sequence[tuple[Target, Target]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,62 +96,197 @@ def classify(
     delivery lease, makes its target live. Every other part (pending, failed, gone, unknown,
     in flight of a dead run) is planned exactly once.
     """
-    delivery_id, n_parts, revision = situation.delivery_id, situation.n_parts, situation.revision
-    # (resolved target id, part) -> the row of the latest generation to complete
-    current: dict[tuple[str, int], FoundRow] = {}
-    # parts an older generation of this revision sent
-    sent_before: set[tuple[str, int]] = set()
-    # resolved target id -> other revision of the day -> parts sent under it
-    other_revisions: dict[str, dict[str, set[int]]] = {}
-    # resolved target id -> parts a correction of the day sent it
-    corrected: dict[str, int] = {}
-    for row in rows:
-        final = alias[row.target]
-        if row.delivery_id in situation.corrections:
-            sent = row.state is PartState.SENT and row.part < n_parts
-            corrected[final] = corrected.get(final, 0) + int(sent)
-        elif row.delivery_id == delivery_id:
-            key = (final, row.part)
-            if key not in current or row.rank(final) > current[key].rank(final):
-                current[key] = row
-        elif row.state == PartState.SENT:
-            other = situation.revisions[row.delivery_id]
-            if other == revision:
-                sent_before.add((final, row.part))
-            else:
-                other_revisions.setdefault(final, {}).setdefault(other, set()).add(row.part)
+    seen = _Seen.read(rows, alias, situation)
     result = Classification()
     for target in finals:
-        keys = [(target, part) for part in range(n_parts)]
-        if target in corrected and not any(k in current for k in keys):
-            result.already[target] = corrected[target]
-            continue
-        if target in other_revisions and not any(k in current or k in sent_before for k in keys):
-            # the day's issue reached it under another revision: a correction is not sent
-            # again without force
-            got_revision, got = max(
-                other_revisions[target].items(), key=lambda kv: (len(kv[1]), kv[0])
-            )
-            result.superseded[target] = got_revision
-            result.already[target] = len(got)
-            continue
-        for key in keys:
-            found = current.get(key)
-            if (found is None and key in sent_before) or (
-                found is not None and found.state is PartState.SENT
-            ):
-                result.sent.append(key)
-                result.already[target] = result.already.get(target, 0) + 1
-            elif found is None:
-                result.inserts.append(key)
-            else:
-                result.kept.append((target, key[1], found.id))
-                if found.target != target:  # recorded under an earlier id
-                    result.retarget.setdefault(target, []).append(found.id)
-                if found.state in (PartState.FAILED, PartState.GONE):
-                    result.resets.append(found.id)
-                elif found.state is PartState.IN_FLIGHT and (
-                    found.id in situation.live_rows or situation.foreign
-                ):
-                    result.live.add(target)
+        _decide(target, seen, situation, result)
     return result
+
+
+@dataclass(slots=True)
+class _Seen:
+    """The rows found, sorted by what they say about the delivery being completed."""
+
+    #: (resolved target id, part) -> the row of the latest generation to complete
+    current: dict[tuple[str, int], FoundRow] = field(default_factory=dict)
+    #: parts an older generation of this revision sent
+    sent_before: set[tuple[str, int]] = field(default_factory=set)
+    #: resolved target id -> other revision of the day -> parts sent under it
+    other_revisions: dict[str, dict[str, set[int]]] = field(default_factory=dict)
+    #: resolved target id -> parts a correction of the day sent it
+    corrected: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def read(
+        cls, rows: Iterable[FoundRow], alias: Mapping[str, str], situation: Situation
+    ) -> _Seen:
+        seen = cls()
+        current, n_parts = seen.current, situation.n_parts
+        for row in rows:
+            final = alias[row.target]
+            if row.delivery_id in situation.corrections:
+                sent = row.state is PartState.SENT and row.part < n_parts
+                seen.corrected[final] = seen.corrected.get(final, 0) + int(sent)
+            elif row.delivery_id == situation.delivery_id:
+                key = (final, row.part)
+                if key not in current or row.rank(final) > current[key].rank(final):
+                    current[key] = row
+            elif row.state == PartState.SENT:
+                other = situation.revisions[row.delivery_id]
+                if other == situation.revision:
+                    seen.sent_before.add((final, row.part))
+                else:
+                    by_revision = seen.other_revisions.setdefault(final, {})
+                    by_revision.setdefault(other, set()).add(row.part)
+        return seen
+
+
+def _decide(target: str, seen: _Seen, situation: Situation, result: Classification) -> None:
+    """Classify every part of one resolved target into ``result`` (see :func:`classify`)."""
+    current, sent_before = seen.current, seen.sent_before
+    keys = [(target, part) for part in range(situation.n_parts)]
+    if target in seen.corrected and not any(k in current for k in keys):
+        result.already[target] = seen.corrected[target]
+        return
+    if target in seen.other_revisions and not any(k in current or k in sent_before for k in keys):
+        # the day's issue reached it under another revision: a correction is not sent
+        # again without force
+        got_revision, got = max(
+            seen.other_revisions[target].items(), key=lambda kv: (len(kv[1]), kv[0])
+        )
+        result.superseded[target] = got_revision
+        result.already[target] = len(got)
+        return
+    for key in keys:
+        found = current.get(key)
+        if (found is None and key in sent_before) or (
+            found is not None and found.state is PartState.SENT
+        ):
+            result.sent.append(key)
+            result.already[target] = result.already.get(target, 0) + 1
+        elif found is None:
+            result.inserts.append(key)
+        else:
+            result.kept.append((target, key[1], found.id))
+            if found.target != target:  # recorded under an earlier id
+                result.retarget.setdefault(target, []).append(found.id)
+            if found.state in (PartState.FAILED, PartState.GONE):
+                result.resets.append(found.id)
+            elif found.state is PartState.IN_FLIGHT and (
+                found.id in situation.live_rows or situation.foreign
+            ):
+                result.live.add(target)
+
+
+def check_request(platform: str, requested: Iterable[Target], n_parts: int) -> None:
+    """Refuse a plan that cannot be made.
+
+    Raises:
+        ValueError: ``n_parts`` is less than 1, or a target is on another platform.
+    """
+    if n_parts < 1:
+        raise ValueError("a delivery needs at least one part")
+    for req in requested:
+        if req.platform != platform:
+            raise ValueError(f"target {req} is not on platform {platform!r}")
+
+
+def new_rows(
+    keys: Iterable[tuple[str, int]],
+    kinds: Mapping[str, str],
+    *,
+    delivery_id: int,
+    now: dt.datetime,
+    variant: str | None,
+) -> list[dict[str, Any]]:
+    """The pending part rows to insert for ``keys`` (target id, part), in their order;
+    ``variant`` None (the full one) leaves the column out, so it is stored NULL."""
+    rows = [
+        {
+            "delivery_id": delivery_id,
+            "target": target_id,
+            "kind": kinds[target_id],
+            "part": part,
+            "state": PartState.PENDING.value,
+            "attempts": 0,
+            "created_at": now,
+            "updated_at": now,
+        }
+        for target_id, part in keys
+    ]
+    if variant is not None:  # (full rows leave it NULL: the common path unchanged)
+        for row in rows:
+            row["variant"] = variant
+    return rows
+
+
+def split_unsent(
+    unsent: Iterable[tuple[int, str, int, str, int]], live: AbstractSet[str]
+) -> tuple[dict[str, list[PlannedPart]], dict[str, int]]:
+    """The unsent rows of the delivery (id, target, part, state, attempts; in target and part
+    order) as (target -> parts to send, in that order; live target -> its rows in flight
+    elsewhere, which are left to the live delivery)."""
+    todo: dict[str, list[PlannedPart]] = {}
+    in_progress: dict[str, int] = {}
+    for row_id, target_id, part, state, attempts in unsent:
+        if target_id in live:
+            in_progress[target_id] = in_progress.get(target_id, 0) + 1
+        else:
+            todo.setdefault(target_id, []).append(
+                PlannedPart(row_id, part, PartState(state), attempts)
+            )
+    return todo, in_progress
+
+
+def entries(
+    pairs: Pairs,
+    todo: Mapping[str, Sequence[PlannedPart]],
+    already: Mapping[str, int],
+    in_progress: Mapping[str, int],
+    superseded: Mapping[str, str],
+) -> list[_Entry]:
+    """One plan entry per (requested, resolved) pair, in their order."""
+    return [
+        (
+            req.id,
+            req.kind.value,
+            t.id,
+            tuple(todo.get(t.id, ())),
+            already.get(t.id, 0),
+            in_progress.get(t.id, 0),
+            superseded.get(t.id),
+        )
+        for req, t in pairs
+    ]
+
+
+def all_sent(pairs: Pairs, n_parts: int) -> list[_Entry]:
+    """The entries of targets that got every part: nothing to send."""
+    return [(req.id, req.kind.value, t.id, (), n_parts, 0, None) for req, t in pairs]
+
+
+def fresh_entries(pairs: Pairs, ids: Mapping[tuple[str, int], int], n_parts: int) -> list[_Entry]:
+    """The entries of targets whose every part was just inserted pending (``ids``: the
+    inserted row ids by (target, part))."""
+    pending = PartState.PENDING
+    return [
+        (
+            req.id,
+            req.kind.value,
+            t.id,
+            tuple(PlannedPart(ids[t.id, part], part, pending, 0) for part in range(n_parts)),
+            0,
+            0,
+            None,
+        )
+        for req, t in pairs
+    ]
+
+
+def counts(found: Iterable[_Entry]) -> tuple[int, int]:
+    """(targets that got another revision of the day, targets delivered by another run)."""
+    superseded = live = 0
+    for entry in found:
+        superseded += entry[6] is not None
+        live += bool(entry[5])
+    return superseded, live

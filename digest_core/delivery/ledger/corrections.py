@@ -30,14 +30,22 @@ import functools
 import logging
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from digest_core.delivery.heap import refreeze
-from digest_core.delivery.ledger.core import LedgerBase, _retried
+from digest_core.delivery.ledger.diffing import (
+    Action,
+    Planned,
+    Row,
+    action,
+    behind,
+    compare,
+    nothing_to_do,
+    unchanged,
+)
 from digest_core.delivery.ledger.engine import generic_plans
 from digest_core.delivery.ledger.schema import (
     FULL_VARIANT,
@@ -47,6 +55,7 @@ from digest_core.delivery.ledger.schema import (
     parts,
     targets,
 )
+from digest_core.delivery.ledger.state import LedgerState, retried
 from digest_core.models import IssueRef
 from digest_core.platform import Target, TargetKind
 
@@ -70,14 +79,6 @@ _UNFINISHED = (
 _STATES = {s.value: s for s in PartState}
 
 
-class Action(StrEnum):
-    """What a correction row does to its target."""
-
-    EDIT = "edit"
-    SEND = "send"
-    DELETE = "delete"
-
-
 @dataclass(frozen=True, slots=True)
 class CorrectionRow:
     """One row a correction still has to act on."""
@@ -95,7 +96,7 @@ class CorrectionRow:
 
 @dataclass(frozen=True)
 class CorrectionPlan:
-    """The result of :meth:`CorrectionsMixin.plan_correction`."""
+    """The result of :meth:`Corrections.plan_correction`."""
 
     delivery_id: int
     generation: int
@@ -162,26 +163,19 @@ class _Planning:
     todo: list[_CEntry] = field(default_factory=list)
 
 
-@dataclass(slots=True)
-class _Row:
-    id: int
-    delivery_id: int
-    part: int
-    state: PartState
-    message_id: str | None
-    variant: str | None
-
-
-class CorrectionsMixin(LedgerBase):
+class Corrections:
     """Digests of what deliveries showed, and corrections (see the module docstring)."""
 
-    @_retried
+    def __init__(self, state: LedgerState) -> None:
+        self.state = state
+
+    @retried
     async def record_digests(
         self, delivery_id: int, digests: Sequence[str], *, variant: str = FULL_VARIANT
     ) -> None:
         """Record what each part of a delivery's ``variant`` shows (once per variant: a
         resumed delivery keeps the digests first recorded)."""
-        async with self._tx() as conn:
+        async with self.state.tx() as conn:
             found = (
                 await conn.execute(
                     select(func.count()).where(
@@ -199,7 +193,7 @@ class CorrectionsMixin(LedgerBase):
                     for i, d in enumerate(digests)
                 ],
             )
-            self.stats.rows_inserted += len(digests)
+            self.state.stats.rows_inserted += len(digests)
 
     async def plan_correction(
         self, ref: IssueRef, platform: str, digests: Digests
@@ -220,32 +214,15 @@ class CorrectionsMixin(LedgerBase):
         one aggregate row.
         """
         by_variant = _by_variant(digests)
-        now = self._clock.now()
-        started = await self._retrying(
+        now = self.state.clock.now()
+        started = await self.state.retrying(
             functools.partial(self._correction_start, ref, platform, by_variant, now)
         )
         if isinstance(started, CorrectionPlan) or started is None:
             return started
         state, seen = started  # (deactivated and moved targets count as seen)
         for delivery_id in sorted(state.days):
-            after = ""
-            while True:
-                # each delivery's targets a page at a time, in the order of its unique index
-                # (a whole day's list would stall the loop; a DISTINCT over the day sorts it)
-                page = await self._retrying(
-                    functools.partial(self._target_page, delivery_id, after)
-                )
-                if not page:
-                    break
-                after = page[-1]
-                batch = [t for t in page if t not in seen]
-                seen.update(batch)
-                if batch:
-                    await self._retrying(functools.partial(self._correction_batch_tx, state, batch))
-                # the plan so far out of the collector's full passes (inside the corrector's
-                # frozen heap, see heap.py): at 100k targets each pass stalled the loop 0.1-0.2 s
-                refreeze()
-                await asyncio.sleep(0)  # let the loop breathe between batches
+            await self._compare_targets(state, delivery_id, seen)
         if state.created is None:
             return None
         delivery_id, generation = state.created
@@ -270,6 +247,29 @@ class CorrectionsMixin(LedgerBase):
             unchanged=state.unchanged,
         )
 
+    async def _compare_targets(self, state: _Planning, delivery_id: int, seen: set[str]) -> None:
+        """Compare the targets of one delivery of the day not ``seen`` yet, a batch at a time."""
+        after = ""
+        while True:
+            # each delivery's targets a page at a time, in the order of its unique index
+            # (a whole day's list would stall the loop; a DISTINCT over the day sorts it)
+            page = await self.state.retrying(
+                functools.partial(self._target_page, delivery_id, after)
+            )
+            if not page:
+                break
+            after = page[-1]
+            batch = [t for t in page if t not in seen]
+            seen.update(batch)
+            if batch:
+                await self.state.retrying(
+                    functools.partial(self._correction_batch_tx, state, batch)
+                )
+            # the plan so far out of the collector's full passes (inside the corrector's
+            # frozen heap, see heap.py): at 100k targets each pass stalled the loop 0.1-0.2 s
+            refreeze()
+            await asyncio.sleep(0)  # let the loop breathe between batches
+
     async def _correction_start(
         self,
         ref: IssueRef,
@@ -279,7 +279,7 @@ class CorrectionsMixin(LedgerBase):
     ) -> CorrectionPlan | tuple[_Planning, set[str]] | None:
         """The first transaction: give up other revisions' unfinished rows, resume this
         revision's, else read what the batches need and the day's targets."""
-        async with self._tx() as conn:
+        async with self.state.tx() as conn:
             days = {
                 r.id: r
                 for r in await conn.execute(
@@ -309,33 +309,14 @@ class CorrectionsMixin(LedgerBase):
                     return plan
             if not days:
                 return None
-            shown: dict[tuple[int, str, int], str] = {}
-            recorded: dict[tuple[int, str], int] = {}
-            for d_id, variant, part, digest in await conn.execute(
-                select(
-                    part_digests.c.delivery_id,
-                    part_digests.c.variant,
-                    part_digests.c.part,
-                    part_digests.c.digest,
-                ).where(part_digests.c.delivery_id.in_(list(days)))
-            ):
-                shown[(d_id, variant, part)] = digest
-                recorded[(d_id, variant)] = recorded.get((d_id, variant), 0) + 1
-            away = {
-                t
-                for (t,) in await conn.execute(
-                    select(targets.c.target_id).where(
-                        targets.c.platform == platform,
-                        targets.c.active.is_(False) | targets.c.moved_to.is_not(None),
-                    )
-                )
-            }
+            shown, recorded = await _digests_of(conn, list(days))
+            away = await _away(conn, platform)
         return _Planning(ref, platform, digests, days, shown, recorded, now), away
 
     async def _target_page(self, delivery_id: int, after: str) -> list[str]:
         """The next :data:`_BATCH` target ids with rows in a delivery, in id order after
         ``after``."""
-        async with self._tx() as conn:
+        async with self.state.tx() as conn:
             return list(
                 (
                     await conn.execute(
@@ -351,7 +332,7 @@ class CorrectionsMixin(LedgerBase):
     async def _correction_batch_tx(self, state: _Planning, batch: list[str]) -> None:
         created = state.created
         try:
-            async with self._tx() as conn:
+            async with self.state.tx() as conn:
                 unchanged, todo = await self._correction_batch(conn, state, batch)
         except BaseException:
             state.created = created  # a delivery recorded here was rolled back with it
@@ -367,110 +348,53 @@ class CorrectionsMixin(LedgerBase):
         something to change. Returns the messages found unchanged and the recorded rows to
         act on, per target in ``batch`` order (:data:`_CEntry`)."""
         ref, days = state.ref, state.days
-        order = batch
-        # each target's latest delivery naming a message (a sent row, or an edit a run left
-        # unfinished: resumed before this): one aggregate row a target; no state in the WHERE
-        # (SQLite would pick ix_parts_state, which matches nearly every row)
-        latest = {
-            t: int(d)
-            for t, d in await conn.execute(
-                select(parts.c.target, func.max(parts.c.delivery_id))
-                .where(
-                    parts.c.delivery_id.in_(list(days)),
-                    parts.c.target.in_(batch),
-                    parts.c.message_id.is_not(None),
-                    parts.c.message_id != "",
-                )
-                .group_by(parts.c.target)
-            )
-        }
-        batch = [t for t, d in latest.items() if days[d].revision != ref.revision]
-        if not batch:
+        latest = await _latest_messages(conn, list(days), batch)
+        behind_ = [t for t, d in latest.items() if days[d].revision != ref.revision]
+        if not behind_:
             return 0, []
-        # every row of the targets behind that day
-        by_delivery: dict[str, dict[int, list[_Row]]] = {}
-        kinds: dict[str, str] = {}
-        for row_id, d_id, target_id, kind, part, st, message_id, variant in await conn.execute(
-            select(
-                parts.c.id,
-                parts.c.delivery_id,
-                parts.c.target,
-                parts.c.kind,
-                parts.c.part,
-                parts.c.state,
-                parts.c.message_id,
-                parts.c.variant,
-            ).where(parts.c.delivery_id.in_(list(days)), parts.c.target.in_(batch))
-        ):
-            kinds[target_id] = kind
-            by_delivery.setdefault(target_id, {}).setdefault(d_id, []).append(
-                _Row(row_id, d_id, part, _STATES[st], message_id, variant)
-            )
+        by_delivery, kinds = await _rows_of(conn, list(days), behind_)
         await asyncio.sleep(0)  # a batch's rows read: let the loop breathe before comparing
-        behind: dict[str, int] = {}
-        by_target: dict[str, list[_Row]] = {}
-        for target_id, posts in by_delivery.items():
-            showing = [d for d, rows in posts.items() if any(_shows(r) for r in rows)]
-            if not showing:
-                continue  # nothing of the day reached it: a post's business, not ours
-            last = max(showing)
-            if days[last].revision != ref.revision:
-                behind[target_id] = last
-                by_target[target_id] = posts[last]
+        revisions = {d_id: d.revision for d_id, d in days.items()}
         inserts: list[dict[str, Any]] = []
         #: rows of targets in another variant than full (the full ones leave it NULL, and
         #: without the key: a correction of full posts binds what it did before variants)
         varied: list[dict[str, Any]] = []
-        unchanged = 0
-        sent, pending = PartState.SENT.value, PartState.PENDING.value
-        for target_id, rows_of in by_target.items():
-            d_id = behind[target_id]
-            # the variant the target shows, if the new revision has it (a target's rows of one
-            # delivery are inserted together, by one run: they share it)
-            shows = rows_of[0].variant or FULL_VARIANT
-            variant = shows if shows in state.digests else FULL_VARIANT
-            digests = state.digests[variant]
-            n = len(digests)
-            # what the old delivery recorded of that variant (else of the full one: old rows)
-            was = shows if (d_id, shows) in state.recorded else FULL_VARIANT
-            view = _view(rows_of, state.recorded.get((d_id, was), days[d_id].parts))
-            planned: list[tuple[int, str, str | None]] = []  # (part, state, message id)
-            for part in range(n):
-                found = view.get(part)
-                if found is None:
-                    planned.append((part, pending, None))
-                elif found[0] == "":
-                    planned.append((part, sent, ""))  # gone: stays gone
-                elif found[1] and state.shown.get((d_id, was, part)) == digests[part]:
-                    planned.append((part, sent, found[0]))
-                else:
-                    planned.append((part, pending, found[0]))
-            for part, (message_id, _) in sorted(view.items()):
-                if part >= n and message_id:
-                    planned.append((part, pending, message_id))
-            kept = sum(1 for _, st, m in planned if st == sent and m)
-            unchanged += kept
-            if all(st == sent for _, st, _ in planned):
+        kept = 0
+        for target_id, posts in by_delivery.items():
+            d_id = behind(posts, revisions, ref.revision)
+            if d_id is None:
+                continue
+            variant, planned = compare(
+                posts[d_id],
+                d_id,
+                digests=state.digests,
+                recorded=state.recorded,
+                shown=state.shown,
+                default_parts=days[d_id].parts,
+            )
+            kept += unchanged(planned)
+            if nothing_to_do(planned):
                 continue  # the same content everywhere: nothing to record or do
-            rows = [
-                {
-                    "target": target_id,
-                    "kind": kinds[target_id],
-                    "part": part,
-                    "state": st,
-                    "message_id": message_id,
-                    "attempts": 0,
-                    "created_at": state.now,
-                    "updated_at": state.now,
-                }
-                for part, st, message_id in planned
-            ]
+            rows = _new_rows(target_id, kinds[target_id], planned, state.now)
             if variant == FULL_VARIANT:
                 inserts += rows
             else:
                 varied += [{**r, "variant": variant} for r in rows]
         if not (inserts or varied):
-            return unchanged, []
+            return kept, []
+        ids = await self._insert(conn, state, inserts, varied)
+        sizes = {v: len(d) for v, d in state.digests.items()}
+        return kept, _recorded(batch, inserts, varied, ids, kinds, sizes)
+
+    async def _insert(
+        self,
+        conn: AsyncConnection,
+        state: _Planning,
+        inserts: list[dict[str, Any]],
+        varied: list[dict[str, Any]],
+    ) -> dict[tuple[str, int], int]:
+        """Record a batch's rows in the correction's delivery (recorded on first use); the
+        inserted ids by (target, part)."""
         delivery_id = await self._correction_delivery(conn, state)
         # the inserted ids are the plan: no query of the new delivery's rows (on PostgreSQL
         # statistics taken before it say it has none, so that query read it whole per batch)
@@ -485,9 +409,8 @@ class CorrectionsMixin(LedgerBase):
                     ]
                     for row_id, target_id, part in await conn.execute(statement, chunk):
                         ids[(target_id, part)] = row_id
-                    self.stats.rows_inserted += len(chunk)
-        sizes = {v: len(d) for v, d in state.digests.items()}
-        return unchanged, _recorded(order, inserts, varied, ids, kinds, sizes)
+                    self.state.stats.rows_inserted += len(chunk)
+        return ids
 
     async def _correction_delivery(self, conn: AsyncConnection, state: _Planning) -> int:
         """The id of this correction's delivery, recorded (with its digests, of every
@@ -518,11 +441,11 @@ class CorrectionsMixin(LedgerBase):
             for i, d in enumerate(digests)
         ]
         await conn.execute(insert(part_digests), recorded)
-        self.stats.rows_inserted += 1 + len(recorded)
+        self.state.stats.rows_inserted += 1 + len(recorded)
         state.created = (delivery_id, generation)
         return delivery_id
 
-    @_retried
+    @retried
     async def first_messages(
         self, day: dt.date, platform: str, target_ids: Sequence[str]
     ) -> dict[str, str]:
@@ -540,7 +463,7 @@ class CorrectionsMixin(LedgerBase):
             .order_by(parts.c.delivery_id)
         )
         found: dict[str, str] = {}
-        async with self._tx() as conn:
+        async with self.state.tx() as conn:
             for target_id, message_id, state in await conn.execute(query):
                 if message_id and state == PartState.SENT.value:
                     found[target_id] = message_id  # a later delivery's wins
@@ -591,20 +514,21 @@ async def _unfinished(
     grouped: dict[
         tuple[str, str], list[tuple[int, int, str, int, str, str | None, str | None]]
     ] = {}
-    full = sizes[FULL_VARIANT]
     for row_id, target, kind, part, state, attempts, message_id, variant in await conn.execute(
         query.order_by(parts.c.target, parts.c.part)
     ):
         if state not in _UNFINISHED:
             continue
-        if part >= (full if variant is None else sizes.get(variant, full)):
-            action = Action.DELETE.value
-        elif message_id:
-            action = Action.EDIT.value
-        else:
-            action = Action.SEND.value
         grouped.setdefault((target, kind), []).append(
-            (row_id, part, state, attempts, action, message_id, variant)
+            (
+                row_id,
+                part,
+                state,
+                attempts,
+                action(part, message_id, variant, sizes),
+                message_id,
+                variant,
+            )
         )
     return [(t, kind, tuple(rows)) for (t, kind), rows in grouped.items()]
 
@@ -621,49 +545,21 @@ def _recorded(
     their ids by (target, part)) still to act on, as :func:`_unfinished` reads them back: per
     target in ``order``, in part order."""
     grouped: dict[str, list[tuple[int, int, str, int, str, str | None, str | None]]] = {}
-    full = sizes[FULL_VARIANT]
     for some in (inserts, varied):
         for r in some:
             if r["state"] not in _UNFINISHED:
                 continue
             target_id, part, message_id = r["target"], r["part"], r["message_id"]
             variant: str | None = r.get("variant")
-            if part >= (full if variant is None else sizes.get(variant, full)):
-                action = Action.DELETE.value
-            elif message_id:
-                action = Action.EDIT.value
-            else:
-                action = Action.SEND.value
+            done = action(part, message_id, variant, sizes)
             grouped.setdefault(target_id, []).append(
-                (ids[(target_id, part)], part, r["state"], 0, action, message_id, variant)
+                (ids[(target_id, part)], part, r["state"], 0, done, message_id, variant)
             )
     return [
         (t, kinds[t], tuple(sorted(grouped[t], key=lambda row: row[1])))
         for t in order
         if t in grouped
     ]
-
-
-def _shows(row: _Row) -> bool:
-    """The row stands for a message that reached its target."""
-    return row.state is PartState.SENT and bool(row.message_id)
-
-
-def _view(rows: list[_Row], n_parts: int) -> dict[int, tuple[str, bool]]:
-    """What a post shows, part -> (message id, content known): a sent row shows its
-    delivery's part (``""``: the message is gone); an unfinished row that names a message
-    (an edit or delete a run did not finish) shows something unknown there. Surplus messages
-    already deleted, or replaced by a note, are left out."""
-    view: dict[int, tuple[str, bool]] = {}
-    for row in rows:
-        if row.part >= n_parts:
-            if row.state is not PartState.SENT and row.message_id:
-                view[row.part] = (row.message_id, False)  # a delete not done yet
-        elif row.state is PartState.SENT and row.message_id is not None:
-            view[row.part] = (row.message_id, True)
-        elif row.message_id:
-            view[row.part] = (row.message_id, False)
-    return view
 
 
 def _by_variant(digests: Digests) -> dict[str, tuple[str, ...]]:
@@ -682,3 +578,102 @@ def _by_variant(digests: Digests) -> dict[str, tuple[str, ...]]:
     if not all(found.values()):
         raise ValueError("a correction needs at least one part in every variant")
     return found
+
+
+async def _latest_messages(
+    conn: AsyncConnection, days: list[int], batch: list[str]
+) -> dict[str, int]:
+    """Each target's latest delivery of the day naming a message (a sent row, or an edit a
+    run left unfinished: resumed before this), in ``batch`` order."""
+    # one aggregate row a target; no state in the WHERE (SQLite would pick ix_parts_state,
+    # which matches nearly every row)
+    return {
+        t: int(d)
+        for t, d in await conn.execute(
+            select(parts.c.target, func.max(parts.c.delivery_id))
+            .where(
+                parts.c.delivery_id.in_(days),
+                parts.c.target.in_(batch),
+                parts.c.message_id.is_not(None),
+                parts.c.message_id != "",
+            )
+            .group_by(parts.c.target)
+        )
+    }
+
+
+async def _rows_of(
+    conn: AsyncConnection, days: list[int], batch: list[str]
+) -> tuple[dict[str, dict[int, list[Row]]], dict[str, str]]:
+    """Every row of the targets in ``days``: target -> delivery -> rows; and each target's kind."""
+    by_delivery: dict[str, dict[int, list[Row]]] = {}
+    kinds: dict[str, str] = {}
+    for row_id, d_id, target_id, kind, part, st, message_id, variant in await conn.execute(
+        select(
+            parts.c.id,
+            parts.c.delivery_id,
+            parts.c.target,
+            parts.c.kind,
+            parts.c.part,
+            parts.c.state,
+            parts.c.message_id,
+            parts.c.variant,
+        ).where(parts.c.delivery_id.in_(days), parts.c.target.in_(batch))
+    ):
+        kinds[target_id] = kind
+        by_delivery.setdefault(target_id, {}).setdefault(d_id, []).append(
+            Row(row_id, d_id, part, _STATES[st], message_id, variant)
+        )
+    return by_delivery, kinds
+
+
+def _new_rows(
+    target_id: str, kind: str, planned: list[Planned], now: dt.datetime
+) -> list[dict[str, Any]]:
+    """A target's correction rows to insert, as :func:`.diffing.compare` planned them."""
+    return [
+        {
+            "target": target_id,
+            "kind": kind,
+            "part": part,
+            "state": st,
+            "message_id": message_id,
+            "attempts": 0,
+            "created_at": now,
+            "updated_at": now,
+        }
+        for part, st, message_id in planned
+    ]
+
+
+async def _digests_of(
+    conn: AsyncConnection, days: list[int]
+) -> tuple[dict[tuple[int, str, int], str], dict[tuple[int, str], int]]:
+    """What the deliveries ``days`` showed: (delivery id, variant, part) -> digest, and
+    (delivery id, variant) -> its number of parts, for the variants each recorded."""
+    shown: dict[tuple[int, str, int], str] = {}
+    recorded: dict[tuple[int, str], int] = {}
+    for d_id, variant, part, digest in await conn.execute(
+        select(
+            part_digests.c.delivery_id,
+            part_digests.c.variant,
+            part_digests.c.part,
+            part_digests.c.digest,
+        ).where(part_digests.c.delivery_id.in_(days))
+    ):
+        shown[(d_id, variant, part)] = digest
+        recorded[(d_id, variant)] = recorded.get((d_id, variant), 0) + 1
+    return shown, recorded
+
+
+async def _away(conn: AsyncConnection, platform: str) -> set[str]:
+    """The platform's deactivated and moved targets (a correction leaves them out)."""
+    return {
+        t
+        for (t,) in await conn.execute(
+            select(targets.c.target_id).where(
+                targets.c.platform == platform,
+                targets.c.active.is_(False) | targets.c.moved_to.is_not(None),
+            )
+        )
+    }

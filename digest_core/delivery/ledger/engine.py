@@ -70,10 +70,14 @@ def _server_settings(parsed: Any) -> dict[str, Any]:
     return {"server_settings": dict(PG_SERVER_SETTINGS)}
 
 
-def _create_engine(url: str, *, echo: bool) -> AsyncEngine:
+#: the URLs a ConfigError about the database URL shows
+_EXAMPLE = "e.g. sqlite+aiosqlite:///var/digest-bot.db or postgresql+asyncpg://user@host/db"
+
+
+def create_engine(url: str, *, echo: bool) -> AsyncEngine:
     """An async engine for ``url``; every way the URL itself can be wrong is a ConfigError
     naming ``database_url``, never showing the password."""
-    example = "e.g. sqlite+aiosqlite:///var/digest-bot.db or postgresql+asyncpg://user@host/db"
+    example = _EXAMPLE
     try:
         parsed = make_url(url)
     except Exception as exc:
@@ -84,8 +88,31 @@ def _create_engine(url: str, *, echo: bool) -> AsyncEngine:
     sqlite = parsed.get_backend_name() == "sqlite"
     database = parsed.database or ""
     in_memory = database in ("", ":memory:") or database.startswith("file::memory:")
+    engine = _engine_for(parsed, shown, echo=echo, in_memory=sqlite and in_memory)
+    if not sqlite:
+        return engine
+    # ?timeout=SECONDS in the URL sets how long a write waits for another's lock
+    timeout = parsed.query.get("timeout", "5")
     try:
-        if sqlite and in_memory:
+        busy_ms = int(float(timeout if isinstance(timeout, str) else timeout[-1]) * 1000)
+    except ValueError:
+        raise ConfigError(f"{shown}: timeout is not a number of seconds", key=CONFIG_KEY) from None
+    if not in_memory:
+        try:
+            Path(database).parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise _open_error(exc, database, Path(database)) from exc
+    _set_pragmas(engine, busy_ms)
+    return engine
+
+
+def _engine_for(parsed: Any, shown: str, *, echo: bool, in_memory: bool) -> AsyncEngine:
+    """The engine of a parsed URL (an in-memory SQLite database: one shared connection);
+    a driver that is unknown, synchronous or missing is a ConfigError."""
+    example = _EXAMPLE
+    sqlite = parsed.get_backend_name() == "sqlite"
+    try:
+        if in_memory:
             # one shared connection, or every connection would see its own empty database
             engine = create_async_engine(parsed, echo=echo, poolclass=StaticPool)
         elif sqlite:
@@ -117,19 +144,11 @@ def _create_engine(url: str, *, echo: bool) -> AsyncEngine:
         ) from exc
     except Exception as exc:  # bad query arguments and the like
         raise ConfigError(f"{shown}: {type(exc).__name__}: {exc}", key=CONFIG_KEY) from exc
-    if not sqlite:
-        return engine
-    # ?timeout=SECONDS in the URL sets how long a write waits for another's lock
-    timeout = parsed.query.get("timeout", "5")
-    try:
-        busy_ms = int(float(timeout if isinstance(timeout, str) else timeout[-1]) * 1000)
-    except ValueError:
-        raise ConfigError(f"{shown}: timeout is not a number of seconds", key=CONFIG_KEY) from None
-    if not in_memory:
-        try:
-            Path(database).parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise _open_error(exc, database, Path(database)) from exc
+    return engine
+
+
+def _set_pragmas(engine: AsyncEngine, busy_ms: int) -> None:
+    """Set an SQLite engine's pragmas on every connection it opens."""
 
     @event.listens_for(engine.sync_engine, "connect")
     def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -144,8 +163,6 @@ def _create_engine(url: str, *, echo: bool) -> AsyncEngine:
         cursor.execute(f"PRAGMA busy_timeout={busy_ms}")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()
-
-    return engine
 
 
 def _sqlite_file(url: str) -> Path | None:

@@ -23,10 +23,6 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from digest_core.delivery.ledger.core import (
-    LedgerBase,
-    _retried,
-)
 from digest_core.delivery.ledger.oslocks import FileLocks
 from digest_core.delivery.ledger.records import (
     Lease,
@@ -36,6 +32,7 @@ from digest_core.delivery.ledger.schema import (
     db_time,
     leases,
 )
+from digest_core.delivery.ledger.state import LedgerState, retried
 
 log = logging.getLogger(__name__)
 
@@ -94,15 +91,18 @@ async def _foreign_holder(
     return Lease(name, row.owner, row.expires_at)
 
 
-class LeasesMixin(LedgerBase):
+class Leases:
     """Take, renew and release leases."""
 
-    @_retried
+    def __init__(self, state: LedgerState) -> None:
+        self.state = state
+
+    @retried
     async def acquire_lease(self, name: str, *, ttl: float = DEFAULT_LEASE_TTL) -> Lease:
         """Take the lease ``name`` for ``ttl`` seconds, unless another owner holds it.
 
         Returns the lease as it stands: this instance holds it iff ``lease.owner ==
-        self.owner``. It is free when no one holds it, it expired, or its holder is a process
+        self.state.owner``. It is free when no one holds it, it expired, or its holder is a process
         of this host that no longer exists (a crashed run: taken over at once). Leases are
         reentrant: each acquisition by the holder extends it and MUST be matched by one
         :meth:`release_lease`. The holder SHOULD :meth:`renew_lease` well within ``ttl``.
@@ -115,8 +115,8 @@ class LeasesMixin(LedgerBase):
         """
         if ttl <= 0:
             raise ValueError("a lease needs a positive ttl")
-        if self._locks is not None:
-            return await self._acquire_lock(self._locks, name)
+        if self.state.locks is not None:
+            return await self._acquire_lock(self.state.locks, name)
         for attempt in range(3):
             try:
                 lease = await self._try_acquire(name, ttl)
@@ -124,8 +124,8 @@ class LeasesMixin(LedgerBase):
                 if attempt == 2:
                     raise
                 continue
-            if lease.owner == self.owner:
-                self._holds[name] = self._holds.get(name, 0) + 1
+            if lease.owner == self.state.owner:
+                self.state.holds[name] = self.state.holds.get(name, 0) + 1
             return lease
         raise AssertionError("unreachable")
 
@@ -134,12 +134,12 @@ class LeasesMixin(LedgerBase):
         for attempt in range(_LOCK_TRIES):
             if attempt:
                 await asyncio.sleep(_LOCK_RETRY_SECONDS)  # (not a clock: a syscall's moment)
-            holder = locks.try_lock(name, self.owner)
+            holder = locks.try_lock(name, self.state.owner)
             if holder is None:
-                if not self._holds.get(name) and (left := locks.left_by.get(name)):
+                if not self.state.holds.get(name) and (left := locks.left_by.get(name)):
                     log.warning("lease %s: took over from %s, which ended holding it", name, left)
-                self._holds[name] = self._holds.get(name, 0) + 1
-                return Lease(name, self.owner, None)
+                self.state.holds[name] = self.state.holds.get(name, 0) + 1
+                return Lease(name, self.state.owner, None)
         assert holder is not None
         return Lease(name, holder, None)
 
@@ -147,15 +147,15 @@ class LeasesMixin(LedgerBase):
         # Expiry is set and judged by the database's clock (db_time), so hosts whose clocks
         # disagree, or a clock that jumps, cannot both think they hold the lease.
         expires = db_time(ttl)
-        async with self._tx() as conn:
+        async with self.state.tx() as conn:
             # write first: on SQLite the transaction takes the write lock before it reads
             result = await conn.execute(
                 update(leases)
                 .where(
                     leases.c.name == name,
-                    (leases.c.owner == self.owner) | (leases.c.expires_at <= db_time()),
+                    (leases.c.owner == self.state.owner) | (leases.c.expires_at <= db_time()),
                 )
-                .values(owner=self.owner, expires_at=expires)
+                .values(owner=self.state.owner, expires_at=expires)
             )
             if not result.rowcount:
                 row = (
@@ -165,7 +165,7 @@ class LeasesMixin(LedgerBase):
                 ).first()
                 if row is None:
                     await conn.execute(
-                        insert(leases).values(name=name, owner=self.owner, expires_at=expires)
+                        insert(leases).values(name=name, owner=self.state.owner, expires_at=expires)
                     )
                 elif not _owner_dead(row.owner):
                     return Lease(name, row.owner, row.expires_at)
@@ -173,7 +173,7 @@ class LeasesMixin(LedgerBase):
                     await conn.execute(
                         update(leases)
                         .where(leases.c.name == name, leases.c.owner == row.owner)
-                        .values(owner=self.owner, expires_at=expires)
+                        .values(owner=self.state.owner, expires_at=expires)
                     )
                 ).rowcount:
                     log.warning("lease %s: took over from %s, which is gone", name, row.owner)
@@ -190,54 +190,54 @@ class LeasesMixin(LedgerBase):
 
         An OS lock (SQLite) needs no renewal and asks nothing of the database: True while this
         instance holds it and its lock file is still in place."""
-        if self._locks is not None:
-            return self._locks.intact(name)
-        async with self._tx() as conn:
+        if self.state.locks is not None:
+            return self.state.locks.intact(name)
+        async with self.state.tx() as conn:
             result = await conn.execute(
                 update(leases)
-                .where(leases.c.name == name, leases.c.owner == self.owner)
+                .where(leases.c.name == name, leases.c.owner == self.state.owner)
                 .values(expires_at=db_time(ttl))
             )
         return bool(result.rowcount)
 
-    @_retried
+    @retried
     async def release_lease(self, name: str) -> None:
         """Undo one :meth:`acquire_lease`; the last one frees the lease for others."""
-        holds = self._holds.get(name, 0) - 1
+        holds = self.state.holds.get(name, 0) - 1
         if holds > 0:
-            self._holds[name] = holds
+            self.state.holds[name] = holds
             return
-        self._holds.pop(name, None)
-        if self._locks is not None:
-            self._locks.unlock(name)
+        self.state.holds.pop(name, None)
+        if self.state.locks is not None:
+            self.state.locks.unlock(name)
             return
-        async with self._tx() as conn:
+        async with self.state.tx() as conn:
             await conn.execute(
-                delete(leases).where(leases.c.name == name, leases.c.owner == self.owner)
+                delete(leases).where(leases.c.name == name, leases.c.owner == self.state.owner)
             )
 
     @property
     def leases_are_locks(self) -> bool:
         """True when leases are OS locks (an SQLite file): they never lapse, and are freed
         only by their holder (releasing them, or ending)."""
-        return self._locks is not None
+        return self.state.locks is not None
 
     def lock_left_by(self, name: str) -> str | None:
         """Of an OS lock this instance holds: the owner that held it before and ended without
         releasing it (killed, crashed), else None."""
-        return None if self._locks is None else self._locks.left_by.get(name)
+        return None if self.state.locks is None else self.state.locks.left_by.get(name)
 
     def lock_file(self, name: str) -> Path | None:
         """The lock file of the lease ``name`` when leases are OS locks, else None."""
-        return None if self._locks is None else self._locks.path(name)
+        return None if self.state.locks is None else self.state.locks.path(name)
 
     async def lease(self, name: str) -> Lease | None:
         """The lease ``name`` as stored (possibly expired), or None. As an OS lock (SQLite):
         its holder (``expires_at`` None), or None when no process holds it."""
-        if self._locks is not None:
-            holder = self._locks.holder(name)
+        if self.state.locks is not None:
+            holder = self.state.locks.holder(name)
             return None if holder is None else Lease(name, holder, None)
-        async with self._tx() as conn:
+        async with self.state.tx() as conn:
             row = (
                 await conn.execute(
                     select(leases.c.owner, leases.c.expires_at).where(leases.c.name == name)
@@ -255,9 +255,9 @@ class LeasesMixin(LedgerBase):
         OS locks (SQLite) cannot be freed by another: a dead owner's are free already, a live
         one's stay its own; nothing is freed (an empty list).
         """
-        if self._locks is not None:
+        if self.state.locks is not None:
             return []
-        async with self._tx() as conn:
+        async with self.state.tx() as conn:
             names = (
                 (await conn.execute(select(leases.c.name).where(leases.c.owner == owner)))
                 .scalars()

@@ -28,10 +28,19 @@ from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from digest_core.delivery.heap import refreeze
-from digest_core.delivery.ledger.classify import FoundRow, Situation, classify
-from digest_core.delivery.ledger.core import (
-    LedgerBase,
-    _retried,
+from digest_core.delivery.ledger.classify import (
+    Classification,
+    FoundRow,
+    Pairs,
+    Situation,
+    all_sent,
+    check_request,
+    classify,
+    counts,
+    entries,
+    fresh_entries,
+    new_rows,
+    split_unsent,
 )
 from digest_core.delivery.ledger.engine import generic_plans
 from digest_core.delivery.ledger.leases import (
@@ -39,7 +48,6 @@ from digest_core.delivery.ledger.leases import (
 )
 from digest_core.delivery.ledger.records import (
     Plan,
-    PlannedPart,
     _Entry,
     delivery_lease,
 )
@@ -53,6 +61,7 @@ from digest_core.delivery.ledger.schema import (
     parts,
     targets,
 )
+from digest_core.delivery.ledger.state import LedgerState, retried
 from digest_core.models import IssueRef
 from digest_core.platform import Target
 
@@ -60,8 +69,8 @@ log = logging.getLogger(__name__)
 
 #: targets planned per transaction: bounds the time the event loop spends on one batch
 #: (benchmarks/fanout.py --subscribers) and the rows held in memory
-_PLAN_BATCH = 500
-#: a batch of fresh targets' rows on PostgreSQL (see ``PlanningMixin._plan_fresh``)
+PLAN_BATCH = 500
+#: a batch of fresh targets' rows on PostgreSQL (see ``Planning._plan_fresh``)
 _PG_FRESH = text(
     "INSERT INTO parts (delivery_id, target, kind, part, state, attempts, created_at, "
     "updated_at, variant) "
@@ -146,10 +155,13 @@ class _Moves:
         return [final, *self.earlier.get(final, ())]
 
 
-class PlanningMixin(LedgerBase):
+class Planning:
     """Record a delivery and say what to send."""
 
-    @_retried  # its first transaction; each batch retries on its own
+    def __init__(self, state: LedgerState) -> None:
+        self.state = state
+
+    @retried  # its first transaction; each batch retries on its own
     async def plan(
         self,
         ref: IssueRef,
@@ -180,65 +192,52 @@ class PlanningMixin(LedgerBase):
         a row in flight in a live delivery is left out (:attr:`TargetPlan.in_progress`), so its
         parts keep their order.
 
-        Targets are planned in batches of :data:`_PLAN_BATCH`, each in its own transaction, so
+        Targets are planned in batches of :data:`PLAN_BATCH`, each in its own transaction, so
         a large fan-out neither blocks the event loop nor holds the day's rows in memory; a
         batch whose parts were all sent costs one aggregate query.
 
         Raises:
             ValueError: ``n_parts`` is less than 1, or a target is on another platform.
         """
-        if n_parts < 1:
-            raise ValueError("a delivery needs at least one part")
-        for req in requested:
-            if req.platform != platform:
-                raise ValueError(f"target {req} is not on platform {platform!r}")
-        now = self._clock.now()
-        async with self._tx() as conn:
-            moves = _Moves(
-                platform,
-                await conn.execute(
-                    select(targets.c.target_id, targets.c.active, targets.c.moved_to).where(
-                        targets.c.platform == platform,
-                        (targets.c.active.is_(False)) | (targets.c.moved_to.is_not(None)),
-                    )
-                ),
+        check_request(platform, requested, n_parts)
+        async with self.state.tx() as conn:
+            moves, batch, generation = await self._start(
+                conn, ref, platform, n_parts, force=force, variant=variant
             )
-            delivery_id, generation = await self._delivery_for(
-                conn, ref, platform, n_parts, force=force, now=now
-            )
-            foreign = await _foreign_holder(
-                conn, delivery_lease(platform), owner=self.owner, locks=self._locks
-            )
-            # the day's deliveries on the platform -> their revision (none read with force)
-            revisions: dict[int, str] = {}
-            corrections: frozenset[int] = frozenset()
-            if not force:
-                day = list(
-                    await conn.execute(
-                        select(
-                            deliveries.c.id, deliveries.c.revision, deliveries.c.generation
-                        ).where(
-                            deliveries.c.issue_date == ref.date,
-                            deliveries.c.platform == platform,
-                        )
-                    )
-                )
-                revisions = {d_id: revision for d_id, revision, _ in day}
-                corrections = frozenset(d_id for d_id, _, gen in day if gen < 0)
-            pruned = not force and bool(
-                (
-                    await conn.execute(
-                        select(deliveries.c.id)
-                        .where(
-                            deliveries.c.issue_date == ref.date,
-                            deliveries.c.platform == platform,
-                            deliveries.c.pruned_at.is_not(None),
-                        )
-                        .limit(1)
-                    )
-                ).first()
-            )
-            known = await _targets_with_rows(conn, [delivery_id, *revisions])
+        found, inactive = await self._plan_batches(batch, requested, moves)
+        _log_outcome(platform, ref, found, inactive)
+        return Plan(
+            batch.delivery_id, generation, ref, platform, n_parts, tuple(found), tuple(inactive)
+        )
+
+    async def _start(
+        self,
+        conn: AsyncConnection,
+        ref: IssueRef,
+        platform: str,
+        n_parts: int,
+        *,
+        force: bool,
+        variant: str,
+    ) -> tuple[_Moves, _Batch, int]:
+        """The plan's first transaction: the platform's moves, the delivery (a new
+        generation with ``force``), and what every batch shares; also its generation."""
+        now = self.state.clock.now()
+        moves = _Moves(platform, await conn.execute(_moves_of(platform)))
+        delivery_id, generation = await self._delivery_for(
+            conn, ref, platform, n_parts, force=force, now=now
+        )
+        foreign = await _foreign_holder(
+            conn, delivery_lease(platform), owner=self.state.owner, locks=self.state.locks
+        )
+        # the day's deliveries on the platform -> their revision (none read with force)
+        revisions: dict[int, str] = {}
+        corrections: frozenset[int] = frozenset()
+        if not force:
+            day = list(await conn.execute(_day_of(ref, platform)))
+            revisions = {d_id: revision for d_id, revision, _ in day}
+            corrections = frozenset(d_id for d_id, _, gen in day if gen < 0)
+        pruned = not force and (await conn.execute(_pruned(ref, platform))).first() is not None
         batch = _Batch(
             ref,
             n_parts,
@@ -249,44 +248,33 @@ class PlanningMixin(LedgerBase):
             pruned,
             corrections,
             None if variant == FULL_VARIANT else variant,
-            known,
+            await _targets_with_rows(conn, [delivery_id, *revisions]),
         )
-        entries: list[_Entry] = []
+        return moves, batch, generation
+
+    async def _plan_batches(
+        self, batch: _Batch, requested: Sequence[Target], moves: _Moves
+    ) -> tuple[list[_Entry], list[Target]]:
+        """Plan ``requested`` :data:`PLAN_BATCH` targets at a time, each batch in its own
+        transaction; returns the entries and the deactivated targets left out."""
+        found: list[_Entry] = []
         inactive: list[Target] = []
-        superseded = live = 0
-        for start in range(0, len(requested), _PLAN_BATCH):
-            pairs = moves.resolve(requested[start : start + _PLAN_BATCH], inactive)
+        for start in range(0, len(requested), PLAN_BATCH):
+            pairs = moves.resolve(requested[start : start + PLAN_BATCH], inactive)
             if pairs:
                 # each batch waits out database trouble itself: retrying the whole plan
                 # would start a second generation after a forced one was recorded
-                found = await self._retrying(
+                found += await self.state.retrying(
                     functools.partial(self._plan_batch_tx, batch, pairs, moves)
                 )
-                entries += found
-                superseded += sum(1 for e in found if e[6] is not None)
-                live += sum(1 for e in found if e[5])
             refreeze()  # the plan so far: out of the collector's full passes (see heap.py)
             await asyncio.sleep(0)  # let the loop breathe between batches
-        if inactive:
-            log.info("%s: skipping %d deactivated targets", platform, len(inactive))
-        if superseded:
-            log.info(
-                "%s %s rev %s: %d targets already got another revision of the day",
-                platform,
-                ref.date,
-                ref.revision,
-                superseded,
-            )
-        if live:
-            log.info("%s: %d targets are being delivered by another run", platform, live)
-        return Plan(
-            delivery_id, generation, ref, platform, n_parts, tuple(entries), tuple(inactive)
-        )
+        return found, inactive
 
     async def _plan_batch_tx(
         self, batch: _Batch, pairs: list[tuple[Target, Target]], moves: _Moves
     ) -> list[_Entry]:
-        async with self._tx() as conn:
+        async with self.state.tx() as conn:
             return await self._plan_batch(conn, batch, pairs, moves)
 
     async def _plan_batch(
@@ -319,7 +307,6 @@ class PlanningMixin(LedgerBase):
         pairs: list[tuple[Target, Target]],
         moves: _Moves,
     ) -> list[_Entry]:
-        delivery_id, n_parts, now = batch.delivery_id, batch.n_parts, batch.now
         finals = [t.id for _, t in pairs]
         if batch.known is not None and not any(
             a in batch.known for f in finals for a in moves.ids_of(f)
@@ -327,108 +314,57 @@ class PlanningMixin(LedgerBase):
             fresh = await self._plan_fresh(conn, batch, pairs)
             if fresh is not None:
                 return fresh
-        if batch.revisions:
-            # the common re-post: every part of every target of the batch is already sent
-            # (no state in the WHERE: SQLite would pick ix_parts_state over the unique index)
-            sent = and_(parts.c.state == PartState.SENT.value, parts.c.part < n_parts)
-            n_sent = (
-                await conn.execute(
-                    select(func.coalesce(func.sum(case((sent, 1), else_=0)), 0)).where(
-                        parts.c.delivery_id == delivery_id, parts.c.target.in_(finals)
-                    )
-                )
-            ).scalar_one()
-            if n_sent == len(finals) * n_parts:
-                return [(req.id, req.kind.value, t.id, (), n_parts, 0, None) for req, t in pairs]
-        rows: list[FoundRow] = []
+        if batch.revisions and await _all_sent(conn, batch, finals):
+            return all_sent(pairs, batch.n_parts)
         alias: dict[str, str] = {}
+        rows: list[FoundRow] = []
         if batch.revisions:
             alias = {a: f for f in finals for a in moves.ids_of(f)}
-            rows = [
-                FoundRow(row_id, d_id, stored, part, PartState(state))
-                for row_id, d_id, stored, part, state in await conn.execute(
-                    select(
-                        parts.c.id, parts.c.delivery_id, parts.c.target, parts.c.part, parts.c.state
-                    )
-                    .where(parts.c.delivery_id.in_(list(batch.revisions)))
-                    .where(parts.c.target.in_(list(alias)))
-                )
-            ]
+            rows = await _found_rows(conn, batch, alias)
         situation = Situation(
-            delivery_id,
+            batch.delivery_id,
             batch.ref.revision,
             batch.revisions,
-            n_parts,
-            live_rows=self._live,
+            batch.n_parts,
+            live_rows=self.state.live,
             foreign=batch.foreign,
             corrections=batch.corrections,
         )
         found = classify(finals, rows, alias, situation)
+        await self._apply(conn, batch, pairs, found)
+        unsent = await conn.execute(_unsent(batch.delivery_id, finals))
+        todo, in_progress = split_unsent(unsent.tuples(), found.live)
+        return entries(pairs, todo, found.already, in_progress, found.superseded)
+
+    async def _apply(
+        self, conn: AsyncConnection, batch: _Batch, pairs: Pairs, found: Classification
+    ) -> None:
+        """Write what the classification of a batch decided: inserts, moves, resets."""
         kinds = {t.id: t.kind.value for _, t in pairs}
-        inserts = [
-            {
-                "delivery_id": delivery_id,
-                "target": target_id,
-                "kind": kinds[target_id],
-                "part": part,
-                "state": PartState.PENDING.value,
-                "attempts": 0,
-                "created_at": now,
-                "updated_at": now,
-            }
-            for target_id, part in found.inserts
-        ]
-        if batch.variant is not None:  # (full rows leave it NULL: the common path unchanged)
-            for row in inserts:
-                row["variant"] = batch.variant
-        retarget, resets, already = found.retarget, found.resets, found.already
-        superseded, live = found.superseded, found.live
+        inserts = new_rows(
+            found.inserts,
+            kinds,
+            delivery_id=batch.delivery_id,
+            now=batch.now,
+            variant=batch.variant,
+        )
+        stats = self.state.stats
         if inserts:
             # the row-by-row insert planned once (the batch's IN (...) queries keep custom plans)
             async with generic_plans(conn):
                 await conn.execute(insert(parts), inserts)
-            self.stats.rows_inserted += len(inserts)
-        for new_id, ids in retarget.items():
+            stats.rows_inserted += len(inserts)
+        for new_id, ids in found.retarget.items():
             for chunk in _chunks(ids):
                 await conn.execute(update(parts).where(parts.c.id.in_(chunk)).values(target=new_id))
-                self.stats.rows_updated += len(chunk)
-        for chunk in _chunks(resets):
+                stats.rows_updated += len(chunk)
+        for chunk in _chunks(found.resets):
             await conn.execute(
                 update(parts)
                 .where(parts.c.id.in_(chunk))
-                .values(state=PartState.PENDING.value, updated_at=now)
+                .values(state=PartState.PENDING.value, updated_at=batch.now)
             )
-            self.stats.rows_updated += len(chunk)
-        todo: dict[str, list[PlannedPart]] = {}
-        in_progress: dict[str, int] = {}
-        unsent = await conn.execute(
-            select(parts.c.id, parts.c.target, parts.c.part, parts.c.state, parts.c.attempts)
-            .where(
-                parts.c.delivery_id == delivery_id,
-                parts.c.state != PartState.SENT.value,
-                parts.c.target.in_(finals),
-            )
-            .order_by(parts.c.target, parts.c.part)
-        )
-        for row_id, target_id, part, state, attempts in unsent:
-            if target_id in live:
-                in_progress[target_id] = in_progress.get(target_id, 0) + 1
-            else:
-                todo.setdefault(target_id, []).append(
-                    PlannedPart(row_id, part, PartState(state), attempts)
-                )
-        return [
-            (
-                req.id,
-                req.kind.value,
-                t.id,
-                tuple(todo.get(t.id, ())),
-                already.get(t.id, 0),
-                in_progress.get(t.id, 0),
-                superseded.get(t.id),
-            )
-            for req, t in pairs
-        ]
+            stats.rows_updated += len(chunk)
 
     async def _plan_fresh(
         self, conn: AsyncConnection, batch: _Batch, pairs: list[tuple[Target, Target]]
@@ -468,23 +404,11 @@ class PlanningMixin(LedgerBase):
                     },
                 )
         else:
-            inserts = [
-                {
-                    "delivery_id": batch.delivery_id,
-                    "target": t.id,
-                    "kind": t.kind.value,
-                    "part": part,
-                    "state": PartState.PENDING.value,
-                    "attempts": 0,
-                    "created_at": now,
-                    "updated_at": now,
-                }
-                for _, t in pairs
-                for part in range(n_parts)
-            ]
-            if batch.variant is not None:  # (full rows leave it NULL, as in ``_plan_unpruned``)
-                for row in inserts:
-                    row["variant"] = batch.variant
+            kind_of = {t.id: t.kind.value for _, t in pairs}
+            keys = [(t.id, part) for _, t in pairs for part in range(n_parts)]
+            inserts = new_rows(
+                keys, kind_of, delivery_id=batch.delivery_id, now=now, variant=batch.variant
+            )
             expected = len(inserts)
             found = await conn.execute(
                 sqlite_insert(parts)
@@ -493,23 +417,11 @@ class PlanningMixin(LedgerBase):
                 inserts,
             )
         ids = {(target, part): row_id for row_id, target, part in found}
-        self.stats.rows_inserted += len(ids)
+        self.state.stats.rows_inserted += len(ids)
         if len(ids) < expected:
             log.info("planning met rows another delivery inserted meanwhile; reading them")
             return None
-        pending = PartState.PENDING
-        return [
-            (
-                req.id,
-                req.kind.value,
-                t.id,
-                tuple(PlannedPart(ids[t.id, part], part, pending, 0) for part in range(n_parts)),
-                0,
-                0,
-                None,
-            )
-            for req, t in pairs
-        ]
+        return fresh_entries(pairs, ids, n_parts)
 
     async def _delivery_for(
         self,
@@ -544,7 +456,7 @@ class PlanningMixin(LedgerBase):
                 created_at=now,
             )
         )
-        self.stats.rows_inserted += 1
+        self.state.stats.rows_inserted += 1
         key = result.inserted_primary_key
         assert key is not None
         return int(key[0]), generation
@@ -567,3 +479,90 @@ async def _targets_with_rows(
         )
     )
     return found if len(found) <= _KNOWN_LIMIT else None
+
+
+def _log_outcome(
+    platform: str, ref: IssueRef, found: Sequence[_Entry], inactive: Sequence[Target]
+) -> None:
+    superseded, live = counts(found)
+    if inactive:
+        log.info("%s: skipping %d deactivated targets", platform, len(inactive))
+    if superseded:
+        log.info(
+            "%s %s rev %s: %d targets already got another revision of the day",
+            platform,
+            ref.date,
+            ref.revision,
+            superseded,
+        )
+    if live:
+        log.info("%s: %d targets are being delivered by another run", platform, live)
+
+
+def _moves_of(platform: str) -> Any:
+    """The platform's deactivated and moved targets."""
+    return select(targets.c.target_id, targets.c.active, targets.c.moved_to).where(
+        targets.c.platform == platform,
+        (targets.c.active.is_(False)) | (targets.c.moved_to.is_not(None)),
+    )
+
+
+def _day_of(ref: IssueRef, platform: str) -> Any:
+    """The day's deliveries on the platform: id, revision, generation."""
+    return select(deliveries.c.id, deliveries.c.revision, deliveries.c.generation).where(
+        deliveries.c.issue_date == ref.date, deliveries.c.platform == platform
+    )
+
+
+def _pruned(ref: IssueRef, platform: str) -> Any:
+    """A row if the day's rows on the platform were pruned (retention)."""
+    return (
+        select(deliveries.c.id)
+        .where(
+            deliveries.c.issue_date == ref.date,
+            deliveries.c.platform == platform,
+            deliveries.c.pruned_at.is_not(None),
+        )
+        .limit(1)
+    )
+
+
+async def _all_sent(conn: AsyncConnection, batch: _Batch, finals: list[str]) -> bool:
+    """The common re-post: every part of every target of the batch is already sent."""
+    # (no state in the WHERE: SQLite would pick ix_parts_state over the unique index)
+    sent = and_(parts.c.state == PartState.SENT.value, parts.c.part < batch.n_parts)
+    n_sent = (
+        await conn.execute(
+            select(func.coalesce(func.sum(case((sent, 1), else_=0)), 0)).where(
+                parts.c.delivery_id == batch.delivery_id, parts.c.target.in_(finals)
+            )
+        )
+    ).scalar_one()
+    return bool(n_sent == len(finals) * batch.n_parts)
+
+
+async def _found_rows(
+    conn: AsyncConnection, batch: _Batch, alias: dict[str, str]
+) -> list[FoundRow]:
+    """The rows of the day's deliveries recorded under any id of ``alias``."""
+    return [
+        FoundRow(row_id, d_id, stored, part, PartState(state))
+        for row_id, d_id, stored, part, state in await conn.execute(
+            select(parts.c.id, parts.c.delivery_id, parts.c.target, parts.c.part, parts.c.state)
+            .where(parts.c.delivery_id.in_(list(batch.revisions)))
+            .where(parts.c.target.in_(list(alias)))
+        )
+    ]
+
+
+def _unsent(delivery_id: int, finals: list[str]) -> Any:
+    """The delivery's unsent rows of ``finals``, in target and part order."""
+    return (
+        select(parts.c.id, parts.c.target, parts.c.part, parts.c.state, parts.c.attempts)
+        .where(
+            parts.c.delivery_id == delivery_id,
+            parts.c.state != PartState.SENT.value,
+            parts.c.target.in_(finals),
+        )
+        .order_by(parts.c.target, parts.c.part)
+    )

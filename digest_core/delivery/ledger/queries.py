@@ -15,7 +15,6 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import Row
 
-from digest_core.delivery.ledger.core import LedgerBase
 from digest_core.delivery.ledger.records import (
     DeliveryRecord,
     PartRecord,
@@ -27,6 +26,7 @@ from digest_core.delivery.ledger.schema import (
     deliveries,
     parts,
 )
+from digest_core.delivery.ledger.state import LedgerState
 from digest_core.models import IssueRef
 from digest_core.platform import TargetKind
 
@@ -52,8 +52,11 @@ def _record(row: Row[Any]) -> PartRecord:
     )
 
 
-class QueriesMixin(LedgerBase):
+class Queries:
     """Read what was sent where."""
+
+    def __init__(self, state: LedgerState) -> None:
+        self.state = state
 
     async def records(
         self,
@@ -88,7 +91,7 @@ class QueriesMixin(LedgerBase):
             query = query.where(parts.c.target == target)
         if limit is not None:
             query = query.limit(limit)
-        async with self._tx() as conn:
+        async with self.state.tx() as conn:
             return [_record(row) for row in await conn.execute(query)]
 
     async def failures(
@@ -129,7 +132,7 @@ class QueriesMixin(LedgerBase):
             query = query.where(deliveries.c.platform == platform)
         if limit is not None:
             query = query.limit(limit)
-        async with self._tx() as conn:
+        async with self.state.tx() as conn:
             return [_record(row) for row in await conn.execute(query)]
 
     async def in_flight(self, ref: IssueRef | None = None) -> list[PartRecord]:
@@ -205,7 +208,7 @@ class QueriesMixin(LedgerBase):
         if platform is not None:
             query = query.where(deliveries.c.platform == platform)
             latest = latest.where(deliveries.c.platform == platform)
-        async with self._tx() as conn:
+        async with self.state.tx() as conn:
             # the revision of each platform's latest delivery (later rows overwrite)
             revision_of = {p: r for p, r in await conn.execute(latest)}
             rows: dict[tuple[str, str], list[tuple[int, str, int, PartState]]] = {}
@@ -236,7 +239,7 @@ class QueriesMixin(LedgerBase):
         )
         if platform is not None:
             query = query.where(deliveries.c.platform == platform)
-        async with self._tx() as conn:
+        async with self.state.tx() as conn:
             found = {PartState(state): int(n) for state, n in await conn.execute(query)}
         return {state: found.get(state, 0) for state in PartState}
 
@@ -249,7 +252,7 @@ class QueriesMixin(LedgerBase):
             .order_by(deliveries.c.id.desc())
             .limit(1)
         )
-        async with self._tx() as conn:
+        async with self.state.tx() as conn:
             revision = (await conn.execute(query)).scalar()
         return None if revision is None else str(revision)
 
@@ -264,7 +267,7 @@ class QueriesMixin(LedgerBase):
         )
         if platform is not None:
             query = query.where(deliveries.c.platform == platform)
-        async with self._tx() as conn:
+        async with self.state.tx() as conn:
             return [
                 DeliveryRecord(
                     r.id,

@@ -10,11 +10,6 @@ from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import (
-    Column,
-    Date,
-    PrimaryKeyConstraint,
-    String,
-    Table,
     delete,
     func,
     insert,
@@ -24,56 +19,20 @@ from sqlalchemy import (
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from digest_core.delivery.ledger.core import LedgerBase
 from digest_core.delivery.ledger.schema import (
-    UTCDateTime,
     deliveries,
-    metadata,
+    follow_checks,
+    follows,
     parts,
+    preferences,
     subscribers,
 )
+from digest_core.delivery.ledger.state import LedgerState
 
 log = logging.getLogger(__name__)
 
 #: the most keywords one reader may follow
 MAX_FOLLOWS = 10
-
-#: one row per reader who set anything: ``at`` ("HH:MM", local to ``zone``) is NULL for the
-#: digest's own time (the reader then gets the channel post's delivery); ``zone`` NULL for the
-#: digest's zone
-preferences = Table(
-    "preferences",
-    metadata,
-    Column("platform", String(32), primary_key=True),
-    Column("chat_id", String(128), primary_key=True),
-    Column("at", String(5)),
-    Column("zone", String(64)),
-    Column("format", String(16), nullable=False),
-    Column("updated_at", UTCDateTime, nullable=False),
-)
-
-follows = Table(
-    "follows",
-    metadata,
-    Column("platform", String(32), nullable=False),
-    Column("chat_id", String(128), nullable=False),
-    Column("word", String(64), nullable=False),
-    Column("created_at", UTCDateTime, nullable=False),
-    PrimaryKeyConstraint("platform", "chat_id", "word"),
-)
-
-#: one row per (platform, issue date) whose follow messages were all sent: an issue that
-#: became public is considered once for follows, so a restart neither resends nor forgets
-#: (schema 9); ``revision`` is the one considered (a correction sends nothing more)
-follow_checks = Table(
-    "follow_checks",
-    metadata,
-    Column("platform", String(32), nullable=False),
-    Column("issue_date", Date, nullable=False),
-    Column("revision", String(64), nullable=False),
-    Column("checked_at", UTCDateTime, nullable=False),
-    PrimaryKeyConstraint("platform", "issue_date"),
-)
 
 
 class Format(StrEnum):
@@ -100,7 +59,7 @@ class Preference:
 
 
 class Followed(StrEnum):
-    """The outcome of :meth:`ReadersMixin.follow`."""
+    """The outcome of :meth:`Readers.follow`."""
 
     ADDED = "added"
     ALREADY = "already"
@@ -110,12 +69,15 @@ class Followed(StrEnum):
 _UNSET = object()
 
 
-class ReadersMixin(LedgerBase):
+class Readers:
     """Preferences and follows of readers (private chats)."""
+
+    def __init__(self, state: LedgerState) -> None:
+        self.state = state
 
     async def preference(self, platform: str, chat_id: str) -> Preference:
         """The preference of ``chat_id`` (the defaults when it never set one)."""
-        async with self._tx() as conn:
+        async with self.state.tx() as conn:
             row = (
                 await conn.execute(
                     select(preferences).where(
@@ -144,14 +106,14 @@ class ReadersMixin(LedgerBase):
         format: Format | object = _UNSET,
     ) -> Preference:
         """Change the given fields of ``chat_id``'s preference (others keep their value)."""
-        values: dict[str, object] = {"updated_at": self._clock.now()}
+        values: dict[str, object] = {"updated_at": self.state.clock.now()}
         if at is not _UNSET:
             values["at"] = at.strftime("%H:%M") if isinstance(at, dt.time) else None
         if zone is not _UNSET:
             values["zone"] = zone
         if format is not _UNSET:
             values["format"] = str(format)
-        async with self._tx() as conn:
+        async with self.state.tx() as conn:
             changed = await conn.execute(
                 update(preferences)
                 .where(preferences.c.platform == platform, preferences.c.chat_id == chat_id)
@@ -169,7 +131,7 @@ class ReadersMixin(LedgerBase):
 
     async def timed_subscribers(self, platform: str) -> list[Preference]:
         """Active subscribers of ``platform`` with a time of their own, oldest first."""
-        async with self._tx() as conn:
+        async with self.state.tx() as conn:
             rows = await conn.execute(
                 select(preferences)
                 .join(
@@ -188,7 +150,7 @@ class ReadersMixin(LedgerBase):
 
     async def formats(self, platform: str) -> dict[str, Format]:
         """chat id -> the format of every reader of ``platform`` who chose one but the full."""
-        async with self._tx() as conn:
+        async with self.state.tx() as conn:
             rows = await conn.execute(
                 select(preferences.c.chat_id, preferences.c.format).where(
                     preferences.c.platform == platform,
@@ -206,7 +168,7 @@ class ReadersMixin(LedgerBase):
         found: dict[str, int] = {}
         ids = list(target_ids)
         for start in range(0, len(ids), 500):
-            async with self._tx() as conn:
+            async with self.state.tx() as conn:
                 rows = await conn.execute(
                     select(parts.c.target, func.max(parts.c.part))
                     .join(deliveries, parts.c.delivery_id == deliveries.c.id)
@@ -224,7 +186,7 @@ class ReadersMixin(LedgerBase):
 
     async def follow(self, platform: str, chat_id: str, word: str) -> Followed:
         """Follow ``word`` (at most :data:`MAX_FOLLOWS` per reader)."""
-        async with self._tx() as conn:
+        async with self.state.tx() as conn:
             words = await _words(conn, platform, chat_id)
             if word in words:
                 return Followed.ALREADY
@@ -232,14 +194,14 @@ class ReadersMixin(LedgerBase):
                 return Followed.FULL
             await conn.execute(
                 insert(follows).values(
-                    platform=platform, chat_id=chat_id, word=word, created_at=self._clock.now()
+                    platform=platform, chat_id=chat_id, word=word, created_at=self.state.clock.now()
                 )
             )
         return Followed.ADDED
 
     async def unfollow(self, platform: str, chat_id: str, word: str) -> bool:
         """Stop following ``word``; False when it was not followed."""
-        async with self._tx() as conn:
+        async with self.state.tx() as conn:
             result = await conn.execute(
                 delete(follows).where(
                     follows.c.platform == platform,
@@ -251,12 +213,12 @@ class ReadersMixin(LedgerBase):
 
     async def following(self, platform: str, chat_id: str) -> list[str]:
         """The words ``chat_id`` follows, in the order they were added."""
-        async with self._tx() as conn:
+        async with self.state.tx() as conn:
             return await _words(conn, platform, chat_id)
 
     async def followers(self, platform: str) -> dict[str, list[str]]:
         """chat id -> the words it follows, for every follower on ``platform``."""
-        async with self._tx() as conn:
+        async with self.state.tx() as conn:
             rows = await conn.execute(
                 select(follows.c.chat_id, follows.c.word)
                 .where(follows.c.platform == platform)
@@ -272,7 +234,7 @@ class ReadersMixin(LedgerBase):
         (:meth:`check_follows`)."""
         if not days:
             return set()
-        async with self._tx() as conn:
+        async with self.state.tx() as conn:
             rows = await conn.execute(
                 select(follow_checks.c.issue_date).where(
                     follow_checks.c.platform == platform,
@@ -284,7 +246,7 @@ class ReadersMixin(LedgerBase):
     async def check_follows(self, platform: str, day: dt.date, revision: str) -> bool:
         """Record that the follow messages of ``day``'s issue (``revision``) on ``platform``
         are all sent: it is not considered again. False when it was recorded already."""
-        async with self._tx() as conn:
+        async with self.state.tx() as conn:
             found = (
                 await conn.execute(
                     select(follow_checks.c.revision).where(
@@ -300,13 +262,14 @@ class ReadersMixin(LedgerBase):
                     platform=platform,
                     issue_date=day,
                     revision=revision,
-                    checked_at=self._clock.now(),
+                    checked_at=self.state.clock.now(),
                 )
             )
         return True
 
     async def count_follows(self, platform: str) -> int:
-        async with self._tx() as conn:
+        """How many (reader, word) follows the platform has."""
+        async with self.state.tx() as conn:
             return int(
                 (
                     await conn.execute(

@@ -11,7 +11,6 @@ from typing import Any
 from sqlalchemy import and_, case, delete, exists, func, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from digest_core.delivery.ledger.core import LedgerBase
 from digest_core.delivery.ledger.schema import (
     PartState,
     audit,
@@ -19,6 +18,7 @@ from digest_core.delivery.ledger.schema import (
     deliveries,
     parts,
 )
+from digest_core.delivery.ledger.state import LedgerState
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ class DaySummary:
 
 @dataclass
 class PruneReport:
-    """What one :meth:`RetentionMixin.prune` did."""
+    """What one :meth:`Retention.prune` did."""
 
     #: (issue date, platform) pairs whose rows were summarised and deleted
     days: list[tuple[dt.date, str]] = field(default_factory=list)
@@ -85,8 +85,11 @@ def _count(state: PartState) -> Any:
     return func.sum(case((parts.c.state == state.value, 1), else_=0))
 
 
-class RetentionMixin(LedgerBase):
+class Retention:
     """Prune old part and audit rows; read the per-day summaries left in their place."""
+
+    def __init__(self, state: LedgerState) -> None:
+        self.state = state
 
     async def prune(
         self,
@@ -110,11 +113,19 @@ class RetentionMixin(LedgerBase):
         if batch < 1:
             raise ValueError("batch must be at least 1")
         report = PruneReport()
+        days = await self._prunable(before)
+        for (day, platform), ids in days.items():
+            await self._prune_day(day, platform, ids, batch=batch, pause=pause, report=report)
+        await self._prune_audit(audit_before, batch=batch, pause=pause, report=report)
+        return report
+
+    async def _prunable(self, before: dt.date) -> dict[tuple[dt.date, str], list[int]]:
+        """(day, platform) -> the ids of its deliveries to prune, days in order."""
         cutoff = dt.datetime.combine(before, dt.time(), tzinfo=dt.UTC)
         recent = exists().where(
             parts.c.delivery_id == deliveries.c.id, parts.c.updated_at >= cutoff
         )
-        async with self._tx() as conn:
+        async with self.state.tx() as conn:
             found = await conn.execute(
                 select(deliveries.c.issue_date, deliveries.c.platform, deliveries.c.id)
                 .where(deliveries.c.issue_date < before, ~recent)
@@ -127,25 +138,42 @@ class RetentionMixin(LedgerBase):
             days: dict[tuple[dt.date, str], list[int]] = {}
             for day, platform, d_id in found:
                 days.setdefault((day, platform), []).append(int(d_id))
-        for (day, platform), ids in days.items():
-            while True:
-                done, n_summaries = await self._prune_batch(day, platform, ids, batch)
-                report.parts += done
-                report.summaries += n_summaries
-                report.batches += 1
-                if not done:
-                    break
-                await self._clock.sleep(pause)
-            async with self._tx() as conn:
-                await conn.execute(
-                    update(deliveries)
-                    .where(deliveries.c.id.in_(ids))
-                    .values(pruned_at=self._clock.now())
-                )
-            report.days.append((day, platform))
-            log.info("pruned the rows of %s on %s (%d deliveries)", day, platform, len(ids))
+        return days
+
+    async def _prune_day(
+        self,
+        day: dt.date,
+        platform: str,
+        ids: list[int],
+        *,
+        batch: int,
+        pause: float,
+        report: PruneReport,
+    ) -> None:
+        """Fold and delete one day's rows on a platform, batch by batch; mark it pruned."""
         while True:
-            async with self._tx() as conn:
+            done, n_summaries = await self._prune_batch(day, platform, ids, batch)
+            report.parts += done
+            report.summaries += n_summaries
+            report.batches += 1
+            if not done:
+                break
+            await self.state.clock.sleep(pause)
+        async with self.state.tx() as conn:
+            await conn.execute(
+                update(deliveries)
+                .where(deliveries.c.id.in_(ids))
+                .values(pruned_at=self.state.clock.now())
+            )
+        report.days.append((day, platform))
+        log.info("pruned the rows of %s on %s (%d deliveries)", day, platform, len(ids))
+
+    async def _prune_audit(
+        self, audit_before: dt.datetime, *, batch: int, pause: float, report: PruneReport
+    ) -> None:
+        """Delete audit rows older than ``audit_before``, ``batch`` at a time."""
+        while True:
+            async with self.state.tx() as conn:
                 oldest = (
                     select(audit.c.id)
                     .where(audit.c.at < audit_before)
@@ -161,15 +189,14 @@ class RetentionMixin(LedgerBase):
             report.batches += 1
             if gone < batch:
                 break
-            await self._clock.sleep(pause)
-        return report
+            await self.state.clock.sleep(pause)
 
     async def _prune_batch(
         self, day: dt.date, platform: str, ids: Sequence[int], batch: int
     ) -> tuple[int, int]:
         """Summarise and delete the rows of the next targets of one day's deliveries, about
         ``batch`` rows (one transaction); returns (rows deleted, summaries written)."""
-        async with self._tx() as conn:
+        async with self.state.tx() as conn:
             chunk: list[str] = []
             for d_id in ids:  # in the order of the unique index: no sort, no scan
                 found = [
@@ -290,7 +317,7 @@ class RetentionMixin(LedgerBase):
             query = query.where(day_summaries.c.issue_date == day)
         if limit is not None:
             query = query.limit(limit)
-        async with self._tx() as conn:
+        async with self.state.tx() as conn:
             return [
                 DaySummary(
                     r.issue_date,
@@ -310,7 +337,7 @@ class RetentionMixin(LedgerBase):
     async def last_summarised(self, platform: str, target: str) -> DaySummary | None:
         """The latest pruned day on which ``target`` got a part (status falls back on it
         when no row of the last ``keep_days`` names the target)."""
-        async with self._tx() as conn:
+        async with self.state.tx() as conn:
             row = (
                 await conn.execute(
                     select(day_summaries)

@@ -19,6 +19,7 @@ from sqlalchemy import (
     Index,
     Integer,
     MetaData,
+    PrimaryKeyConstraint,
     String,
     Table,
     Text,
@@ -231,6 +232,44 @@ part_digests = Table(
     Column("variant", String(16), primary_key=True, server_default=FULL_VARIANT),
     Column("part", Integer, primary_key=True),
     Column("digest", String(32), nullable=False),
+)
+
+
+#: one row per reader who set anything: ``at`` ("HH:MM", local to ``zone``) is NULL for the
+#: digest's own time (the reader then gets the channel post's delivery); ``zone`` NULL for the
+#: digest's zone
+preferences = Table(
+    "preferences",
+    metadata,
+    Column("platform", String(32), primary_key=True),
+    Column("chat_id", String(128), primary_key=True),
+    Column("at", String(5)),
+    Column("zone", String(64)),
+    Column("format", String(16), nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+)
+
+follows = Table(
+    "follows",
+    metadata,
+    Column("platform", String(32), nullable=False),
+    Column("chat_id", String(128), nullable=False),
+    Column("word", String(64), nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    PrimaryKeyConstraint("platform", "chat_id", "word"),
+)
+
+#: one row per (platform, issue date) whose follow messages were all sent: an issue that
+#: became public is considered once for follows, so a restart neither resends nor forgets
+#: (schema 9); ``revision`` is the one considered (a correction sends nothing more)
+follow_checks = Table(
+    "follow_checks",
+    metadata,
+    Column("platform", String(32), nullable=False),
+    Column("issue_date", Date, nullable=False),
+    Column("revision", String(64), nullable=False),
+    Column("checked_at", UTCDateTime, nullable=False),
+    PrimaryKeyConstraint("platform", "issue_date"),
 )
 
 

@@ -13,11 +13,11 @@ from sqlalchemy import (
 )
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from digest_core.delivery.ledger.core import LedgerBase
 from digest_core.delivery.ledger.schema import (
     subscribers,
     targets,
 )
+from digest_core.delivery.ledger.state import LedgerState
 from digest_core.platform import Target, TargetKind
 
 log = logging.getLogger(__name__)
@@ -49,16 +49,19 @@ async def _subscribe(conn: AsyncConnection, platform: str, chat_id: str, now: dt
     return True
 
 
-class SubscribersMixin(LedgerBase):
+class Subscribers:
     """Subscribe and unsubscribe private chats."""
+
+    def __init__(self, state: LedgerState) -> None:
+        self.state = state
 
     async def subscribe(self, platform: str, chat_id: str) -> bool:
         """Subscribe a private chat to the daily issue; False if it already was.
 
         Also reactivates the chat as a target if it had been marked gone (it talks to us again).
         """
-        now = self._clock.now()
-        async with self._tx() as conn:
+        now = self.state.clock.now()
+        async with self.state.tx() as conn:
             added = await _subscribe(conn, platform, chat_id, now)
             await conn.execute(
                 update(targets)
@@ -73,7 +76,7 @@ class SubscribersMixin(LedgerBase):
 
     async def unsubscribe(self, platform: str, chat_id: str) -> bool:
         """End a subscription; False if there was none active."""
-        async with self._tx() as conn:
+        async with self.state.tx() as conn:
             result = await conn.execute(
                 update(subscribers)
                 .where(
@@ -81,13 +84,13 @@ class SubscribersMixin(LedgerBase):
                     subscribers.c.chat_id == chat_id,
                     subscribers.c.active.is_(True),
                 )
-                .values(active=False, until=self._clock.now())
+                .values(active=False, until=self.state.clock.now())
             )
         return bool(result.rowcount)
 
     async def subscribers(self, platform: str) -> list[Target]:
         """Active subscribers of ``platform`` as private-chat targets, oldest first."""
-        async with self._tx() as conn:
+        async with self.state.tx() as conn:
             rows = await conn.execute(
                 select(subscribers.c.chat_id)
                 .where(subscribers.c.platform == platform, subscribers.c.active.is_(True))

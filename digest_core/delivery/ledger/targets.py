@@ -15,10 +15,6 @@ from sqlalchemy import (
 )
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from digest_core.delivery.ledger.core import (
-    LedgerBase,
-    _retried,
-)
 from digest_core.delivery.ledger.records import (
     InactiveTarget,
 )
@@ -29,6 +25,7 @@ from digest_core.delivery.ledger.schema import (
     subscribers,
     targets,
 )
+from digest_core.delivery.ledger.state import LedgerState, retried
 from digest_core.delivery.ledger.subscribers import (
     _subscribe,
 )
@@ -64,17 +61,20 @@ async def _upsert_target(
         )
 
 
-class TargetsMixin(LedgerBase):
+class Targets:
     """Deactivate, move and reactivate targets."""
 
-    @_retried
+    def __init__(self, state: LedgerState) -> None:
+        self.state = state
+
+    @retried
     async def mark_gone(self, target: Target, *, row_ids: Iterable[int] = (), reason: str) -> None:
         """Deactivate ``target`` (and unsubscribe it) and mark ``row_ids`` gone.
 
         Future :meth:`plan` calls skip the target until :meth:`reactivate` or :meth:`subscribe`.
         """
-        now = self._clock.now()
-        async with self._tx() as conn:
+        now = self.state.clock.now()
+        async with self.state.tx() as conn:
             await self._mark_rows(conn, row_ids, PartState.GONE, reason, now)
             await _upsert_target(conn, target, active=False, moved_to=None, reason=reason, now=now)
             result = await conn.execute(
@@ -86,10 +86,10 @@ class TargetsMixin(LedgerBase):
                 )
                 .values(active=False, until=now)
             )
-            self.stats.rows_updated += result.rowcount
+            self.state.stats.rows_updated += result.rowcount
         log.info("%s deactivated: %s", target, reason)
 
-    @_retried
+    @retried
     async def move_target(
         self, old: Target, new: Target, *, row_ids: Iterable[int] = (), reason: str = ""
     ) -> list[int]:
@@ -98,9 +98,8 @@ class TargetsMixin(LedgerBase):
         Returns the row ids now addressed to ``new``; a row whose part ``new`` already has in
         the same delivery is marked gone instead (it would be a duplicate).
         """
-        now = self._clock.now()
-        moved: list[int] = []
-        async with self._tx() as conn:
+        now = self.state.clock.now()
+        async with self.state.tx() as conn:
             await _upsert_target(
                 conn,
                 old,
@@ -110,51 +109,41 @@ class TargetsMixin(LedgerBase):
                 now=now,
             )
             await _upsert_target(conn, new, active=True, moved_to=None, reason=None, now=now)
-            ids = list(row_ids)
-            taken: set[tuple[int, int]] = set()
-            if ids:
-                rows = (
-                    await conn.execute(
-                        select(parts.c.id, parts.c.delivery_id, parts.c.part).where(
-                            parts.c.id.in_(ids)
-                        )
-                    )
-                ).all()
-                d_ids = {r.delivery_id for r in rows}
-                taken = {
-                    (r.delivery_id, r.part)
-                    for r in await conn.execute(
-                        select(parts.c.delivery_id, parts.c.part).where(
-                            parts.c.target == new.id, parts.c.delivery_id.in_(d_ids)
-                        )
-                    )
-                }
-                self._live.difference_update(ids)
-                clash = [r.id for r in rows if (r.delivery_id, r.part) in taken]
-                moved = [r.id for r in rows if (r.delivery_id, r.part) not in taken]
-                for chunk in _chunks(moved):
-                    await conn.execute(
-                        update(parts)
-                        .where(parts.c.id.in_(chunk))
-                        .values(target=new.id, updated_at=now)
-                    )
-                await self._mark_rows(conn, clash, PartState.GONE, f"moved to {new.id}", now)
-                self.stats.rows_updated += len(moved)
-            old_sub = (
-                await conn.execute(
-                    select(subscribers.c.active).where(
-                        subscribers.c.platform == old.platform, subscribers.c.chat_id == old.id
-                    )
-                )
-            ).first()
-            if old_sub is not None and old_sub.active:
-                await conn.execute(
-                    update(subscribers)
-                    .where(subscribers.c.platform == old.platform, subscribers.c.chat_id == old.id)
-                    .values(active=False, until=now)
-                )
-                await _subscribe(conn, new.platform, new.id, now)
+            moved = await self._move_rows(conn, list(row_ids), new, now)
+            await _move_subscriber(conn, old, new, now)
         log.info("%s moved to %s", old, new.id)
+        return moved
+
+    async def _move_rows(
+        self, conn: AsyncConnection, ids: list[int], new: Target, now: dt.datetime
+    ) -> list[int]:
+        """Address the rows ``ids`` to ``new``; a row whose part ``new`` already has in its
+        delivery is marked gone instead. Returns the rows moved."""
+        if not ids:
+            return []
+        rows = (
+            await conn.execute(
+                select(parts.c.id, parts.c.delivery_id, parts.c.part).where(parts.c.id.in_(ids))
+            )
+        ).all()
+        d_ids = {r.delivery_id for r in rows}
+        taken = {
+            (r.delivery_id, r.part)
+            for r in await conn.execute(
+                select(parts.c.delivery_id, parts.c.part).where(
+                    parts.c.target == new.id, parts.c.delivery_id.in_(d_ids)
+                )
+            )
+        }
+        self.state.live.difference_update(ids)
+        clash = [r.id for r in rows if (r.delivery_id, r.part) in taken]
+        moved = [r.id for r in rows if (r.delivery_id, r.part) not in taken]
+        for chunk in _chunks(moved):
+            await conn.execute(
+                update(parts).where(parts.c.id.in_(chunk)).values(target=new.id, updated_at=now)
+            )
+        await self._mark_rows(conn, clash, PartState.GONE, f"moved to {new.id}", now)
+        self.state.stats.rows_updated += len(moved)
         return moved
 
     async def reactivate(self, target: Target) -> bool:
@@ -162,8 +151,8 @@ class TargetsMixin(LedgerBase):
         after the bot got its rights back. A subscription that ended when the target was marked
         gone is restored. Returns False if the target was not deactivated.
         """
-        now = self._clock.now()
-        async with self._tx() as conn:
+        now = self.state.clock.now()
+        async with self.state.tx() as conn:
             found = (
                 await conn.execute(
                     select(targets.c.active, targets.c.updated_at).where(
@@ -190,7 +179,7 @@ class TargetsMixin(LedgerBase):
 
     async def inactive_targets(self, platform: str) -> list[InactiveTarget]:
         """Targets of ``platform`` deactivated as gone (moved ones aside), latest first."""
-        async with self._tx() as conn:
+        async with self.state.tx() as conn:
             rows = await conn.execute(
                 select(targets.c.target_id, targets.c.kind, targets.c.updated_at, targets.c.reason)
                 .where(
@@ -216,11 +205,31 @@ class TargetsMixin(LedgerBase):
         now: dt.datetime,
     ) -> None:
         ids = list(row_ids)
-        self._live.difference_update(ids)
+        self.state.live.difference_update(ids)
         for chunk in _chunks(ids):
             result = await conn.execute(
                 update(parts)
                 .where(parts.c.id.in_(chunk), parts.c.state != PartState.SENT.value)
                 .values(state=state.value, last_error=error, updated_at=now)
             )
-            self.stats.rows_updated += result.rowcount
+            self.state.stats.rows_updated += result.rowcount
+
+
+async def _move_subscriber(
+    conn: AsyncConnection, old: Target, new: Target, now: dt.datetime
+) -> None:
+    """An active subscriber ``old`` becomes the subscriber ``new``."""
+    old_sub = (
+        await conn.execute(
+            select(subscribers.c.active).where(
+                subscribers.c.platform == old.platform, subscribers.c.chat_id == old.id
+            )
+        )
+    ).first()
+    if old_sub is not None and old_sub.active:
+        await conn.execute(
+            update(subscribers)
+            .where(subscribers.c.platform == old.platform, subscribers.c.chat_id == old.id)
+            .values(active=False, until=now)
+        )
+        await _subscribe(conn, new.platform, new.id, now)

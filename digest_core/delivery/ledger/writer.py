@@ -19,16 +19,13 @@ from sqlalchemy import (
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from digest_core.delivery.health import is_transient, short_error
-from digest_core.delivery.ledger.core import (
-    LedgerBase,
-    _Op,
-)
 from digest_core.delivery.ledger.engine import generic_plans
 from digest_core.delivery.ledger.schema import (
     PartState,
     _chunks,
     parts,
 )
+from digest_core.delivery.ledger.state import LedgerState, Op
 from digest_core.errors import LedgerLost
 
 log = logging.getLogger(__name__)
@@ -46,7 +43,7 @@ def _state_update(*where: Any, **values: Any) -> Any:
 _CLAIMABLE = (PartState.PENDING.value, PartState.FAILED.value, PartState.UNKNOWN.value)
 
 # The per-part state changes the delivery engine makes, batched by the group-commit writer
-# (claims are conditional and run apart: see ``Ledger._claim_batch``).
+# (claims are conditional and run apart: see ``Writer._claim_batch``).
 _STATE_STATEMENTS: dict[str, Any] = {
     # a sent row stays sent whatever else happens: the message is out
     "sent": _state_update(
@@ -122,8 +119,11 @@ _CLAIM_RESUMED = _state_update(
 )
 
 
-class WriterMixin(LedgerBase):
+class Writer:
     """Per-part state changes, batched by one writer task (see :class:`Ledger`)."""
+
+    def __init__(self, state: LedgerState) -> None:
+        self.state = state
 
     async def claim(self, row_id: int, *, resumed_attempts: int | None = None) -> bool:
         """Mark a row in flight (and count the attempt) if no one else has it; returns once
@@ -182,30 +182,32 @@ class WriterMixin(LedgerBase):
     def abandon(self, row_id: int) -> None:
         """Forget that this instance has a row in flight (its delivery was cancelled): the
         next plan takes it for a crashed run's and sends it again."""
-        self._live.discard(row_id)
+        self.state.live.discard(row_id)
 
     async def _submit(self, kind: str, params: dict[str, Any]) -> bool:
         return await self._enqueue(kind, params)
 
     def _enqueue(self, kind: str, params: dict[str, Any]) -> asyncio.Future[bool]:
-        if self.health.lost is not None:
-            raise self.health.lost
-        if self._writer is None or self._closing:
+        if self.state.health.lost is not None:
+            raise self.state.health.lost
+        if self.state.writer is None or self.state.closing:
             raise RuntimeError("the ledger is not open")
-        params["b_now"] = self._clock.now()
+        params["b_now"] = self.state.clock.now()
         done: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-        self._queue.append(_Op(kind, params, done))
-        self._kick.set()
+        self.state.queue.append(Op(kind, params, done))
+        self.state.kick.set()
         return done
 
-    async def _write_loop(self) -> None:
-        slots = asyncio.Semaphore(self._writers)
+    async def run(self) -> None:
+        """The writer's task (the ledger starts it on open): write the queued changes in
+        batches until the ledger closes and the queue is empty."""
+        slots = asyncio.Semaphore(self.state.writers)
         writing: set[asyncio.Task[None]] = set()
         while True:
-            await self._kick.wait()
-            self._kick.clear()
-            if not self._queue:
-                if self._closing:
+            await self.state.kick.wait()
+            self.state.kick.clear()
+            if not self.state.queue:
+                if self.state.closing:
                     if writing:
                         await asyncio.wait(writing)
                     return
@@ -213,7 +215,7 @@ class WriterMixin(LedgerBase):
             # a free writer slot first: meanwhile the next batch gathers (with two writers,
             # while this one is written)
             await slots.acquire()
-            batch, self._queue = self._queue, []
+            batch, self.state.queue = self.state.queue, []
             if not batch:  # lost meanwhile (see ``lose``)
                 slots.release()
                 continue
@@ -222,16 +224,16 @@ class WriterMixin(LedgerBase):
             task.add_done_callback(writing.discard)
             task.add_done_callback(lambda _: slots.release())
 
-    async def _apply(self, batch: list[_Op]) -> None:
+    async def _apply(self, batch: list[Op]) -> None:
         """Write one batch and settle its callers' futures (never raises)."""
-        self._active += 1  # a batch taken off the queue keeps the ledger busy until settled
+        self.state.active += 1  # a batch taken off the queue keeps the ledger busy until settled
         try:
             await self._apply_batch(batch)
         finally:
-            self._active -= 1
+            self.state.active -= 1
 
-    async def _apply_batch(self, batch: list[_Op]) -> None:
-        claims: list[_Op] = []
+    async def _apply_batch(self, batch: list[Op]) -> None:
+        claims: list[Op] = []
         grouped: dict[str, list[dict[str, Any]]] = {}
         for op in batch:
             if op.kind == "claim":
@@ -240,7 +242,7 @@ class WriterMixin(LedgerBase):
                 grouped.setdefault(op.kind, []).append(op.params)
         tries = 0
 
-        async def write() -> set[_Op]:
+        async def write() -> set[Op]:
             nonlocal tries
             tries += 1
             return await self._write_batch(claims, grouped, again=tries > 1)
@@ -248,7 +250,7 @@ class WriterMixin(LedgerBase):
         try:
             # a database that does not answer (locked, full, gone away) is waited out:
             # the senders wait for their claims, and nothing recorded is lost
-            won = await self._retrying(write)
+            won = await self.state.retrying(write)
         except Exception as exc:
             if len(batch) > 1 and not isinstance(exc, LedgerLost) and not is_transient(exc):
                 # one change the database refuses must not take the others with it: a part
@@ -267,7 +269,7 @@ class WriterMixin(LedgerBase):
                 if not op.done.done():
                     op.done.set_exception(exc)
             return
-        self.stats.rows_updated += len(batch) - len(claims) + len(won)
+        self.state.stats.rows_updated += len(batch) - len(claims) + len(won)
         for op in batch:
             row_id = op.params["b_id"]
             ok = op.kind != "claim" or op in won
@@ -275,19 +277,19 @@ class WriterMixin(LedgerBase):
                 # a claim whose caller was cancelled is in flight with no one to send it:
                 # left for the next plan, like a crashed run's
                 if ok and not op.done.cancelled():
-                    self._live.add(row_id)
+                    self.state.live.add(row_id)
             else:
-                self._live.discard(row_id)
+                self.state.live.discard(row_id)
             if not op.done.done():
                 op.done.set_result(ok)
 
     async def _write_batch(
-        self, claims: list[_Op], grouped: dict[str, list[dict[str, Any]]], *, again: bool = False
-    ) -> set[_Op]:
+        self, claims: list[Op], grouped: dict[str, list[dict[str, Any]]], *, again: bool = False
+    ) -> set[Op]:
         """One transaction of the writer; returns the claims that won their row. ``again``:
         an earlier attempt at the same batch failed, perhaps after its commit (see
         :meth:`_claimed_before`)."""
-        async with self._tx(exclusive=False) as conn, generic_plans(conn, restore=False):
+        async with self.state.tx(exclusive=False) as conn, generic_plans(conn, restore=False):
             # (all by primary key: planning each of 200k updates anew cost more than running it)
             # the same time in every attempt, so a retry can tell its own claims
             now = max((op.params["b_now"] for op in claims), default=None)
@@ -309,9 +311,7 @@ class WriterMixin(LedgerBase):
                 await conn.execute(_STATE_STATEMENTS[kind], params)
         return won
 
-    async def _claimed_before(
-        self, conn: AsyncConnection, claims: list[_Op], now: Any
-    ) -> list[_Op]:
+    async def _claimed_before(self, conn: AsyncConnection, claims: list[Op], now: Any) -> list[Op]:
         """The claims an earlier attempt at this batch committed although its caller saw an
         error (the connection was cut after the server's COMMIT, a server restarting): their
         rows are in flight with the very time that attempt wrote (``now`` for plain claims, a
@@ -337,7 +337,7 @@ class WriterMixin(LedgerBase):
                 found.update(row_id for (row_id,) in result)
         if found:
             log.warning("ledger: %d claims were committed before the error", len(found))
-        won: list[_Op] = []
+        won: list[Op] = []
         for op in claims:
             if op.params["b_id"] in found:
                 found.discard(op.params["b_id"])  # a second claim of the row loses
@@ -345,17 +345,17 @@ class WriterMixin(LedgerBase):
         return won
 
     async def _claim_batch(
-        self, conn: AsyncConnection, claims: list[_Op], *, now: Any = None
-    ) -> list[_Op]:
+        self, conn: AsyncConnection, claims: list[Op], *, now: Any = None
+    ) -> list[Op]:
         """Run the claims of one batch (plain ones written with ``now``, default the latest
         of their times); returns those that won their row (one per row)."""
         if not claims:
             return []
         if now is None:
             now = max(op.params["b_now"] for op in claims)
-        won: list[_Op] = []
+        won: list[Op] = []
         seen: set[int] = set()
-        plain: dict[int, _Op] = {}
+        plain: dict[int, Op] = {}
         for op in claims:
             row_id = op.params["b_id"]
             if row_id in seen:
