@@ -305,18 +305,6 @@ class ReadersMixin(LedgerBase):
             )
         return True
 
-    async def count_follows(self, platform: str) -> int:
-        async with self._tx() as conn:
-            return int(
-                (
-                    await conn.execute(
-                        select(func.count())
-                        .select_from(follows)
-                        .where(follows.c.platform == platform)
-                    )
-                ).scalar_one()
-            )
-
 
 async def _words(conn: AsyncConnection, platform: str, chat_id: str) -> list[str]:
     rows = await conn.execute(
