@@ -15,6 +15,7 @@ from bots.doctor import Check, Status, run_checks
 from bots.registry import load_settings
 from tests.fakes.discord_api import EMBED_LINKS, SEND_MESSAGES, FakeDiscord
 from tests.fakes.telegram_api import DEFAULT_TOKEN, FakeTelegram
+from tests.samples import SAMPLE_ARCHIVE
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -31,7 +32,7 @@ def write_config(
     folder: Path, *, telegram: FakeTelegram | None = None, discord: FakeDiscord | None = None
 ) -> Path:
     lines = [
-        f'archive_dir = "{ROOT / "archive"}"',
+        f'archive_dir = "{SAMPLE_ARCHIVE}"',
         f'database_url = "sqlite+aiosqlite:///{folder / "ledger.db"}"',
     ]
     if telegram is not None:

@@ -15,9 +15,10 @@ from bots.workchat.mdrender import LONG_SOURCE_LABEL, PARAGRAPH
 from digest_core.models import Issue
 from digest_core.rendering import Message
 from digest_core.testing import ManualClock
+from tests.samples import SAMPLE_ARCHIVE
 
 ROOT = Path(__file__).parent.parent.parent
-ARCHIVE = ROOT / "archive"
+ARCHIVE = SAMPLE_ARCHIVE
 GOLDEN = ROOT / "tests" / "golden"
 #: the bundled issue the golden files and end-to-end tests use
 GOLDEN_DATE = dt.date(2026, 11, 30)

@@ -29,6 +29,7 @@ from digest_core.rendering import Part, render
 from digest_core.scheduling import ScheduleConfig
 from digest_core.service import DigestService
 from digest_core.testing import FakePlatform, make_issue, make_messages, make_targets
+from tests.samples import SAMPLE_ARCHIVE
 
 ROOT = Path(__file__).resolve().parents[2]
 DAY = dt.date(2026, 11, 27)  # three plain-text parts
@@ -133,7 +134,7 @@ async def test_a_post_waits_out_a_locked_ledger_and_completes(
 ) -> None:
     archive = tmp_path / "archive"
     archive.mkdir()
-    shutil.copy(ROOT / "archive" / f"{DAY}.txt", archive)
+    shutil.copy(SAMPLE_ARCHIVE / f"{DAY}.txt", archive)
     # a short busy timeout, so the lock is noticed quickly
     url = f"sqlite+aiosqlite:///{tmp_path / 'l.db'}?timeout=0.2"
     (tmp_path / "bot.toml").write_text(

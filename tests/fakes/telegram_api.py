@@ -249,6 +249,9 @@ class FakeTelegram:
 
         self.chats: dict[int, FakeChat] = {}
         self.requests: list[RequestRecord] = []
+        #: requests received and not answered yet (see :meth:`wait_until_answered`)
+        self.unanswered = 0
+        self._activity = asyncio.Event()  # set (and replaced) as each request comes and goes
         self.answered_callbacks: list[Params] = []
         self.all_commands: dict[tuple[str, str], list[Params]] = {}
         self.webhook: Params | None = None
@@ -644,7 +647,46 @@ class FakeTelegram:
 
     # ----------------------------------------------------------------- HTTP plumbing
 
+    async def wait_until_answered(
+        self,
+        timeout: float = 5.0,  # noqa: ASYNC109 - a bounded helper, not a cancellable op
+    ) -> None:
+        """Wait until every request but open long polls (``getUpdates``) has been answered:
+        a slow or delayed request of the bot has landed, or was given up by its client.
+
+        Raises:
+            TimeoutError: when some were not within ``timeout`` real seconds.
+        """
+        await self.wait_for(lambda: not self.unanswered, timeout)
+
+    async def wait_for(
+        self,
+        check: Callable[[], bool],
+        timeout: float = 5.0,  # noqa: ASYNC109 - a bounded helper, not a cancellable op
+    ) -> None:
+        """Wait until ``check()`` (asked again as each request comes and is answered) holds.
+
+        Raises:
+            TimeoutError: when it did not within ``timeout`` real seconds.
+        """
+        async with asyncio.timeout(timeout):
+            while not check():
+                await self._activity.wait()
+
+    def _active(self) -> None:
+        self._activity.set()
+        self._activity = asyncio.Event()
+
     async def _handle(self, request: web.Request) -> web.Response:
+        polling = request.match_info["method"].lower() == "getupdates"
+        self.unanswered += not polling
+        try:
+            return await self._answer(request)
+        finally:
+            self.unanswered -= not polling
+            self._active()
+
+    async def _answer(self, request: web.Request) -> web.Response:
         token = request.match_info["token"]
         method = request.match_info["method"]
         if ":" not in token:  # Telegram answers 404 to malformed tokens
@@ -659,6 +701,7 @@ class FakeTelegram:
         chat_id = self._chat_of(params)
         record = RequestRecord(method, params, self.clock(), 200, chat_id)
         self.requests.append(record)
+        self._active()
         if handler is None:
             record.status, record.description = 404, "Not Found"
             return _error_response(ApiError(404, "Not Found"))

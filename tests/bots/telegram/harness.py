@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import json
 import shutil
@@ -21,9 +22,10 @@ from digest_core.service import DigestService
 from digest_core.settings import Settings
 from digest_core.testing import PinnedClock
 from tests.fakes.telegram_api import FakeTelegram, SentMessage
+from tests.samples import SAMPLE_ARCHIVE
 
 REPO = Path(__file__).resolve().parents[3]
-ARCHIVE = REPO / "archive"
+ARCHIVE = SAMPLE_ARCHIVE
 ZONE = "Asia/Shanghai"
 #: the issue the tests treat as today's (two messages on Telegram)
 TODAY = dt.date(2026, 11, 27)
@@ -135,6 +137,17 @@ class Running:
         self.fake.inject_message(where, user, text)
         sent = await self.fake.wait_for_messages(where, before + n, timeout=timeout)
         return sent[before:]
+
+    async def settled(self, timeout: float = 5.0) -> None:  # noqa: ASYNC109 - a bounded helper
+        """Wait until the bot has fetched every update injected so far and finished handling
+        each (PTB awaits the handlers, and they their replies): what the bot has not sent by
+        then, it does not send for those updates."""
+        app = self.adapter._app  # the PTB Application: its update queue counts handled updates
+        assert app is not None, "the adapter is not started"
+        async with asyncio.timeout(timeout):
+            # fetched updates are confirmed by the next poll, once they are in PTB's queue
+            await self.fake.wait_for(lambda: not self.fake.pending_updates, timeout)
+            await app.update_queue.join()
 
     def issue_file(self, day: dt.date = TODAY) -> Path:
         return self.service.archive.root / f"{day}.txt"
