@@ -21,6 +21,8 @@ import pytest
 from tests.fakes.discord_api import FAKE_TOKEN
 from tests.samples import SAMPLE_ARCHIVE
 
+pytestmark = pytest.mark.slow  # real processes, servers or a browser
+
 ROOT = Path(__file__).resolve().parents[2]
 SEED_DIR = ROOT.parent / "shared" / "seeds"
 

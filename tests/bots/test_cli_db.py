@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from digest_core.clock import SystemClock
 from digest_core.delivery import SCHEMA_VERSION, Ledger
 from digest_core.platform import Target, TargetKind
@@ -16,6 +18,8 @@ from tests.bots.test_cli import ROOT, cli_env
 from tests.delivery.test_migrations import old_ledger
 from tests.pg import PgServer
 from tests.samples import SAMPLE_ARCHIVE
+
+pytestmark = pytest.mark.slow  # real processes, servers or a browser
 
 
 def cli(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:

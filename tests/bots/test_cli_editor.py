@@ -15,6 +15,8 @@ from digest_core.models import issue_json_schema
 from tests.bots.test_cli import ROOT, cli
 from tests.samples import SAMPLE_ARCHIVE
 
+pytestmark = pytest.mark.slow  # real processes, servers or a browser
+
 
 @pytest.fixture
 def workdir(tmp_path: Path) -> Path:

@@ -8,7 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.samples import SAMPLE_ARCHIVE
+
+pytestmark = pytest.mark.slow  # real processes, servers or a browser
 
 ROOT = Path(__file__).resolve().parents[2]
 

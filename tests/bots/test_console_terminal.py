@@ -28,6 +28,8 @@ from digest_core.testing import ManualClock
 from tests.bots.test_newcomer_run import BIN, Terminal
 from tests.samples import SAMPLE_ARCHIVE
 
+pytestmark = pytest.mark.slow  # real processes, servers or a browser
+
 DAY = "2026-11-30"
 
 

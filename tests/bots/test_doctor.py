@@ -184,6 +184,7 @@ async def test_discord_permissions_from_roles_and_overwrites(
         assert checks[f"rights {DENIED}"].status is Status.OK
 
 
+@pytest.mark.slow
 async def test_doctor_command_prints_the_table_with_fixes_and_exits_1(tmp_path: Path) -> None:
     """The real command in a subprocess against both doubles, with broken permissions."""
     async with FakeTelegram() as tg, FakeDiscord() as dc:

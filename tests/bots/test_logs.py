@@ -21,6 +21,8 @@ from digest_core.logcontext import log_fields
 from digest_core.testing import FakePlatform, ManualClock, make_issue, make_messages, open_ledger
 from tests.samples import SAMPLE_ARCHIVE
 
+pytestmark = pytest.mark.slow  # real processes, servers or a browser
+
 SHANGHAI = ZoneInfo("Asia/Shanghai")
 ROOT = Path(__file__).resolve().parents[2]
 

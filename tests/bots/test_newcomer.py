@@ -24,6 +24,8 @@ from digest_core.testing import ManualClock
 from tests.bots.test_cli import ROOT, cli, cli_env
 from tests.samples import SAMPLE_ARCHIVE
 
+pytestmark = pytest.mark.slow  # real processes, servers or a browser
+
 DAY = dt.date(2026, 11, 30)
 ISSUE = (SAMPLE_ARCHIVE / "2026-11-30.txt").read_text(encoding="utf-8")
 

@@ -17,6 +17,8 @@ from digest_core.testing import make_issue
 from tests.bots.test_cli import ROOT, cli
 from tests.samples import SAMPLE_ARCHIVE
 
+pytestmark = pytest.mark.slow  # real processes, servers or a browser
+
 SHANGHAI = ZoneInfo("Asia/Shanghai")
 
 

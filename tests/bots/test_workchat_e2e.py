@@ -32,6 +32,8 @@ from tests.fakes.feishu_api import FakeFeishu
 from tests.fakes.wecom_api import FakeWeCom
 from tests.fakes.workchat_base import FakeWebhookService
 
+pytestmark = pytest.mark.slow  # real processes, servers or a browser
+
 DOUBLES: dict[str, type[FakeWebhookService]] = {
     "feishu": FakeFeishu,
     "dingtalk": FakeDingTalk,

@@ -23,6 +23,8 @@ from digest_core.platform import PlatformLimits, Rate
 from digest_core.testing import FakePlatform, make_issue, make_messages, make_targets
 from tests.samples import SAMPLE_ARCHIVE
 
+pytestmark = pytest.mark.slow  # real processes, servers or a browser
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -36,6 +36,8 @@ DAY = dt.date(2026, 11, 27)  # three plain-text parts
 TARGETS = 100
 ZONE = ZoneInfo("Asia/Shanghai")
 
+pytestmark = pytest.mark.slow  # real processes, servers or a browser
+
 #: a second SQLite client: takes the write lock on "lock", gives it back on "release"
 LOCKER = """
 import sqlite3, sys

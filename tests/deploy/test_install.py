@@ -20,6 +20,8 @@ import yaml
 
 from tests.samples import SAMPLE_ARCHIVE
 
+pytestmark = pytest.mark.slow  # real processes, servers or a browser
+
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "Dockerfile"
 UNIT = ROOT / "deploy" / "digest-bot.service"

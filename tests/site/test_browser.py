@@ -26,7 +26,7 @@ from tests.site.browser import CHROMIUM_ARGS, chromium, served
 playwright_api = pytest.importorskip("playwright.sync_api")
 
 #: one worker runs them all (make test: --dist loadgroup), so one Chromium starts
-pytestmark = pytest.mark.xdist_group("browser")
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("browser")]
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = ROOT / "var" / "screenshots"

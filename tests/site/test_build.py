@@ -282,6 +282,7 @@ def _cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_cli_builds_the_bundled_archive(tmp_path: Path) -> None:
     shutil.copytree(SAMPLE_ARCHIVE, tmp_path / "archive")
     (tmp_path / "config").mkdir()
@@ -299,6 +300,7 @@ def test_cli_builds_the_bundled_archive(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.slow
 def test_cli_builds_a_site_for_disk_and_server_by_default(tmp_path: Path) -> None:
     """Issue 20, items 1 and 10: ``site build`` links pages by file and ships the search index
     as scripts (opened from disk it works; tests/site/test_browser.py opens it), says how to
@@ -364,6 +366,7 @@ async def test_the_site_beside_other_routes_at_the_root() -> None:
         assert (await client.get("/")).status == 200
 
 
+@pytest.mark.slow
 def test_cli_serves_the_site_until_terminated(tmp_path: Path) -> None:
     import signal
     import socket

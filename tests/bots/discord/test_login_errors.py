@@ -20,6 +20,8 @@ from tests.bots.discord.harness import TODAY, clock_on
 from tests.fakes.discord_api import FAKE_TOKEN
 from tests.samples import SAMPLE_ARCHIVE
 
+pytestmark = pytest.mark.slow  # real processes, servers or a browser
+
 
 def _config(tmp_path: Path) -> Path:
     shutil.copytree(SAMPLE_ARCHIVE, tmp_path / "archive")

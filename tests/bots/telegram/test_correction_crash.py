@@ -22,7 +22,10 @@ from tests.bots.telegram.harness import REPO, TODAY, write_config
 from tests.bots.telegram.test_crash import CHANNELS, SUBSCRIBERS, fake_url  # noqa: F401
 from tests.fakes.telegram_api import DEFAULT_TOKEN
 
-pytestmark = pytest.mark.filterwarnings("ignore::telegram.warnings.PTBDeprecationWarning")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.filterwarnings("ignore::telegram.warnings.PTBDeprecationWarning"),
+]
 
 BRIEF = "单根“针”的检索测试已经很难拉开模型差距。"
 NEW = "单根“针”的检索测试已经无法拉开模型之间的差距。"

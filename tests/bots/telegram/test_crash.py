@@ -24,6 +24,8 @@ from digest_core.delivery import Ledger
 from tests.bots.telegram.harness import ARCHIVE, REPO, TODAY, ZONE, write_config
 from tests.fakes.telegram_api import DEFAULT_TOKEN
 
+pytestmark = pytest.mark.slow  # real processes, servers or a browser
+
 SUBSCRIBERS = [5000 + i for i in range(60)]
 CHANNELS = [-1003000000 - i for i in range(5)]
 #: subscribers whose first send hangs SLOW_S seconds at the double, so the kill finds them in
