@@ -110,6 +110,20 @@ async def wait_for(condition: Any, what: str, *, seconds: float = 30) -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
+async def more_failed_attempts(ledger: Ledger) -> None:
+    """Wait until the ledger has tried its transaction again, and failed again: whatever the
+    delivery would send without a recorded claim, it would have sent by then."""
+    trouble = ledger.health.trouble
+    assert trouble is not None, "the ledger is not in trouble"
+    seen = trouble.failures
+
+    def again() -> bool:
+        now = ledger.health.trouble
+        return now is not None and now.failures > seen
+
+    await wait_for(again, "another failed attempt at the ledger")
+
+
 async def cli_status(tmp_path: Path) -> str:
     cfg = tmp_path / "bot.toml"
     env = {k: v for k, v in os.environ.items() if not k.startswith("DIGEST_BOT_")}
@@ -178,7 +192,7 @@ async def test_a_post_waits_out_a_locked_ledger_and_completes(
         assert "ledger trouble since" in await cli_status(tmp_path)
         # the delivery waits: nothing is sent without a claim recorded first
         stalled = len(platform.sent)
-        await asyncio.sleep(0.3)
+        await more_failed_attempts(ledger)
         assert len(platform.sent) == stalled < total
         assert not post.done()
 
@@ -238,7 +252,7 @@ async def test_a_full_disk_mid_post_is_waited_out(small_disk: Path) -> None:
         assert not post.done(), "the post ended instead of waiting for the ledger"
         assert troubles == ["database or disk is full"]
         stalled = len(platform.sent)
-        await asyncio.sleep(0.3)
+        await more_failed_attempts(ledger)
         assert len(platform.sent) == stalled  # nothing sent without a recorded claim
         filler.unlink()
         report = await asyncio.wait_for(post, 30)

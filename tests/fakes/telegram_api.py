@@ -798,6 +798,7 @@ class FakeTelegram:
                 "webhook": self.webhook,
                 "flood_429s": self.flood_429s,
                 "pending_updates": self.pending_updates,
+                "unanswered": self.unanswered,
             }
         if action == "add_chat":
             chat = self.add_chat(

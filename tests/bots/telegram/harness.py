@@ -6,12 +6,14 @@ import asyncio
 import datetime as dt
 import json
 import shutil
+import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from bots.registry import load_settings
@@ -199,6 +201,16 @@ async def bot_with(
     path = write_config(tmp, base_url=fake.base_url, telegram=dict(telegram))
     async with running_bot(settings_for(path, fake, monkeypatch), fake, scale=scale) as running:
         yield running
+
+
+def until_answered(client: httpx.Client, within: float) -> None:
+    """Wait until the double in its own process (driven over ``client``) has answered every
+    request but long polls: the hung sends of a killed bot have landed, or taken effect."""
+    deadline = time.monotonic() + within
+    while client.get("/_fake/state").json()["result"]["unanswered"]:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the double still holds requests after {within} s")
+        time.sleep(0.05)
 
 
 def visible(messages: Sequence[SentMessage]) -> str:
