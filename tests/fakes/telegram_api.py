@@ -207,6 +207,17 @@ class _Fault:
     status: int
 
 
+async def _until(
+    check: Callable[[], bool],
+    timeout: float,  # noqa: ASYNC109 - a bounded helper, not a cancellable op
+    event: Callable[[], asyncio.Event],
+) -> None:
+    """Wait until ``check()`` holds, asking again each time ``event()`` is set."""
+    async with asyncio.timeout(timeout):
+        while not check():
+            await event().wait()
+
+
 class FakeTelegram:
     """A loopback Telegram Bot API server behaving like the real one, for PTB end-to-end tests.
 
@@ -641,9 +652,7 @@ class FakeTelegram:
         Raises:
             TimeoutError: when it did not within ``timeout`` real seconds.
         """
-        async with asyncio.timeout(timeout):
-            while not check():
-                await self._sent_changed.wait()
+        await _until(check, timeout, lambda: self._sent_changed)
 
     # ----------------------------------------------------------------- HTTP plumbing
 
@@ -664,14 +673,9 @@ class FakeTelegram:
         check: Callable[[], bool],
         timeout: float = 5.0,  # noqa: ASYNC109 - a bounded helper, not a cancellable op
     ) -> None:
-        """Wait until ``check()`` (asked again as each request comes and is answered) holds.
-
-        Raises:
-            TimeoutError: when it did not within ``timeout`` real seconds.
-        """
-        async with asyncio.timeout(timeout):
-            while not check():
-                await self._activity.wait()
+        """Wait until ``check()`` (asked again as each request comes and is answered) holds;
+        raises TimeoutError when it did not within ``timeout`` real seconds."""
+        await _until(check, timeout, lambda: self._activity)
 
     def _active(self) -> None:
         self._activity.set()
