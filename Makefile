@@ -12,7 +12,7 @@ unexport ARGS
 # Run a step quietly: one line says what it does; its output is shown only if it fails.
 quiet = out=$$($(1) 2>&1) || { printf '%s\n' "$$out"; echo "failed: $(1)"; exit 1; }
 
-.PHONY: run site test browser-deps lint bench lock clean
+.PHONY: run site test check browser-deps lint bench lock clean
 
 $(BIN)/python:
 	@echo "• creating $(VENV)"
@@ -45,6 +45,13 @@ site: $(VENV)/.run-deps
 test: browser-deps lint
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -n 2 --dist loadgroup $(ARGS)
+
+## check: the fast inner loop: ruff, then the tests not marked slow (none starts a real bot
+## process, a PostgreSQL server or a browser), property tests on a tenth of their examples
+## (tests/quick.py); `make test` runs them all, in full
+check: $(VENV)/.dev-deps
+	$(BIN)/ruff check .
+	TESTS_QUICK=1 $(BIN)/python -m pytest -n 2 --dist loadgroup -m "not slow" $(ARGS)
 
 ## browser-deps: Chromium and a CJK font for the web archive's browser tests (tests/site), as
 ## .ci/run installs them: apt-get as root or with sudo; otherwise the command to run, first

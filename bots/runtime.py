@@ -435,7 +435,10 @@ def _install_jobs(
     if settings.schedule.enabled:
         service.poster.install(scheduler)
         service.publishing.install(scheduler)
-        install_personal(scheduler, service.deliver_personal, now=service.clock.now())
+        install_personal(
+            scheduler, service.deliver_personal, now=service.clock.now(),
+            every=settings.schedule.personal_seconds,
+        )  # fmt: skip
     retention.install(scheduler)
     if settings.schedule.corrections == "auto":
         scheduler.add_job(

@@ -65,25 +65,30 @@ FOLLOW_KEY = "~follow"
 
 #: the id of the scheduler job that runs :meth:`Personal.run_due`
 JOB_ID = "personal-deliveries"
-#: how often it runs (seconds): a subscriber's time is kept to within this
+#: how often it runs by default (seconds): a subscriber's time is kept to within this
 EVERY_SECONDS = 60
 
 
 def install(
-    scheduler: AsyncIOScheduler, run: Callable[[], Awaitable[object]], *, now: dt.datetime
+    scheduler: AsyncIOScheduler,
+    run: Callable[[], Awaitable[object]],
+    *,
+    now: dt.datetime,
+    every: float = EVERY_SECONDS,
 ) -> None:
-    """Add the job that runs ``run`` (the service's ``deliver_personal``) every minute, the
-    first time at ``now`` (what came due while the bot was down, within the catch-up)."""
+    """Add the job that runs ``run`` (the service's ``deliver_personal``) every ``every``
+    seconds (``[schedule] personal_seconds``, a minute), the first time at ``now`` (what came
+    due while the bot was down, within the catch-up)."""
     if scheduler.get_job(JOB_ID) is not None:
         scheduler.remove_job(JOB_ID)
     scheduler.add_job(
         run,
-        IntervalTrigger(seconds=EVERY_SECONDS),
+        IntervalTrigger(seconds=every),
         id=JOB_ID,
         name="subscribers' times and follows",
         coalesce=True,
         max_instances=1,
-        misfire_grace_time=EVERY_SECONDS,
+        misfire_grace_time=max(1, round(every)),
         next_run_time=now,
     )
 

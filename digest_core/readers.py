@@ -8,7 +8,6 @@ import datetime as dt
 import logging
 import re
 import zoneinfo
-from collections.abc import Sequence
 from typing import Protocol
 
 from digest_core.commands import Choice, Commands, Reply, Request, Status
@@ -374,8 +373,3 @@ class ReaderCommands:
 
 #: the commands that only make sense in a private chat (adapters answer them there)
 PRIVATE_COMMANDS = frozenset(spec.name for spec, _ in declared(ReaderCommands) if spec.dm)
-
-
-def choice_rows(reply: Reply) -> Sequence[Sequence[Choice]]:
-    """The button rows of ``reply`` (for adapters)."""
-    return reply.choices

@@ -70,6 +70,8 @@ class ScheduleSettings(_Section):
     #: a day's file changed less than this many seconds before its post is still being saved:
     #: the post waits until it has been unchanged this long (0: post files as found)
     settle_seconds: float = Field(default=10, ge=0, le=300)
+    #: how often subscribers' own times and follows are looked at (the minute job), seconds
+    personal_seconds: float = Field(default=60, gt=0, le=60)
     #: set false to run commands only, without the daily post
     enabled: bool = True
     #: the daily post waits for an admin's approval of the day's current revision

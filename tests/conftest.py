@@ -6,12 +6,27 @@ from collections.abc import Iterator
 import pytest
 
 from bots import logs
+from tests import quick  # noqa: F401 - loads the Hypothesis profile of make check
 from tests.pg import pg_server, pg_url
 
 __all__ = ["no_settle_wait", "pg_server", "pg_url", "undo_logging_setup"]
 
 #: the setting that makes a scheduled post wait for a file saved moments ago
 SETTLE_ENV = "DIGEST_BOT_SCHEDULE__SETTLE_SECONDS"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test on a real PostgreSQL server (``pg_url``/``pg_server``, or the ``postgresql``
+    side of ``ledger_url``) is ``slow``: ``make check`` (``-m "not slow"``) leaves it out, so
+    the inner loop starts no server."""
+    for item in items:
+        names = getattr(item, "fixturenames", ())
+        callspec = getattr(item, "callspec", None)
+        on_server = "pg_url" in names or "pg_server" in names
+        if callspec is not None and "postgresql" in callspec.params.values():
+            on_server = True
+        if on_server:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(autouse=True)

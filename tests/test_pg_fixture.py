@@ -6,10 +6,13 @@ import asyncio
 import subprocess
 import sys
 
+import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from tests.pg import PgServer
+
+pytestmark = pytest.mark.slow  # real processes, servers or a browser
 
 
 async def _tables_and_name(url: str) -> tuple[list[str], str]:

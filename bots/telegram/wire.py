@@ -9,7 +9,6 @@ from typing import Any
 
 import httpx
 from telegram import Bot, InlineKeyboardMarkup, LinkPreviewOptions
-from telegram.constants import ChatType
 from telegram.error import (
     BadRequest,
     ChatMigrated,
@@ -68,15 +67,6 @@ def target_kind(target_id: str) -> TargetKind:
     if target_id.startswith("-"):
         return TargetKind.GROUP
     return TargetKind.PRIVATE
-
-
-def kind_of_chat(chat_type: str) -> TargetKind:
-    """The pacing kind of a PTB chat type."""
-    if chat_type == ChatType.PRIVATE:
-        return TargetKind.PRIVATE
-    if chat_type == ChatType.CHANNEL:
-        return TargetKind.CHANNEL
-    return TargetKind.GROUP
 
 
 def split_payload(payload: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -20,9 +20,10 @@ from zoneinfo import ZoneInfo
 import aiohttp
 
 from tests.fakes.telegram_api import DEFAULT_TOKEN, FakeTelegram
+from tests.samples import SAMPLE_ARCHIVE
 
 ROOT = Path(__file__).resolve().parents[2]
-SAMPLE = sorted((ROOT / "archive").glob("2026-*.txt"))[0]
+SAMPLE = sorted(SAMPLE_ARCHIVE.glob("2026-*.txt"))[0]
 #: a channel gets the issue as one message: at Telegram's 29 messages/s overall, 60 channels
 #: take about 2 s, long enough to kill the leader in the middle
 CHANNELS = [-1001000000001 - i for i in range(60)]

@@ -35,8 +35,8 @@ from digest_core.rendering import preview
 from digest_core.service import DigestService
 from digest_core.testing import ManualClock
 from tests.bots.discord.harness import GUILD, fake_discord, make_settings
+from tests.samples import SAMPLE_ARCHIVE
 
-ROOT = Path(__file__).resolve().parents[2]
 ADMINS = (42, 43)
 # 09:00 in Shanghai on 2026-11-30
 MORNING = dt.datetime(2026, 11, 30, 1, 0, tzinfo=dt.UTC)
@@ -52,7 +52,7 @@ async def service(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncItera
     monkeypatch.delenv("DIGEST_BOT_DISCORD__TOKEN", raising=False)
     archive = tmp_path / "archive"
     archive.mkdir()
-    for src in sorted((ROOT / "archive").glob("*.txt"))[-2:]:
+    for src in sorted(SAMPLE_ARCHIVE.glob("*.txt"))[-2:]:
         shutil.copy(src, archive / src.name)
     cfg = tmp_path / "bot.toml"
     cfg.write_text(

@@ -19,6 +19,9 @@ from pathlib import Path
 import pytest
 
 from tests.fakes.discord_api import FAKE_TOKEN
+from tests.samples import SAMPLE_ARCHIVE
+
+pytestmark = pytest.mark.slow  # real processes, servers or a browser
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED_DIR = ROOT.parent / "shared" / "seeds"
@@ -26,7 +29,7 @@ SEED_DIR = ROOT.parent / "shared" / "seeds"
 
 @pytest.fixture
 def workdir(tmp_path: Path) -> Path:
-    shutil.copytree(ROOT / "archive", tmp_path / "archive")
+    shutil.copytree(SAMPLE_ARCHIVE, tmp_path / "archive")
     (tmp_path / "config").mkdir()
     shutil.copy(ROOT / "config" / "digest-bot.toml", tmp_path / "config" / "digest-bot.toml")
     return tmp_path

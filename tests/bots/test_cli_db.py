@@ -9,12 +9,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from digest_core.clock import SystemClock
 from digest_core.delivery import SCHEMA_VERSION, Ledger
 from digest_core.platform import Target, TargetKind
 from tests.bots.test_cli import ROOT, cli_env
 from tests.delivery.test_migrations import old_ledger
 from tests.pg import PgServer
+from tests.samples import SAMPLE_ARCHIVE
+
+pytestmark = pytest.mark.slow  # real processes, servers or a browser
 
 
 def cli(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -29,7 +34,7 @@ def cli(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
 
 
 def workdir_with(tmp_path: Path, extra_config: str = "") -> Path:
-    shutil.copytree(ROOT / "archive", tmp_path / "archive")
+    shutil.copytree(SAMPLE_ARCHIVE, tmp_path / "archive")
     (tmp_path / "config").mkdir()
     text = (ROOT / "config" / "digest-bot.toml").read_text(encoding="utf-8")
     (tmp_path / "config" / "digest-bot.toml").write_text(text + extra_config, encoding="utf-8")

@@ -13,11 +13,14 @@ import pytest
 from digest_core.archive import Archive
 from digest_core.models import issue_json_schema
 from tests.bots.test_cli import ROOT, cli
+from tests.samples import SAMPLE_ARCHIVE
+
+pytestmark = pytest.mark.slow  # real processes, servers or a browser
 
 
 @pytest.fixture
 def workdir(tmp_path: Path) -> Path:
-    shutil.copytree(ROOT / "archive", tmp_path / "archive")
+    shutil.copytree(SAMPLE_ARCHIVE, tmp_path / "archive")
     shutil.copytree(ROOT / "config", tmp_path / "config")
     return tmp_path
 
@@ -27,7 +30,7 @@ def future(days: int = 30) -> dt.date:
 
 
 def sample(date: str = "2026-11-27") -> bytes:
-    return (ROOT / "archive" / f"{date}.txt").read_bytes()
+    return (SAMPLE_ARCHIVE / f"{date}.txt").read_bytes()
 
 
 # ---------------------------------------------------------------- archive list (issue #13, 3)

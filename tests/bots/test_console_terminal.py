@@ -25,7 +25,10 @@ from bots.logs import quiet_libraries, route_to_terminal, setup_logging
 from bots.registry import load_settings
 from bots.runtime import open_service
 from digest_core.testing import ManualClock
-from tests.bots.test_newcomer_run import BIN, ROOT, Terminal
+from tests.bots.test_newcomer_run import BIN, Terminal
+from tests.samples import SAMPLE_ARCHIVE
+
+pytestmark = pytest.mark.slow  # real processes, servers or a browser
 
 DAY = "2026-11-30"
 
@@ -46,7 +49,7 @@ class Chat(Terminal):
 def _config(tmp_path: Path) -> Path:
     archive = tmp_path / "archive"
     archive.mkdir()
-    for src in sorted((ROOT / "archive").glob("*.txt"))[-2:]:
+    for src in sorted(SAMPLE_ARCHIVE.glob("*.txt"))[-2:]:
         shutil.copy(src, archive / src.name)
     cfg = tmp_path / "bot.toml"
     cfg.write_text(

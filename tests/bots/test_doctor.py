@@ -15,6 +15,7 @@ from bots.doctor import Check, Status, run_checks
 from bots.registry import load_settings
 from tests.fakes.discord_api import EMBED_LINKS, SEND_MESSAGES, FakeDiscord
 from tests.fakes.telegram_api import DEFAULT_TOKEN, FakeTelegram
+from tests.samples import SAMPLE_ARCHIVE
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -31,7 +32,7 @@ def write_config(
     folder: Path, *, telegram: FakeTelegram | None = None, discord: FakeDiscord | None = None
 ) -> Path:
     lines = [
-        f'archive_dir = "{ROOT / "archive"}"',
+        f'archive_dir = "{SAMPLE_ARCHIVE}"',
         f'database_url = "sqlite+aiosqlite:///{folder / "ledger.db"}"',
     ]
     if telegram is not None:
@@ -183,6 +184,7 @@ async def test_discord_permissions_from_roles_and_overwrites(
         assert checks[f"rights {DENIED}"].status is Status.OK
 
 
+@pytest.mark.slow
 async def test_doctor_command_prints_the_table_with_fixes_and_exits_1(tmp_path: Path) -> None:
     """The real command in a subprocess against both doubles, with broken permissions."""
     async with FakeTelegram() as tg, FakeDiscord() as dc:

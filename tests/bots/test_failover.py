@@ -37,7 +37,7 @@ from tests.bots.failover_harness import (
 )
 from tests.fakes.telegram_api import FakeTelegram
 
-pytestmark = pytest.mark.timeout(150)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(150)]
 
 
 @pytest.fixture

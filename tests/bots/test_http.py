@@ -310,6 +310,7 @@ db.execute("COMMIT")
 """
 
 
+@pytest.mark.slow
 async def test_ledger_errors_are_counted_by_kind(tmp_path: Path) -> None:
     """A real failure: another process holds the SQLite write lock; the ledger's retried
     transaction fails ("database is locked"), waits, succeeds, and the scrape counts it."""

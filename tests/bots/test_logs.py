@@ -19,6 +19,9 @@ from bots import logs
 from digest_core.delivery import DeliveryEngine
 from digest_core.logcontext import log_fields
 from digest_core.testing import FakePlatform, ManualClock, make_issue, make_messages, open_ledger
+from tests.samples import SAMPLE_ARCHIVE
+
+pytestmark = pytest.mark.slow  # real processes, servers or a browser
 
 SHANGHAI = ZoneInfo("Asia/Shanghai")
 ROOT = Path(__file__).resolve().parents[2]
@@ -155,11 +158,11 @@ def test_cli_version() -> None:
 def test_cli_log_flags(tmp_path: Path) -> None:
     config = tmp_path / "bot.toml"
     config.write_text(
-        f'archive_dir = "{ROOT / "archive"}"\n'
+        f'archive_dir = "{SAMPLE_ARCHIVE}"\n'
         f'database_url = "sqlite+aiosqlite:///{tmp_path}/ledger.db"\n'
         'timezone = "America/New_York"\n'
     )
-    day = sorted((ROOT / "archive").glob("2026-*.txt"))[0].stem
+    day = sorted(SAMPLE_ARCHIVE.glob("2026-*.txt"))[0].stem
     common = ("--config", str(config), "--log-format", "json", "--log-level")
     done = _cli("post", "--date", day, *common, "debug", cwd=tmp_path)
     assert done.returncode == 0, done.stderr

@@ -22,15 +22,18 @@ from digest_core.loading import Hint, parse_text
 from digest_core.rendering import preview
 from digest_core.testing import ManualClock
 from tests.bots.test_cli import ROOT, cli, cli_env
+from tests.samples import SAMPLE_ARCHIVE
+
+pytestmark = pytest.mark.slow  # real processes, servers or a browser
 
 DAY = dt.date(2026, 11, 30)
-ISSUE = (ROOT / "archive" / "2026-11-30.txt").read_text(encoding="utf-8")
+ISSUE = (SAMPLE_ARCHIVE / "2026-11-30.txt").read_text(encoding="utf-8")
 
 
 @pytest.fixture
 def workdir(tmp_path: Path) -> Path:
     """The bundled archive and configuration in a folder of their own (the CLI's cwd)."""
-    shutil.copytree(ROOT / "archive", tmp_path / "archive")
+    shutil.copytree(SAMPLE_ARCHIVE, tmp_path / "archive")
     shutil.copytree(ROOT / "config", tmp_path / "config")
     return tmp_path
 
@@ -164,7 +167,7 @@ async def test_a_huge_argument_is_quoted_back_capped(
 ) -> None:
     monkeypatch.delenv("DIGEST_BOT_TELEGRAM__TOKEN", raising=False)
     monkeypatch.delenv("DIGEST_BOT_DISCORD__TOKEN", raising=False)
-    shutil.copytree(ROOT / "archive", tmp_path / "archive")
+    shutil.copytree(SAMPLE_ARCHIVE, tmp_path / "archive")
     cfg = tmp_path / "bot.toml"
     cfg.write_text(
         f'archive_dir = "{tmp_path / "archive"}"\n'
@@ -230,7 +233,7 @@ async def _service_greeting(tmp_path: Path, *, schedule: bool, local: str) -> st
 
     from digest_core.greeting import greeting
 
-    shutil.copytree(ROOT / "archive", tmp_path / "archive")
+    shutil.copytree(SAMPLE_ARCHIVE, tmp_path / "archive")
     cfg = tmp_path / "bot.toml"
     cfg.write_text(
         f'archive_dir = "{tmp_path / "archive"}"\n'

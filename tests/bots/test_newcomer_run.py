@@ -19,13 +19,18 @@ from pathlib import Path
 
 import pytest
 
+from tests.samples import SAMPLE_ARCHIVE
+
+pytestmark = pytest.mark.slow  # real processes, servers or a browser
+
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 
 
 def fresh_clone(dest: Path) -> Path:
     """The repository's files as a clone has them (tracked, plus new files not yet committed),
-    without .venv, var/ or caches."""
+    without .venv, var/ or caches; its archive/ holds the tests' sample issues instead of the
+    checkout's own (which an editor changes)."""
     listed = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
         cwd=ROOT, capture_output=True, check=True,
@@ -35,6 +40,8 @@ def fresh_clone(dest: Path) -> Path:
         if src.is_file():
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(src, dest / name)
+    shutil.rmtree(dest / "archive", ignore_errors=True)
+    shutil.copytree(SAMPLE_ARCHIVE, dest / "archive")
     return dest
 
 

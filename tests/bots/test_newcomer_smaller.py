@@ -15,6 +15,9 @@ from bots.registry import load_settings
 from digest_core.clock import zoned_text
 from digest_core.testing import make_issue
 from tests.bots.test_cli import ROOT, cli
+from tests.samples import SAMPLE_ARCHIVE
+
+pytestmark = pytest.mark.slow  # real processes, servers or a browser
 
 SHANGHAI = ZoneInfo("Asia/Shanghai")
 
@@ -39,7 +42,7 @@ def test_the_readmes_site_build_target_is_ignored_by_git() -> None:
 
 
 async def test_doctor_with_only_the_console_checks_the_clock(tmp_path: Path) -> None:
-    shutil.copytree(ROOT / "archive", tmp_path / "archive")
+    shutil.copytree(SAMPLE_ARCHIVE, tmp_path / "archive")
     cfg = tmp_path / "bot.toml"
     cfg.write_text(
         f'archive_dir = "{tmp_path / "archive"}"\n'
@@ -72,9 +75,9 @@ def test_times_name_their_zone_not_an_ambiguous_abbreviation() -> None:
 def test_a_one_shot_command_says_its_result_once(tmp_path: Path) -> None:
     """``archive add`` prints ``stored …``; the INFO record saying the same stays out unless
     ``--log-level info`` asks for it."""
-    shutil.copytree(ROOT / "archive", tmp_path / "archive")
+    shutil.copytree(SAMPLE_ARCHIVE, tmp_path / "archive")
     shutil.copytree(ROOT / "config", tmp_path / "config")
-    text = (ROOT / "archive" / "2026-11-30.txt").read_text(encoding="utf-8")
+    text = (SAMPLE_ARCHIVE / "2026-11-30.txt").read_text(encoding="utf-8")
     (tmp_path / "2026-12-20.txt").write_text(text, encoding="utf-8")
     done = cli(tmp_path, "archive", "add", "2026-12-20.txt")
     assert done.returncode == 0, done.stderr

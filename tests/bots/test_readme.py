@@ -90,6 +90,7 @@ path.write_text(text, encoding="utf-8")
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not (BIN / "digest-bot").exists(), reason="needs an installed digest-bot")
 def test_the_readmes_editor_example_works_as_printed(tmp_path: Path) -> None:
     text = README.read_text(encoding="utf-8")

@@ -121,6 +121,7 @@ def test_built_adapters_are_platforms_with_their_own_renderer(
     assert console.name == "console"  # the fallback when nothing is configured
 
 
+@pytest.mark.slow
 def test_cli_choices_come_from_the_registry_and_help_imports_no_platform() -> None:
     # the parser reads the declarations (settings models), never an SDK, adapter or renderer
     code = (

@@ -31,7 +31,7 @@ from tests.bots.failover_harness import ROOT, SAMPLE, Bot, eventually, write_con
 from tests.clockskew import skewed_env
 from tests.fakes.telegram_api import DEFAULT_TOKEN, FakeTelegram
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
 #: the issue's 300 channels: at Telegram's 29 messages/s the post takes about 10 s
 CHANNELS = [-1002000000001 - i for i in range(300)]

@@ -32,6 +32,8 @@ from tests.fakes.feishu_api import FakeFeishu
 from tests.fakes.wecom_api import FakeWeCom
 from tests.fakes.workchat_base import FakeWebhookService
 
+pytestmark = pytest.mark.slow  # real processes, servers or a browser
+
 DOUBLES: dict[str, type[FakeWebhookService]] = {
     "feishu": FakeFeishu,
     "dingtalk": FakeDingTalk,
@@ -147,7 +149,7 @@ async def test_sigkill_of_digest_bot_post_then_rerun_loses_nothing(
         rerun = await cli_post(config, platform, env)
         _, err = await rerun.communicate()
         assert rerun.returncode == 0, err.decode()
-        await asyncio.sleep(0.2)  # a send of the killed process still being answered
+        await fake.wait_until_answered()  # a send of the killed process still being answered
 
         repeats = 0
         for g in GROUPS:

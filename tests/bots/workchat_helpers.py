@@ -15,9 +15,11 @@ from digest_core.rendering import feishu as feishu_render
 from digest_core.rendering.robot_markdown import visible
 from digest_core.rendering.robot_texts import LONG_SOURCE_LABEL, PARAGRAPH
 from digest_core.testing import ManualClock
+from tests.quick import examples
+from tests.samples import SAMPLE_ARCHIVE
 
 ROOT = Path(__file__).parent.parent.parent
-ARCHIVE = ROOT / "archive"
+ARCHIVE = SAMPLE_ARCHIVE
 GOLDEN = ROOT / "tests" / "golden"
 #: the bundled issue the golden files and end-to-end tests use
 GOLDEN_DATE = dt.date(2026, 11, 30)
@@ -25,7 +27,9 @@ GOLDEN_DATE = dt.date(2026, 11, 30)
 NOW = dt.datetime(2026, 11, 30, 0, 5, tzinfo=dt.UTC)
 
 #: the property tests' budget: three renderers share the suite's time
-SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 #: What the work-chat renderers add around issue text, as a reader sees it (no whitespace).
 DECORATION = (

@@ -20,8 +20,8 @@ from digest_core.errors import IssueNotFound
 from digest_core.rendering import preview
 from digest_core.service import DigestService
 from digest_core.testing import ManualClock
+from tests.samples import SAMPLE_ARCHIVE
 
-ROOT = Path(__file__).resolve().parents[2]
 SHANGHAI = ZoneInfo("Asia/Shanghai")
 DAY = dt.date(2026, 11, 27)
 
@@ -33,7 +33,7 @@ def at(day: dt.date, hour: int, minute: int = 0, zone: dt.tzinfo = SHANGHAI) -> 
 @pytest.fixture
 def archive(tmp_path: Path) -> Archive:
     folder = tmp_path / "archive"
-    shutil.copytree(ROOT / "archive", folder)
+    shutil.copytree(SAMPLE_ARCHIVE, folder)
     return Archive(folder, index=False)
 
 
@@ -104,7 +104,7 @@ async def console(
     monkeypatch.delenv("DIGEST_BOT_TELEGRAM__TOKEN", raising=False)
     monkeypatch.delenv("DIGEST_BOT_DISCORD__TOKEN", raising=False)
     folder = tmp_path / "archive"
-    shutil.copytree(ROOT / "archive", folder)
+    shutil.copytree(SAMPLE_ARCHIVE, folder)
     cfg = tmp_path / "bot.toml"
     cfg.write_text(
         f'archive_dir = "{folder}"\ndatabase_url = "sqlite+aiosqlite:///{tmp_path}/l.db"\n'

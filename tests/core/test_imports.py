@@ -6,11 +6,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import digest_core
 
 CORE = Path(digest_core.__file__).parent
 
 
+@pytest.mark.slow
 def test_core_modules_import_without_telegram_or_discord() -> None:
     modules = sorted(
         "digest_core."

@@ -242,6 +242,7 @@ asyncio.run(main())
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("skew", ["", "-120s", "+120s"])
 async def test_a_sqlite_leader_leads_until_its_process_ends_whatever_its_clock(
     tmp_path: Path, skew: str

@@ -22,8 +22,8 @@ from digest_core.rendering import Message, Part, RenderOptions, preview, render
 from digest_core.scheduling import PostState
 from digest_core.service import DigestService, describe_report
 from digest_core.testing import ManualClock, make_issue
+from tests.samples import SAMPLE_ARCHIVE
 
-ROOT = Path(__file__).resolve().parents[2]
 # 09:00 in Shanghai on 2026-11-30: the bundled archive's newest issue is today's
 MORNING = dt.datetime(2026, 11, 30, 1, 0, tzinfo=dt.UTC)
 
@@ -31,7 +31,7 @@ MORNING = dt.datetime(2026, 11, 30, 1, 0, tzinfo=dt.UTC)
 def make_config(tmp_path: Path, *, archive_days: list[str] | None = None) -> Path:
     archive = tmp_path / "archive"
     archive.mkdir()
-    for src in sorted((ROOT / "archive").glob("*.txt")):
+    for src in sorted(SAMPLE_ARCHIVE.glob("*.txt")):
         if archive_days is None or src.stem in archive_days:
             shutil.copy(src, archive / src.name)
     cfg = tmp_path / "bot.toml"

@@ -16,8 +16,8 @@ from digest_core.platform import PartKey, Target
 from digest_core.rendering import Message
 from digest_core.scheduling import ScheduleConfig
 from digest_core.service import DigestService
+from tests.samples import SAMPLE_ARCHIVE
 
-ROOT = Path(__file__).resolve().parents[2]
 DAY = dt.date(2026, 11, 27)  # the long issue: several parts per target
 
 
@@ -54,7 +54,7 @@ def service_for(ledger: Ledger, archive: Archive, platform: SlowConsole) -> Dige
 async def test_cancelled_delivery_resumes_without_loss(tmp_path: Path) -> None:
     archive_dir = tmp_path / "archive"
     archive_dir.mkdir()
-    shutil.copy(ROOT / "archive" / f"{DAY}.txt", archive_dir)
+    shutil.copy(SAMPLE_ARCHIVE / f"{DAY}.txt", archive_dir)
     archive = Archive(archive_dir)
     url = f"sqlite+aiosqlite:///{tmp_path / 'ledger.db'}"
 

@@ -17,6 +17,8 @@ from digest_core.testing import make_issue
 from tests.clockskew import skewed_env
 from tests.delivery.crash_run import EXIT_BUSY
 
+pytestmark = pytest.mark.slow  # real processes, servers or a browser
+
 ROOT = Path(__file__).resolve().parents[2]
 TARGETS, PARTS = 30, 3
 

@@ -21,6 +21,9 @@ from digest_core.delivery.watchdog import LedgerWatchdog
 from digest_core.errors import LedgerError, LedgerLost
 from digest_core.platform import PlatformLimits, Rate
 from digest_core.testing import FakePlatform, make_issue, make_messages, make_targets
+from tests.samples import SAMPLE_ARCHIVE
+
+pytestmark = pytest.mark.slow  # real processes, servers or a browser
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -272,7 +275,7 @@ def env(**extra: str) -> dict[str, str]:
 
 @pytest.fixture
 def workdir(tmp_path: Path) -> Path:
-    shutil.copytree(ROOT / "archive", tmp_path / "archive")
+    shutil.copytree(SAMPLE_ARCHIVE, tmp_path / "archive")
     (tmp_path / "config").mkdir()
     shutil.copy(ROOT / "config" / "digest-bot.toml", tmp_path / "config" / "digest-bot.toml")
     return tmp_path

@@ -32,9 +32,10 @@ from digest_core.service import DigestService
 from tests.bots.telegram.harness import ARCHIVE, REPO, TODAY, write_config
 from tests.bots.telegram.harness import ZONE as TG_ZONE
 from tests.delivery.test_ledger_small_disk import sent_keys, wait_until
-from tests.delivery.test_ledger_trouble import DAY, ROOT, ZONE, AlertingPlatform, wait_for
+from tests.delivery.test_ledger_trouble import DAY, ZONE, AlertingPlatform, wait_for
 from tests.fakes.telegram_api import DEFAULT_TOKEN
 from tests.pg import PgServer, PgUnavailable
+from tests.samples import SAMPLE_ARCHIVE
 
 CHANNELS = 150
 
@@ -78,7 +79,7 @@ def own_server() -> Iterator[PgServer]:
 async def bot(own_server: PgServer, tmp_path: Path) -> AsyncIterator[tuple[DigestService, Any]]:
     archive = tmp_path / "archive"
     archive.mkdir()
-    shutil.copy(ROOT / "archive" / f"{DAY}.txt", archive)
+    shutil.copy(SAMPLE_ARCHIVE / f"{DAY}.txt", archive)
     clock = SystemClock()
     platform = AlertingPlatform(
         clock,

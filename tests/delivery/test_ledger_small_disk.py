@@ -34,6 +34,8 @@ from tests.bots.telegram.harness import ARCHIVE, REPO, TODAY, ZONE, write_config
 from tests.delivery.test_ledger_trouble import wait_for
 from tests.fakes.telegram_api import DEFAULT_TOKEN
 
+pytestmark = pytest.mark.slow  # real processes, servers or a browser
+
 CHANNELS = 300
 PARTS = 2
 #: the real bot's channels: its post takes ~10 s at the double's 30 messages a second

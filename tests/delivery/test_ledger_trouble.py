@@ -29,11 +29,14 @@ from digest_core.rendering import Part, render
 from digest_core.scheduling import ScheduleConfig
 from digest_core.service import DigestService
 from digest_core.testing import FakePlatform, make_issue, make_messages, make_targets
+from tests.samples import SAMPLE_ARCHIVE
 
 ROOT = Path(__file__).resolve().parents[2]
 DAY = dt.date(2026, 11, 27)  # three plain-text parts
 TARGETS = 100
 ZONE = ZoneInfo("Asia/Shanghai")
+
+pytestmark = pytest.mark.slow  # real processes, servers or a browser
 
 #: a second SQLite client: takes the write lock on "lock", gives it back on "release"
 LOCKER = """
@@ -107,6 +110,20 @@ async def wait_for(condition: Any, what: str, *, seconds: float = 30) -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
+async def more_failed_attempts(ledger: Ledger) -> None:
+    """Wait until the ledger has tried its transaction again, and failed again: whatever the
+    delivery would send without a recorded claim, it would have sent by then."""
+    trouble = ledger.health.trouble
+    assert trouble is not None, "the ledger is not in trouble"
+    seen = trouble.failures
+
+    def again() -> bool:
+        now = ledger.health.trouble
+        return now is not None and now.failures > seen
+
+    await wait_for(again, "another failed attempt at the ledger")
+
+
 async def cli_status(tmp_path: Path) -> str:
     cfg = tmp_path / "bot.toml"
     env = {k: v for k, v in os.environ.items() if not k.startswith("DIGEST_BOT_")}
@@ -133,7 +150,7 @@ async def test_a_post_waits_out_a_locked_ledger_and_completes(
 ) -> None:
     archive = tmp_path / "archive"
     archive.mkdir()
-    shutil.copy(ROOT / "archive" / f"{DAY}.txt", archive)
+    shutil.copy(SAMPLE_ARCHIVE / f"{DAY}.txt", archive)
     # a short busy timeout, so the lock is noticed quickly
     url = f"sqlite+aiosqlite:///{tmp_path / 'l.db'}?timeout=0.2"
     (tmp_path / "bot.toml").write_text(
@@ -175,7 +192,7 @@ async def test_a_post_waits_out_a_locked_ledger_and_completes(
         assert "ledger trouble since" in await cli_status(tmp_path)
         # the delivery waits: nothing is sent without a claim recorded first
         stalled = len(platform.sent)
-        await asyncio.sleep(0.3)
+        await more_failed_attempts(ledger)
         assert len(platform.sent) == stalled < total
         assert not post.done()
 
@@ -235,7 +252,7 @@ async def test_a_full_disk_mid_post_is_waited_out(small_disk: Path) -> None:
         assert not post.done(), "the post ended instead of waiting for the ledger"
         assert troubles == ["database or disk is full"]
         stalled = len(platform.sent)
-        await asyncio.sleep(0.3)
+        await more_failed_attempts(ledger)
         assert len(platform.sent) == stalled  # nothing sent without a recorded claim
         filler.unlink()
         report = await asyncio.wait_for(post, 30)

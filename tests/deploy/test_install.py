@@ -18,6 +18,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.samples import SAMPLE_ARCHIVE
+
+pytestmark = pytest.mark.slow  # real processes, servers or a browser
+
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "Dockerfile"
 UNIT = ROOT / "deploy" / "digest-bot.service"
@@ -210,7 +214,7 @@ def test_the_systemd_units_command_line_runs_the_installed_bot(
     etc = tmp_path / "etc-digest-bot"
     etc.mkdir()
     (etc / "digest-bot.toml").write_text(
-        f'archive_dir = "{ROOT / "archive"}"\n'
+        f'archive_dir = "{SAMPLE_ARCHIVE}"\n'
         'database_url = "sqlite+aiosqlite:///digest-bot.db"\n'  # relative: the state dir
         "[schedule]\nenabled = false\n"
     )
@@ -238,7 +242,7 @@ def test_the_images_command_runs_with_the_images_environment(
     state.mkdir()
     mapping = {
         "/var/lib/digest-bot": str(state),
-        "/srv/digest-bot/archive": str(ROOT / "archive"),
+        "/srv/digest-bot/archive": str(SAMPLE_ARCHIVE),
         "/opt/digest-bot": str(installed),
     }
 

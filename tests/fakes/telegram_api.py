@@ -207,6 +207,17 @@ class _Fault:
     status: int
 
 
+async def _until(
+    check: Callable[[], bool],
+    timeout: float,  # noqa: ASYNC109 - a bounded helper, not a cancellable op
+    event: Callable[[], asyncio.Event],
+) -> None:
+    """Wait until ``check()`` holds, asking again each time ``event()`` is set."""
+    async with asyncio.timeout(timeout):
+        while not check():
+            await event().wait()
+
+
 class FakeTelegram:
     """A loopback Telegram Bot API server behaving like the real one, for PTB end-to-end tests.
 
@@ -249,6 +260,9 @@ class FakeTelegram:
 
         self.chats: dict[int, FakeChat] = {}
         self.requests: list[RequestRecord] = []
+        #: requests received and not answered yet (see :meth:`wait_until_answered`)
+        self.unanswered = 0
+        self._activity = asyncio.Event()  # set (and replaced) as each request comes and goes
         self.answered_callbacks: list[Params] = []
         self.all_commands: dict[tuple[str, str], list[Params]] = {}
         self.webhook: Params | None = None
@@ -638,13 +652,45 @@ class FakeTelegram:
         Raises:
             TimeoutError: when it did not within ``timeout`` real seconds.
         """
-        async with asyncio.timeout(timeout):
-            while not check():
-                await self._sent_changed.wait()
+        await _until(check, timeout, lambda: self._sent_changed)
 
     # ----------------------------------------------------------------- HTTP plumbing
 
+    async def wait_until_answered(
+        self,
+        timeout: float = 5.0,  # noqa: ASYNC109 - a bounded helper, not a cancellable op
+    ) -> None:
+        """Wait until every request but open long polls (``getUpdates``) has been answered:
+        a slow or delayed request of the bot has landed, or was given up by its client.
+
+        Raises:
+            TimeoutError: when some were not within ``timeout`` real seconds.
+        """
+        await self.wait_for(lambda: not self.unanswered, timeout)
+
+    async def wait_for(
+        self,
+        check: Callable[[], bool],
+        timeout: float = 5.0,  # noqa: ASYNC109 - a bounded helper, not a cancellable op
+    ) -> None:
+        """Wait until ``check()`` (asked again as each request comes and is answered) holds;
+        raises TimeoutError when it did not within ``timeout`` real seconds."""
+        await _until(check, timeout, lambda: self._activity)
+
+    def _active(self) -> None:
+        self._activity.set()
+        self._activity = asyncio.Event()
+
     async def _handle(self, request: web.Request) -> web.Response:
+        polling = request.match_info["method"].lower() == "getupdates"
+        self.unanswered += not polling
+        try:
+            return await self._answer(request)
+        finally:
+            self.unanswered -= not polling
+            self._active()
+
+    async def _answer(self, request: web.Request) -> web.Response:
         token = request.match_info["token"]
         method = request.match_info["method"]
         if ":" not in token:  # Telegram answers 404 to malformed tokens
@@ -659,6 +705,7 @@ class FakeTelegram:
         chat_id = self._chat_of(params)
         record = RequestRecord(method, params, self.clock(), 200, chat_id)
         self.requests.append(record)
+        self._active()
         if handler is None:
             record.status, record.description = 404, "Not Found"
             return _error_response(ApiError(404, "Not Found"))
@@ -755,6 +802,7 @@ class FakeTelegram:
                 "webhook": self.webhook,
                 "flood_429s": self.flood_429s,
                 "pending_updates": self.pending_updates,
+                "unanswered": self.unanswered,
             }
         if action == "add_chat":
             chat = self.add_chat(

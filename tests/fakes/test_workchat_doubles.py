@@ -180,6 +180,7 @@ async def test_wecom_records_mentions_but_not_defused_ones() -> None:
         assert fake.robot("g").pings == ["<@zhangsan>"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("module", ["feishu_api", "dingtalk_api", "wecom_api"])
 def test_standalone_double_prints_its_url(module: str) -> None:
     proc = subprocess.Popen(

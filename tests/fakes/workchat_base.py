@@ -106,6 +106,9 @@ class FakeWebhookService:
         self.robots: dict[str, Robot] = {}
         #: every request's outcome: (robot name or "?", code)
         self.answers: list[tuple[str, int]] = []
+        #: sends received and not answered yet (see :meth:`wait_until_answered`)
+        self.unanswered = 0
+        self._answered = asyncio.Event()
         self._faults: dict[str, list[_Fault]] = {}
         self._runner: web.AppRunner | None = None
 
@@ -198,8 +201,30 @@ class FakeWebhookService:
 
     # ---------------------------------------------------------------- serving
 
+    async def wait_until_answered(
+        self,
+        timeout: float = 5.0,  # noqa: ASYNC109 - a bounded helper, not a cancellable op
+    ) -> None:
+        """Wait until every send received has been answered (a killed client's included).
+
+        Raises:
+            TimeoutError: when some were not within ``timeout`` real seconds.
+        """
+        async with asyncio.timeout(timeout):
+            while self.unanswered:
+                await self._answered.wait()
+
     async def handle(self, request: web.Request, token: str | None) -> web.Response:
         """Serve one send to the robot ``token``."""
+        self.unanswered += 1
+        try:
+            return await self._serve(request, token)
+        finally:
+            self.unanswered -= 1
+            self._answered.set()
+            self._answered = asyncio.Event()
+
+    async def _serve(self, request: web.Request, token: str | None) -> web.Response:
         robot = self.robots.get(token or "")
         name = robot.name if robot else "?"
         try:

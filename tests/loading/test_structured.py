@@ -34,6 +34,7 @@ from digest_core.models import (
     issue_json_schema,
 )
 from tests.loading.test_text import issues
+from tests.quick import examples
 
 DATA = Path(__file__).parent / "data"
 TEXT_FIXTURES = sorted(DATA.glob("*.txt"))
@@ -95,7 +96,7 @@ def test_strings_that_look_like_other_yaml_types_or_hold_yaml_line_breaks_stay_s
     assert load_structured(dump_yaml(issue), suffix=".yaml") == issue
 
 
-@settings(max_examples=150)
+@settings(max_examples=examples(150))
 @given(issues)
 def test_json_and_yaml_round_trip_any_issue(issue: Issue) -> None:
     assert load_structured(dump_json(issue), suffix=".json") == issue

@@ -23,6 +23,7 @@ from digest_core.models import (
     Item,
     url_problem,
 )
+from tests.quick import examples
 
 DATA = Path(__file__).parent / "data"
 SEED = Path(__file__).resolve().parents[2] / ".." / "shared" / "seeds" / "000_2e92f0f1f4d646fc.txt"
@@ -558,7 +559,7 @@ issues = st.builds(
 )
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(issues)
 def test_text_round_trip_for_any_writable_issue(issue: Issue) -> None:
     try:
@@ -569,7 +570,7 @@ def test_text_round_trip_for_any_writable_issue(issue: Issue) -> None:
     assert dump_text(parse_text(text, date=issue.date)) == text
 
 
-@settings(max_examples=100)
+@settings(max_examples=examples(100))
 @given(issues, st.sampled_from(["\n", "\r\n"]), st.booleans())
 def test_line_endings_and_bom_do_not_change_the_issue(issue: Issue, eol: str, bom: bool) -> None:
     try:

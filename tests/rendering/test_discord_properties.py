@@ -14,6 +14,7 @@ from digest_core.rendering import Message, Part, RenderOptions
 from digest_core.rendering import discord as dc
 from digest_core.rendering.markdown import escape, pingable, safe_url, unescape, visible
 from digest_core.rendering.split import flow
+from tests.quick import examples
 from tests.rendering.strategies import url_strategy
 from tests.rendering.test_discord import (
     DISCORD_DECORATION,
@@ -27,7 +28,9 @@ from tests.rendering.test_discord import (
 log = logging.getLogger(__name__)
 
 
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 #: Pieces that stress escaping, mentions, links and sentence splitting.
 FRAGMENTS = (

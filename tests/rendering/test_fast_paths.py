@@ -12,10 +12,13 @@ from hypothesis import strategies as st
 from digest_core.rendering import html
 from digest_core.rendering.html import Close, Event, HtmlError, Open, Text
 from digest_core.rendering.split import utf16_len
+from tests.quick import examples
 
 log = logging.getLogger(__name__)
 
-SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 # --- the oracle: html.parse / check_html as they were, on Event objects ------------------------
 

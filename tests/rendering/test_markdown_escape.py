@@ -11,10 +11,13 @@ from hypothesis import strategies as st
 
 from digest_core.rendering import markdown
 from digest_core.rendering.markdown import ZWSP, escape, unescape
+from tests.quick import examples
 
 log = logging.getLogger(__name__)
 
-SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 # --- the oracle: markdown.escape as it was before it used regular expressions ------------------
 # Kept verbatim (names prefixed "_ref") so the fast version is checked against the behaviour the

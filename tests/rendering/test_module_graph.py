@@ -67,6 +67,7 @@ def test_rendering_modules_import_each_other_without_a_cycle() -> None:
     assert not [mod for mod, deps in graph.items() if PACKAGE in deps]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("module", sorted(MODULES))
 def test_each_rendering_module_imports_first_in_a_fresh_interpreter(module: str) -> None:
     done = subprocess.run(

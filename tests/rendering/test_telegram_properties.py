@@ -12,11 +12,12 @@ from digest_core.models import Issue, Item, Section
 from digest_core.rendering import Part, RenderOptions
 from digest_core.rendering import html as tg_html
 from digest_core.rendering import telegram as tg
+from tests.quick import examples
 from tests.rendering.strategies import url_strategy
 from tests.rendering.test_telegram import assert_invariants
 
 SETTINGS = settings(
-    max_examples=150,
+    max_examples=examples(150),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
@@ -114,7 +115,7 @@ def test_every_part_within_limits_valid_and_lossless(
             assert title_start in shown
 
 
-@settings(SETTINGS, max_examples=100)
+@settings(SETTINGS, max_examples=examples(100))
 @given(st.lists(items(), min_size=1, max_size=8))
 def test_a_brief_that_fits_one_message_is_never_split(briefs: list[Item]) -> None:
     issue = Issue(date=dt.date(2026, 10, 27), headline=briefs[0], briefs=tuple(briefs))

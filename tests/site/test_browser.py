@@ -20,12 +20,13 @@ from digest_core.site.build import SiteConfig, build_site, write_site
 from digest_core.site.live import published_issues
 from digest_core.site.published import FixedClock
 from digest_core.site.search import documents
+from tests.samples import SAMPLE_ARCHIVE
 from tests.site.browser import CHROMIUM_ARGS, chromium, served
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 
 #: one worker runs them all (make test: --dist loadgroup), so one Chromium starts
-pytestmark = pytest.mark.xdist_group("browser")
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("browser")]
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = ROOT / "var" / "screenshots"
@@ -41,7 +42,7 @@ WORD = "交错切分"
 
 @pytest.fixture(scope="module")
 def site() -> dict[str, bytes]:
-    archive = Archive(ROOT / "archive", index=False)
+    archive = Archive(SAMPLE_ARCHIVE, index=False)
     return build_site(published_issues(archive, RULE), SiteConfig(rule=RULE))
 
 
@@ -139,7 +140,7 @@ def _searched(page: Any) -> None:
 
 
 def test_the_word_is_in_exactly_one_brief(site: dict[str, bytes]) -> None:
-    archive = Archive(ROOT / "archive", index=False)
+    archive = Archive(SAMPLE_ARCHIVE, index=False)
     docs = documents(published_issues(archive, RULE))
     assert [d[0] for d in docs if WORD in d[4]] == ["2026/11/30/#brief-1"]
 
@@ -226,7 +227,7 @@ def test_screenshots_at_phone_and_desktop_widths(browser: Any, root: str, scheme
 def on_disk(tmp_path_factory: pytest.TempPathFactory) -> str:
     """The bundled archive's site built for files, written to a folder: its file:// URL."""
     out = tmp_path_factory.mktemp("public")
-    archive = Archive(ROOT / "archive", index=False)
+    archive = Archive(SAMPLE_ARCHIVE, index=False)
     config = SiteConfig(rule=RULE, for_files=True)
     write_site(build_site(published_issues(archive, RULE), config), out)
     return out.as_uri() + "/"

@@ -26,6 +26,7 @@ from digest_core.site.live import LiveSite
 from digest_core.site.published import FixedClock
 from digest_core.site.search import search_files, shard
 from digest_core.testing import ManualClock, make_issue
+from tests.samples import SAMPLE_ARCHIVE
 
 ROOT = Path(__file__).resolve().parents[2]
 ZONE = ZoneInfo("Asia/Shanghai")
@@ -79,7 +80,7 @@ def test_an_issue_appears_nowhere_before_its_post_time(now: dt.datetime, shown: 
 
 
 def test_the_live_site_serves_an_issue_from_its_post_time_on() -> None:
-    root = ROOT / "archive"
+    root = SAMPLE_ARCHIVE
     clock = ManualClock(at(DAY, 7, 59), autoadvance=False)
     rule = Embargo(zone=ZONE, post_time=EIGHT, clock=clock)
     live = LiveSite(Archive(root), rule=rule, clock=clock, check_seconds=30)
@@ -281,8 +282,9 @@ def _cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_cli_builds_the_bundled_archive(tmp_path: Path) -> None:
-    shutil.copytree(ROOT / "archive", tmp_path / "archive")
+    shutil.copytree(SAMPLE_ARCHIVE, tmp_path / "archive")
     (tmp_path / "config").mkdir()
     shutil.copy(ROOT / "config" / "digest-bot.toml", tmp_path / "config" / "digest-bot.toml")
     done = _cli(tmp_path, "site", "build", "out", "--now", "2026-11-30T07:59+08:00")
@@ -298,11 +300,12 @@ def test_cli_builds_the_bundled_archive(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.slow
 def test_cli_builds_a_site_for_disk_and_server_by_default(tmp_path: Path) -> None:
     """Issue 20, items 1 and 10: ``site build`` links pages by file and ships the search index
     as scripts (opened from disk it works; tests/site/test_browser.py opens it), says how to
     open it, and adds no unasked note; ``--for-server`` keeps folder links and JSON."""
-    shutil.copytree(ROOT / "archive", tmp_path / "archive")
+    shutil.copytree(SAMPLE_ARCHIVE, tmp_path / "archive")
     shutil.copytree(ROOT / "config", tmp_path / "config")
     done = _cli(tmp_path, "site", "build", "public", "--now", "2026-11-30T09:00+08:00")
     assert done.returncode == 0, done.stderr
@@ -363,13 +366,14 @@ async def test_the_site_beside_other_routes_at_the_root() -> None:
         assert (await client.get("/")).status == 200
 
 
+@pytest.mark.slow
 def test_cli_serves_the_site_until_terminated(tmp_path: Path) -> None:
     import signal
     import socket
     import time
     import urllib.request
 
-    shutil.copytree(ROOT / "archive", tmp_path / "archive")
+    shutil.copytree(SAMPLE_ARCHIVE, tmp_path / "archive")
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]

@@ -14,13 +14,12 @@ from bots import runtime
 from bots.registry import load_settings
 from digest_core.errors import ConfigError
 from tests.bots.test_http import eventually, free_port, get
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.samples import SAMPLE_ARCHIVE
 
 
 async def test_run_serves_the_site_beside_the_health_endpoints(tmp_path: Path) -> None:
     archive = tmp_path / "archive"
-    shutil.copytree(ROOT / "archive", archive)
+    shutil.copytree(SAMPLE_ARCHIVE, archive)
     # a file for a day far ahead: under embargo whatever the machine's date
     shutil.copy(archive / "2026-11-27.txt", archive / "2099-01-01.txt")
     port = free_port()

@@ -249,7 +249,6 @@ class Ledger:
     followers = _via("_readers", Readers.followers)
     follows_checked = _via("_readers", Readers.follows_checked)
     check_follows = _via("_readers", Readers.check_follows)
-    count_follows = _via("_readers", Readers.count_follows)
 
     record_audit = _via("_audit", Audit.record_audit)
     audit_log = _via("_audit", Audit.audit_log)

@@ -267,19 +267,6 @@ class Readers:
             )
         return True
 
-    async def count_follows(self, platform: str) -> int:
-        """How many (reader, word) follows the platform has."""
-        async with self.state.tx() as conn:
-            return int(
-                (
-                    await conn.execute(
-                        select(func.count())
-                        .select_from(follows)
-                        .where(follows.c.platform == platform)
-                    )
-                ).scalar_one()
-            )
-
 
 async def _words(conn: AsyncConnection, platform: str, chat_id: str) -> list[str]:
     rows = await conn.execute(

@@ -21,6 +21,7 @@ from digest_core.settings import Settings
 from digest_core.testing import PinnedClock
 from tests.fakes import discord_payloads as p
 from tests.fakes.discord_api import FakeDiscord
+from tests.samples import SAMPLE_ARCHIVE
 
 REPO = Path(__file__).resolve().parents[3]
 GUILD = 910_000_000_000_000_001
@@ -90,7 +91,7 @@ def make_settings(
     ledger, the token in the environment and ``api_base_url`` at ``fake``."""
     archive = tmp_path / "archive"
     if not archive.exists():
-        shutil.copytree(REPO / "archive", archive)
+        shutil.copytree(SAMPLE_ARCHIVE, archive)
     values: dict[str, Any] = {
         "channels": [str(c) for c in channels],
         "admin_roles": [ADMIN_ROLE],

@@ -34,6 +34,8 @@ from tests.bots.discord.harness import (
 )
 from tests.fakes.discord_api import FakeDiscord
 
+pytestmark = pytest.mark.slow  # real processes, servers or a browser
+
 #: every slash command: the catalogue's listed commands, less those another one covers
 COMMANDS = {s.name for s in CATALOGUE if s.menu and not s.covered_by}
 

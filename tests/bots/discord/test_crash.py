@@ -25,6 +25,8 @@ import pytest
 from tests.bots.discord.harness import GUILD, REPO, TWO_PARTS, make_settings
 from tests.fakes.discord_api import NONCE_WINDOW, FakeDiscord
 
+pytestmark = pytest.mark.slow  # real processes, servers or a browser
+
 #: as many channels as the observed incident
 CHANNELS = tuple(920_000_000_000_000_000 + i for i in range(62))
 PARTS = 2  # the TWO_PARTS issue

@@ -17,12 +17,14 @@ from bots.registry import load_settings
 from bots.runtime import open_service
 from digest_core.errors import TransientError
 from tests.bots.discord.harness import TODAY, clock_on
-from tests.bots.test_cli import ROOT
 from tests.fakes.discord_api import FAKE_TOKEN
+from tests.samples import SAMPLE_ARCHIVE
+
+pytestmark = pytest.mark.slow  # real processes, servers or a browser
 
 
 def _config(tmp_path: Path) -> Path:
-    shutil.copytree(ROOT / "archive", tmp_path / "archive")
+    shutil.copytree(SAMPLE_ARCHIVE, tmp_path / "archive")
     cfg = tmp_path / "bot.toml"
     cfg.write_text(
         f'archive_dir = "{tmp_path / "archive"}"\n'

@@ -20,7 +20,6 @@ from digest_core.rendering.discord import ALLOWED_MENTIONS, check_message
 from tests.bots.discord.harness import (
     ADMIN_USER,
     READER,
-    REPO,
     TODAY,
     clock_on,
     fake_discord,
@@ -28,8 +27,9 @@ from tests.bots.discord.harness import (
     running_bot,
 )
 from tests.fakes.discord_api import FakeDiscord, StoredMessage
+from tests.samples import SAMPLE_ARCHIVE
 
-GOOD = (REPO / "archive" / "2026-11-28.txt").read_bytes()
+GOOD = (SAMPLE_ARCHIVE / "2026-11-28.txt").read_bytes()
 FUTURE = dt.date(2026, 12, 5)
 
 

@@ -16,6 +16,7 @@ import pytest
 from bots.email import mime
 from digest_core.archive import Archive
 from digest_core.rendering import RenderOptions, mail
+from tests.samples import SAMPLE_ARCHIVE
 from tests.site.browser import CHROMIUM_ARGS, chromium
 
 playwright_api = pytest.importorskip("playwright.sync_api")
@@ -27,7 +28,7 @@ PHONE = {"width": 390, "height": 844}
 
 
 def html_part() -> str:
-    issue = Archive(ROOT / "archive", index=False).on(dt.date(2026, 11, 27))
+    issue = Archive(SAMPLE_ARCHIVE, index=False).on(dt.date(2026, 11, 27))
     [message] = mail.render(issue, options=RenderOptions(site_url="https://d.example/"))
     envelope = mime.build(
         message,

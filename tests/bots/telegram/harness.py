@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import json
 import shutil
+import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from bots.registry import load_settings
@@ -21,9 +24,10 @@ from digest_core.service import DigestService
 from digest_core.settings import Settings
 from digest_core.testing import PinnedClock
 from tests.fakes.telegram_api import FakeTelegram, SentMessage
+from tests.samples import SAMPLE_ARCHIVE
 
 REPO = Path(__file__).resolve().parents[3]
-ARCHIVE = REPO / "archive"
+ARCHIVE = SAMPLE_ARCHIVE
 ZONE = "Asia/Shanghai"
 #: the issue the tests treat as today's (two messages on Telegram)
 TODAY = dt.date(2026, 11, 27)
@@ -136,6 +140,17 @@ class Running:
         sent = await self.fake.wait_for_messages(where, before + n, timeout=timeout)
         return sent[before:]
 
+    async def settled(self, timeout: float = 5.0) -> None:  # noqa: ASYNC109 - a bounded helper
+        """Wait until the bot has fetched every update injected so far and finished handling
+        each (PTB awaits the handlers, and they their replies): what the bot has not sent by
+        then, it does not send for those updates."""
+        app = self.adapter._app  # the PTB Application: its update queue counts handled updates
+        assert app is not None, "the adapter is not started"
+        async with asyncio.timeout(timeout):
+            # fetched updates are confirmed by the next poll, once they are in PTB's queue
+            await self.fake.wait_for(lambda: not self.fake.pending_updates, timeout)
+            await app.update_queue.join()
+
     def issue_file(self, day: dt.date = TODAY) -> Path:
         return self.service.archive.root / f"{day}.txt"
 
@@ -186,6 +201,16 @@ async def bot_with(
     path = write_config(tmp, base_url=fake.base_url, telegram=dict(telegram))
     async with running_bot(settings_for(path, fake, monkeypatch), fake, scale=scale) as running:
         yield running
+
+
+def until_answered(client: httpx.Client, within: float) -> None:
+    """Wait until the double in its own process (driven over ``client``) has answered every
+    request but long polls: the hung sends of a killed bot have landed, or taken effect."""
+    deadline = time.monotonic() + within
+    while client.get("/_fake/state").json()["result"]["unanswered"]:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the double still holds requests after {within} s")
+        time.sleep(0.05)
 
 
 def visible(messages: Sequence[SentMessage]) -> str:

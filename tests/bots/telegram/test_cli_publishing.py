@@ -19,7 +19,10 @@ from digest_core.rendering import Part, RenderOptions, render
 from tests.bots.telegram.harness import ADMIN, CHANNEL, REPO, TODAY, write_config
 from tests.fakes.telegram_api import DEFAULT_TOKEN
 
-pytestmark = pytest.mark.filterwarnings("ignore::telegram.warnings.PTBDeprecationWarning")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.filterwarnings("ignore::telegram.warnings.PTBDeprecationWarning"),
+]
 
 
 @pytest.fixture

@@ -87,7 +87,7 @@ async def test_commands_in_a_group_need_our_suffix_or_none(
     fake.inject_message(GROUP, ANN, "/classic")  # ours: answered, and it comes last
     sent = await fake.wait_for_messages(GROUP, 3)
     assert "【经典回顾】" in sent[2].text
-    await asyncio.sleep(0.2)
+    await bot.settled()
     assert len(fake.sent(GROUP)) == 3
 
 
@@ -179,7 +179,7 @@ async def test_a_flooding_reader_is_told_once_then_ignored(
     for _ in range(8):
         fake.inject_message(BOB, BOB, "/classic")
     sent = await fake.wait_for_messages(BOB, 6)
-    await asyncio.sleep(0.3)
+    await bot.settled()
     sent = fake.sent(BOB)
     slow = [m for m in sent if "请慢一点" in m.text]
     assert len(slow) == 1 and "5" in slow[0].text
@@ -210,7 +210,7 @@ async def test_the_token_never_reaches_the_log(
         await bot.command("/today", n=2)
         fake.fail_next(ANN, "server_error")
         fake.inject_message(ANN, ANN, "/classic")
-        await asyncio.sleep(0.3)
+        await bot.settled()
     assert "getUpdates" in caplog.text  # httpx did log the requests ...
     assert fake.token not in caplog.text  # ... without the token
     assert fake.token.split(":")[1] not in caplog.text
@@ -376,6 +376,6 @@ async def test_a_reply_is_one_send_per_message_in_the_adapter(
     fake.inject_message(ANN, ANN, "/help")
     [reply] = await bot.command("/help")
     assert "/search" in reply.text
-    await asyncio.sleep(0.2)  # a retry would have come by now
+    await bot.settled()  # /help handled: a retry would have been sent by now
     statuses = [c.status for c in fake.calls("sendMessage") if str(c.chat_id) == str(ANN)]
     assert statuses == [502, 200]

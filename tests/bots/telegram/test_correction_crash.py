@@ -18,11 +18,14 @@ import pytest
 from bots.cli import EXIT_OK, main
 from digest_core.clock import SystemClock
 from digest_core.delivery import Ledger
-from tests.bots.telegram.harness import REPO, TODAY, write_config
+from tests.bots.telegram.harness import REPO, TODAY, until_answered, write_config
 from tests.bots.telegram.test_crash import CHANNELS, SUBSCRIBERS, fake_url  # noqa: F401
 from tests.fakes.telegram_api import DEFAULT_TOKEN
 
-pytestmark = pytest.mark.filterwarnings("ignore::telegram.warnings.PTBDeprecationWarning")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.filterwarnings("ignore::telegram.warnings.PTBDeprecationWarning"),
+]
 
 BRIEF = "单根“针”的检索测试已经很难拉开模型差距。"
 NEW = "单根“针”的检索测试已经无法拉开模型之间的差距。"
@@ -105,7 +108,6 @@ def test_sigkill_mid_correction_then_a_rerun_completes_it(
         finally:
             first.send_signal(signal.SIGKILL)
             first.wait(10)
-        killed_at = time.monotonic()
         assert len(_corrected(_sent(client))) < chats, "the kill did not land mid-correction"
         assert _in_flight(db) >= 1, "the kill found no edit in flight"
 
@@ -117,7 +119,7 @@ def test_sigkill_mid_correction_then_a_rerun_completes_it(
         second = _correct(config, log)
         assert second.wait(60) == 0, log.read_text()[-3000:]
         # let the killed run's hung edits land
-        time.sleep(max(0.0, SLOW_S + 0.3 - (time.monotonic() - killed_at)))
+        until_answered(client, within=SLOW_S + 10)
         sent = _sent(client)
         edits = _edit_requests(client)
 

@@ -24,13 +24,17 @@ import pytest
 from tests.bots.telegram.harness import ADMIN, ARCHIVE, REPO, TODAY, ZONE, write_config
 from tests.fakes.telegram_api import DEFAULT_TOKEN
 
+pytestmark = pytest.mark.slow  # real processes, servers or a browser
+
 CHANNEL = -1003000000
 ANN, BOB = 5001, 5002
 #: a word only brief 1 of the issue of 2026-11-28 has, and that brief's link
 WORD, BRIEF_URL = "全员提醒", "https://example.org/postmortems/everyone-ping"
 ABSENT = "斑马鱼推理"
-#: how long the minute job may take to come round (its period is 60 s)
-MINUTE_JOB = 90.0
+#: how often the bot's minute job runs here ([schedule] personal_seconds), and how long a
+#: follow message may take
+JOB_SECONDS = 2
+MINUTE_JOB = 30.0
 #: APScheduler's line for a finished run of the minute job (its name, see personal.install;
 #: logged at --log-level debug)
 JOB_NAME = "subscribers' times and follows"
@@ -61,7 +65,12 @@ def fake_url() -> Iterator[str]:
 
 
 def _bot(config: Path, log: Path) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "DIGEST_BOT_TELEGRAM__TOKEN": DEFAULT_TOKEN}
+    env = {
+        **os.environ,
+        "DIGEST_BOT_TELEGRAM__TOKEN": DEFAULT_TOKEN,
+        # the minute job every 2 s: a follow message need not wait for a real minute
+        "DIGEST_BOT_SCHEDULE__PERSONAL_SECONDS": str(JOB_SECONDS),
+    }
     with log.open("ab") as out:
         return subprocess.Popen(
             [sys.executable, "-m", "bots.cli", "run", "--config", str(config)],

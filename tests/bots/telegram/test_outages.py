@@ -35,7 +35,10 @@ from tests.bots.test_http import free_port
 from tests.fakes.proxy import FaultProxy
 from tests.fakes.telegram_api import FakeTelegram, SentMessage
 
-pytestmark = pytest.mark.filterwarnings("ignore::telegram.warnings.PTBDeprecationWarning")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.filterwarnings("ignore::telegram.warnings.PTBDeprecationWarning"),
+]
 
 BY_NAME = -1009999  # the channel configured as @ai_digest
 PARTS = 2  # the issue of TODAY is two messages on Telegram

@@ -208,7 +208,7 @@ async def test_a_non_admin_repost_is_refused_and_audited(bot: Running, fake: Fak
     # the admin cancels
     fake.inject_callback(ADMIN, ADMIN, prompt.message_id, "cx")
     await _until(lambda: len(fake.answered_callbacks) == 2)
-    await asyncio.sleep(0.1)
+    await bot.settled()  # the cancel's handler has finished
     assert all(fake.sent(c) == [] for c in CHANNELS)  # nothing was reposted
     assert "已取消" in fake.chats[ADMIN].messages[prompt.message_id]["text"]
     audit = await bot.service.ledger.audit_log(platform="telegram")

@@ -279,7 +279,7 @@ async def test_status_shows_readiness_and_the_missing_alert_names_the_first_erro
         assert f"{TOMORROW}: 就绪 / ready" in status.text
         before = len(fake.sent(ADMIN))
         assert await bot.service.publishing.check_missing(TOMORROW) == "ready"
-        await asyncio.sleep(0.1)
+        await fake.wait_until_answered()  # check_missing awaits the alerts it sends
         assert len(fake.sent(ADMIN)) == before
 
 

@@ -16,6 +16,8 @@ from digest_core.leadership import LEADER_LEASE
 from tests.bots.telegram.harness import ANN, CHANNEL, settings_for, write_config
 from tests.fakes.telegram_api import FakeTelegram
 
+pytestmark = pytest.mark.slow  # real processes, servers or a browser
+
 LEADER = "leader-host.example:1:abcd"
 
 

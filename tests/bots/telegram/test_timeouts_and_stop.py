@@ -143,7 +143,7 @@ async def test_a_send_slower_than_ptbs_old_default_but_within_the_timeout_is_sen
         fake.fail_next(CHANNEL, "slow", delay=0.3, method="sendMessage")
         [report] = await bot.service.post(TODAY)
         assert (report.sent, report.failed) == (PARTS, 0)
-        await asyncio.sleep(0.2)  # nothing late to land
+        await fake.wait_until_answered()  # nothing late to land
     assert Counter(_key(m) for m in fake.sent(CHANNEL)) == {(CHANNEL, p): 1 for p in range(PARTS)}
     assert _timeout_warnings(caplog) == []
 

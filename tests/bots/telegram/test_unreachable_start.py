@@ -38,7 +38,10 @@ from tests.bots.telegram.harness import (
 )
 from tests.fakes.telegram_api import DEFAULT_TOKEN, FakeTelegram
 
-pytestmark = pytest.mark.filterwarnings("ignore::telegram.warnings.PTBDeprecationWarning")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.filterwarnings("ignore::telegram.warnings.PTBDeprecationWarning"),
+]
 
 
 def _free_port() -> int:

@@ -8,10 +8,14 @@ import signal
 import sys
 from pathlib import Path
 
+import pytest
+
 from digest_core.loading import load_issue
 from digest_core.rendering import wecom as wecom_render
 from tests.bots.wecom.crash_run import ISSUE, SCALE, key
 from tests.fakes.wecom_api import FakeWeCom
+
+pytestmark = pytest.mark.slow  # real processes, servers or a browser
 
 ROOT = Path(__file__).resolve().parents[3]
 TARGETS = 10
