@@ -153,7 +153,7 @@ async def notify_correction(settings: Settings, day: dt.date) -> tuple[int, int]
     from digest_core.models import IssueRef
     from digest_core.platform import Target, TargetKind
     from digest_core.rendering import Message
-    from digest_core.rendering.mail import UNSUBSCRIBE_LABEL, UNSUBSCRIBE_MARKER, subject
+    from digest_core.rendering.email import UNSUBSCRIBE_LABEL, UNSUBSCRIBE_MARKER, subject
     from digest_core.site.links import issue_url
 
     section = settings.platforms["email"]

@@ -24,12 +24,23 @@ import aiosmtplib
 from bots.email import mime
 from bots.email.addresses import AddressBook
 from bots.email.settings import EmailSettings
+from bots.email.spec import limits_of
 from bots.email.tokens import Tokens
-from digest_core.clock import Clock
-from digest_core.errors import OutcomeUnknown, Rejected, TargetGone, TransientError
-from digest_core.platform import PartKey, PlatformLimits, Rate, Target, TargetKind
-from digest_core.rendering import Message, Part, RenderOptions, mail
-from digest_core.requests import Request, Status
+from digest_core.port import (
+    Clock,
+    Message,
+    OutcomeUnknown,
+    Part,
+    PartKey,
+    Rejected,
+    RenderOptions,
+    Request,
+    Status,
+    Target,
+    TargetGone,
+    TransientError,
+)
+from digest_core.rendering import email as email_render
 
 if TYPE_CHECKING:
     from digest_core.port import Adapter, Port
@@ -39,19 +50,11 @@ log = logging.getLogger(__name__)
 NAME = "email"
 
 
-def limits_of(settings: EmailSettings) -> PlatformLimits:
-    """The relay's rate overall; a reader gets at most one mail a second (one per issue)."""
-    return PlatformLimits(
-        overall=Rate(settings.rate_per_second, burst=settings.burst),
-        per_target={kind: Rate(1.0, burst=2) for kind in TargetKind},
-    )
-
-
 class EmailAdapter:
     """The ``email`` platform (see the module doc)."""
 
     name = NAME
-    flavor = renderer = mail
+    flavor = renderer = email_render
     #: readers subscribe (by the web form or ``/email``), confirmed by mail
     subscriptions = True
 
@@ -98,13 +101,13 @@ class EmailAdapter:
         brief: int | None = None,
         options: RenderOptions | None = None,
     ) -> list[Message]:
-        return mail.render(issue, part, brief=brief, options=options or self.post_options)
+        return email_render.render(issue, part, brief=brief, options=options or self.post_options)
 
     def preview(self, message: Message) -> str:
-        return mail.preview(message)
+        return email_render.preview(message)
 
     def notice(self, text: str) -> list[Message]:
-        return mail.notice(text)
+        return email_render.notice(text)
 
     # ------------------------------------------------------------ links
 
@@ -250,7 +253,7 @@ class EmailAdapter:
                 command=command,
                 args=(fmt,) if on and fmt else (),
                 platform=NAME,
-                flavor=mail,
+                flavor=email_render,
                 user=rid,
                 chat=rid,
             )

@@ -121,7 +121,7 @@ async def read_mailbox(settings: EmailSettings) -> list[Event]:
     """
     import aioimaplib
 
-    from digest_core.errors import ConfigError
+    from digest_core.port import ConfigError
 
     if not settings.imap_host or not settings.imap_user:
         raise ConfigError(

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from bots.doctor import TIMEOUT_SECONDS, Check, fail, ok
 from bots.email.settings import EmailSettings
-from digest_core.errors import ConfigError
+from digest_core.port import ConfigError
 
 log = logging.getLogger(__name__)
 

@@ -22,9 +22,8 @@ import urllib.parse
 from dataclasses import dataclass
 from email.header import Header
 
-from digest_core.platform import PartKey
-from digest_core.rendering import Message
-from digest_core.rendering.mail import UNSUBSCRIBE_MARKER
+from digest_core.port import Message, PartKey
+from digest_core.rendering.email import UNSUBSCRIBE_MARKER
 
 log = logging.getLogger(__name__)
 

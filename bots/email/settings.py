@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
-from digest_core.errors import ConfigError
+from digest_core.port import ConfigError
 
 log = logging.getLogger(__name__)
 

@@ -104,8 +104,9 @@ class Renderer(Protocol):
     """A renderer: what a platform declares to turn issues and service texts into its payloads.
 
     The renderer modules here (one per platform: ``telegram``, ``discord``, ``feishu``,
-    ``dingtalk``, ``wecom``, and ``plain``; each with its platform's :class:`TextLimits` as
-    ``Limits``) are renderers; so may be any object or module a platform brings.
+    ``dingtalk``, ``wecom``, ``email``, and ``plain``; each with its platform's
+    :class:`TextLimits` as ``Limits``) are renderers; so may be any object or module a
+    platform brings.
     """
 
     def render(

@@ -17,7 +17,8 @@ import pytest
 from bots.email.adapter import EmailAdapter
 from digest_core.errors import Rejected, TargetGone, TransientError
 from digest_core.platform import PartKey, Target, TargetKind
-from digest_core.rendering import Message, RenderOptions, mail
+from digest_core.rendering import Message, RenderOptions
+from digest_core.rendering import email as email_render
 from digest_core.testing import ManualClock, make_issue
 from tests.bots.email.helpers import SENDER, dkim_keys, settings
 from tests.fakes.smtp import FakeRelay
@@ -39,7 +40,7 @@ async def test_the_relay_gets_one_signed_multipart_mail_per_reader_over_one_conn
 ) -> None:
     pem, record = dkim_keys(tmp_path)
     issue = make_issue(dt.date(2026, 10, 27))
-    [message] = mail.render(issue, options=RenderOptions(site_url="https://d.example/"))
+    [message] = email_render.render(issue, options=RenderOptions(site_url="https://d.example/"))
     with FakeRelay(senders=set()) as relay:  # senders filled once reader ids are known
         adapter = EmailAdapter(settings(tmp_path, relay.port, dkim_key=pem), clock=ManualClock(NOW))
         targets = [await reader(adapter, f"reader{n}@Mail.Example.COM") for n in range(3)]
@@ -88,7 +89,7 @@ async def test_the_relay_gets_one_signed_multipart_mail_per_reader_over_one_conn
 async def test_relay_answers_map_onto_the_error_tree_and_the_connection_survives(
     tmp_path: Path,
 ) -> None:
-    [message] = mail.render(make_issue(dt.date(2026, 10, 27)))
+    [message] = email_render.render(make_issue(dt.date(2026, 10, 27)))
     with FakeRelay(senders=set()) as relay:
         adapter = EmailAdapter(settings(tmp_path, relay.port), clock=ManualClock(NOW))
         busy, gone, fine = [
@@ -137,7 +138,7 @@ async def test_a_relay_that_is_down_is_a_transient_error(tmp_path: Path) -> None
 async def test_what_a_relay_refuses_is_rejected_not_retried(tmp_path: Path) -> None:
     """A sender the relay does not allow (553 to MAIL FROM) and a message over its SIZE limit
     (552) are our faults, not the reader's: Rejected, and the reader stays."""
-    [message] = mail.render(make_issue(dt.date(2026, 10, 27)))
+    [message] = email_render.render(make_issue(dt.date(2026, 10, 27)))
     with FakeRelay(senders=set(), size_limit=4096) as relay:
         adapter = EmailAdapter(settings(tmp_path, relay.port), clock=ManualClock(NOW))
         target = await reader(adapter, "a@example.net")

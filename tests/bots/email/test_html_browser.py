@@ -15,7 +15,8 @@ import pytest
 
 from bots.email import mime
 from digest_core.archive import Archive
-from digest_core.rendering import RenderOptions, mail
+from digest_core.rendering import RenderOptions
+from digest_core.rendering import email as email_render
 from tests.samples import SAMPLE_ARCHIVE
 from tests.site.browser import CHROMIUM_ARGS, chromium
 
@@ -29,7 +30,7 @@ PHONE = {"width": 390, "height": 844}
 
 def html_part() -> str:
     issue = Archive(SAMPLE_ARCHIVE, index=False).on(dt.date(2026, 11, 27))
-    [message] = mail.render(issue, options=RenderOptions(site_url="https://d.example/"))
+    [message] = email_render.render(issue, options=RenderOptions(site_url="https://d.example/"))
     envelope = mime.build(
         message,
         sender="AI 技术日报 <digest@example.org>",

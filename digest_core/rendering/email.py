@@ -1,4 +1,4 @@
-"""The mail renderer: one issue as one message of a subject, a plain-text part and an HTML part.
+"""The email renderer: one issue as one message of a subject, a plain-text part and an HTML part.
 
 The payload is ``{"subject": str, "text": str, "html": str}``, the same for every reader: what
 differs per reader (the unsubscribe link) is :data:`UNSUBSCRIBE_MARKER` in both parts, which
@@ -17,16 +17,43 @@ from typing import Any
 
 from digest_core.models import QUESTION_MARKER, Issue
 from digest_core.rendering import plain
-from digest_core.rendering.types import Message, Part, RenderOptions
+from digest_core.rendering.types import Message, Part, RenderOptions, TextLimits
 from digest_core.site.links import WEB_LINK_LABEL, issue_url
 
 log = logging.getLogger(__name__)
 
+
+class Limits(TextLimits):
+    """Mail's limits of what this module renders (the adapter's ``bots/email/mime.py`` writes
+    the bytes within the line limits)."""
+
+    #: The HTML part, in bytes of UTF-8: Gmail shows a message whose HTML passes about 102 KB
+    #: cut off behind "[Message clipped] View entire message" (no Google document states the
+    #: figure; the mail testers measure it, e.g.
+    #: https://www.emailonacid.com/blog/article/email-development/gmail-clipping/). Mail itself
+    #: sets no length; an issue past this is still sent whole, with a warning in the log.
+    body_maxlen = 102_000
+    unit = "bytes"
+    #: The subject, in characters: one header line is at most 998 characters and SHOULD be at
+    #: most 78 (RFC 5322 section 2.1.1); 78 less ``Subject: `` (9) is 69, so an ASCII subject
+    #: is never folded, and the longest of ours (``12月31日 · `` and a headline cut at
+    #: :data:`SUBJECT_HEADLINE`) is exactly 69.
+    title_maxlen = 69
+    #: A line of the message, in characters without its CRLF (RFC 5322 section 2.1.1; RFC 5321
+    #: section 4.5.3.1.6: 1000 with the CRLF): the adapter sends the parts base64-encoded, in
+    #: lines of :attr:`encoded_line_maxlen`, so no text line reaches the wire as it is.
+    line_maxlen = 998
+    #: A base64 body line (RFC 2045 section 6.8: "no more than 76 characters")
+    encoded_line_maxlen = 76
+
+
+#: the longest date before a subject's headline: ``12月31日 · ``
+_SUBJECT_DATE = 9
 #: Stands for the reader's own unsubscribe URL in both parts; the adapter replaces it. Made of
 #: characters no escaping changes, and no issue text can hold it (it is not a web link).
 UNSUBSCRIBE_MARKER = "urn:x-digest:unsubscribe"
-#: The subject's longest headline, in characters (a subject is read on one line).
-SUBJECT_HEADLINE = 60
+#: The subject's longest headline, in characters (the subject within Limits.title_maxlen).
+SUBJECT_HEADLINE = Limits.title_maxlen - _SUBJECT_DATE
 FOOTER = "你收到这封信是因为订阅了本日报。 / You get this because you subscribed."
 UNSUBSCRIBE_LABEL = "退订 / Unsubscribe"
 _WEEKDAYS = "一二三四五六日"
@@ -132,7 +159,17 @@ def render(
         "text": text_part(issue, part, brief=brief, options=options),
         "html": html_part(issue, site_url=options.site_url, part=part),
     }
-    log.debug("mail: %s of %s rendered (%d bytes of HTML)", part, issue.date, len(payload["html"]))
+    size = len(payload["html"].encode("utf-8"))
+    log.debug("email: %s of %s rendered (%d bytes of HTML)", part, issue.date, size)
+    if size > Limits.body_maxlen:
+        log.warning(
+            "email: the HTML part of %s of %s is %d bytes, over %d: Gmail shows it clipped "
+            '(readers follow "View entire message" or the issue\'s page)',
+            part,
+            issue.date,
+            size,
+            Limits.body_maxlen,
+        )
     return [Message(payload)]
 
 
@@ -145,7 +182,9 @@ def notice(text: str, *, mentions: bool = False) -> list[Message]:
     """A service text (a confirmation request, a correction notice) as one text-only message
     whose subject is its first line."""
     first = text.strip().splitlines()[0] if text.strip() else "通知 / Notice"
-    return [Message({"subject": first[:120], "text": text, "html": ""})]
+    if len(first) > Limits.title_maxlen:
+        first = first[: Limits.title_maxlen - 1] + "…"
+    return [Message({"subject": first, "text": text, "html": ""})]
 
 
 def _lang(issue: Issue) -> str:
