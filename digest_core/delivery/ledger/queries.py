@@ -14,6 +14,7 @@ from sqlalchemy import (
     select,
 )
 from sqlalchemy.engine import Row
+from sqlalchemy.sql import Select
 
 from digest_core.delivery.ledger.records import (
     DeliveryRecord,
@@ -68,17 +69,7 @@ class Queries:
         limit: int | None = None,
     ) -> list[PartRecord]:
         """Ledger rows, newest first, filtered by issue, platform, states and target."""
-        query = (
-            select(
-                parts,
-                deliveries.c.issue_date,
-                deliveries.c.revision,
-                deliveries.c.platform,
-                deliveries.c.generation,
-            )
-            .join(deliveries, parts.c.delivery_id == deliveries.c.id)
-            .order_by(parts.c.updated_at.desc(), parts.c.id.desc())
-        )
+        query = _newest_rows()
         if ref is not None:
             query = query.where(
                 deliveries.c.issue_date == ref.date, deliveries.c.revision == ref.revision
@@ -111,20 +102,9 @@ class Queries:
         time they are due at the end of ``last_error``: see
         :func:`digest_core.delivery.reports.due_of`), of ``day`` and ``platform`` if given,
         newest first."""
-        query = (
-            select(
-                parts,
-                deliveries.c.issue_date,
-                deliveries.c.revision,
-                deliveries.c.platform,
-                deliveries.c.generation,
-            )
-            .join(deliveries, parts.c.delivery_id == deliveries.c.id)
-            .where(
-                parts.c.state.in_([PartState.PENDING.value, PartState.UNKNOWN.value]),
-                parts.c.last_error.like("%; due at %"),
-            )
-            .order_by(parts.c.updated_at.desc(), parts.c.id.desc())
+        query = _newest_rows().where(
+            parts.c.state.in_([PartState.PENDING.value, PartState.UNKNOWN.value]),
+            parts.c.last_error.like("%; due at %"),
         )
         if day is not None:
             query = query.where(deliveries.c.issue_date == day)
@@ -281,3 +261,19 @@ class Queries:
                 )
                 for r in await conn.execute(query)
             ]
+
+
+def _newest_rows() -> Select[Any]:
+    """Ledger rows with their delivery's issue, revision, platform and generation, newest
+    first (what :func:`_record` reads)."""
+    return (
+        select(
+            parts,
+            deliveries.c.issue_date,
+            deliveries.c.revision,
+            deliveries.c.platform,
+            deliveries.c.generation,
+        )
+        .join(deliveries, parts.c.delivery_id == deliveries.c.id)
+        .order_by(parts.c.updated_at.desc(), parts.c.id.desc())
+    )
