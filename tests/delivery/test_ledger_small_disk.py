@@ -32,7 +32,7 @@ from digest_core.platform import PlatformLimits, Rate
 from digest_core.testing import FakePlatform, make_issue, make_messages, make_targets
 from tests.bots.telegram.harness import ARCHIVE, REPO, TODAY, ZONE, write_config
 from tests.delivery.test_ledger_trouble import wait_for
-from tests.fakes.telegram_api import DEFAULT_TOKEN
+from tests.fakes.telegram_api import DEFAULT_TOKEN, running_process
 
 pytestmark = pytest.mark.slow  # real processes, servers or a browser
 
@@ -121,22 +121,8 @@ async def test_a_freed_disk_is_not_filled_again_by_the_log(
 def telegram_double() -> Iterator[str]:
     """The Telegram double as its own process (real flood limits: 300 channels' post takes
     tens of seconds), with the channels added; its root URL."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.fakes.telegram_api"],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-    )  # fmt: skip
-    try:
-        assert proc.stdout is not None
-        base_url = proc.stdout.readline().strip()
-        assert base_url.startswith("http://127.0.0.1:"), base_url
-        root = base_url.removesuffix("/bot")
-        with httpx.Client(base_url=root) as client:
-            for chat in BOT_CHANNELS:
-                client.post("/_fake/add_chat", json={"id": chat, "type": "channel"})
+    with running_process(dict.fromkeys(BOT_CHANNELS, "channel")) as root:
         yield root
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(10)
 
 
 def sent_count(root: str) -> int:

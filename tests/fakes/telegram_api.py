@@ -12,10 +12,13 @@ import logging
 import math
 import re
 import signal
+import subprocess
+import sys
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, Self
 
@@ -1574,6 +1577,31 @@ async def _serve(args: argparse.Namespace) -> None:
     async with fake:
         print(fake.base_url, flush=True)
         await stop.wait()
+
+
+@contextlib.contextmanager
+def running_process(chats: Mapping[int, ChatType] | None = None) -> Iterator[str]:
+    """The double as its own process (real flood limits), with ``chats`` (id -> type) added;
+    its root URL (the Bot API's base is ``root + "/bot"``). Stopped with SIGTERM on exit."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.fakes.telegram_api"],
+        cwd=Path(__file__).resolve().parents[2],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        base_url = proc.stdout.readline().strip()
+        assert base_url.startswith("http://127.0.0.1:"), base_url
+        root = base_url.removesuffix("/bot")
+        import httpx  # (the double itself serves with aiohttp; only this client uses httpx)
+
+        with httpx.Client(base_url=root) as client:
+            for chat, kind in (chats or {}).items():
+                client.post("/_fake/add_chat", json={"id": chat, "type": kind})
+        yield root
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(10)
 
 
 def main(argv: Iterable[str] | None = None) -> None:

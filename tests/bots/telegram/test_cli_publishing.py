@@ -3,9 +3,6 @@ Bot API double running as its own process."""
 
 from __future__ import annotations
 
-import signal
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,8 +13,8 @@ from bots.cli import EXIT_FAILED, EXIT_OK, main
 from bots.renderers import Flavor
 from digest_core.archive import Archive
 from digest_core.rendering import Part, RenderOptions, render
-from tests.bots.telegram.harness import ADMIN, CHANNEL, REPO, TODAY, write_config
-from tests.fakes.telegram_api import DEFAULT_TOKEN
+from tests.bots.telegram.harness import ADMIN, CHANNEL, TODAY, write_config
+from tests.fakes.telegram_api import DEFAULT_TOKEN, running_process
 
 pytestmark = [
     pytest.mark.slow,
@@ -27,21 +24,8 @@ pytestmark = [
 
 @pytest.fixture
 def fake_url() -> Iterator[str]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.fakes.telegram_api"],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-    )  # fmt: skip
-    try:
-        assert proc.stdout is not None
-        base_url = proc.stdout.readline().strip()
-        root = base_url.removesuffix("/bot")
-        with httpx.Client(base_url=root) as client:
-            client.post("/_fake/add_chat", json={"id": CHANNEL, "type": "channel"})
-            client.post("/_fake/add_chat", json={"id": ADMIN, "type": "private"})
+    with running_process({CHANNEL: "channel", ADMIN: "private"}) as root:
         yield root
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(10)
 
 
 def _sent(root: str, chat: int) -> list[dict[str, object]]:

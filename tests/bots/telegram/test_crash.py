@@ -22,7 +22,7 @@ import pytest
 from digest_core.clock import SystemClock
 from digest_core.delivery import Ledger
 from tests.bots.telegram.harness import ARCHIVE, REPO, TODAY, ZONE, until_answered, write_config
-from tests.fakes.telegram_api import DEFAULT_TOKEN
+from tests.fakes.telegram_api import DEFAULT_TOKEN, running_process
 
 pytestmark = pytest.mark.slow  # real processes, servers or a browser
 
@@ -38,24 +38,9 @@ PARTS = 2
 @pytest.fixture
 def fake_url() -> Iterator[str]:
     """The double as its own process (real flood limits), printing its base URL."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.fakes.telegram_api"],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-    )  # fmt: skip
-    try:
-        assert proc.stdout is not None
-        base_url = proc.stdout.readline().strip()
-        assert base_url.startswith("http://127.0.0.1:"), base_url
-        root = base_url.removesuffix("/bot")
-        with httpx.Client(base_url=root) as client:
-            for chat in CHANNELS:
-                client.post("/_fake/add_chat", json={"id": chat, "type": "channel"})
-            for user in SUBSCRIBERS:
-                client.post("/_fake/add_chat", json={"id": user, "type": "private"})
+    chats = {**dict.fromkeys(CHANNELS, "channel"), **dict.fromkeys(SUBSCRIBERS, "private")}
+    with running_process(chats) as root:
         yield root
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(10)
 
 
 def _bot(config: Path, log: Path) -> subprocess.Popen[bytes]:

@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from tests.bots.telegram.harness import ADMIN, ARCHIVE, REPO, TODAY, ZONE, write_config
-from tests.fakes.telegram_api import DEFAULT_TOKEN
+from tests.fakes.telegram_api import DEFAULT_TOKEN, running_process
 
 pytestmark = pytest.mark.slow  # real processes, servers or a browser
 
@@ -45,23 +45,9 @@ Message = dict[str, Any]
 @pytest.fixture
 def fake_url() -> Iterator[str]:
     """The double as its own process, printing its base URL."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.fakes.telegram_api"],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-    )  # fmt: skip
-    try:
-        assert proc.stdout is not None
-        base_url = proc.stdout.readline().strip()
-        assert base_url.startswith("http://127.0.0.1:"), base_url
-        root = base_url.removesuffix("/bot")
-        with httpx.Client(base_url=root) as client:
-            client.post("/_fake/add_chat", json={"id": CHANNEL, "type": "channel"})
-            for user in (ADMIN, ANN, BOB):
-                client.post("/_fake/add_chat", json={"id": user, "type": "private"})
+    chats = {CHANNEL: "channel", **dict.fromkeys((ADMIN, ANN, BOB), "private")}
+    with running_process(chats) as root:
         yield root
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(10)
 
 
 def _bot(config: Path, log: Path) -> subprocess.Popen[bytes]:
