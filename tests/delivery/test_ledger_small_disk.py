@@ -33,6 +33,7 @@ from digest_core.testing import FakePlatform, make_issue, make_messages, make_ta
 from tests.bots.telegram.harness import ARCHIVE, REPO, TODAY, ZONE, write_config
 from tests.delivery.test_ledger_trouble import wait_for
 from tests.fakes.telegram_api import DEFAULT_TOKEN, running_process
+from tests.tmpfs import tmpfs
 
 pytestmark = pytest.mark.slow  # real processes, servers or a browser
 
@@ -45,17 +46,8 @@ BOT_CHANNELS = [-1004000000 - i for i in range(150)]
 @pytest.fixture
 def tiny_disk(tmp_path: Path) -> Iterator[Path]:
     """A 2 MiB tmpfs of our own, to fill for real (needs root; skipped elsewhere)."""
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)], capture_output=True
-    )
-    if done.returncode:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
-    try:
+    with tmpfs(tmp_path / "disk", 2) as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=True)
 
 
 def fill(path: Path) -> None:

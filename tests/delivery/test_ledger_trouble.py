@@ -8,7 +8,6 @@ import contextlib
 import datetime as dt
 import os
 import shutil
-import subprocess
 import sys
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
@@ -30,6 +29,7 @@ from digest_core.scheduling import ScheduleConfig
 from digest_core.service import DigestService
 from digest_core.testing import FakePlatform, make_issue, make_messages, make_targets
 from tests.samples import SAMPLE_ARCHIVE
+from tests.tmpfs import tmpfs
 
 ROOT = Path(__file__).resolve().parents[2]
 DAY = dt.date(2026, 11, 27)  # three plain-text parts
@@ -215,17 +215,8 @@ async def test_a_post_waits_out_a_locked_ledger_and_completes(
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
     """A 16 MiB tmpfs of our own, to fill for real (needs root; skipped elsewhere)."""
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mount)], capture_output=True
-    )
-    if done.returncode:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
-    try:
+    with tmpfs(tmp_path / "disk", 16) as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=True)
 
 
 async def test_a_full_disk_mid_post_is_waited_out(small_disk: Path) -> None:
