@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -1580,11 +1580,14 @@ async def _serve(args: argparse.Namespace) -> None:
 
 
 @contextlib.contextmanager
-def running_process(chats: Mapping[int, ChatType] | None = None) -> Iterator[str]:
-    """The double as its own process (real flood limits), with ``chats`` (id -> type) added;
-    its root URL (the Bot API's base is ``root + "/bot"``). Stopped with SIGTERM on exit."""
+def running_process(
+    chats: Mapping[int, ChatType] | None = None, *, args: Sequence[str] = ()
+) -> Iterator[str]:
+    """The double as its own process (real flood limits; ``args``: :func:`main`'s options),
+    with ``chats`` (id -> type) added; its root URL (the Bot API's base is ``root + "/bot"``).
+    Stopped with SIGTERM on exit."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.fakes.telegram_api"],
+        [sys.executable, "-m", "tests.fakes.telegram_api", *args],
         cwd=Path(__file__).resolve().parents[2],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
     )  # fmt: skip

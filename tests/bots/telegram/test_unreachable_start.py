@@ -9,7 +9,6 @@ import datetime as dt
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -36,7 +35,8 @@ from tests.bots.telegram.harness import (
     settings_for,
     write_config,
 )
-from tests.fakes.telegram_api import DEFAULT_TOKEN, FakeTelegram
+from tests.bots.test_http import free_port
+from tests.fakes.telegram_api import DEFAULT_TOKEN, FakeTelegram, running_process
 
 pytestmark = [
     pytest.mark.slow,
@@ -44,28 +44,14 @@ pytestmark = [
 ]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextmanager
 def _double(port: int, *, token: str = DEFAULT_TOKEN) -> Iterator[httpx.Client]:
     """The Bot API double as its own process on ``port``, with the harness's channel."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.fakes.telegram_api", "--port", str(port),
-         "--token", token, f"--chat={CHANNEL}:channel"],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-    )  # fmt: skip
-    try:
-        assert proc.stdout is not None
-        assert proc.stdout.readline().strip() == f"http://127.0.0.1:{port}/bot"
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}") as client:
+    args = ("--port", str(port), "--token", token)
+    with running_process({CHANNEL: "channel"}, args=args) as root:
+        assert root == f"http://127.0.0.1:{port}"
+        with httpx.Client(base_url=root) as client:
             yield client
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(10)
 
 
 def _config(tmp_path: Path, api_port: int, http_port: int) -> Path:
@@ -109,7 +95,7 @@ def _readyz(port: int) -> tuple[int, dict[str, Any]] | None:
 
 
 def test_run_waits_for_an_unreachable_api_then_starts_and_posts(tmp_path: Path) -> None:
-    api_port, http_port = _free_port(), _free_port()
+    api_port, http_port = free_port(), free_port()
     log = tmp_path / "bot.log"
     bot = _bot(_config(tmp_path, api_port, http_port), log)
     try:
@@ -148,7 +134,7 @@ def test_run_waits_for_an_unreachable_api_then_starts_and_posts(tmp_path: Path) 
 
 
 def test_run_ends_on_a_refused_token_found_after_an_outage(tmp_path: Path) -> None:
-    api_port, http_port = _free_port(), _free_port()
+    api_port, http_port = free_port(), free_port()
     log = tmp_path / "bot.log"
     bot = _bot(_config(tmp_path, api_port, http_port), log)
     try:
@@ -176,7 +162,7 @@ async def test_status_names_the_platform_waiting_and_the_catch_up_follows_its_st
     """In process, the real PTB Application: /status says Telegram is not connected and
     why; posts leave it out meanwhile; once the API answers it starts and ``on_started``
     runs (the runtime's catch-up)."""
-    port = _free_port()
+    port = free_port()
     fake = FakeTelegram(port=port)
     config = write_config(tmp_path, base_url=fake.base_url, channels=[str(CHANNEL)])
     settings = settings_for(config, fake, monkeypatch)
