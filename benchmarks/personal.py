@@ -1,4 +1,5 @@
-"""The minute job of readers' own times and follows (digest_core/personal.py): what one run costs.
+"""The minute job of readers' own times and follows (digest_core/subscriptions/delivery.py): what
+one run costs.
 
 Run ``python -m benchmarks.personal`` (``--help`` for knobs). A fresh SQLite ledger holds N timed
 subscribers (times spread over the day, half in Asia/Shanghai, half in Europe/Berlin, a third of
@@ -27,10 +28,10 @@ from zoneinfo import ZoneInfo
 
 from digest_core.archive import Archive
 from digest_core.delivery import DeliveryEngine, Ledger
-from digest_core.delivery.ledger.readers import Format
-from digest_core.embargo import Embargo
-from digest_core.personal import Personal, Visibility
+from digest_core.delivery.ledger.preferences import Format
 from digest_core.platform import PlatformLimits, Rate, TargetKind
+from digest_core.publishing.embargo import Embargo
+from digest_core.subscriptions.delivery import Personal, Visibility
 from digest_core.testing import FakePlatform, SettableClock
 
 log = logging.getLogger(__name__)

@@ -24,7 +24,7 @@ from zoneinfo import ZoneInfo
 
 from benchmarks.archive import TODAY, make_archive
 from digest_core.archive import Archive
-from digest_core.embargo import Embargo
+from digest_core.publishing.embargo import Embargo
 from digest_core.site.build import SiteConfig, build_site
 from digest_core.site.live import LiveSite, published_issues
 from digest_core.site.published import FixedClock

@@ -17,8 +17,8 @@ from bots.logs import FORMATS, LEVELS, setup_logging
 from bots.network import network_reason
 from bots.registry import load_settings
 from bots.renderers import Flavor
-from digest_core import archive_files
 from digest_core.archive import Archive
+from digest_core.archive import files as archive_files
 from digest_core.errors import ConfigError, DigestError, IssueFormatError
 from digest_core.loading import Hint, date_from_name, load_issue
 from digest_core.models import Issue
@@ -559,7 +559,7 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
 
 async def _status(settings: Settings) -> int:
     from bots.runtime import open_service
-    from digest_core.leadership import describe_leader
+    from digest_core.service.leadership import describe_leader
 
     async with open_service(settings) as service:
         print(await service.status())

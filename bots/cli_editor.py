@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from digest_core.archive import Archive
-from digest_core.archive_add import MAX_ADD_BYTES, add_issue
+from digest_core.archive.adding import MAX_ADD_BYTES, add_issue
+from digest_core.archive.template import issue_template
 from digest_core.clock import zoned_text
 from digest_core.errors import IssueFormatError, IssuePublished
 from digest_core.models import Issue, issue_json_schema, shorten
-from digest_core.scheduling import post_time_of
+from digest_core.publishing.schedule import post_time_of
 from digest_core.settings import Settings
-from digest_core.template import issue_template
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +82,7 @@ def _published(settings: Settings) -> Any:
     since an admin published the day early (read from the ledger's audit log, as the running
     bot does; a ledger not created yet has none)."""
     from digest_core.clock import SystemClock
-    from digest_core.embargo import Embargo
+    from digest_core.publishing.embargo import Embargo
 
     embargo = Embargo(
         zone=settings.zone,
@@ -104,7 +104,7 @@ def early_publishes_of(settings: Settings) -> dict[dt.date, dt.datetime]:
 
     from digest_core.delivery import Ledger
     from digest_core.delivery.ledger.engine import _sqlite_file
-    from digest_core.publishing import early_publishes
+    from digest_core.publishing.approval import early_publishes
 
     database = _sqlite_file(settings.database_url)
     if database is not None and not database.exists():

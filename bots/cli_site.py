@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from digest_core.archive import Archive
 from digest_core.clock import Clock, SystemClock
-from digest_core.embargo import Embargo
+from digest_core.publishing.embargo import Embargo
 from digest_core.settings import Settings
 from digest_core.site.published import FixedClock, PublishRule
 

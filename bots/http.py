@@ -33,14 +33,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from digest_core.errors import ConfigError
-from digest_core.leadership import Leadership, Role
+from digest_core.service.leadership import Leadership, Role
 
 if TYPE_CHECKING:
     from aiohttp import web
 
     from bots.metrics import PrometheusMetrics
     from digest_core.port import Adapter
-    from digest_core.service import DigestService
+    from digest_core.service.root import DigestService
 
 log = logging.getLogger(__name__)
 

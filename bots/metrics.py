@@ -23,7 +23,7 @@ from digest_core import metrics as core_metrics
 from digest_core.delivery import Ledger, PartState
 
 if TYPE_CHECKING:
-    from digest_core.resuming import Resumer
+    from digest_core.delivery.resuming import Resumer
 
 log = logging.getLogger(__name__)
 

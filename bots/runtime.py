@@ -25,14 +25,14 @@ from digest_core.delivery import Backoff, DeliveryEngine, Ledger
 from digest_core.delivery.retention import RetentionJob, RetentionPolicy
 from digest_core.delivery.watchdog import LedgerWatchdog
 from digest_core.errors import ConfigError, LeadershipLost, LedgerLost
-from digest_core.leadership import Leadership, receives_as_standby
 from digest_core.metrics import NULL_METRICS, MetricsSink
-from digest_core.personal import install as install_personal
 from digest_core.port import Adapter
-from digest_core.publishing import PublishingConfig
-from digest_core.scheduling import ScheduleConfig
-from digest_core.service import DigestService
+from digest_core.publishing.approval import PublishingConfig
+from digest_core.publishing.schedule import ScheduleConfig
+from digest_core.service.leadership import Leadership, receives_as_standby
+from digest_core.service.root import DigestService
 from digest_core.settings import Settings
+from digest_core.subscriptions.delivery import install as install_personal
 
 if TYPE_CHECKING:
     from bots.http import HttpEndpoint, RouteInstaller
@@ -238,7 +238,8 @@ async def run(
     new_ledger: bool = False,
 ) -> None:
     """Run until SIGINT/SIGTERM (or ``stop``): schedule, catch-up, commands. As a standby
-    (:mod:`digest_core.leadership`) only the adapters that ``standby_receives`` run; once this
+    (:mod:`digest_core.service.leadership`) only the adapters that ``standby_receives`` run; once
+    this
     process leads, every platform, the jobs and the catch-up start. Each part is a context on
     one exit stack, left in reverse order within :data:`SHUTDOWN_BUDGET_SECONDS`, whatever
     ended the run; the HTTP endpoint runs throughout.

@@ -10,7 +10,7 @@ type and helper an adapter may use, and an adapter imports the core from here an
 renderer module only (tests/bots/test_port.py checks the imports). The re-exports are loaded on
 first use (PEP 562), so a platform's small declaration modules (``spec.py``, ``settings.py``)
 importing a settings base or its pacing from here load neither the ledger nor the scheduler.
-The service's side of the port is :class:`~digest_core.service_port.ServicePort`.
+The service's side of the port is :class:`~digest_core.service.port.ServicePort`.
 """
 
 from __future__ import annotations
@@ -38,8 +38,6 @@ if TYPE_CHECKING:
     import datetime as dt
     from collections.abc import Awaitable, Callable, Sequence
 
-    from digest_core.actions import ACTION_PREFIX, CommandButton, Style, parse_action_data
-    from digest_core.catalogue import Argument, CommandSpec, Completion, Kind, menu, spec
     from digest_core.clock import Clock, SystemClock
     from digest_core.commands import (
         ADMIN,
@@ -50,7 +48,9 @@ if TYPE_CHECKING:
         Status,
         parse_command_line,
     )
-    from digest_core.confirmation import (
+    from digest_core.commands.buttons import ACTION_PREFIX, CommandButton, Style, parse_action_data
+    from digest_core.commands.catalogue import Argument, CommandSpec, Completion, Kind, menu, spec
+    from digest_core.commands.confirmation import (
         CANCEL_DATA,
         CANCEL_LABEL,
         CONFIRM_LABEL,
@@ -59,11 +59,11 @@ if TYPE_CHECKING:
         Confirmations,
         confirm_data,
     )
+    from digest_core.commands.flood import UserRateLimiter, Verdict
+    from digest_core.commands.inline import Article
+    from digest_core.commands.replies import SendOnce
     from digest_core.delivery import InactiveTarget
-    from digest_core.flood import UserRateLimiter, Verdict
-    from digest_core.inline import Article
     from digest_core.models import Section, escape, shorten
-    from digest_core.readers import CHOICE_PREFIX, PRIVATE_COMMANDS, parse_choice
     from digest_core.rendering import (
         BUTTON_PREFIX,
         Message,
@@ -76,9 +76,9 @@ if TYPE_CHECKING:
         preview,
     )
     from digest_core.rendering.types import encode_body
-    from digest_core.replies import SendOnce
-    from digest_core.service_port import ServicePort as ServicePort
+    from digest_core.service.port import ServicePort as ServicePort
     from digest_core.settings import Settings, TokenSettings
+    from digest_core.subscriptions.commands import CHOICE_PREFIX, PRIVATE_COMMANDS, parse_choice
 
 #: everything an adapter (``bots/<platform>/``) may use of the core: it imports the core from
 #: here and from its own renderer module only (tests/bots/test_port.py checks the imports)
@@ -157,8 +157,20 @@ __all__ = [
 _LAZY: dict[str, str] = {
     name: module
     for module, names in {
-        "digest_core.actions": ("ACTION_PREFIX", "CommandButton", "Style", "parse_action_data"),
-        "digest_core.catalogue": ("Argument", "CommandSpec", "Completion", "Kind", "menu", "spec"),
+        "digest_core.commands.buttons": (
+            "ACTION_PREFIX",
+            "CommandButton",
+            "Style",
+            "parse_action_data",
+        ),
+        "digest_core.commands.catalogue": (
+            "Argument",
+            "CommandSpec",
+            "Completion",
+            "Kind",
+            "menu",
+            "spec",
+        ),
         "digest_core.clock": ("Clock", "SystemClock"),
         "digest_core.commands": (
             "ADMIN",
@@ -169,7 +181,7 @@ _LAZY: dict[str, str] = {
             "Status",
             "parse_command_line",
         ),
-        "digest_core.confirmation": (
+        "digest_core.commands.confirmation": (
             "CANCEL_DATA",
             "CANCEL_LABEL",
             "CONFIRM_LABEL",
@@ -179,10 +191,10 @@ _LAZY: dict[str, str] = {
             "confirm_data",
         ),
         "digest_core.delivery": ("InactiveTarget",),
-        "digest_core.flood": ("UserRateLimiter", "Verdict"),
-        "digest_core.inline": ("Article",),
+        "digest_core.commands.flood": ("UserRateLimiter", "Verdict"),
+        "digest_core.commands.inline": ("Article",),
         "digest_core.models": ("Section", "escape", "shorten"),
-        "digest_core.readers": ("CHOICE_PREFIX", "PRIVATE_COMMANDS", "parse_choice"),
+        "digest_core.subscriptions.commands": ("CHOICE_PREFIX", "PRIVATE_COMMANDS", "parse_choice"),
         "digest_core.rendering": (
             "BUTTON_PREFIX",
             "Message",
@@ -195,9 +207,9 @@ _LAZY: dict[str, str] = {
             "preview",
         ),
         "digest_core.rendering.types": ("encode_body",),
-        "digest_core.replies": ("SendOnce",),
+        "digest_core.commands.replies": ("SendOnce",),
         "digest_core.settings": ("Settings", "TokenSettings"),
-        "digest_core.service_port": ("ServicePort",),
+        "digest_core.service.port": ("ServicePort",),
     }.items()
     for name in names
 }
@@ -244,7 +256,8 @@ class Port(Protocol):
 
     async def archive_dates(self, *, admin: bool = False) -> list[dt.date]:
         """The dates the archive serves an issue for that the user may see (readers: only
-        published ones, see :mod:`digest_core.embargo`), oldest first (autocompletion)."""
+        published ones, see :mod:`digest_core.publishing.embargo`), oldest first
+        (autocompletion)."""
         ...
 
     async def receive_issue_file(
@@ -260,12 +273,12 @@ class Port(Protocol):
         does, and answered (privately) with the errors or the preview. ``download`` is awaited
         only when the file is taken (an admin's, at most 1 MiB) and raises
         :class:`~digest_core.errors.TransientError` when the platform cannot give the file
-        (:class:`digest_core.uploads.IssueUploads`)."""
+        (:class:`digest_core.publishing.uploads.IssueUploads`)."""
         ...
 
     async def greeting(self) -> str:
         """A terminal's start-up block: the current issue, the next post (in the digest's
-        zone and the host's), what to type (:func:`digest_core.greeting.greeting`)."""
+        zone and the host's), what to type (:func:`digest_core.service.greeting.greeting`)."""
         ...
 
     async def inactive_targets(self, platform: str) -> list[InactiveTarget]:
@@ -287,9 +300,9 @@ class Port(Protocol):
         paced: list[float] | None = None,
     ) -> list[str]:
         """Send ``messages`` to ``target`` as a reply (not a ledgered delivery), paced under
-        the same budget as ``platform``'s deliveries, short 429s waited out
-        (:func:`digest_core.replies.send_replies`); their message ids. ``send`` is one send of
-        one message (default ``platform.send`` without a part key).
+        the same budget as ``platform``'s deliveries, short 429s waited
+        out (:func:`digest_core.commands.replies.send_replies`); their message ids. ``send`` is one
+        send of one message (default ``platform.send`` without a part key).
 
         Raises:
             DeliveryError: a message could not be sent (the rest are not attempted).

@@ -255,7 +255,7 @@ class ConsolePlatform:
         self, port: Port, lines: AsyncIterator[str], reply: Reply, asked: Request
     ) -> None:
         """Ask the operator the prompt's yes/no; the core decides what a press does, as for a
-        button on Telegram or Discord (:mod:`digest_core.confirmation`)."""
+        button on Telegram or Discord (:mod:`digest_core.commands.confirmation`)."""
         confirmations = port.confirmations
         # a typed answer carries no button data: the platforms' byte limit does not apply
         prompt = confirmations.prompt(reply, limit=TYPED_DATA_LIMIT)

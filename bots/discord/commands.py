@@ -51,7 +51,9 @@ def _translations() -> dict[str, tuple[str, str]]:
 
     def add(en: str, zh: str, zh_tw: str) -> None:
         if pairs.setdefault(en, (zh, zh_tw)) != (zh, zh_tw):
-            raise ValueError(f"digest_core.catalogue: {en!r} is translated twice differently")
+            raise ValueError(
+                f"digest_core.commands.catalogue: {en!r} is translated twice differently"
+            )
 
     for entry in slash_commands():
         add(entry.name, entry.label_zh or entry.name, entry.label_zh_tw or entry.name)

@@ -323,7 +323,8 @@ class ActionButton(
     discord.ui.DynamicItem[discord.ui.Button[Any]],
     template=rf"^{ACTION_PREFIX}:(?P<command>[a-z]+)(?: (?P<args>.*))?$",
 ):
-    """An Approve / Hold button (``ac:approve DATE REVISION``, see digest_core.actions): the
+    """An Approve / Hold button (``ac:approve DATE REVISION``, see digest_core.commands.buttons):
+    the
     core runs the command as the presser, who must be an admin (else it refuses and audits);
     the answer is ephemeral. Persistent: a review sent before a restart still works."""
 
@@ -440,7 +441,7 @@ def choices_view(rows: Sequence[Sequence[Choice]]) -> discord.ui.View:
 
 class ConfirmView(discord.ui.View):
     """Confirm / Cancel under an admin action; what a press does is the core's
-    (:mod:`digest_core.confirmation`): only the admin who asked may press them here.
+    (:mod:`digest_core.commands.confirmation`): only the admin who asked may press them here.
 
     Confirm re-issues ``request`` (already ``confirmed``) and answers with its outcome,
     ephemerally, as a follow-up (a repost can take longer than 3 seconds).

@@ -65,7 +65,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 #: ``telegram.constants.InlineKeyboardButtonLimit.MAX_CALLBACK_DATA`` (bytes): the confirmation
-#: buttons' data (digest_core.confirmation) must fit
+#: buttons' data (digest_core.commands.confirmation) must fit
 MAX_CALLBACK_DATA = InlineKeyboardButtonLimit.MAX_CALLBACK_DATA
 #: ``answerCallbackQuery`` text limit (CallbackQueryLimit.ANSWER_CALLBACK_QUERY_TEXT_LENGTH)
 MAX_ANSWER_TEXT = CallbackQueryLimit.ANSWER_CALLBACK_QUERY_TEXT_LENGTH
@@ -431,7 +431,7 @@ class Handlers:
             log.info("telegram: could not answer inline query %r: %s", query.query, exc)
 
     async def _on_confirm(self, query: CallbackQuery, data: str) -> None:
-        """A press of a confirmation button: the core decides (digest_core.confirmation);
+        """A press of a confirmation button: the core decides (digest_core.commands.confirmation);
         the prompt's buttons are replaced by its note so it is not pressed twice."""
         user = query.from_user
         message = query.message

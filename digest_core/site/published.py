@@ -1,7 +1,8 @@
 """When an issue may be shown on the web: never before it is published (the embargo).
 
 The site asks a :class:`PublishRule`: the project's one embargo rule,
-:class:`digest_core.embargo.Embargo` (day D is public from its ``[schedule] post_time`` in the
+:class:`digest_core.publishing.embargo.Embargo` (day D is public from its ``[schedule] post_time``
+in the
 digest's zone, or from the moment an admin published it early), satisfies it.
 """
 

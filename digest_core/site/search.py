@@ -1,7 +1,7 @@
 """The search page's prebuilt index: documents and their character and character-pair postings,
 in shards, so a reader downloads only what a query needs.
 
-The same idea as :mod:`digest_core.archive_search` (Chinese has no spaces, so no segmenter: a
+The same idea as :mod:`digest_core.archive.index` (Chinese has no spaces, so no segmenter: a
 query's character pairs pick candidates, one character for a one-character query), written as
 JSON for the page's script. Every document carries its text, so the script checks each
 candidate for the whole query: no false positives. Text is lower-cased with ``str.lower``,

@@ -19,7 +19,8 @@ from bots.registry import load_settings
 from bots.renderers import Flavor
 from bots.runtime import open_service
 from bots.telegram.menus import command_menus
-from digest_core.catalogue import (
+from digest_core.commands import ADMIN, Capability, Reply, Request, Status
+from digest_core.commands.catalogue import (
     BY_NAME,
     CATALOGUE,
     MAX_DESCRIPTION,
@@ -27,12 +28,11 @@ from digest_core.catalogue import (
     help_text,
     menu,
 )
-from digest_core.commands import ADMIN, Capability, Reply, Request, Status
-from digest_core.declaration import Argument, number
-from digest_core.declaration import command as declare_command
+from digest_core.commands.declaration import Argument, number
+from digest_core.commands.declaration import command as declare_command
 from digest_core.errors import BadArgument
 from digest_core.rendering import preview
-from digest_core.service import DigestService
+from digest_core.service.root import DigestService
 from digest_core.testing import ManualClock
 from tests.bots.discord.harness import GUILD, fake_discord, make_settings
 from tests.samples import SAMPLE_ARCHIVE

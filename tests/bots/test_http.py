@@ -22,7 +22,7 @@ from bots.registry import load_settings
 from digest_core.clock import SystemClock
 from digest_core.delivery import DeliveryEngine, Ledger
 from digest_core.errors import LeadershipLost, RateLimited, TransientError
-from digest_core.leadership import LEADER_LEASE, Leadership
+from digest_core.service.leadership import LEADER_LEASE, Leadership
 from digest_core.settings import Settings
 from digest_core.testing import (
     FakePlatform,

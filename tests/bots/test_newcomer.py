@@ -231,7 +231,7 @@ def test_a_missed_post_alert_is_printed_once(workdir: Path) -> None:
 async def _service_greeting(tmp_path: Path, *, schedule: bool, local: str) -> str:
     from zoneinfo import ZoneInfo
 
-    from digest_core.greeting import greeting
+    from digest_core.service.greeting import greeting
 
     shutil.copytree(SAMPLE_ARCHIVE, tmp_path / "archive")
     cfg = tmp_path / "bot.toml"

@@ -86,7 +86,7 @@ def test_a_one_shot_command_says_its_result_once(tmp_path: Path) -> None:
     assert done.stderr == ""
     (tmp_path / "archive" / "2026-12-20.txt").unlink()
     logged = cli(tmp_path, "archive", "add", "2026-12-20.txt", "--log-level", "info")
-    assert "INFO digest_core.archive_add: stored the issue of 2026-12-20" in logged.stderr
+    assert "INFO digest_core.archive.adding: stored the issue of 2026-12-20" in logged.stderr
 
 
 def _bare_path(tmp_path: Path, *, uid: str) -> str:

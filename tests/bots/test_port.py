@@ -161,7 +161,7 @@ def test_no_duck_typing_of_the_client() -> None:
 
 def test_adapters_never_sleep_or_retry_a_rate_limit() -> None:
     """The Platform contract (digest_core/platform.py): adapters MUST NOT retry or sleep; the
-    core paces and retries, replies included (digest_core/replies.py)."""
+    core paces and retries, replies included (digest_core/commands/replies.py)."""
 
     def check(node: ast.AST) -> str | None:
         if isinstance(node, ast.Call) and ast.unparse(node.func).rpartition(".")[2] == "sleep":
@@ -177,7 +177,7 @@ def test_adapters_never_sleep_or_retry_a_rate_limit() -> None:
 def test_the_service_offers_every_member_of_the_port() -> None:
     # mypy checks it too: bots/runtime.py hands the service to Adapter.start(port: Port)
     from digest_core.port import Port, ServicePort
-    from digest_core.service import DigestService
+    from digest_core.service.root import DigestService
 
     members = sorted(n for n in vars(Port) if not n.startswith("_"))
     assert "handle" in members and "reply" in members

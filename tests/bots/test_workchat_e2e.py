@@ -23,8 +23,8 @@ import pytest
 from bots import registry
 from bots.runtime import open_service
 from digest_core.delivery import PartState
+from digest_core.publishing.schedule import Outcome
 from digest_core.rendering import render
-from digest_core.scheduling import Outcome
 from digest_core.testing import ManualClock
 from tests.bots.workchat_helpers import ARCHIVE, ROOT
 from tests.fakes.dingtalk_api import FakeDingTalk

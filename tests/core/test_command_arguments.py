@@ -11,9 +11,9 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from digest_core.catalogue import BY_NAME
+from digest_core.commands.catalogue import BY_NAME
+from digest_core.commands.requests import Request
 from digest_core.errors import BadArgument
-from digest_core.requests import Request
 
 DAY = dt.date(2026, 11, 27)
 GIVE_A_NUMBER = "请给出简讯编号，例如 /brief 2 / give a brief number"

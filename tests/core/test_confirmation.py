@@ -8,7 +8,7 @@ import pytest
 
 from bots.renderers import Flavor
 from digest_core.commands import ADMIN, Request
-from digest_core.confirmation import (
+from digest_core.commands.confirmation import (
     CANCEL_DATA,
     CANCEL_LABEL,
     CONFIRM_LABEL,
@@ -16,7 +16,7 @@ from digest_core.confirmation import (
     Confirmations,
     confirm_data,
 )
-from digest_core.service import DigestService
+from digest_core.service.root import DigestService
 from tests.core.test_service_commands import req, service, text_of
 
 __all__ = ["service"]  # the fixture, shared with the command tests

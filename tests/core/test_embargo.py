@@ -15,10 +15,10 @@ from bots.registry import load_settings
 from bots.runtime import open_service
 from digest_core.archive import Archive
 from digest_core.commands import ADMIN, Request, Status
-from digest_core.embargo import Embargo
 from digest_core.errors import IssueNotFound
+from digest_core.publishing.embargo import Embargo
 from digest_core.rendering import preview
-from digest_core.service import DigestService
+from digest_core.service.root import DigestService
 from digest_core.testing import ManualClock
 from tests.samples import SAMPLE_ARCHIVE
 

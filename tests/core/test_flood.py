@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from digest_core.flood import UserRateLimiter, Verdict
+from digest_core.commands.flood import UserRateLimiter, Verdict
 from digest_core.testing import ManualClock
 
 

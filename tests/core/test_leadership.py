@@ -15,7 +15,7 @@ import pytest
 
 from digest_core.clock import SystemClock
 from digest_core.delivery import Ledger, delivery_lease
-from digest_core.leadership import LEADER_LEASE, Leadership, Role, describe_leader
+from digest_core.service.leadership import LEADER_LEASE, Leadership, Role, describe_leader
 from digest_core.testing import make_issue, make_targets
 from tests.clockskew import skewed_env
 
@@ -227,7 +227,7 @@ LEADER = """
 import asyncio, sys
 from digest_core.clock import SystemClock
 from digest_core.delivery import Ledger, delivery_lease
-from digest_core.leadership import Leadership
+from digest_core.service.leadership import Leadership
 
 async def main() -> None:
     async with Ledger.open(sys.argv[1], clock=SystemClock()) as ledger:

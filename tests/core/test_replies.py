@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from digest_core.commands.replies import MAX_REPLY_ATTEMPTS, MAX_REPLY_RETRY_AFTER, send_replies
 from digest_core.delivery import Pacer
 from digest_core.errors import OutcomeUnknown, RateLimited, TransientError
 from digest_core.platform import PlatformLimits, Rate, Target, TargetKind
 from digest_core.rendering import Message
-from digest_core.replies import MAX_REPLY_ATTEMPTS, MAX_REPLY_RETRY_AFTER, send_replies
 from digest_core.testing import ManualClock
 
 TARGET = Target("chat", "7", TargetKind.PRIVATE)

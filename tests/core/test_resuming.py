@@ -7,10 +7,10 @@ import datetime as dt
 from collections.abc import Sequence
 
 from digest_core.delivery import DeliveryReport, TargetReport
+from digest_core.delivery.resuming import Resumer
 from digest_core.errors import TransientError
 from digest_core.platform import Target, TargetKind
-from digest_core.resuming import Resumer
-from digest_core.scheduling import PostState
+from digest_core.publishing.schedule import PostState
 from digest_core.testing import ManualClock, make_issue
 
 DAY = dt.date(2026, 11, 27)

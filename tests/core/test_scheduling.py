@@ -10,7 +10,7 @@ import pytest
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from digest_core.errors import DeliveryBusy
-from digest_core.scheduling import JOB_ID, DailyPoster, Outcome, PostState, ScheduleConfig
+from digest_core.publishing.schedule import JOB_ID, DailyPoster, Outcome, PostState, ScheduleConfig
 from digest_core.testing import ManualClock
 
 SHANGHAI = ZoneInfo("Asia/Shanghai")

@@ -18,9 +18,9 @@ from bots.runtime import open_service
 from digest_core.commands import ADMIN, MAX_REPLY_MESSAGES, Capability, Reply, Request, Status
 from digest_core.delivery import DeliveryReport, TargetReport
 from digest_core.models import Section
+from digest_core.publishing.schedule import PostState
 from digest_core.rendering import Message, Part, RenderOptions, preview, render
-from digest_core.scheduling import PostState
-from digest_core.service import DigestService, describe_report
+from digest_core.service.root import DigestService, describe_report
 from digest_core.testing import ManualClock, make_issue
 from tests.samples import SAMPLE_ARCHIVE
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from digest_core.archive_files import StatKey, stat_key
-from digest_core.settling import Look, wait_settled
+from digest_core.archive.files import StatKey, stat_key
+from digest_core.archive.settling import Look, wait_settled
 from digest_core.testing import ManualClock
 
 
@@ -54,7 +54,7 @@ async def test_a_file_that_keeps_changing_is_posted_after_the_bound(
             _look(path), clock=clock, settle=10, max_wait=60, wall=lambda: os.stat(path).st_mtime
         )
 
-    caplog.set_level(logging.INFO, logger="digest_core.settling")
+    caplog.set_level(logging.INFO, logger="digest_core.archive.settling")
     writing = asyncio.create_task(writer())
     try:
         waited = await settle()

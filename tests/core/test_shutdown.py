@@ -13,9 +13,9 @@ from digest_core.archive import Archive
 from digest_core.clock import SystemClock
 from digest_core.delivery import DeliveryEngine, Ledger, PartState
 from digest_core.platform import PartKey, Target
+from digest_core.publishing.schedule import ScheduleConfig
 from digest_core.rendering import Message
-from digest_core.scheduling import ScheduleConfig
-from digest_core.service import DigestService
+from digest_core.service.root import DigestService
 from tests.samples import SAMPLE_ARCHIVE
 
 DAY = dt.date(2026, 11, 27)  # the long issue: several parts per target

@@ -6,8 +6,8 @@ from __future__ import annotations
 import datetime as dt
 from zoneinfo import ZoneInfo
 
-from digest_core.embargo import Embargo
-from digest_core.personal import FOLLOW_WINDOW, Visibility
+from digest_core.publishing.embargo import Embargo
+from digest_core.subscriptions.delivery import FOLLOW_WINDOW, Visibility
 from digest_core.testing import ManualClock
 
 SHANGHAI = ZoneInfo("Asia/Shanghai")

@@ -13,11 +13,11 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from digest_core.delivery import DeliveryEngine, Ledger, PartState
-from digest_core.delivery.corrector import correct
 from digest_core.delivery.ledger import FULL_VARIANT, Action, corrections, part_digests
 from digest_core.delivery.ledger.migrate import lock_for_upgrade, upgrade
 from digest_core.models import IssueRef
 from digest_core.platform import PlatformLimits, Rate, Target, TargetKind
+from digest_core.publishing.corrections import correct
 from digest_core.rendering import Message
 from digest_core.testing import ManualClock, open_ledger
 from tests.delivery.test_corrections import EditingPlatform

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 import pytest
 
 from digest_core.delivery import DeliveryEngine, Ledger, PartState
-from digest_core.delivery.corrector import correct
 from digest_core.errors import MessageGone
 from digest_core.models import IssueRef
 from digest_core.platform import PlatformLimits, Rate, Target
+from digest_core.publishing.corrections import correct
 from digest_core.rendering import Message
 from digest_core.testing import FakePlatform, ManualClock, make_messages, make_targets, open_ledger
 

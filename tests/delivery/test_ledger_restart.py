@@ -26,9 +26,9 @@ from digest_core.clock import SystemClock
 from digest_core.delivery import DeliveryEngine, Ledger
 from digest_core.delivery.health import RetryPolicy
 from digest_core.platform import PlatformLimits, Rate, Target, TargetKind
+from digest_core.publishing.schedule import ScheduleConfig
 from digest_core.rendering import Part, render
-from digest_core.scheduling import ScheduleConfig
-from digest_core.service import DigestService
+from digest_core.service.root import DigestService
 from tests.bots.telegram.harness import ARCHIVE, REPO, TODAY, write_config
 from tests.bots.telegram.harness import ZONE as TG_ZONE
 from tests.delivery.test_ledger_small_disk import sent_keys, wait_until

@@ -24,9 +24,9 @@ from digest_core.clock import SystemClock
 from digest_core.delivery import DeliveryEngine, Ledger
 from digest_core.delivery.health import RetryPolicy
 from digest_core.platform import PlatformLimits, Rate, Target, TargetKind
+from digest_core.publishing.schedule import ScheduleConfig
 from digest_core.rendering import Part, render
-from digest_core.scheduling import ScheduleConfig
-from digest_core.service import DigestService
+from digest_core.service.root import DigestService
 from digest_core.testing import FakePlatform, make_issue, make_messages, make_targets
 from tests.samples import SAMPLE_ARCHIVE
 from tests.tmpfs import tmpfs

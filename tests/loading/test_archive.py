@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from digest_core.archive import Archive, SearchHit
-from digest_core.archive_scan import FOLDED_FROM_BEYOND_ASCII
+from digest_core.archive.scan import FOLDED_FROM_BEYOND_ASCII
 from digest_core.errors import IssueNotFound
 from digest_core.loading import dump_json, load_issue
 from digest_core.models import Section
@@ -321,7 +321,7 @@ def test_an_unexpected_loader_error_is_logged_with_its_traceback_and_reported(
             raise KeyError("a bug in the loader")
         return real(path, date=date)
 
-    monkeypatch.setattr("digest_core.archive.load_issue", buggy)
+    monkeypatch.setattr("digest_core.archive.folder.load_issue", buggy)
     archive = Archive(root)
     with caplog.at_level(logging.WARNING, logger="digest_core.archive"):
         assert archive.latest().date == D5  # the newest file is skipped, not fatal

@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from digest_core.archive import Archive
-from digest_core.embargo import Embargo
+from digest_core.publishing.embargo import Embargo
 from digest_core.site.build import SiteConfig, build_site, write_site
 from digest_core.site.live import published_issues
 from digest_core.site.published import FixedClock

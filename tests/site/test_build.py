@@ -18,8 +18,8 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from bots.site_http import lookup, site_app
 from digest_core.archive import Archive
-from digest_core.embargo import Embargo
 from digest_core.models import Issue, Item
+from digest_core.publishing.embargo import Embargo
 from digest_core.site.build import MANIFEST, SiteConfig, build_site, write_site
 from digest_core.site.feed import FEED_ISSUES
 from digest_core.site.live import LiveSite

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from digest_core.scheduling import Outcome
+from digest_core.publishing.schedule import Outcome
 from tests.bots.telegram.harness import (
     CHANNEL,
     TODAY,

@@ -20,8 +20,8 @@ from digest_core.delivery.ledger.engine import _set_aside_orphans, create_engine
 from digest_core.delivery.ledger.leases import Leases
 from digest_core.delivery.ledger.migrate import SchemaState
 from digest_core.delivery.ledger.planning import Planning
+from digest_core.delivery.ledger.preferences import Readers
 from digest_core.delivery.ledger.queries import Queries
-from digest_core.delivery.ledger.readers import Readers
 from digest_core.delivery.ledger.records import LedgerStats
 from digest_core.delivery.ledger.retention import Retention
 from digest_core.delivery.ledger.schema import DEFAULT_LEDGER_URL

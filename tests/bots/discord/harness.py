@@ -16,7 +16,7 @@ import pytest
 from bots.discord import DiscordAdapter
 from bots.registry import load_settings
 from bots.runtime import open_service
-from digest_core.service import DigestService
+from digest_core.service.root import DigestService
 from digest_core.settings import Settings
 from digest_core.testing import PinnedClock
 from tests.fakes import discord_payloads as p

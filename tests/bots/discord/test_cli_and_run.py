@@ -19,7 +19,7 @@ import pytest
 from bots.cli import main
 from bots.discord.cli import sync_commands
 from bots.runtime import run
-from digest_core.catalogue import CATALOGUE
+from digest_core.commands.catalogue import CATALOGUE
 from digest_core.rendering.discord import check_message
 from tests.bots.discord.harness import (
     CHANNELS,

@@ -12,10 +12,10 @@ import pytest
 from bots.discord.cli import BOT_PERMISSIONS, invite_url, sync_commands
 from bots.discord.client import ShardedDigestClient
 from bots.renderers import Flavor
-from digest_core.catalogue import CATALOGUE
 from digest_core.commands import Request
+from digest_core.commands.catalogue import CATALOGUE
 from digest_core.rendering import Part, RenderOptions, render
-from digest_core.service import DigestService
+from digest_core.service.root import DigestService
 from tests.bots.discord.harness import (
     ADMIN_ROLE,
     ADMIN_USER,

@@ -25,9 +25,9 @@ from digest_core.errors import (
 )
 from digest_core.models import Issue
 from digest_core.platform import PartKey, Target, TargetKind
+from digest_core.publishing.schedule import Outcome
 from digest_core.rendering import Message, Part, RenderOptions, render
 from digest_core.rendering.discord import check_message
-from digest_core.scheduling import Outcome
 from tests.bots.discord.harness import (
     ALERTED,
     CHANNELS,

@@ -20,7 +20,7 @@ from bots.registry import load_settings
 from bots.runtime import open_service
 from bots.telegram import TelegramAdapter
 from bots.telegram.spec import TELEGRAM_LIMITS
-from digest_core.service import DigestService
+from digest_core.service.root import DigestService
 from digest_core.settings import Settings
 from digest_core.testing import PinnedClock
 from tests.fakes.telegram_api import FakeTelegram, SentMessage

@@ -29,7 +29,7 @@ from bots.telegram.handlers import (
 )
 from bots.telegram.wire import chat_id, retry_seconds, split_payload, target_kind, translate
 from digest_core.commands import Request
-from digest_core.confirmation import confirm_data, parse_confirm_data
+from digest_core.commands.confirmation import confirm_data, parse_confirm_data
 from digest_core.errors import (
     DeliveryError,
     OutcomeUnknown,

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from bots.runtime import run
-from digest_core.catalogue import CATALOGUE, spec
+from digest_core.commands.catalogue import CATALOGUE, spec
 from tests.bots.telegram.harness import (
     ADMIN,
     ANN,

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from bots.renderers import Flavor
+from digest_core.publishing.schedule import Outcome
 from digest_core.rendering import Part, render
-from digest_core.scheduling import Outcome
 from tests.bots.telegram.harness import (
     ADMIN,
     CHANNEL,
@@ -67,7 +67,7 @@ async def test_a_file_still_being_saved_at_post_time_is_posted_complete(
     cut = full.rfind("\n", 0, len(full) * 3 // 10) + 1
     path.write_text(full[:cut], encoding="utf-8")  # the save's first write
     assert bot.service.archive.on(TODAY).briefs == ()  # the prefix alone loads: headline only
-    caplog.set_level(logging.INFO, logger="digest_core.settling")
+    caplog.set_level(logging.INFO, logger="digest_core.archive.settling")
 
     post = asyncio.create_task(bot.service.poster.run_due(TODAY))
     await _logged(caplog, "still being saved?", post)

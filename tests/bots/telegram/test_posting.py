@@ -11,8 +11,8 @@ import pytest
 from bots.runtime import run
 from digest_core.delivery import PartState
 from digest_core.models import Section
+from digest_core.publishing.schedule import Outcome
 from digest_core.rendering import button_data
-from digest_core.scheduling import Outcome
 from tests.bots.telegram.harness import (
     ADMIN,
     ANN,

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from bots.renderers import Flavor
-from digest_core.actions import parse_action_data
-from digest_core.embargo import EARLY_ACTION
+from digest_core.commands.buttons import parse_action_data
+from digest_core.publishing.embargo import EARLY_ACTION
 from digest_core.rendering import Part, render
 from digest_core.testing import PinnedClock
 from tests.bots.telegram.harness import (

@@ -12,7 +12,7 @@ import pytest
 from bots.runtime import run
 from digest_core.clock import SystemClock
 from digest_core.delivery import Ledger
-from digest_core.leadership import LEADER_LEASE
+from digest_core.service.leadership import LEADER_LEASE
 from tests.bots.telegram.harness import ANN, CHANNEL, settings_for, write_config
 from tests.fakes.telegram_api import FakeTelegram
 

@@ -64,7 +64,7 @@ async def test_a_bad_file_is_answered_with_path_line_and_stores_nothing(bot: Run
 async def test_a_file_with_several_problems_gets_one_line_each(bot: Running) -> None:
     """Issue 20, item 6: the unfilled template sent to the bot: every problem on its own
     ``path:line: field: detail`` line, as ``archive add`` prints them."""
-    from digest_core.template import issue_template
+    from digest_core.archive.template import issue_template
 
     template = issue_template(dt.date.fromisoformat(FUTURE)).encode()
     text = await send_file(bot, f"{FUTURE}.yaml", template)

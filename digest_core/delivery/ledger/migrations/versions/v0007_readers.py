@@ -1,5 +1,5 @@
 """Schema 7: readers' own terms. A reader's delivery time, zone and format (``preferences``)
-and the words they follow (``follows``), see :mod:`digest_core.delivery.ledger.readers`.
+and the words they follow (``follows``), see :mod:`digest_core.delivery.ledger.preferences`.
 
 Revision ID: 0007
 Revises: 0006

@@ -1,5 +1,5 @@
 """Schema 9: follows considered once. One row per (platform, issue date) whose follow messages
-were all sent (``follow_checks``, see :mod:`digest_core.delivery.ledger.readers`), so every
+were all sent (``follow_checks``, see :mod:`digest_core.delivery.ledger.preferences`), so every
 issue that becomes public is considered once for follows, across restarts.
 
 Revision ID: 0009

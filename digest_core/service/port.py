@@ -9,23 +9,23 @@ from collections.abc import Awaitable, Callable, Sequence
 from digest_core.archive import Archive
 from digest_core.clock import Clock
 from digest_core.commands import Commands, Reply, Request
-from digest_core.confirmation import Confirmations
+from digest_core.commands.confirmation import Confirmations
+from digest_core.commands.inline import Article, articles
+from digest_core.commands.replies import SendOnce, send_replies
 from digest_core.delivery import DeliveryEngine, InactiveTarget, Ledger
-from digest_core.embargo import Embargo
-from digest_core.greeting import greeting
-from digest_core.inline import Article, articles
 from digest_core.models import Section
-from digest_core.personal import Visibility
 from digest_core.platform import Platform, Target
+from digest_core.publishing.embargo import Embargo
+from digest_core.publishing.schedule import DailyPoster
+from digest_core.publishing.uploads import IssueUploads
 from digest_core.rendering import Message
-from digest_core.replies import SendOnce, send_replies
-from digest_core.scheduling import DailyPoster
-from digest_core.uploads import IssueUploads
+from digest_core.service.greeting import greeting
+from digest_core.subscriptions.delivery import Visibility
 
 
 class ServicePort:
     """The :class:`~digest_core.port.Port` over the service's parts;
-    :class:`~digest_core.service.DigestService` inherits it (its constructor sets these
+    :class:`~digest_core.service.root.DigestService` inherits it (its constructor sets these
     attributes)."""
 
     archive: Archive

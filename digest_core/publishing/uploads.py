@@ -8,7 +8,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from digest_core.archive_add import MAX_ADD_BYTES, Added, add_issue
+from digest_core.archive.adding import MAX_ADD_BYTES, Added, add_issue
 from digest_core.clock import zoned_text
 from digest_core.commands import MAX_REPLY_MESSAGES, Capability, Reply, Request, Status
 from digest_core.errors import ConfigError, DigestError, IssueFormatError, IssuePublished
@@ -35,7 +35,7 @@ class IssueUploads:
 
     :meth:`take` decides with what the adapter knows before downloading (who sent it, how
     large it is) and only then asks the adapter for the bytes. The file is stored with
-    :func:`~digest_core.archive_add.add_issue` (validated, written atomically, a published day
+    :func:`~digest_core.archive.adding.add_issue` (validated, written atomically, a published day
     replaced only as a correction). The answer is private:
     the errors (``name:line: detail``) and warnings, or a line saying where it was stored and
     when it posts followed by the preview of the post as readers will get it.

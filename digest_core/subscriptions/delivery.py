@@ -13,7 +13,7 @@ cheap when nothing is due; the service runs it every minute.
 No duplicate when a preference changes: a subscriber's rows of the day are the ledger's answer
 (parts sent are not sent again, a crashed delivery resumes), and one whose rows have another
 number of parts than their format now renders was served another format that day and gets
-nothing more (:meth:`~digest_core.delivery.ledger.readers.Readers.day_shapes`; without
+nothing more (:meth:`~digest_core.delivery.ledger.preferences.Readers.day_shapes`; without
 this, a switch from one message to two would send the second); follow messages have a
 ledger key of their own (``<platform>~follow``, revision ``follow-<revision>``), so they never
 stand for the issue in the ledger, and they share the platform's pacing (``paced_as``).
@@ -31,16 +31,16 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
 from digest_core.archive import Archive
-from digest_core.archive_scan import SearchHit
+from digest_core.archive.scan import SearchHit
 from digest_core.clock import Clock
 from digest_core.delivery import DeliveryEngine, DeliveryReport, Ledger
-from digest_core.delivery.ledger.readers import Format, Preference
-from digest_core.embargo import Embargo
+from digest_core.delivery.ledger.preferences import Format, Preference
 from digest_core.errors import DeliveryBusy, IssueNotFound
 from digest_core.models import Issue, IssueRef, Section
 from digest_core.platform import PartKey, Platform, PlatformLimits, Target, TargetKind
-from digest_core.readers import zone_named
+from digest_core.publishing.embargo import Embargo
 from digest_core.rendering import Message, Part, Renderer, RenderOptions, notice, render
+from digest_core.subscriptions.commands import zone_named
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +94,8 @@ def install(
 
 
 class Visibility:
-    """What readers may see: the core's one embargo rule (:class:`~digest_core.embargo.Embargo`),
+    """What readers may see: the core's one embargo rule
+    (:class:`~digest_core.publishing.embargo.Embargo`),
     so follows, inline results and personal deliveries obey an admin's early publish and an
     editor's hold too.
 
@@ -346,7 +347,7 @@ class Personal:
 
         Every issue that became public in the last :data:`FOLLOW_WINDOW` is considered once
         (several of one day each): once all its messages are sent, the ledger records it
-        (:meth:`~digest_core.delivery.ledger.readers.Readers.check_follows`) and neither
+        (:meth:`~digest_core.delivery.ledger.preferences.Readers.check_follows`) and neither
         a later run, a restart nor a correction of the issue considers it again; a delivery
         cut short is resumed by the next run (its ledger rows: nothing is sent twice)."""
         days = await asyncio.to_thread(self.new_days)

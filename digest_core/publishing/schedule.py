@@ -83,7 +83,7 @@ class DailyPoster:
         settle: Callable[[dt.date], Awaitable[object]] | None = None,
     ):
         """``settle(day)`` waits while the day's file is still being saved (see
-        :func:`digest_core.settling.wait_settled`); None: files are posted as found."""
+        :func:`digest_core.archive.settling.wait_settled`); None: files are posted as found."""
         self.config = config
         self.clock = clock
         self._has_issue = has_issue

@@ -9,7 +9,8 @@ model)::
 
 :class:`~digest_core.commands.Commands` answers every declared handler it is given
 (:meth:`~digest_core.commands.Commands.declare`) and checks ``needs`` before the handler runs;
-:mod:`digest_core.catalogue` collects the declarations for menus, slash commands and ``/help``.
+:mod:`digest_core.commands.catalogue` collects the declarations for menus, slash commands and
+``/help``.
 Arguments are typed (:class:`Kind`): the core turns a platform's typed option values (Discord)
 or a command line's words (Telegram, the console, the work chats) into the handler's keyword
 values once, before the handler runs (:meth:`CommandSpec.arguments`); what does not fit is one
@@ -26,9 +27,9 @@ from enum import IntEnum, StrEnum
 from types import ModuleType
 from typing import Any, TypeVar
 
+from digest_core.commands.requests import Capability, Reply, Request
 from digest_core.errors import BadArgument
 from digest_core.models import shorten
-from digest_core.requests import Capability, Reply, Request
 
 log = logging.getLogger(__name__)
 
@@ -264,7 +265,7 @@ class CommandSpec:
 
     def arguments(self, request: Request) -> dict[str, Any]:
         """The handler's keyword values for ``request``: its typed option values where the
-        platform gave them (:attr:`~digest_core.requests.Request.values`), else its words.
+        platform gave them (:attr:`~digest_core.commands.requests.Request.values`), else its words.
         :class:`~digest_core.errors.BadArgument` says what does not fit."""
         if request.values is not None:
             return self._typed(request.values)

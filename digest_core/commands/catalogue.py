@@ -1,6 +1,7 @@
 """Every command's declaration, collected: what menus, slash commands and ``/help`` derive from.
 
-A command is declared once, on its handler (:func:`digest_core.declaration.command`): its name,
+A command is declared once, on its handler (:func:`digest_core.commands.declaration.command`): its
+name,
 its description in simplified Chinese (``zh``), traditional Chinese (``zh_tw``) and English
 (``en``), its usage line, its typed arguments and the capability it needs. This module lists
 them in ``/help``'s order: :data:`CATALOGUE`. Adapters build their menus from it (Telegram's
@@ -15,9 +16,8 @@ import logging
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from digest_core import editor_commands
 from digest_core.commands import Commands
-from digest_core.declaration import (
+from digest_core.commands.declaration import (
     ADMIN_HEADER,
     HELP_HEADER,
     MAX_DESCRIPTION,
@@ -29,8 +29,9 @@ from digest_core.declaration import (
     help_line,
     ordered,
 )
-from digest_core.declaration import help_text as _help_text
-from digest_core.readers import ReaderCommands
+from digest_core.commands.declaration import help_text as _help_text
+from digest_core.publishing import commands as editor_commands
+from digest_core.subscriptions.commands import ReaderCommands
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +65,7 @@ def spec(name: str) -> CommandSpec:
     try:
         return BY_NAME[name]
     except KeyError:
-        raise KeyError(f"/{name} is not in digest_core.catalogue.CATALOGUE") from None
+        raise KeyError(f"/{name} is not in digest_core.commands.catalogue.CATALOGUE") from None
 
 
 def menu(*, admin: bool) -> tuple[CommandSpec, ...]:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from digest_core.archive_files import NO_DATE, SUFFIXES, check_name
+from digest_core.archive.files import NO_DATE, SUFFIXES, check_name
 from digest_core.errors import ConfigError, IssueFormatError, IssuePublished
 from digest_core.loading import MAX_ISSUE_BYTES, Hint, load_issue, load_issue_data
 from digest_core.models import Issue

@@ -1,7 +1,7 @@
 """The editor's commands: ``/preview [DATE]``, ``/approve [DATE] [REVISION]``, ``/hold [DATE]``.
 
 Declared handlers of :class:`~digest_core.commands.Commands`, which checks their capability
-(:attr:`~digest_core.requests.Capability.PUBLISH`) before they run; answered privately.
+(:attr:`~digest_core.commands.requests.Capability.PUBLISH`) before they run; answered privately.
 ``/preview`` shows exactly the messages readers will get, buttons included; approve and hold
 are recorded by the backend (the audit log) and decide the approval gate of the daily post.
 """
@@ -13,9 +13,9 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from digest_core.declaration import Argument, command, date_argument
+from digest_core.commands.declaration import Argument, command, date_argument
+from digest_core.commands.requests import Capability, Reply, Request
 from digest_core.rendering import Part, RenderOptions, notice, render
-from digest_core.requests import Capability, Reply, Request
 
 if TYPE_CHECKING:
     from digest_core.commands import Commands

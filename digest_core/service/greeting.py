@@ -11,7 +11,7 @@ from digest_core.models import counted, shorten
 
 if TYPE_CHECKING:
     from digest_core.archive import Archive
-    from digest_core.scheduling import DailyPoster
+    from digest_core.publishing.schedule import DailyPoster
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 Every adapter parses its own input into a :class:`Request` and sends
 the returned :class:`Reply` messages back; the behaviour is the same everywhere. Each command
-is one declaration on its handler (:func:`~digest_core.declaration.command`);
+is one declaration on its handler (:func:`~digest_core.commands.declaration.command`);
 :meth:`Commands.handle` checks the capability it needs, then reads its arguments into the
 handler's typed values, for every platform. A wrong argument (a
 :class:`~digest_core.errors.BadArgument`) gets a reply with the usage, never an exception.
@@ -20,10 +20,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import ParamSpec, TypeVar
 
-from digest_core import editor_commands
 from digest_core.archive import Archive
 from digest_core.clock import Clock, zoned_text
-from digest_core.declaration import (
+from digest_core.commands.declaration import (
     MAX_ECHO_CHARS,
     Argument,
     CommandSpec,
@@ -39,10 +38,20 @@ from digest_core.declaration import (
     ordered,
     text,
 )
-from digest_core.embargo import Embargo, VisibleArchive
+from digest_core.commands.requests import (
+    ADMIN,
+    AdminBackend,
+    Capability,
+    Choice,
+    Reply,
+    Request,
+    Status,
+)
 from digest_core.errors import BadArgument, CommandRefused, IssueNotFound, NotRunning
 from digest_core.metrics import NULL_METRICS, MetricsSink
 from digest_core.models import Issue, Section, counted
+from digest_core.publishing import commands as editor_commands
+from digest_core.publishing.embargo import Embargo, VisibleArchive
 from digest_core.rendering import (
     Message,
     Part,
@@ -50,11 +59,11 @@ from digest_core.rendering import (
     notice,
     render,
 )
-from digest_core.requests import ADMIN, AdminBackend, Capability, Choice, Reply, Request, Status
 
 log = logging.getLogger(__name__)
 
-#: the request/reply types live in :mod:`digest_core.requests`; adapters import them from here
+#: the request/reply types live in :mod:`digest_core.commands.requests`; adapters import them from
+#: here
 __all__ = [
     "ADMIN",
     "MAX_ECHO_CHARS",
@@ -233,11 +242,11 @@ class Commands:
         return ordered(d.spec for d in self._table.values())
 
     def declare(self, owner: object, *bound: object, guard: Guard | None = None) -> None:
-        """Answer every command declared on ``owner`` (an object whose methods carry
-        :func:`~digest_core.declaration.command`, or a module of such functions, called with
-        ``bound`` before the request); a command of the same name is replaced. ``guard`` may
-        answer one of them after the capability check, before its arguments are read (the
-        readers' commands where private deliveries are not available)."""
+        """Answer every command declared on ``owner`` (an object whose methods
+        carry :func:`~digest_core.commands.declaration.command`, or a module of such functions,
+        called with ``bound`` before the request); a command of the same name is replaced.
+        ``guard`` may answer one of them after the capability check, before its arguments are read
+        (the readers' commands where private deliveries are not available)."""
         for spec, attr in declared(owner):
             handler = getattr(owner, attr)
             if bound:

@@ -1,7 +1,7 @@
 """The editor's side of the daily post: early publishes, previews to admins, approval, readiness.
 
 - **Early publish**: an admin posting a day before its publish time makes it public at once;
-  the fact is audited (:data:`~digest_core.embargo.EARLY_ACTION`) and reloaded on start.
+  the fact is audited (:data:`~digest_core.publishing.embargo.EARLY_ACTION`) and reloaded on start.
 - **Preview**: the exact messages readers will get (the channel post, buttons included), sent
   privately to admins (:class:`AdminInbox`), recorded nowhere as a delivery.
 - **Approval** (``[schedule] require_approval``): at ``review_time`` admins get the preview with
@@ -32,13 +32,13 @@ from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.date import DateTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
-from digest_core.actions import CommandButton, Style
 from digest_core.archive import Archive
 from digest_core.clock import Clock, zoned_text
-from digest_core.embargo import EARLY_ACTION, Embargo
+from digest_core.commands.buttons import CommandButton, Style
 from digest_core.errors import IssueNotFound
+from digest_core.publishing.embargo import EARLY_ACTION, Embargo
+from digest_core.publishing.schedule import PostState
 from digest_core.rendering import Message, Part, notice, render
-from digest_core.scheduling import PostState
 
 if TYPE_CHECKING:
     from digest_core.delivery import Ledger
@@ -476,7 +476,7 @@ def _approves(decision: Decision | None, revision: str) -> bool:
 
 async def early_publishes(ledger: Ledger) -> dict[dt.date, dt.datetime]:
     """The days an admin published before their time, and when (the first time), as the audit
-    log records them (:data:`~digest_core.embargo.EARLY_ACTION`)."""
+    log records them (:data:`~digest_core.publishing.embargo.EARLY_ACTION`)."""
     found: dict[dt.date, dt.datetime] = {}
     for entry in await ledger.audit_log(actions=[EARLY_ACTION], limit=_AUDIT_WINDOW):
         try:

@@ -69,7 +69,8 @@ class Request:
 @dataclass(frozen=True)
 class Choice:
     """A button under a reply: pressing it runs ``data``, a command line without its slash
-    (``"subscribe 07:00"``), for the presser (:func:`digest_core.readers.parse_choice`)."""
+    (``"subscribe 07:00"``), for the presser
+    (:func:`digest_core.subscriptions.commands.parse_choice`)."""
 
     label: str
     data: str
@@ -83,7 +84,7 @@ class Reply:
     messages: list[Message]
     private: bool = False
     #: set when an admin action needs a yes/no before it runs: the adapter shows the prompt
-    #: of :mod:`digest_core.confirmation`, which re-issues the request ``confirmed``.
+    #: of :mod:`digest_core.commands.confirmation`, which re-issues the request ``confirmed``.
     confirm: Request | None = None
     #: machine-readable outcome for adapters and tests (every value listed in :class:`Status`)
     status: Status = Status.OK

@@ -11,8 +11,8 @@ import zoneinfo
 from typing import Protocol
 
 from digest_core.commands import Choice, Commands, Reply, Request, Status
-from digest_core.declaration import Argument, CommandSpec, command, declared, one_of, text
-from digest_core.delivery.ledger.readers import MAX_FOLLOWS, Followed, Format, Preference
+from digest_core.commands.declaration import Argument, CommandSpec, command, declared, one_of, text
+from digest_core.delivery.ledger.preferences import MAX_FOLLOWS, Followed, Format, Preference
 from digest_core.errors import BadArgument
 from digest_core.models import shorten
 

@@ -7,7 +7,7 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from digest_core.archive_files import StatKey
+from digest_core.archive.files import StatKey
 from digest_core.clock import Clock
 
 log = logging.getLogger(__name__)

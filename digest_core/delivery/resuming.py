@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from digest_core.clock import Clock
 from digest_core.delivery.reports import DeliveryReport, due_of
 from digest_core.errors import DeliveryBusy
-from digest_core.scheduling import PostState
+from digest_core.publishing.schedule import PostState
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +75,8 @@ class Resumer:
         busy: Callable[[dt.date], bool],
         send_alert: Callable[[str, str], Awaitable[None]],
         alert: Callable[[str], Awaitable[None]],
+        post_on: Callable[[dt.date, str], Awaitable[object]] | None = None,
+        answers: Callable[[], Awaitable[None]] | None = None,
         base: float = 1.0,
         cap: float = 60.0,
         check_every: float = CHECK_SECONDS,
@@ -88,6 +90,10 @@ class Resumer:
         self._busy = busy
         self._send_alert = send_alert
         self._alert = alert
+        self._post_on = post_on
+        self._answers = answers
+        #: posts a delivery interrupted by ledger trouble, waiting for the ledger to answer
+        self._after_trouble: dict[tuple[dt.date, str], asyncio.Task[None]] = {}
         self.base = base
         self.cap = cap
         self.check_every = check_every
@@ -126,6 +132,35 @@ class Resumer:
         reason = next((e for r in reports for t in r.targets if t.waiting for e in t.errors), "")
         self.days[day] = Waiting(day, parts, _shorten(reason), due, tries)
         self._wake.set()
+
+    def after_trouble(self, day: dt.date, platform: str) -> None:
+        """Post ``day`` on ``platform`` again once the ledger answers (``answers``): a
+        delivery ledger trouble interrupted, whose rows could not record what waits (one
+        waiter per pair)."""
+        assert self._post_on is not None and self._answers is not None, "no post_on/answers"
+        post_on, answers = self._post_on, self._answers
+        key = (day, platform)
+        running = self._after_trouble.get(key)
+        if running is not None and not running.done() and running is not asyncio.current_task():
+            return
+
+        async def resume() -> None:
+            await answers()
+            if self._after_trouble.get(key) is asyncio.current_task():
+                del self._after_trouble[key]  # a failure from here on starts another waiter
+            log.info("the ledger answers: resuming the post of %s on %s", day, platform)
+            try:
+                await post_on(day, platform)
+            except Exception as exc:  # a delivery's own failure: reported by the poster
+                log.warning("the resumed post of %s on %s failed: %s", day, platform, exc)
+
+        task = asyncio.get_running_loop().create_task(resume(), name=f"resume {day} {platform}")
+        self._after_trouble[key] = task
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())
+
+    def waiters(self) -> list[asyncio.Task[None]]:
+        """The posts waiting for the ledger to answer (shutdown cancels them)."""
+        return list(self._after_trouble.values())
 
     def queue_alert(self, platform: str, text: str, reason: str) -> None:
         """Keep ``text`` for ``platform``'s admins, sent again on the next tries."""

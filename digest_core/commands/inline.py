@@ -1,7 +1,8 @@
 """Inline search (``@bot 关键词`` in any chat): shareable articles of published issues' items.
 
 Platform-neutral results (:class:`Article`); the adapter turns them into its API's form. Only
-issues readers may see count (:class:`~digest_core.personal.Visibility`, the embargo's one
+issues readers may see count (:class:`~digest_core.subscriptions.delivery.Visibility`, the
+embargo's one
 rule); an empty query gives the newest visible issue's headline (:meth:`Visibility.newest`,
 the same answer to "what is new" as follows and timed subscribers get).
 """
@@ -14,10 +15,10 @@ import re
 from dataclasses import dataclass
 
 from digest_core.archive import Archive
-from digest_core.archive_scan import SearchHit
+from digest_core.archive.scan import SearchHit
 from digest_core.errors import IssueNotFound
 from digest_core.models import Issue, Item, Section
-from digest_core.personal import Visibility
+from digest_core.subscriptions.delivery import Visibility
 
 log = logging.getLogger(__name__)
 

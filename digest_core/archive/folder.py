@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from digest_core.archive_files import (
+from digest_core.archive.files import (
     FileEntry,
     StatKey,
     classify,
@@ -23,8 +23,8 @@ from digest_core.archive_files import (
     real_root,
     stat_key,
 )
-from digest_core.archive_scan import RawTest, SearchHit, hits_in, pieces, read_head
-from digest_core.archive_search import SearchIndex
+from digest_core.archive.index import SearchIndex
+from digest_core.archive.scan import RawTest, SearchHit, hits_in, pieces, read_head
 from digest_core.errors import IssueFormatError, IssueNotFound
 from digest_core.loading import MAX_ISSUE_BYTES, load_issue
 from digest_core.models import Issue
@@ -90,7 +90,7 @@ _INLINE_INDEX = 32
 class Archive:
     """The issues stored as dated files in one folder (not its subfolders).
 
-    Which entries are issue files is :mod:`digest_core.archive_files`' rule, shared with
+    Which entries are issue files is :mod:`digest_core.archive.files`' rule, shared with
     ``digest-bot validate``: files named exactly ``YYYY-MM-DD.txt`` (or ``.json``, ``.yaml``,
     ``.yml``) that are regular files inside the folder. When several share a date, the
     ``.txt`` wins over ``.json`` over ``.yaml``: the published text is what editors fix, and the
@@ -105,7 +105,7 @@ class Archive:
     to load is logged at WARNING once, listed in :attr:`problems` and skipped; if an earlier
     version of it loaded, that last good version is still served.
 
-    Search uses an inverted index (:mod:`digest_core.archive_search`), filled as files load;
+    Search uses an inverted index (:mod:`digest_core.archive.index`), filled as files load;
     with ``index`` (the default) :meth:`index_in_background` (``digest-bot run`` calls it at
     start) or else the first search starts loading every file in a background thread, and
     searches scan until it is done. Without ``index`` (a one-shot CLI), search scans the raw

@@ -1,0 +1,2 @@
+"""The running bot's composition root (DigestService), the port over it, leadership and the
+terminal's greeting."""
