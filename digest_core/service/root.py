@@ -119,6 +119,7 @@ class DigestService(ServicePort):
             lock=self.deliveries.lock,
             catch_up=schedule.catch_up,
         )
+        self.pins = Pins(ledger, alert=self.alert)
         self.posting = Posting(
             archive=archive,
             ledger=ledger,
@@ -129,7 +130,7 @@ class DigestService(ServicePort):
             metrics=metrics,
             publishing=self.publishing,
             personal=self.personal,
-            pins=Pins(ledger, alert=self.alert),
+            pins=self.pins,
             alerts=self.alerts,
             deliveries=self.deliveries,
             resumer=self.resumer,
