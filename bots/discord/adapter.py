@@ -20,7 +20,6 @@ from pydantic import SecretStr
 
 from bots.discord.client import DigestClient, ShardedDigestClient
 from bots.discord.settings import DiscordSettings
-from bots.discord.spec import DISCORD_LIMITS
 from bots.discord.views import action_row
 from bots.inflight import InFlight
 from bots.network import network_reason
@@ -36,6 +35,7 @@ from digest_core.port import (
     NotPermitted,
     OutcomeUnknown,
     PartKey,
+    PlatformLimits,
     RateLimited,
     Rejected,
     RenderOptions,
@@ -151,8 +151,6 @@ class DiscordAdapter:
     flavor = Flavor.DISCORD
     #: readers can subscribe to get the daily issue by DM
     subscriptions = True
-    #: 50 requests/s per bot, 5 messages per 5 s per channel (see DISCORD_LIMITS)
-    limits = DISCORD_LIMITS
 
     #: On :meth:`stop`, interactions being answered get this long to finish before they are
     #: cancelled and told to try again (``digest-bot run`` has done this already, within its
@@ -166,9 +164,13 @@ class DiscordAdapter:
         *,
         token: SecretStr,
         clock: Clock,
+        limits: PlatformLimits,
         in_flight: InFlight | None = None,
     ) -> None:
+        """``limits``: Discord's rate limits, as :mod:`bots.discord.spec` states them (50
+        requests/s per bot, 5 messages per 5 s per channel)."""
         self.settings = settings
+        self.limits = limits
         self.in_flight = in_flight if in_flight is not None else InFlight()
         self.clock = clock
         self.post_options = RenderOptions(buttons=True, embeds=settings.embeds)

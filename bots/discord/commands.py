@@ -12,12 +12,10 @@ import discord
 from discord import app_commands
 from discord.app_commands import locale_str
 
-from bots.discord.views import PLATFORM, SORRY, port_of, respond, slowed_down
+from bots.discord.views import PLATFORM, SORRY, capabilities, port_of, respond, slowed_down
 from bots.renderers import Flavor
 from digest_core.port import (
-    ADMIN,
     Argument,
-    Capability,
     CommandSpec,
     Completion,
     Kind,
@@ -87,34 +85,6 @@ class DigestTranslator(app_commands.Translator):
         if locale is discord.Locale.taiwan_chinese:
             return pair[1]
         return None
-
-
-def capabilities(interaction: Interaction) -> frozenset[Capability]:
-    """Admin capabilities of the user behind ``interaction``, checked here in code (servers can
-    override a command's ``default_permissions``).
-
-    A user in ``admin_users`` is an admin everywhere, DMs included. Manage Server,
-    Administrator and ``admin_roles`` count only in a server that holds one of the configured
-    channels (anyone can add a public bot to a server of their own and manage it); in a DM
-    nobody has server permissions.
-    """
-    client = interaction.client
-    settings = client.settings
-    user = interaction.user
-    if user.id in settings.admin_users:
-        return ADMIN
-    guild_id = interaction.guild_id
-    if guild_id is None or not isinstance(user, discord.Member):
-        return frozenset()
-    if guild_id not in client.admin_guild_ids():
-        return frozenset()
-    perms = interaction.permissions
-    if perms.administrator or perms.manage_guild:
-        return ADMIN
-    roles = set(settings.admin_roles)
-    if roles and any(role.id in roles for role in user.roles):
-        return ADMIN
-    return frozenset()
 
 
 async def run_command(

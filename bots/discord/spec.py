@@ -38,7 +38,9 @@ def _build(settings: DiscordSettings, ctx: BuildContext) -> Adapter | None:
         return None
     from bots.discord.adapter import DiscordAdapter
 
-    return DiscordAdapter(settings, token=token, clock=ctx.clock, in_flight=ctx.in_flight)
+    return DiscordAdapter(
+        settings, token=token, clock=ctx.clock, limits=DISCORD_LIMITS, in_flight=ctx.in_flight
+    )
 
 
 PLATFORM = PlatformSpec(

@@ -14,6 +14,7 @@ from bots.inflight import RESTARTING
 from bots.renderers import Flavor
 from digest_core.port import (
     ACTION_PREFIX,
+    ADMIN,
     BUTTON_PREFIX,
     CANCEL_DATA,
     CANCEL_LABEL,
@@ -21,6 +22,7 @@ from digest_core.port import (
     CONFIRM_LABEL,
     CONFIRM_TIMEOUT_SECONDS,
     Action,
+    Capability,
     Choice,
     CommandButton,
     Message,
@@ -59,6 +61,34 @@ SORRY = "出错了，请稍后再试。/ Something went wrong; please try again 
 
 
 Work = Callable[[], Awaitable[Reply]]
+
+
+def capabilities(interaction: Interaction) -> frozenset[Capability]:
+    """Admin capabilities of the user behind ``interaction``, checked here in code (servers can
+    override a command's ``default_permissions``).
+
+    A user in ``admin_users`` is an admin everywhere, DMs included. Manage Server,
+    Administrator and ``admin_roles`` count only in a server that holds one of the configured
+    channels (anyone can add a public bot to a server of their own and manage it); in a DM
+    nobody has server permissions.
+    """
+    client = interaction.client
+    settings = client.settings
+    user = interaction.user
+    if user.id in settings.admin_users:
+        return ADMIN
+    guild_id = interaction.guild_id
+    if guild_id is None or not isinstance(user, discord.Member):
+        return frozenset()
+    if guild_id not in client.admin_guild_ids():
+        return frozenset()
+    perms = interaction.permissions
+    if perms.administrator or perms.manage_guild:
+        return ADMIN
+    roles = set(settings.admin_roles)
+    if roles and any(role.id in roles for role in user.roles):
+        return ADMIN
+    return frozenset()
 
 
 def port_of(interaction: Interaction) -> Port | None:
@@ -292,8 +322,6 @@ class SectionButton(
         await self._pressed(ours)
 
     async def _pressed(self, interaction: Interaction) -> None:
-        from bots.discord.commands import capabilities
-
         port = port_of(interaction)
         if port is None:
             return
@@ -351,8 +379,6 @@ class ActionButton(
         return cls(match.string)
 
     async def callback(self, interaction: discord.Interaction[Any]) -> None:
-        from bots.discord.commands import capabilities
-
         port = port_of(interaction)
         if port is None:
             return

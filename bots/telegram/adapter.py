@@ -22,7 +22,6 @@ from bots.telegram.editing import TelegramEditing
 from bots.telegram.handlers import AnswerTiming, Handlers
 from bots.telegram.menus import RedactToken, command_menus, sdk_loggers
 from bots.telegram.settings import TelegramSettings
-from bots.telegram.spec import PAID_BROADCAST_LIMITS, TELEGRAM_LIMITS
 from bots.telegram.wire import (
     chat_id,
     excerpt,
@@ -112,9 +111,6 @@ class TelegramAdapter(TelegramEditing):
     flavor = Flavor.TELEGRAM
     #: readers can subscribe to get the daily issue in a private chat
     subscriptions = True
-    #: Telegram's flood limits (bots.telegram.spec): 30 messages/s per bot, about
-    #: 1/s per private chat, 20/min per group or channel.
-    limits: PlatformLimits = TELEGRAM_LIMITS
 
     def __init__(
         self,
@@ -122,20 +118,19 @@ class TelegramAdapter(TelegramEditing):
         *,
         token: SecretStr,
         clock: Clock,
-        limits: PlatformLimits | None = None,
+        limits: PlatformLimits,
         on_answered: Callable[[AnswerTiming], None] | None = None,
         in_flight: InFlight | None = None,
     ) -> None:
-        """``limits`` overrides the pacing model (benchmarks against a scaled double);
+        """``limits``: the pacing model, Telegram's flood limits (:mod:`bots.telegram.spec`
+        chooses them: 30 messages/s per bot, about 1/s per private chat, 20/min per group or
+        channel; paid broadcast's 1000/s);
         ``on_answered`` is told how long each command took (benchmarks; MUST NOT raise);
         ``in_flight`` tracks the command handlers (shared by the runtime's adapters)."""
         self.settings = settings
         self.in_flight = in_flight if in_flight is not None else InFlight()
         self.clock = clock
-        if limits is not None:
-            self.limits = limits
-        elif settings.paid_broadcast:
-            self.limits = PAID_BROADCAST_LIMITS
+        self.limits = limits
         #: what private subscribers get (the core renders it): the issue or its compact form
         self.subscriber_part = Part.TOC if settings.subscriber_format == "compact" else Part.ALL
         #: every sendMessage carries allow_paid_broadcast: replies share the paced budget

@@ -55,7 +55,10 @@ def _build(settings: TelegramSettings, ctx: BuildContext) -> Adapter | None:
         return None
     from bots.telegram.adapter import TelegramAdapter
 
-    return TelegramAdapter(settings, token=token, clock=ctx.clock, in_flight=ctx.in_flight)
+    limits = PAID_BROADCAST_LIMITS if settings.paid_broadcast else TELEGRAM_LIMITS
+    return TelegramAdapter(
+        settings, token=token, clock=ctx.clock, limits=limits, in_flight=ctx.in_flight
+    )
 
 
 PLATFORM = PlatformSpec(

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from digest_core.commands import Commands
+from digest_core.commands import editor as editor_commands
 from digest_core.commands.declaration import (
     ADMIN_HEADER,
     HELP_HEADER,
@@ -30,7 +31,6 @@ from digest_core.commands.declaration import (
     ordered,
 )
 from digest_core.commands.declaration import help_text as _help_text
-from digest_core.publishing import commands as editor_commands
 from digest_core.subscriptions.commands import ReaderCommands
 
 log = logging.getLogger(__name__)

@@ -22,6 +22,7 @@ from typing import ParamSpec, TypeVar
 
 from digest_core.archive import Archive
 from digest_core.clock import Clock, zoned_text
+from digest_core.commands import editor as editor_commands
 from digest_core.commands.declaration import (
     MAX_ECHO_CHARS,
     Argument,
@@ -50,7 +51,6 @@ from digest_core.commands.requests import (
 from digest_core.errors import BadArgument, CommandRefused, IssueNotFound, NotRunning
 from digest_core.metrics import NULL_METRICS, MetricsSink
 from digest_core.models import Issue, Section, counted
-from digest_core.publishing import commands as editor_commands
 from digest_core.publishing.embargo import Embargo, VisibleArchive
 from digest_core.rendering import (
     Message,

@@ -10,8 +10,8 @@ import logging
 from typing import Any
 
 from digest_core.models import Issue
-from digest_core.rendering.robot_markdown import ZWSP, stray_markup, visible
-from digest_core.rendering.robot_texts import notice_texts, render_texts, utf8_len
+from digest_core.rendering.robots.markdown import ZWSP, stray_markup, visible
+from digest_core.rendering.robots.texts import notice_texts, render_texts, utf8_len
 from digest_core.rendering.types import (
     Message,
     Part,
@@ -54,7 +54,7 @@ def render(
 ) -> list[Message]:
     """Render ``part`` of ``issue`` as DingTalk ``markdown`` payloads, in send order.
 
-    The layout is :func:`~digest_core.rendering.robot_texts.render_texts`'s; the title is
+    The layout is :func:`~digest_core.rendering.robots.texts.render_texts`'s; the title is
     masthead · date.
     ``at`` is ``{"isAtAll": false}`` and names nobody, and every "@" in the text is defused,
     so a post never pings. Of ``options`` only ``site_url`` counts (a "全文 / web" link

@@ -10,8 +10,8 @@ import logging
 from typing import Any
 
 from digest_core.models import Issue
-from digest_core.rendering.robot_markdown import stray_markup, visible
-from digest_core.rendering.robot_texts import notice_texts, render_texts, utf8_len
+from digest_core.rendering.robots.markdown import stray_markup, visible
+from digest_core.rendering.robots.texts import notice_texts, render_texts, utf8_len
 from digest_core.rendering.types import Message, Part, RenderOptions, TextLimits, web_url
 
 log = logging.getLogger(__name__)
@@ -37,7 +37,7 @@ def render(
 ) -> list[Message]:
     """Render ``part`` of ``issue`` as WeCom ``markdown`` payloads, in send order.
 
-    The layout is :func:`~digest_core.rendering.robot_texts.render_texts`'s. Markdown messages
+    The layout is :func:`~digest_core.rendering.robots.texts.render_texts`'s. Markdown messages
     take no
     ``mentioned_list``, and every "<" and "@" in the text is escaped/defused, so no
     ``<@userid>`` mention can come from issue text. Of ``options`` only ``site_url`` counts

@@ -16,7 +16,7 @@ from digest_core.models import MAX_URL_CHARS, Issue, Item
 from digest_core.rendering import Message, Part
 from digest_core.rendering import dingtalk as dingtalk_render
 from digest_core.rendering import wecom as wecom_render
-from digest_core.rendering.robot_markdown import escape, live_markup, safe_url, unescape, visible
+from digest_core.rendering.robots.markdown import escape, live_markup, safe_url, unescape, visible
 from tests.bots.workchat_helpers import (
     DECORATION,
     GOLDEN,

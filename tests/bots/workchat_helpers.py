@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, settings
 from digest_core.models import Issue
 from digest_core.rendering import Message
 from digest_core.rendering import feishu as feishu_render
-from digest_core.rendering.robot_markdown import visible
-from digest_core.rendering.robot_texts import LONG_SOURCE_LABEL, PARAGRAPH
+from digest_core.rendering.robots.markdown import visible
+from digest_core.rendering.robots.texts import LONG_SOURCE_LABEL, PARAGRAPH
 from digest_core.testing import ManualClock
 from tests.quick import examples
 from tests.samples import SAMPLE_ARCHIVE

@@ -13,7 +13,7 @@ from digest_core.rendering.plain import (
     pack_blocks,
     select,
 )
-from digest_core.rendering.robot_markdown import escape, link
+from digest_core.rendering.robots.markdown import escape, link
 from digest_core.rendering.split import chunk_lines, chunk_text, hard_cut
 from digest_core.rendering.types import Part
 from digest_core.site.links import WEB_LINK_LABEL
@@ -49,7 +49,7 @@ def render_texts(
     Masthead and date in bold, the lede, 【section】 labels in bold, each item's title bold and
     linked to its first source, its paragraphs, the reading question as a quote, further
     sources as 来源 n links. Split between items, then paragraphs, then sentences; nothing is
-    lost or repeated. All issue text is escaped (:mod:`digest_core.rendering.robot_markdown`).
+    lost or repeated. All issue text is escaped (:mod:`digest_core.rendering.robots.markdown`).
     With ``web`` (the page in the web archive) a "全文 / web" link follows the masthead.
 
     Raises:

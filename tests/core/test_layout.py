@@ -1,0 +1,187 @@
+"""The layout names the architecture: digest_core's packages, one concept per name, no prefix
+families, no import cycles (function-level imports included: they hide cycles, they do not
+break them), and a composition root that owns no behaviour."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CORE = ROOT / "digest_core"
+
+#: the core's cross-cutting modules, kept at the top; everything else is in a package
+TOP_MODULES = {
+    "clock",
+    "errors",
+    "logcontext",
+    "metrics",
+    "models",
+    "platform",
+    "port",
+    "settings",
+    "testing",
+}
+PACKAGES = {
+    "archive",
+    "commands",
+    "delivery",
+    "loading",
+    "publishing",
+    "rendering",
+    "service",
+    "site",
+    "subscriptions",
+}
+#: lazy imports by design: a platform's spec (the registry's cheap entry) builds its adapter
+#: (which loads the SDK) only when the platform is configured; the CLI loads a subcommand's
+#: module only when it runs (start-up time)
+LAZY = {
+    ("bots.telegram.spec", "bots.telegram.adapter"),
+    ("bots.discord.spec", "bots.discord.adapter"),
+    ("bots.email.spec", "bots.email.adapter"),
+    ("bots.email.spec", "bots.email.web"),
+}
+
+
+def _name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts).removesuffix(".__init__")
+
+
+def _modules(*roots: str) -> dict[str, Path]:
+    return {_name(p): p for r in roots for p in sorted((ROOT / r).rglob("*.py"))}
+
+
+def _imports(path: Path, name: str, known: set[str]) -> Iterator[str]:
+    """The project modules ``path`` imports at run time, at any level (``TYPE_CHECKING``
+    blocks excluded); importing ``a.b.c`` imports the packages ``a`` and ``a.b`` too."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+
+    def walk(nodes: list[ast.stmt]) -> Iterator[str]:
+        for node in nodes:
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                yield from walk(node.orelse)
+                continue
+            if isinstance(node, ast.Import):
+                yield from (a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*up, base] if base else up)
+                yield base
+                yield from (f"{base}.{a.name}" for a in node.names)
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                inner = getattr(node, field, None)
+                if isinstance(inner, list):
+                    yield from walk([n for n in inner if isinstance(n, ast.stmt)])
+                    for handler in inner:
+                        if isinstance(handler, ast.ExceptHandler):
+                            yield from walk(handler.body)
+
+    for target in walk(ast.parse(path.read_text()).body):
+        parts = target.split(".")
+        for i in range(1, len(parts) + 1):
+            dep = ".".join(parts[:i])
+            # (a module's own packages are initialised before it: importing them is no edge)
+            if dep in known and dep != name and not name.startswith(dep + "."):
+                yield dep
+
+
+def _cycles(modules: dict[str, Path]) -> list[list[str]]:
+    known = set(modules)
+    graph = {
+        n: {d for d in _imports(p, n, known) if (n, d) not in LAZY} for n, p in modules.items()
+    }
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component: list[str] = []
+            while not component or component[-1] != v:
+                component.append(stack.pop())
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_core_is_its_top_modules_and_its_packages() -> None:
+    modules = {p.stem for p in CORE.glob("*.py")} - {"__init__"}
+    packages = {p.parent.name for p in CORE.glob("*/__init__.py")}
+    assert modules == TOP_MODULES
+    assert packages == PACKAGES
+
+
+@pytest.mark.parametrize("package", sorted(PACKAGES))
+def test_no_module_name_prefix_families(package: str) -> None:
+    """``archive_add``, ``archive_files`` beside ``archive``: a package, not a prefix."""
+    for folder in [CORE / package, *(p.parent for p in (CORE / package).rglob("*/__init__.py"))]:
+        stems = {p.stem for p in folder.glob("*.py")} | {
+            p.parent.name for p in folder.glob("*/__init__.py")
+        }
+        families = {
+            s.split("_")[0] for s in stems if "_" in s.strip("_") and s.split("_")[0] in stems
+        }
+        prefixes = [s.split("_")[0] for s in stems if "_" in s.strip("_")]
+        repeated = {p for p in prefixes if prefixes.count(p) > 1}
+        assert not families | repeated, (folder, sorted(stems))
+
+
+def test_no_word_names_two_concepts() -> None:
+    """``readers`` once meant three things (commands, storage, a Discord view)."""
+    stems = [p.stem for p in [*CORE.rglob("*.py"), *(ROOT / "bots").rglob("*.py")]]
+    assert "readers" not in stems and "personal" not in stems and "corrector" not in stems
+
+
+@pytest.mark.parametrize("root", ["digest_core", "bots"])
+def test_no_import_cycles_even_through_function_level_imports(root: str) -> None:
+    assert _cycles(_modules(root)) == []
+
+
+def test_the_cycle_finder_finds_a_cycle_hidden_in_a_function(tmp_path: Path) -> None:
+    """(The check above can fail: a cycle through a function-level import is found.)"""
+    a, b = tmp_path / "a.py", tmp_path / "b.py"
+    a.write_text("import b\n")
+    b.write_text("def f():\n    import a\n")
+    assert _cycles({"a": a, "b": b}) == [["a", "b"]]
+    b.write_text("def f():\n    return 1\n")
+    assert _cycles({"a": a, "b": b}) == []
+
+
+def test_the_composition_root_owns_no_behaviour() -> None:
+    """``DigestService`` builds and wires collaborators: at most ~250 lines, and besides its
+    constructor no method longer than a short delegation."""
+    source = (CORE / "service" / "root.py").read_text()
+    assert len(source.splitlines()) <= 250
+    tree = ast.parse(source)
+    service = next(
+        n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "DigestService"
+    )
+    long = [
+        (f.name, f.end_lineno - f.lineno + 1)
+        for f in service.body
+        if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)
+        and f.name != "__init__"
+        and f.end_lineno is not None
+        and f.end_lineno - f.lineno + 1 > 12
+    ]
+    assert long == []
