@@ -4,7 +4,6 @@ flood limit, confirmations, buttons and inline search."""
 from digest_core.commands.dispatch import (
     ADMIN,
     MAX_ECHO_CHARS,
-    MAX_REPLY_MESSAGES,
     AdminBackend,
     Capability,
     Choice,
@@ -14,6 +13,7 @@ from digest_core.commands.dispatch import (
     Status,
     parse_command_line,
 )
+from digest_core.commands.reading import MAX_REPLY_MESSAGES
 
 __all__ = [
     "ADMIN",

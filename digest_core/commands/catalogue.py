@@ -16,8 +16,8 @@ import logging
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from digest_core.commands import Commands
 from digest_core.commands import editor as editor_commands
+from digest_core.commands.admin import AdminCommands
 from digest_core.commands.declaration import (
     ADMIN_HEADER,
     HELP_HEADER,
@@ -31,6 +31,7 @@ from digest_core.commands.declaration import (
     ordered,
 )
 from digest_core.commands.declaration import help_text as _help_text
+from digest_core.commands.reading import Reading
 from digest_core.subscriptions.commands import ReaderCommands
 
 log = logging.getLogger(__name__)
@@ -53,7 +54,9 @@ __all__ = [
 
 #: every command, in the order ``/help`` and the menus list them
 CATALOGUE: tuple[CommandSpec, ...] = ordered(
-    spec for owner in (Commands, editor_commands, ReaderCommands) for spec, _ in declared(owner)
+    spec
+    for owner in (Reading, AdminCommands, editor_commands, ReaderCommands)
+    for spec, _ in declared(owner)
 )
 
 #: the catalogue by command name

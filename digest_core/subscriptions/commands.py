@@ -122,6 +122,30 @@ class ReaderCommands:
 
     # ------------------------------------------------------------ helpers
 
+    async def _subscription(self, request: Request, *, on: bool) -> Reply:
+        """The plain daily subscription of the requester's chat, on or off."""
+        if self.commands.backend is None or request.platform not in self.commands.subscribable:
+            return self.commands.reply(
+                request,
+                "这里不支持订阅 / subscriptions are not available here",
+                status=Status.USAGE,
+            )
+        changed = await self.commands.backend.subscribe(request.platform, request.chat, on=on)
+        if on:
+            text = (
+                "已订阅：每天的日报会私信发给你。/unsubscribe 取消。\n"
+                "Subscribed: the daily issue will come by private message."
+                if changed
+                else "你已经订阅了。/ You are already subscribed."
+            )
+        else:
+            text = (
+                "已取消订阅。/ Unsubscribed."
+                if changed
+                else "你没有订阅。/ You were not subscribed."
+            )
+        return self.commands.reply(request, text)
+
     def _text(
         self,
         request: Request,
@@ -195,7 +219,7 @@ class ReaderCommands:
     async def subscribe(self, request: Request, time: dt.time | None, format: str | None) -> Reply:
         """``/subscribe [HH:MM] [full|compact|headline]``; without arguments the plain one."""
         if time is None and format is None:
-            return await self.commands.subscription(request, on=True)
+            return await self._subscription(request, on=True)
         backend = self.commands.backend
         assert backend is not None  # _available
         await backend.subscribe(request.platform, request.chat, on=True)
@@ -222,7 +246,7 @@ class ReaderCommands:
     )
     async def unsubscribe(self, request: Request) -> Reply:
         """``/unsubscribe``: the plain subscription of :class:`Commands`, off."""
-        return await self.commands.subscription(request, on=False)
+        return await self._subscription(request, on=False)
 
     @command(
         "zone",
