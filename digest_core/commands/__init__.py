@@ -1,19 +1,18 @@
 """Commands: one declaration per command, the requests and replies, dispatch and the per-user
 flood limit, confirmations, buttons and inline search."""
 
-from digest_core.commands.dispatch import (
+from digest_core.commands.declaration import MAX_ECHO_CHARS
+from digest_core.commands.dispatch import Commands, parse_command_line
+from digest_core.commands.reading import MAX_REPLY_MESSAGES
+from digest_core.commands.requests import (
     ADMIN,
-    MAX_ECHO_CHARS,
     AdminBackend,
     Capability,
     Choice,
-    Commands,
     Reply,
     Request,
     Status,
-    parse_command_line,
 )
-from digest_core.commands.reading import MAX_REPLY_MESSAGES
 
 __all__ = [
     "ADMIN",

@@ -25,7 +25,6 @@ from digest_core.clock import Clock
 from digest_core.commands import editor as editor_commands
 from digest_core.commands.admin import AdminCommands
 from digest_core.commands.declaration import (
-    MAX_ECHO_CHARS,
     CommandSpec,
     declared,
     echo,
@@ -33,9 +32,7 @@ from digest_core.commands.declaration import (
 )
 from digest_core.commands.reading import Reading
 from digest_core.commands.requests import (
-    ADMIN,
     AdminBackend,
-    Capability,
     Choice,
     Reply,
     Request,
@@ -52,19 +49,6 @@ from digest_core.rendering import (
 
 log = logging.getLogger(__name__)
 
-#: the request/reply types live in :mod:`digest_core.commands.requests`; adapters import them from
-#: here
-__all__ = [
-    "ADMIN",
-    "MAX_ECHO_CHARS",
-    "AdminBackend",
-    "Capability",
-    "Choice",
-    "Commands",
-    "Reply",
-    "Request",
-    "Status",
-]
 
 #: what an admin command says while the bot's delivery is not running
 NOT_RUNNING = "推送服务未运行 / delivery is not running"
