@@ -22,6 +22,9 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+#: how many times a stop cancels what the SDK still runs (a task may catch one cancellation)
+CANCEL_ROUNDS = 5
+
 
 class MainLoop:
     """The bot's event loop as seen from an SDK's thread."""
@@ -113,10 +116,13 @@ class SdkThread:
     async def _end(self) -> None:
         """Cancel what the SDK runs (its receive and ping loops, which would reconnect), then
         ``teardown`` (close the connection)."""
-        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        pending = {t for t in asyncio.all_tasks() if t is not asyncio.current_task()}
+        for _ in range(CANCEL_ROUNDS):  # dingtalk-stream's loop sleeps 10 s on a first cancel
+            if not pending:
+                break
+            for task in pending:
+                task.cancel()
+            _, pending = await asyncio.wait(pending, timeout=0.2)
         try:
             await asyncio.wait_for(self._teardown(), 2.0)
         except Exception as exc:  # a stop must finish
