@@ -31,6 +31,7 @@ from digest_core.declaration import (
 )
 from digest_core.declaration import help_text as _help_text
 from digest_core.readers import ReaderCommands
+from digest_core.signup import SignupCommands
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +53,9 @@ __all__ = [
 
 #: every command, in the order ``/help`` and the menus list them
 CATALOGUE: tuple[CommandSpec, ...] = ordered(
-    spec for owner in (Commands, editor_commands, ReaderCommands) for spec, _ in declared(owner)
+    spec
+    for owner in (Commands, editor_commands, ReaderCommands, SignupCommands)
+    for spec, _ in declared(owner)
 )
 
 #: the catalogue by command name

@@ -37,13 +37,14 @@ from digest_core.models import Issue
 from digest_core.personal import FORMAT_OF_PART, PART_OF_FORMAT, Personal, Visibility
 from digest_core.pinning import Pins
 from digest_core.platform import Editor, Target, TargetKind
-from digest_core.port import Adapter, ServicePort
+from digest_core.port import Adapter, ServicePort, Tallied
 from digest_core.publishing import Publishing, PublishingConfig
 from digest_core.readers import ReaderCommands
 from digest_core.rendering import Message, Part, render
 from digest_core.resuming import Resumer
 from digest_core.scheduling import SETTLE_MAX_FACTOR, DailyPoster, PostState, ScheduleConfig
 from digest_core.settling import wait_settled
+from digest_core.signup import AddressSignup, SignupCommands
 
 log = logging.getLogger(__name__)
 
@@ -157,6 +158,9 @@ class DigestService(ServicePort):
         ReaderCommands(
             self.commands, ledger, zone_name=str(zone), post_time=schedule.post_time
         ).install()
+        # /email ADDRESS: through the first platform that mails the digest (if one runs)
+        signups = [p for p in platforms if isinstance(p, AddressSignup)]
+        SignupCommands(self.commands, signups[0] if signups else None).install()
         #: subscribers' own times and formats, and follows (the minute job: deliver_personal)
         self.personal = Personal(
             archive=archive,
@@ -713,6 +717,9 @@ class DigestService(ServicePort):
         for platform in self.platforms.values():
             targets = await self.targets(platform)
             lines.append(f"{platform.name}: {len(targets)} 个目标 / targets")
+            if isinstance(platform, Tallied):  # its own counts (never an address)
+                for group, kinds in (await platform.tallies()).items():
+                    lines.append(f"  {group}: " + ", ".join(f"{k} {n}" for k, n in kinds.items()))
             for target in targets[:20]:
                 last = await self.ledger.last_sent(platform.name, target.id)
                 when = "—"

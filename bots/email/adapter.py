@@ -16,12 +16,14 @@ send after any failure.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import logging
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import aiosmtplib
 
-from bots.email import mime
+from bots.email import mime, signup
 from bots.email.addresses import AddressBook
 from bots.email.settings import EmailSettings
 from bots.email.spec import limits_of
@@ -43,7 +45,7 @@ from digest_core.port import (
 from digest_core.rendering import email as email_render
 
 if TYPE_CHECKING:
-    from digest_core.port import Adapter, Port
+    from digest_core.port import Adapter, AddressSignup, Port, Tallied
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +92,8 @@ class EmailAdapter:
             self._slots.put_nowait(slot)
         #: connections opened so far (for tests)
         self.connections = 0
+        #: confirmation requests per address and requester, the web form's and the chats'
+        self.limiter = signup.Limiter()
 
     # ------------------------------------------------------------ rendering
 
@@ -118,6 +122,27 @@ class EmailAdapter:
     def confirm_url(self, address: str, fmt: str = "") -> str:
         base = self.settings.public_url or "/"
         return f"{base}email/confirm?t={self.tokens.confirm(address, fmt)}"
+
+    # ------------------------------------------------------------ readers
+
+    def checked_address(self, text: str) -> str | None:
+        """``text`` as the address mail goes to, or None (its syntax: nothing looked up)."""
+        return signup.checked(text)
+
+    async def request_signup(self, address: str, *, fmt: str, requester: str) -> None:
+        """The double opt-in's first step, for the web form and ``/email ADDRESS``
+        (:func:`bots.email.signup.request`): a confirmation link mailed unless limited."""
+        await signup.request(self, address, fmt=fmt, requester=requester)
+
+    async def tallies(self) -> Mapping[str, Mapping[str, int]]:
+        """Readers (confirmed, pending, deactivated) and what the bounce mailbox told (hard,
+        soft, complaint, unsubscribe): counts, never addresses (``status``, ``/metrics``)."""
+        since = self.clock.now() - dt.timedelta(hours=self.settings.confirm_hours)
+        n = await self.book.tallies(pending_since=since)
+        return {
+            "readers": {k: n[k] for k in ("confirmed", "pending", "deactivated")},
+            "bounces": {k: n[k] for k in ("hard", "soft", "complaint", "unsubscribe")},
+        }
 
     # ------------------------------------------------------------ Platform
 
@@ -330,4 +355,12 @@ if TYPE_CHECKING:
 
     def _is_an_adapter(adapter: EmailAdapter) -> Adapter:
         """mypy checks here that the email adapter is what the runtime runs."""
+        return adapter
+
+    def _is_a_signup(adapter: EmailAdapter) -> AddressSignup:
+        """... what the core's ``/email ADDRESS`` hands addresses to ..."""
+        return adapter
+
+    def _is_tallied(adapter: EmailAdapter) -> Tallied:
+        """... and what ``status`` and ``/metrics`` count."""
         return adapter
