@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import aiosmtplib
 
-from bots.email import mime, signup
+from bots.email import bounces, mime, signup
 from bots.email.addresses import AddressBook
 from bots.email.settings import EmailSettings
 from bots.email.spec import limits_of
@@ -45,6 +45,7 @@ from digest_core.port import (
 from digest_core.rendering import email as email_render
 
 if TYPE_CHECKING:
+    from bots.periodic import PeriodicJob
     from digest_core.port import Adapter, AddressSignup, Port, Tallied
 
 log = logging.getLogger(__name__)
@@ -94,6 +95,8 @@ class EmailAdapter:
         self.connections = 0
         #: confirmation requests per address and requester, the web form's and the chats'
         self.limiter = signup.Limiter()
+        #: the bounce mailbox's read under way (the scheduler's job), cancelled by stop()
+        self._polling: asyncio.Task[Any] | None = None
 
     # ------------------------------------------------------------ rendering
 
@@ -143,6 +146,53 @@ class EmailAdapter:
             "readers": {k: n[k] for k in ("confirmed", "pending", "deactivated")},
             "bounces": {k: n[k] for k in ("hard", "soft", "complaint", "unsubscribe")},
         }
+
+    # ------------------------------------------------------------ bounces
+
+    async def read_bounces(self) -> dict[str, int]:
+        """Read the bounce mailbox once and act on it (:func:`bots.email.bounces.apply`);
+        the counts by kind.
+
+        Raises:
+            TransientError: the adapter is not started, or the core refused an /unsubscribe.
+            ConfigError, OSError, TimeoutError, aioimaplib.Abort: see
+                :func:`bots.email.bounces.read_mailbox`.
+        """
+        if self.port is None:
+            raise TransientError("the email platform is not started", platform=NAME)
+        events = await bounces.read_mailbox(self.settings)
+
+        async def end(rid: str) -> None:
+            await self.subscription(rid, on=False)
+
+        return await bounces.apply(
+            events, self.book, end=end, soft_limit=self.settings.soft_bounce_limit
+        )
+
+    def periodic_jobs(self) -> list[PeriodicJob]:
+        """The bounce mailbox read every ``bounce_check_seconds`` while the bot runs (when
+        one is configured)."""
+        from bots.periodic import PeriodicJob
+
+        every = self.settings.bounce_check_seconds
+        if not (self.settings.imap_host and self.settings.imap_user) or every <= 0:
+            return []
+        return [PeriodicJob("email bounce mailbox", every, self._poll_bounces)]
+
+    async def _poll_bounces(self) -> None:
+        """One scheduled read; what the server answers is logged, tried again next time."""
+        if self.port is None:
+            return
+        self._polling = asyncio.current_task()
+        try:
+            counts = await self.read_bounces()
+        except Exception as exc:  # the mailbox unreachable, a login refused: next time
+            log.warning("email: the bounce mailbox could not be read: %s", _reason(exc))
+            return
+        finally:
+            self._polling = None
+        if any(counts.values()):
+            log.info("email bounce mailbox: %s", ", ".join(f"{k} {v}" for k, v in counts.items()))
 
     # ------------------------------------------------------------ Platform
 
@@ -304,7 +354,13 @@ class EmailAdapter:
         self.port = port
 
     async def stop(self) -> None:
-        """QUIT and close the connections, close the address book (idempotent)."""
+        """Stop a read of the bounce mailbox under way, QUIT and close the connections,
+        close the address book (idempotent)."""
+        polling, self._polling = self._polling, None
+        if polling is not None and polling is not asyncio.current_task():
+            polling.cancel()
+            await asyncio.gather(polling, return_exceptions=True)
+        self.port = None
         await asyncio.gather(*(slot.drop() for slot in self._all))
         self.book.close()
 

@@ -65,8 +65,9 @@ class EmailSettings(BaseModel):
     address_book: Path = Path("var/email-readers.sqlite3")
     #: hours a confirmation link is valid
     confirm_hours: float = Field(default=48.0, gt=0)
-    #: the bounce mailbox (where the return path and the unsubscribe mailto deliver), read
-    #: by ``digest-bot email bounces``; imap_password from the environment or its file only
+    #: the bounce mailbox (where the return path and the unsubscribe mailto deliver), read by
+    #: the running bot (``bounce_check_seconds``) and ``digest-bot email bounces``;
+    #: imap_password from the environment or its file only
     imap_host: str | None = None
     imap_port: int = Field(default=993, ge=1, le=65535)
     imap_security: Literal["tls", "none"] = "tls"
@@ -74,6 +75,9 @@ class EmailSettings(BaseModel):
     imap_password: SecretStr | None = None
     imap_password_file: Path | None = None
     imap_mailbox: str = "INBOX"
+    #: how often the running bot reads the bounce mailbox (seconds; 0: never, leave it to
+    #: ``digest-bot email bounces`` from cron)
+    bounce_check_seconds: float = Field(default=300.0, ge=0, le=86400)
     #: soft bounces (4.x.x) of one reader before the address is deactivated
     soft_bounce_limit: int = Field(default=3, ge=1, le=100)
     #: the digest's zone, for the Date header
