@@ -255,6 +255,7 @@ class EmailAdapter:
             use_tls=settings.security == "tls",
             start_tls=settings.security == "starttls",
             timeout=settings.timeout_seconds,
+            cert_bundle=str(settings.tls_ca_file) if settings.tls_ca_file else None,
         )
         try:
             await client.connect()

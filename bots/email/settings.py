@@ -55,6 +55,9 @@ class EmailSettings(BaseModel):
     #: SMTP connections open at once, each reused for mail after mail (relays limit them:
     #: most allow a few; 1 sends one mail at a time)
     connections: int = Field(default=1, ge=1, le=32)
+    #: a PEM file of the CA that signed the relay's certificate, for a relay whose certificate
+    #: no public CA signed (default: the system's CAs); the certificate is always verified
+    tls_ca_file: Path | None = None
     #: seconds one SMTP command may take; a DATA cut past it may have been delivered
     timeout_seconds: float = Field(default=30.0, gt=0, le=600)
     #: optional DKIM signing (dkimpy): selector, domain and the PEM private key's file
