@@ -221,12 +221,9 @@ class EmailAdapter:
         if not address.isascii() or any(c in address for c in "\r\n<>"):
             # the web form accepts only such addresses (no SMTPUTF8 needed at any relay)
             raise Rejected("the reader's address is not plain ASCII", platform=NAME, target=rid)
-        msgid = mime.message_id(
-            key,
-            rid,
-            self._domain,
-            fallback=message.digest[:16],
-        )
+        # (a one-off mail is named by its content: hashing it costs more than the whole mail)
+        fallback = message.digest[:16] if key is None else ""
+        msgid = mime.message_id(key, rid, self._domain, fallback=fallback)
         envelope = mime.build(
             message,
             sender=settings.sender,
