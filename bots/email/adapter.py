@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import aiosmtplib
 
-from bots.email import bounces, mime, signup
+from bots.email import bounces, mime, signup, transfer
 from bots.email.addresses import AddressBook
 from bots.email.settings import EmailSettings
 from bots.email.spec import limits_of
@@ -289,11 +289,11 @@ class EmailAdapter:
         client = await self._connection(slot, rid)
         phase = "MAIL FROM"
         try:
-            await client.mail(envelope.sender)
+            await transfer.mail(client, envelope.sender)
             phase = "RCPT TO"
-            await client.rcpt(envelope.recipient)
+            await transfer.rcpt(client, envelope.recipient)
             phase = "DATA"
-            await client.data(envelope.data)
+            await transfer.data(client, envelope.data)
         except aiosmtplib.SMTPResponseException as exc:
             await slot.reset(exc.code)
             # relays quote the address back: it never reaches a log

@@ -3,7 +3,9 @@
 The bytes are assembled directly (the stdlib's ``email`` generator cost ~5 ms a mail, most
 of the budget of a 10,000-reader post): CRLF line ends; non-ASCII headers (the subject, the
 sender's name) RFC 2047-encoded once per text; bodies base64 in 76-character lines, so no
-8-bit data and no line over 998 characters and no relay needs SMTPUTF8 or 8BITMIME. Then the
+8-bit data and no line over 998 characters and no relay needs SMTPUTF8 or 8BITMIME, and no
+line starts with a dot (``transfer.py`` sends them as they are). What every reader's mail of
+one message shares is built once; per reader, only its headers and its link's lines. Then the
 bytes are signed: the signature covers them as they go out, and nothing re-serialises them
 after (a header re-folded after signing breaks it). ``tests/bots/email`` parses what the
 relay received with the stdlib parser and verifies the signature with dkimpy.

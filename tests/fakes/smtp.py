@@ -6,9 +6,11 @@ without SMTPUTF8, or with a line over 998 characters (550), or over ``size_limit
 SIZE limit it announces). Answers on demand: ``refuse_rcpt[address] = ["450 …", …]`` answers
 the next RCPTs of one address in turn (then it is accepted), ``refuse_data`` a queue of
 answers for the next messages' DATA, and ``close_next`` drops the connection (421) at the next
-MAIL FROM. With ``starttls`` (a server-side SSL context) it requires STARTTLS before anything
-else (530), as a submission port does; with ``logins`` (user -> password) it requires AUTH,
-offered only once TLS is on. Each message records whether it came over TLS and who logged in.
+MAIL FROM; ``stall_data`` leaves the next messages' DATA unanswered (a relay that hangs after
+taking the content: the sender cannot know whether it was delivered). With ``starttls`` (a
+server-side SSL context) it requires STARTTLS before anything else (530), as a submission port
+does; with ``logins`` (user -> password) it requires AUTH, offered only once TLS is on. Each
+message records whether it came over TLS and who logged in.
 
 Known problems avoided: the Controller is given ``hostname="127.0.0.1"`` (its default ``::1``
 fails where IPv6 is off, aiosmtpd #248) and ``server_hostname`` (else each session's
@@ -17,6 +19,7 @@ fails where IPv6 is off, aiosmtpd #248) and ``server_hostname`` (else each sessi
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import ssl
 import threading
@@ -52,6 +55,7 @@ class _Handler:
     refuse_rcpt: dict[str, list[str]] = field(default_factory=dict)
     refuse_data: list[str] = field(default_factory=list)
     close_next: bool = False
+    stall_data: int = 0
     sessions: int = 0
     logins: dict[str, str] | None = None
     cond: threading.Condition = field(default_factory=threading.Condition)
@@ -88,6 +92,9 @@ class _Handler:
 
     async def handle_DATA(self, server: SMTP, session: Session, envelope: Envelope) -> str:
         data = envelope.original_content or b""
+        if self.stall_data:
+            self.stall_data -= 1
+            await asyncio.Event().wait()  # until the relay stops (its tasks are cancelled)
         if self.refuse_data:
             return self.refuse_data.pop(0)
         head = data.split(b"\r\n\r\n", 1)[0]
