@@ -60,6 +60,17 @@ def _button(action: str, label: str) -> str:
     )
 
 
+async def _form(request: web.Request) -> web.Response:
+    return _page(
+        "订阅 / Subscribe",
+        '<form method="post"><label>Email <input type="email" name="address" required>'
+        '</label> <select name="format"><option value="full">完整 / full</option>'
+        '<option value="compact">精简 / compact</option>'
+        '<option value="headline">只看重点 / headline</option></select> '
+        '<button type="submit">订阅 / Subscribe</button></form>',
+    )
+
+
 def routes(app: web.Application, probe: http.Probe) -> None:
     """Add the readers' routes (installed when the email platform is configured); they answer
     503 until its adapter has started. Subscriptions go through the core's own ``/subscribe``
@@ -71,16 +82,6 @@ def routes(app: web.Application, probe: http.Probe) -> None:
             if isinstance(started, EmailAdapter) and started.port is not None:
                 return started
         raise web.HTTPServiceUnavailable(text="not ready; try again in a minute")
-
-    async def form(request: web.Request) -> web.Response:
-        return _page(
-            "订阅 / Subscribe",
-            '<form method="post"><label>Email <input type="email" name="address" required>'
-            '</label> <select name="format"><option value="full">完整 / full</option>'
-            '<option value="compact">精简 / compact</option>'
-            '<option value="headline">只看重点 / headline</option></select> '
-            '<button type="submit">订阅 / Subscribe</button></form>',
-        )
 
     async def subscribe(request: web.Request) -> web.Response:
         data = await request.post()
@@ -122,7 +123,7 @@ def routes(app: web.Application, probe: http.Probe) -> None:
         await adapter.subscription(rid, on=False)
         return _page("已退订 / Unsubscribed", "<p>你不会再收到本日报。</p>")
 
-    app.router.add_get("/email/subscribe", form)
+    app.router.add_get("/email/subscribe", _form)
     app.router.add_post("/email/subscribe", subscribe)
     app.router.add_get("/email/confirm", confirm_page)
     app.router.add_post("/email/confirm", confirm)
