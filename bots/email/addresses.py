@@ -111,10 +111,12 @@ class AddressBook:
 
     def _remove(self, rid: str) -> bool:
         with self._connect() as conn:
+            conn.execute("DELETE FROM pending WHERE id = ?", (rid,))
             return conn.execute("DELETE FROM readers WHERE id = ?", (rid,)).rowcount > 0
 
     async def remove(self, rid: str) -> bool:
-        """Forget reader ``rid``'s address; False when there was none."""
+        """Forget reader ``rid``'s address (and a confirmation it was mailed); False when
+        there was no address."""
         return await asyncio.to_thread(self._remove, rid)
 
     def _soft_bounce(self, rid: str) -> int:
@@ -139,8 +141,12 @@ class AddressBook:
     async def count(self) -> int:
         return await asyncio.to_thread(self._count)
 
-    def _requested(self, rid: str, at: dt.datetime) -> None:
+    def _requested(self, rid: str, at: dt.datetime, expired: dt.datetime) -> None:
         with self._connect() as conn:
+            conn.execute(
+                "DELETE FROM pending WHERE requested_at < ?",
+                (expired.astimezone(dt.UTC).isoformat(),),
+            )
             if conn.execute("SELECT 1 FROM readers WHERE id = ?", (rid,)).fetchone() is None:
                 conn.execute(
                     "INSERT INTO pending (id, requested_at) VALUES (?, ?) "
@@ -148,10 +154,11 @@ class AddressBook:
                     (rid, at.astimezone(dt.UTC).isoformat()),
                 )
 
-    async def requested(self, rid: str, *, at: dt.datetime) -> None:
+    async def requested(self, rid: str, *, at: dt.datetime, expired: dt.datetime) -> None:
         """A confirmation was mailed to reader ``rid`` at ``at`` (nothing for a reader who is
-        confirmed already: that one is not pending)."""
-        await asyncio.to_thread(self._requested, rid, at)
+        confirmed already: that one is not pending); those mailed before ``expired`` (their
+        links no longer work) are dropped."""
+        await asyncio.to_thread(self._requested, rid, at, expired)
 
     def _tally(self, kinds: dict[str, int]) -> None:
         with self._connect() as conn:

@@ -9,6 +9,7 @@ is told the same whatever happened, and the log names the reader's id only.
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 from typing import TYPE_CHECKING
 
@@ -79,5 +80,6 @@ async def request(adapter: EmailAdapter, address: str, *, fmt: str, requester: s
     except Exception as exc:  # the requester's answer is the same whatever happens
         log.warning("confirmation mail to reader %s failed: %s", rid, exc)
         return
-    await adapter.book.requested(rid, at=adapter.clock.now())
+    now = adapter.clock.now()
+    await adapter.book.requested(rid, at=now, expired=now - dt.timedelta(hours=hours))
     log.info("confirmation mailed to reader %s", rid)

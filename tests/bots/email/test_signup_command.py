@@ -191,3 +191,17 @@ async def test_without_a_mail_platform_the_command_says_it_is_not_here(
         assert "email" not in svc.platforms
         reply = await svc.handle(email_command(ADDRESS))
     assert reply.status is Status.USAGE and text_of(reply) == NOT_HERE and reply.private
+
+
+async def test_a_confirmation_is_pending_until_its_link_expires(service: DigestService) -> None:
+    adapter = service.platforms["email"]
+    clock = service.clock
+    assert isinstance(adapter, EmailAdapter) and isinstance(clock, ManualClock)
+    await service.handle(email_command(ADDRESS))
+    assert (await adapter.tallies())["readers"]["pending"] == 1
+    clock.advance(adapter.settings.confirm_hours * 3600 + 1)  # the link no longer works
+    assert (await adapter.tallies())["readers"]["pending"] == 0
+    await service.handle(email_command(ADDRESS))  # asked again: a new link, pending again
+    assert (await adapter.tallies())["readers"]["pending"] == 1
+    await adapter.book.remove(adapter.book.id_of(MAILED))  # forgotten: not even pending
+    assert (await adapter.tallies())["readers"]["pending"] == 0
