@@ -131,8 +131,7 @@ class PrometheusMetrics:
             "1 when the ledger answered the last scrape's query, else 0.",
             registry=r,
         )
-        #: platforms' own counts (:class:`~digest_core.port.Tallied`), a gauge per group
-        self._tallies: dict[str, Gauge] = {}
+        self._tallies: dict[str, Gauge] = {}  # platforms' own counts (Tallied), by group
         self._ledger_failures: Callable[[], Mapping[str, int]] = dict
         r.register(_LedgerErrors(lambda: self._ledger_failures()))
         self._subscribers_at: float | None = None

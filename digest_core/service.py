@@ -155,12 +155,7 @@ class DigestService(ServicePort):
         )
         #: what readers may see (the embargo's one rule)
         self.visibility = Visibility(self.embargo)
-        ReaderCommands(
-            self.commands, ledger, zone_name=str(zone), post_time=schedule.post_time
-        ).install()
-        # /email ADDRESS: through the first platform that mails the digest (if one runs)
-        signups = [p for p in platforms if isinstance(p, AddressSignup)]
-        SignupCommands(self.commands, signups[0] if signups else None).install()
+        self._install_readers_commands(platforms, post_time=schedule.post_time)
         #: subscribers' own times and formats, and follows (the minute job: deliver_personal)
         self.personal = Personal(
             archive=archive,
@@ -173,6 +168,17 @@ class DigestService(ServicePort):
             lock=lambda day, name: self._locks.setdefault((day, name), asyncio.Lock()),
             catch_up=schedule.catch_up,
         )
+
+    def _install_readers_commands(
+        self, platforms: Sequence[Adapter], *, post_time: dt.time
+    ) -> None:
+        """Readers' own commands, and ``/email ADDRESS`` through the first platform that
+        mails the digest (none: the command says it is not available)."""
+        ReaderCommands(
+            self.commands, self.ledger, zone_name=str(self.zone), post_time=post_time
+        ).install()
+        signups = [p for p in platforms if isinstance(p, AddressSignup)]
+        SignupCommands(self.commands, signups[0] if signups else None).install()
 
     async def load(self) -> None:
         """Read what earlier runs recorded that the service needs (early publishes)."""

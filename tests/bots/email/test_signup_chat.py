@@ -123,13 +123,7 @@ async def test_email_in_a_chat_mails_the_link_that_subscribes(
                 assert await sent(GROUP) == []
                 assert len(relay.received) == 1
 
-                status = await asyncio.create_subprocess_exec(
-                    sys.executable, "-m", "bots.cli", "status", "--config", str(config),
-                    cwd=REPO, env=env(), stdin=asyncio.subprocess.DEVNULL,
-                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-                )  # fmt: skip
-                out = (await asyncio.wait_for(status.communicate(), 60))[0].decode()
-                assert status.returncode == 0, out
+                out = await status(config)
                 assert "readers: confirmed 1, pending 0, deactivated 0" in out
                 assert ADDRESS not in out
         finally:
@@ -138,6 +132,18 @@ async def test_email_in_a_chat_mails_the_link_that_subscribes(
             _, err = await asyncio.wait_for(bot.communicate(), 30)
     assert bot.returncode == 0, err.decode()[-3000:]
     assert ADDRESS not in err.decode()  # addresses never reach the log
+
+
+async def status(config: Path) -> str:
+    """What ``digest-bot status`` prints (beside the running bot)."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bots.cli", "status", "--config", str(config),
+        cwd=REPO, env=env(), stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+    out = (await asyncio.wait_for(proc.communicate(), 60))[0].decode()
+    assert proc.returncode == 0, out
+    return out
 
 
 async def _more(pending: Any, than: int) -> list[dict[str, Any]] | None:
