@@ -28,7 +28,7 @@ from bots.email.addresses import reader_id
 from bots.email.signup import ADDRESS_INTERVAL
 from bots.runtime import open_service
 from digest_core.commands import Reply, Request, Status
-from digest_core.service import DigestService
+from digest_core.service.root import DigestService
 from digest_core.subscriptions.signup import NOT_AN_ADDRESS, NOT_HERE, SENT
 from digest_core.testing import ManualClock
 from tests.bots.email.helpers import SECRET, SENDER
