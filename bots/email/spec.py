@@ -59,6 +59,5 @@ PLATFORM = PlatformSpec(
     needs_key="email.host",
     sdk="aiosmtplib",
     sdk_module="aiosmtplib",
-    commands="bots.cli_email:register",
     doctor="bots.email.doctor:checks",
 )
