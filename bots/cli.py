@@ -1,45 +1,78 @@
-"""The `digest-bot` command: validate, preview, archive, run, post, correct, status, db."""
+"""The `digest-bot` command: validate, preview, archive, run, post, correct, status, db, ….
+
+Only the chosen command's module is imported: :data:`COMMANDS` names each command's module
+and help line, ``digest-bot --help`` lists them from the table alone, and a command's options
+are added when it is chosen (:class:`_LazyCommands`), so ``--help`` imports no command and
+``archive search`` none of the delivery side's.
+"""
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
-import logging
-import os
+import importlib
 import sys
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
-from bots import cli_correct, cli_db, cli_editor, cli_publishing, cli_site, registry
-from bots.logs import FORMATS, LEVELS, setup_logging
-from bots.network import network_reason
-from bots.registry import load_settings
-from bots.renderers import Flavor
-from digest_core.archive import Archive
-from digest_core.archive import files as archive_files
-from digest_core.errors import ConfigError, DigestError, IssueFormatError
-from digest_core.loading import Hint, date_from_name, load_issue
-from digest_core.models import Issue
-from digest_core.platform import Target, TargetKind
-from digest_core.rendering import Part, Renderer, RenderOptions, preview, render
-from digest_core.settings import Settings, default_warning
+from bots.logs import FORMATS, LEVELS
 
-if TYPE_CHECKING:  # the delivery side is imported by the commands that deliver, so that
-    # validate, preview and archive start quickly
-    from digest_core.delivery import PartOutcome
+if TYPE_CHECKING:
+    from digest_core.settings import Settings
 
-log = logging.getLogger(__name__)
+    _SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]
+else:
+    _SubParsers = argparse._SubParsersAction
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 _T = TypeVar("_T")
 
 
+class Command(NamedTuple):
+    """One ``digest-bot`` command: its name, the ``"module:function"`` that adds its options
+    and handler to its parser (``function(parser, common)``; None: it has none) and its line in
+    ``--help``."""
+
+    name: str
+    configure: str | None
+    help: str
+
+
+#: every command, in the order of ``--help``; the platforms' own commands (``discord``,
+#: ``email``) come from the registry, between ``site`` and ``version``
+COMMANDS = (
+    Command("validate", "bots.cli_issues:configure_validate",
+            "check issue files; print path:line: problem"),
+    Command("preview", "bots.cli_issues:configure_preview", "show an issue as a platform gets it"),
+    Command("archive", "bots.cli_editor:configure_archive",
+            "list, add to or search the issue archive"),
+    Command("run", "bots.cli_run:configure_run",
+            "run the bot: daily post, catch-up, commands (Ctrl-C stops)"),
+    Command("post", "bots.cli_run:configure_post", "deliver an issue once and exit"),
+    Command("correct", "bots.cli_correct:configure",
+            "edit the messages already posted for a day to show its corrected issue"),
+    Command("reactivate", "bots.cli_run:configure_reactivate",
+            "post again to a target deactivated as gone"),
+    Command("status", "bots.cli_run:configure_status",
+            "next post, last delivery per target, failures"),
+    Command("db", "bots.cli_db:configure", "the ledger database: upgrade, backup, status, prune"),
+    Command("new", "bots.cli_editor:configure_new",
+            "write a commented template of an issue (YAML) to fill in"),
+    Command("schema", "bots.cli_editor:configure_schema",
+            "print the JSON schema of an issue file"),
+    Command("doctor", "bots.cli_doctor:configure",
+            "check config, archive, ledger, tokens, channel rights, webhook and clock; print a "
+            "table with the fix for each failure (exit 1 if any fails)"),
+    Command("site", "bots.cli_site:configure", "build or serve the web archive"),
+)  # fmt: skip
+VERSION = Command("version", None, "print the version (as --version, -V)")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code."""
-    parser = build_parser()
+    parser = build_parser(lazy=True)
     args = parser.parse_args(argv)
     if not getattr(args, "handler", None):
         # a group (`digest-bot archive`) without its action: its help lists the actions
@@ -49,13 +82,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.handler is cmd_version:  # needs no configuration
         print(f"digest-bot {version()}")
         return EXIT_OK
+    return _configured(args)
+
+
+def _configured(args: argparse.Namespace) -> int:
+    """Run the chosen command's handler with the configuration and logging set up."""
+    from bots.logs import setup_logging
+    from bots.registry import load_settings
+    from digest_core.errors import ConfigError, DigestError, IssueFormatError
+    from digest_core.settings import default_warning
+
     try:
         settings = load_settings(args.config, overrides=_overrides(args))
         if (defaults := default_warning(settings)) is not None:
             print(f"digest-bot: WARNING: {defaults}", file=sys.stderr)
         asked = getattr(args, "log_level", None) is not None
         level = settings.log_level
-        if args.handler in _reporting() and not asked and level == "INFO":
+        if getattr(args, "reports", False) and not asked and level == "INFO":
             level = "WARNING"  # the command prints its result; the INFO record would repeat it
         setup_logging(
             level,
@@ -77,6 +120,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as exc:
+        from bots.network import network_reason
+
         # a server that cannot be reached is the user's network, not a bug: one line
         reason = network_reason(exc)
         if reason is None:
@@ -137,144 +182,94 @@ def _common_options(default: Any) -> argparse.ArgumentParser:
     return common
 
 
-def build_parser() -> argparse.ArgumentParser:
+class _LazyCommands(_SubParsers):
+    """Subcommands whose options are added only when one is chosen: ``pending`` maps a
+    command's name to what adds them (and imports the command's module)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.pending: dict[str, Callable[[], None]] = {}
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        if (configure := self.pending.pop(values[0], None)) is not None:
+            configure()
+        super().__call__(parser, namespace, values, option_string)
+
+
+class _Version(argparse.Action):
+    """``-V``/``--version``: the installed version, looked up only when asked (reading the
+    distribution's metadata costs every start otherwise)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        kwargs.setdefault("help", "show program's version number and exit")
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        print(f"digest-bot {version()}")  # on standard output, as argparse's own
+        parser.exit()
+
+
+def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
+    """The ``digest-bot`` parser with every command; ``lazy``: each command's options are
+    added (its module imported) only when the command is chosen, as :func:`main` does."""
     parser = argparse.ArgumentParser(
         prog="digest-bot",
         description="Posts the daily AI 技术日报 digest to Telegram, Discord and work chats.",
         parents=[_common_options(None)],
     )
-    parser.add_argument("-V", "--version", action="version", version=f"digest-bot {version()}")
+    parser.add_argument("-V", "--version", action=_Version)
     # the options again after the command (`digest-bot run --config x`); SUPPRESS keeps a
     # value given before the command from being reset by the subcommand's default
     common = _common_options(argparse.SUPPRESS)
-    sub = parser.add_subparsers(title="commands", metavar="COMMAND")
+    sub = parser.add_subparsers(title="commands", metavar="COMMAND", action=_LazyCommands)
+    assert isinstance(sub, _LazyCommands)
+    from bots.registry import platform_commands
 
-    p = sub.add_parser(
-        "validate", parents=[common], help="check issue files; print path:line: problem"
-    )
-    p.add_argument(
-        "paths",
-        nargs="*",
-        type=Path,
-        metavar="PATH",
-        help="issue files or folders (default: the configured archive folder)",
-    )
-    p.add_argument("--date", type=_date, help="date of files whose name carries none (YYYY-MM-DD)")
-    p.set_defaults(handler=cmd_validate)
-
-    p = sub.add_parser("preview", parents=[common], help="show an issue as a platform gets it")
-    p.add_argument(
-        "--date",
-        type=_date,
-        help="issue date YYYY-MM-DD (default: the latest); with --file, the date of a file "
-        "whose name carries none",
-    )
-    p.add_argument("--file", type=Path, help="an issue file outside the archive")
-    p.add_argument(
-        "--platform",
-        choices=[*registry.names(), "plain"],
-        default="telegram",
-        help="render as this platform does (plain: no markup, as the console)",
-    )
-    p.add_argument(
-        "--section",
-        choices=["all", "headline", "briefs", "classic", "toc"],
-        default="all",
-        help="which part of the issue",
-    )
-    p.add_argument("--brief", type=int, metavar="N", help="only brief N (from 1)")
-    p.add_argument("--buttons", action="store_true", help="include the section buttons")
-    p.add_argument("--no-embeds", action="store_true", help="Discord: plain-markdown fallback")
-    p.add_argument(
-        "--json", action="store_true", help="print the exact API payloads, one per message"
-    )
-    cli_publishing.add_options(p)
-    p.set_defaults(handler=cmd_preview)
-
-    p = sub.add_parser("archive", parents=[common], help="list, add to or search the issue archive")
-    asub = p.add_subparsers(title="archive commands", metavar="ACTION", required=True)
-    cli_editor.register_archive(asub, common)
-    a = asub.add_parser("search", parents=[common], help="find a word in titles and bodies")
-    a.add_argument("word", help="word to look for (substring match)")
-    a.add_argument("--limit", type=int, default=20, help="at most this many hits (default 20)")
-    a.set_defaults(handler=cmd_archive_search)
-
-    p = sub.add_parser(
-        "run", parents=[common], help="run the bot: daily post, catch-up, commands (Ctrl-C stops)"
-    )
-    p.add_argument("--only", choices=registry.names(), help="run just this platform")
-    p.add_argument(
-        "--new-ledger",
-        action="store_true",
-        help="accept an empty (or another) ledger where the marker beside it records the one "
-        "the bot had; without it such a start is refused (restore the backup instead)",
-    )
-    p.set_defaults(handler=cmd_run)
-
-    p = sub.add_parser("post", parents=[common], help="deliver an issue once and exit")
-    p.add_argument("--date", type=_date, help="issue date YYYY-MM-DD (default: today)")
-    p.add_argument("--platform", choices=registry.names(), help="only this one")
-    p.add_argument("--target", metavar="ID", help="only this chat/channel id")
-    p.add_argument("--force", action="store_true", help="send everything again, as a new delivery")
-    p.set_defaults(handler=cmd_post)
-
-    cli_correct.register(sub, common, date=_date)
-
-    p = sub.add_parser(
-        "reactivate", parents=[common], help="post again to a target deactivated as gone"
-    )
-    p.add_argument("target", metavar="PLATFORM:ID", help="e.g. telegram:-1001234567890")
-    p.set_defaults(handler=cmd_reactivate)
-
-    p = sub.add_parser(
-        "status", parents=[common], help="next post, last delivery per target, failures"
-    )
-    p.set_defaults(handler=cmd_status)
-    cli_db.register(sub, common)
-    cli_editor.register(sub, common)
-
-    from bots.cli_doctor import register as register_doctor
-
-    register_doctor(sub, common)
-    cli_site.register(sub, common)
-    for register in registry.command_registrars():
-        register(sub, common)
-    p = sub.add_parser("version", help="print the version (as --version, -V)")
-    p.set_defaults(handler=cmd_version)
-    _finish(sub)
+    platforms = [Command(c.name, c.configure, c.help) for c in platform_commands()]
+    for command in (*COMMANDS, *platforms, VERSION):
+        p = sub.add_parser(command.name, parents=[common], help=command.help)
+        p.epilog = GLOBAL_NOTE
+        configure = _configurer(command, p, common)
+        if lazy:
+            sub.pending[command.name] = configure
+        else:
+            configure()
     return parser
 
 
-def _finish(sub: Any) -> None:
-    """Under every command and action: :data:`GLOBAL_NOTE`; a group (``archive``, ``db``,
-    ``site``, a platform's) without its action prints its help, listing the actions, instead
-    of argparse's "the following arguments are required: ACTION"."""
-    for command in sub.choices.values():
-        command.epilog = command.epilog or GLOBAL_NOTE
-        for action in command._actions:
-            if isinstance(action, argparse._SubParsersAction):
-                action.required = False
-                command.set_defaults(group=command)
-                _finish(action)
+def _configurer(
+    command: Command, parser: argparse.ArgumentParser, common: argparse.ArgumentParser
+) -> Callable[[], None]:
+    """What adds ``command``'s options and handler to its ``parser``."""
+
+    def configure() -> None:
+        if command.configure is None:  # `version`
+            parser.set_defaults(handler=cmd_version)
+            return
+        module, _, function = command.configure.partition(":")
+        getattr(importlib.import_module(module), function)(parser, common)
+        _finish(parser)
+
+    return configure
 
 
-def _reporting() -> frozenset[object]:
-    """The one-shot commands that print their own result (``stored …``, a table, a site's
-    summary): their INFO log records would say it a second time, so they log from WARNING
-    unless ``--log-level`` asks otherwise."""
-    return frozenset(
-        {
-            cmd_validate,
-            cmd_preview,
-            cmd_archive_search,
-            cmd_status,
-            cli_editor.cmd_archive_list,
-            cli_editor.cmd_archive_add,
-            cli_editor.cmd_new,
-            cli_editor.cmd_schema,
-            cli_site.cmd_site_build,
-        }
-    )
+def _finish(command: argparse.ArgumentParser) -> None:
+    """Under every action of a group (``archive``, ``db``, ``site``, a platform's):
+    :data:`GLOBAL_NOTE`; a group without its action prints its help, listing the actions,
+    instead of argparse's "the following arguments are required: ACTION"."""
+    command.epilog = command.epilog or GLOBAL_NOTE
+    for action in command._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            action.required = False
+            command.set_defaults(group=command)
+            for each in action.choices.values():
+                _finish(each)
 
 
 def cmd_version(args: argparse.Namespace, settings: Settings) -> int:
@@ -296,7 +291,8 @@ def version() -> str:
         return __version__
 
 
-def _date(text: str) -> dt.date:
+def parse_date(text: str) -> dt.date:
+    """An argument ``YYYY-MM-DD``."""
     try:
         return dt.date.fromisoformat(text)
     except ValueError:
@@ -314,261 +310,9 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
-# ---------------------------------------------------------------- validate
-
-
-def cmd_validate(args: argparse.Namespace, settings: Settings) -> int:
-    """Check files and folders with the archive's own rule (archive_files) and the loader.
-
-    In a folder, only what the archive would look at is checked, and anything it would not
-    serve as named (misnamed, a second file for a date, a link out of the folder, a FIFO) is an
-    error. A file named on the command line may be an undated draft; it is checked as if dated
-    ``--date`` (default today). Nothing outside a folder (or a file's own folder) is read.
-    With no path, the configured archive folder is checked. Warnings (a body line that looks
-    like a link without https://) are printed as ``path:line: warning: …`` and do not fail.
-    """
-    checked = failed = missing = 0
-    for path in args.paths or [settings.archive_dir]:
-        if not os.path.lexists(path):
-            print(f"no such file or folder: {path}", file=sys.stderr)
-            failed += 1
-            missing += 1
-            continue
-        if path.is_dir():  # (a link to a folder too: its entries must stay inside its target)
-            try:
-                dated, misnamed = archive_files.scan(path)
-            except OSError as exc:
-                print(f"{path}: cannot list the folder: {exc.strerror or exc}", file=sys.stderr)
-                failed += 1
-                continue
-            results = [_validate_entry(entry) for entry in (*dated, *misnamed)]
-        else:
-            results = [_validate_file(path, args.date, settings)]
-        checked += len(results)
-        failed += results.count(False)
-    if not checked and not failed:
-        print("no issue files given", file=sys.stderr)
-        return EXIT_FAILED
-    if failed and checked:
-        print(f"{failed} of {checked + missing} files failed", file=sys.stderr)
-    return EXIT_FAILED if failed else EXIT_OK
-
-
-def _validate_entry(entry: archive_files.FileEntry) -> bool:
-    """One entry of a folder: the rule's verdict, then (when it passes) the loader's."""
-    if entry.problem is not None:
-        print(entry.problem)
-        return False
-    return _load_and_print(entry.path, entry.date, undated=False)
-
-
-def _validate_file(path: Path, date: dt.date | None, settings: Settings) -> bool:
-    """One file named on the command line (it may be an undated draft)."""
-    _, file_problem = archive_files.check_file(archive_files.real_root(path.parent), path)
-    if file_problem is not None:
-        print(IssueFormatError(path, None, file_problem))
-        return False
-    name_date, name_problem = archive_files.check_name(path)
-    undated = name_problem == archive_files.NO_DATE
-    if name_problem is not None and not undated:
-        print(IssueFormatError(path, None, name_problem))
-        return False
-    # an undated draft is checked as if dated today (the content is what is validated), unless
-    # it is data that carries its own date (`digest-bot new -o draft.yaml` writes one)
-    if undated and date is None and path.suffix.lower() in (".json", ".yaml", ".yml"):
-        return _load_and_print(path, None, undated=False)
-    return _load_and_print(path, date or name_date or _today(settings), undated=undated)
-
-
-def _load_and_print(path: Path, date: dt.date | None, *, undated: bool) -> bool:
-    hints: list[Hint] = []
-    try:
-        issue = load_issue(path, date=date, hints=hints)
-    except IssueFormatError as exc:
-        print("\n".join(exc.lines()))
-        return False
-    for hint in hints:
-        print(hint)
-    when = "undated (name it YYYY-MM-DD.txt to publish it)" if undated else str(issue.date)
-    briefs = len(issue.briefs)
-    links = sum(len(item.links) for _, item in issue.items())
-    print(
-        f"{path}: ok — {when}, 1 headline, {briefs} brief{'' if briefs == 1 else 's'}, "
-        f"{'1 classic review' if issue.classic else 'no classic review'}, "
-        f"{links} link{'' if links == 1 else 's'}"
-    )
-    return True
-
-
-# ---------------------------------------------------------------- preview
-
-
-def cmd_preview(args: argparse.Namespace, settings: Settings) -> int:
-    if args.to_admins:
-        return cli_publishing.cmd_preview_to_admins(args, settings)
-    issue = _pick_issue(args, settings)
-    part = Part(args.section)
-    if args.brief is not None:
-        part = Part.BRIEF
-    options = RenderOptions(
-        buttons=args.buttons, embeds=not args.no_embeds, site_url=settings.site.base_url
-    )
-    if args.platform == "plain":
-        renderer: Renderer = Flavor.PLAIN
-    else:
-        renderer = registry.spec(args.platform).renderer()
-    try:
-        messages = render(issue, renderer, part, brief=args.brief, options=options)
-    except IndexError as exc:
-        print(f"digest-bot: {exc}", file=sys.stderr)
-        return EXIT_FAILED
-    if args.json:
-        json.dump([m.payload for m in messages], sys.stdout, ensure_ascii=False, indent=2)
-        print()
-        return EXIT_OK
-    for n, message in enumerate(messages, 1):
-        print(f"──── {args.platform} message {n}/{len(messages)} ────")
-        print(preview(message, renderer))
-    return EXIT_OK
-
-
-def _today(settings: Settings) -> dt.date:
-    return dt.datetime.now(settings.zone).date()
-
-
-def _pick_issue(args: argparse.Namespace, settings: Settings) -> Issue:
-    if args.file is not None:
-        date = args.date
-        if date is None and date_from_name(args.file) is None:
-            date = _today(settings)
-            print(f"{args.file}: no date in the name; previewing it as {date}", file=sys.stderr)
-        return load_issue(args.file, date=date)
-    archive = Archive(settings.archive_dir, index=False)
-    return archive.on(args.date) if args.date else archive.latest()
-
-
-# ---------------------------------------------------------------- archive
-
-
-def cmd_archive_search(args: argparse.Namespace, settings: Settings) -> int:
-    # one search in a fresh process: no index to build, the raw text narrows what is parsed
-    if not args.word.strip():
-        print("digest-bot: archive search: give a word to look for, e.g. 模型", file=sys.stderr)
-        return EXIT_USAGE
-    archive = Archive(settings.archive_dir, index=False)
-    hits = archive.search(args.word, limit=args.limit)
-    for hit in hits:
-        print(hit.describe())
-    for problem in archive.known_problems():
-        print(f"skipped: {problem}", file=sys.stderr)
-    if not hits:
-        print(f"no issue mentions {args.word!r}", file=sys.stderr)
-        return EXIT_FAILED
-    return EXIT_OK
-
-
-# ---------------------------------------------------------------- run / post / status
-
-
-def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
-    from bots.runtime import run
-
-    _run_async(run(settings, only=args.only, new_ledger=args.new_ledger))
-    return EXIT_OK
-
-
-def cmd_post(args: argparse.Namespace, settings: Settings) -> int:
-    return _run_async(_post(args, settings))
-
-
-async def _post(args: argparse.Namespace, settings: Settings) -> int:
-    from bots.runtime import open_service
-    from bots.starting import all_running
-
-    async with open_service(settings, only=args.platform, option="--platform") as service:
-        day = args.date or service.poster.today()
-        issue = service.archive.on(day)
-        async with all_running(service.platforms.values(), service, receive=False):
-            progress = _Progress(enabled=sys.stderr.isatty())
-            reports = await service.post(
-                issue.date,
-                only_target=args.target,
-                force=args.force,
-                progress=progress.update,
-            )
-            progress.close()
-            # "sent 0" says why: already delivered at …, and that --force sends it again
-            lines = [await service.describe(r, force="--force") for r in reports]
-    if not reports:
-        print("nothing to post: no targets configured", file=sys.stderr)
-        return EXIT_FAILED
-    for line in lines:
-        print(line)
-    return EXIT_OK if all(r.ok for r in reports) else EXIT_FAILED
-
-
-class _Progress:
-    """A one-line progress counter on a terminal; silent otherwise."""
-
-    def __init__(self, *, enabled: bool):
-        self.enabled = enabled
-        self.done = 0
-        self.failed = 0
-        self.unknown = 0
-
-    def update(self, outcome: PartOutcome) -> None:
-        from digest_core.delivery import PartState
-
-        self.done += 1
-        if outcome.state is PartState.UNKNOWN:
-            self.unknown += 1  # it may have arrived: not "not sent"
-        elif outcome.state is not PartState.SENT:
-            self.failed += 1
-        if self.enabled:
-            unknown = f", {self.unknown} outcome unknown" if self.unknown else ""
-            sys.stderr.write(f"\r{self.done} parts done, {self.failed} not sent{unknown}")
-            sys.stderr.flush()
-
-    def close(self) -> None:
-        if self.enabled and self.done:
-            sys.stderr.write("\n")
-
-
-def cmd_reactivate(args: argparse.Namespace, settings: Settings) -> int:
-    platform, _, target_id = args.target.rpartition(":")
-    if not platform or not target_id:
-        print("digest-bot: give the target as PLATFORM:ID, e.g. telegram:-100123", file=sys.stderr)
-        return EXIT_USAGE
-    return _run_async(_reactivate(settings, platform, target_id))
-
-
-async def _reactivate(settings: Settings, platform: str, target_id: str) -> int:
-    from bots.runtime import open_service
-
-    async with open_service(settings) as service:
-        target = Target(platform, target_id, TargetKind.CHANNEL)
-        changed = await service.ledger.reactivate(target)
-    outcome = "active again" if changed else "was not deactivated"
-    print(f"{platform}:{target_id}: {outcome}")
-    return EXIT_OK if changed else EXIT_FAILED
-
-
-def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
-    return _run_async(_status(settings))
-
-
-async def _status(settings: Settings) -> int:
-    from bots.runtime import open_service
-    from digest_core.service.leadership import describe_leader
-
-    async with open_service(settings) as service:
-        print(await service.status())
-        print(await describe_leader(service.ledger))
-    return EXIT_OK
-
-
-def _run_async(coro: Coroutine[Any, Any, _T]) -> _T:
-    import asyncio  # only the commands that run the bot pay for importing it
+def run_async(coro: Coroutine[Any, Any, _T]) -> _T:
+    """``asyncio.run``, imported only by the commands that run the bot."""
+    import asyncio
 
     return asyncio.run(coro)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import sys
-from typing import Any
 
 from bots import registry
 from digest_core.settings import Settings
@@ -13,20 +12,19 @@ from digest_core.settings import Settings
 EXIT_OK, EXIT_FAILED = 0, 1
 
 
-def register(sub: Any, common: argparse.ArgumentParser, *, date: Any) -> None:
-    """Add the ``correct`` subcommand to the CLI's subparsers."""
-    p = sub.add_parser(
-        "correct",
-        parents=[common],
-        help="edit the messages already posted for a day to show its corrected issue",
-        description="Edit every message already posted for the day (channels and subscribers) "
+def configure(p: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+    """The options of ``correct`` (its line in ``--help`` is in :data:`bots.cli.COMMANDS`)."""
+    from bots.cli import parse_date
+
+    p.description = (
+        "Edit every message already posted for the day (channels and subscribers) "
         "to show the issue's current revision, marked 已更正 / corrected HH:MM. Only changed "
         "messages are edited; added parts are sent after the last, surplus ones deleted. A run "
         "cut short is resumed by running it again; with nothing to change it changes nothing. "
         "Send-only platforms (work-chat webhooks) cannot edit: use `post --force` there. "
-        "Mail cannot be edited either: --notify-email mails its readers a short notice.",
+        "Mail cannot be edited either: --notify-email mails its readers a short notice."
     )
-    p.add_argument("--date", type=date, help="issue date YYYY-MM-DD (default: today)")
+    p.add_argument("--date", type=parse_date, help="issue date YYYY-MM-DD (default: today)")
     p.add_argument("--platform", choices=registry.names(), help="only this one")
     p.add_argument(
         "--notify-email",

@@ -21,9 +21,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
-    """Add ``email export ADDRESS`` and ``email forget ADDRESS``."""
-    p = subparsers.add_parser("email", parents=[common], help="email readers: export, forget")
+def configure(p: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+    """``email export|forget ADDRESS``, ``email bounces`` and ``email notify-correction DATE``
+    under ``email`` (:data:`bots.registry.PLATFORM_COMMANDS`)."""
     sub = p.add_subparsers(title="email commands", metavar="ACTION", required=True)
     e = sub.add_parser(
         "export", parents=[common], help="print what is kept about one reader (JSON)"

@@ -25,8 +25,8 @@ import aiosmtplib
 
 from bots.email import bounces, mime, signup, transfer
 from bots.email.addresses import AddressBook
+from bots.email.pacing import limits_of
 from bots.email.settings import EmailSettings
-from bots.email.spec import limits_of
 from bots.email.tokens import Tokens
 from digest_core.port import (
     Clock,

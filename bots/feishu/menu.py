@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
-from typing import Any
 
 from digest_core.port import menu
 
@@ -36,9 +35,9 @@ def bot_menu() -> list[MenuItem]:
     ]
 
 
-def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
-    """``digest-bot feishu menu``: print the items of the bot menu to set up."""
-    p = subparsers.add_parser("feishu", parents=[common], help="Feishu app bot set-up: menu")
+def configure(p: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+    """``digest-bot feishu menu``: print the items of the bot menu to set up
+    (:data:`bots.registry.PLATFORM_COMMANDS`)."""
     sub = p.add_subparsers(title="feishu commands", metavar="ACTION", required=True)
     shown = sub.add_parser(
         "menu", parents=[common],

@@ -36,5 +36,4 @@ PLATFORM = webhook_platform(
     adapter="bots.feishu.adapter:FeishuAdapter",
     app_adapter="bots.feishu.app:FeishuAppAdapter",
     sdk="lark-oapi",
-    commands="bots.feishu.menu:register",
 )

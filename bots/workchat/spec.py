@@ -21,7 +21,6 @@ def webhook_platform(
     limits: PlatformLimits,
     app_adapter: str | None = None,
     sdk: str | None = None,
-    commands: str | None = None,
 ) -> PlatformSpec:
     """The PlatformSpec of a send-only webhook platform named ``settings.platform``.
 
@@ -30,7 +29,7 @@ def webhook_platform(
     settings name targets (``targets`` or ``alert_target``). ``limits`` is its documented
     pacing. ``app_adapter`` (``"module:Class"``, taking the settings, ``clock`` and
     ``in_flight``) is built instead when the settings configure an app bot (their ``app``
-    property); ``sdk`` names the SDK it needs; ``commands`` its own CLI commands.
+    property); ``sdk`` names the SDK it needs.
     """
     name = settings.platform
 
@@ -60,5 +59,4 @@ def webhook_platform(
         needs_key=f"{name}.targets",
         doctor="bots.workchat.doctor:checks",
         sdk=sdk,
-        commands=commands,
     )
