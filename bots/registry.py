@@ -66,7 +66,7 @@ PLATFORM_COMMANDS = (
     PlatformCommand(
         "discord", "bots.discord.arguments:configure", "Discord set-up: sync, invite", "discord"
     ),
-    PlatformCommand("email", "bots.cli_email:configure", "email readers: export, forget",
+    PlatformCommand("email", "bots.cli.email:configure", "email readers: export, forget",
                     "aiosmtplib"),
     PlatformCommand("feishu", "bots.feishu.menu:configure", "Feishu app bot set-up: menu",
                     "lark_oapi"),

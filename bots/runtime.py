@@ -497,7 +497,7 @@ def _metrics(settings: Settings) -> PrometheusMetrics | None:
             "the HTTP endpoint needs prometheus-client: pip install 'digest-bot[http]'",
             key="http.listen",
         ) from exc
-    from bots.cli import version
+    from bots.cli.common import version
 
     return PrometheusMetrics(version=version())
 

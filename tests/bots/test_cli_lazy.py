@@ -49,7 +49,7 @@ def _modules_after(run: str, cwd: Path) -> tuple[set[str], str]:
 
 
 def test_the_tables_name_the_command_modules() -> None:
-    assert {"bots.cli_correct", "bots.cli_editor", "bots.cli_run", "bots.cli_db"} <= set(
+    assert {"bots.cli.correct", "bots.cli.editor", "bots.cli.run", "bots.cli.db"} <= set(
         COMMAND_MODULES
     )
     for module in COMMAND_MODULES:  # each one exists: the check below cannot pass by a typo
@@ -79,7 +79,7 @@ def test_archive_search_imports_its_own_module_only(tmp_path: Path) -> None:
     )
     modules, text = _modules_after(run, tmp_path)
     assert "2026-" in text  # it found the issues that mention it
-    assert set(COMMAND_MODULES) & modules == {"bots.cli_editor"}
+    assert set(COMMAND_MODULES) & modules == {"bots.cli.editor"}
     assert "sqlalchemy" not in modules and "apscheduler" not in modules  # no ledger, no schedule
 
 

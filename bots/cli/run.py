@@ -7,7 +7,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from bots import registry
-from bots.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, parse_date, run_async
+from bots.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, parse_date, run_async
 from digest_core.platform import Target, TargetKind
 
 if TYPE_CHECKING:

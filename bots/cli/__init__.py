@@ -9,13 +9,18 @@ are added when it is chosen (:class:`_LazyCommands`), so ``--help`` imports no c
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import importlib
 import sys
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+from bots.cli.common import EXIT_FAILED as EXIT_FAILED
+from bots.cli.common import EXIT_OK as EXIT_OK
+from bots.cli.common import EXIT_USAGE as EXIT_USAGE
+from bots.cli.common import parse_date as parse_date
+from bots.cli.common import run_async as run_async
+from bots.cli.common import version as version
 from bots.logs import FORMATS, LEVELS
 
 if TYPE_CHECKING:
@@ -24,10 +29,6 @@ if TYPE_CHECKING:
     _SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]
 else:
     _SubParsers = argparse._SubParsersAction
-
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-
-_T = TypeVar("_T")
 
 
 class Command(NamedTuple):
@@ -43,29 +44,29 @@ class Command(NamedTuple):
 #: every command, in the order of ``--help``; the platforms' own commands (``discord``,
 #: ``email``) come from the registry, between ``site`` and ``version``
 COMMANDS = (
-    Command("validate", "bots.cli_issues:configure_validate",
+    Command("validate", "bots.cli.issues:configure_validate",
             "check issue files; print path:line: problem"),
-    Command("preview", "bots.cli_issues:configure_preview", "show an issue as a platform gets it"),
-    Command("archive", "bots.cli_editor:configure_archive",
+    Command("preview", "bots.cli.issues:configure_preview", "show an issue as a platform gets it"),
+    Command("archive", "bots.cli.editor:configure_archive",
             "list, add to or search the issue archive"),
-    Command("run", "bots.cli_run:configure_run",
+    Command("run", "bots.cli.run:configure_run",
             "run the bot: daily post, catch-up, commands (Ctrl-C stops)"),
-    Command("post", "bots.cli_run:configure_post", "deliver an issue once and exit"),
-    Command("correct", "bots.cli_correct:configure",
+    Command("post", "bots.cli.run:configure_post", "deliver an issue once and exit"),
+    Command("correct", "bots.cli.correct:configure",
             "edit the messages already posted for a day to show its corrected issue"),
-    Command("reactivate", "bots.cli_run:configure_reactivate",
+    Command("reactivate", "bots.cli.run:configure_reactivate",
             "post again to a target deactivated as gone"),
-    Command("status", "bots.cli_run:configure_status",
+    Command("status", "bots.cli.run:configure_status",
             "next post, last delivery per target, failures"),
-    Command("db", "bots.cli_db:configure", "the ledger database: upgrade, backup, status, prune"),
-    Command("new", "bots.cli_editor:configure_new",
+    Command("db", "bots.cli.db:configure", "the ledger database: upgrade, backup, status, prune"),
+    Command("new", "bots.cli.editor:configure_new",
             "write a commented template of an issue (YAML) to fill in"),
-    Command("schema", "bots.cli_editor:configure_schema",
+    Command("schema", "bots.cli.editor:configure_schema",
             "print the JSON schema of an issue file"),
-    Command("doctor", "bots.cli_doctor:configure",
+    Command("doctor", "bots.cli.doctor:configure",
             "check config, archive, ledger, tokens, channel rights, webhook and clock; print a "
             "table with the fix for each failure (exit 1 if any fails)"),
-    Command("site", "bots.cli_site:configure", "build or serve the web archive"),
+    Command("site", "bots.cli.site:configure", "build or serve the web archive"),
 )  # fmt: skip
 VERSION = Command("version", None, "print the version (as --version, -V)")
 
@@ -278,27 +279,6 @@ def cmd_version(args: argparse.Namespace, settings: Settings) -> int:
     return EXIT_OK
 
 
-def version() -> str:
-    """The installed distribution's version (the package's own when not installed)."""
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as dist_version
-
-    try:
-        return dist_version("digest-bot")
-    except PackageNotFoundError:
-        from digest_core import __version__
-
-        return __version__
-
-
-def parse_date(text: str) -> dt.date:
-    """An argument ``YYYY-MM-DD``."""
-    try:
-        return dt.date.fromisoformat(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a date (YYYY-MM-DD)") from None
-
-
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if getattr(args, "archive", None) is not None:
@@ -308,14 +288,3 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     if getattr(args, "log_format", None) is not None:
         out["log_format"] = args.log_format
     return out
-
-
-def run_async(coro: Coroutine[Any, Any, _T]) -> _T:
-    """``asyncio.run``, imported only by the commands that run the bot."""
-    import asyncio
-
-    return asyncio.run(coro)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

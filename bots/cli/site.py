@@ -87,7 +87,7 @@ def _base_url(args: argparse.Namespace, settings: Settings) -> str | None:
 def _rule(settings: Settings, clock: Clock) -> PublishRule:
     """The embargo as the settings and the ledger make it: each issue from its post time on,
     or since an admin published it early."""
-    from bots.cli_editor import early_publishes_of
+    from bots.cli.editor import early_publishes_of
 
     return Embargo(
         zone=settings.zone,

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bots.cli import EXIT_USAGE, parse_date
+from bots.cli.common import EXIT_USAGE, parse_date
 from digest_core.archive import Archive
 from digest_core.archive.adding import MAX_ADD_BYTES, add_issue
 from digest_core.archive.template import issue_template

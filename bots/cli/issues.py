@@ -10,8 +10,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bots import cli_publishing, registry
-from bots.cli import EXIT_FAILED, EXIT_OK, parse_date
+from bots import registry
+from bots.cli import publishing as cli_publishing
+from bots.cli.common import EXIT_FAILED, EXIT_OK, parse_date
 from bots.renderers import Flavor
 from digest_core.archive import Archive
 from digest_core.archive import files as archive_files

@@ -14,7 +14,7 @@ EXIT_OK, EXIT_FAILED = 0, 1
 
 def configure(p: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
     """The options of ``correct`` (its line in ``--help`` is in :data:`bots.cli.COMMANDS`)."""
-    from bots.cli import parse_date
+    from bots.cli.common import parse_date
 
     p.description = (
         "Edit every message already posted for the day (channels and subscribers) "
@@ -76,7 +76,7 @@ def _mails(settings: Settings) -> bool:
 async def _notify_email(settings: Settings, day: dt.date) -> bool:
     """``--notify-email``: the notice of ``digest-bot email notify-correction`` (through the
     ledger: once per reader who got an earlier revision); True when all of them have it."""
-    from bots.cli_email import notify_correction
+    from bots.cli.email import notify_correction
 
     sent, readers = await notify_correction(settings, day)
     print(f"correction notice: sent {sent} of {readers} readers")
