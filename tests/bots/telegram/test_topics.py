@@ -12,6 +12,7 @@ import pytest
 from bots.doctor import Status, run_checks
 from bots.registry import load_settings
 from tests.bots.telegram.harness import (
+    ADMIN,
     ANN,
     CHANNEL,
     TODAY,
@@ -98,6 +99,13 @@ async def test_a_closed_topic_is_refused_and_its_target_left_until_reactivated(
     assert len(fake.sent(CHANNEL)) == 2  # the other channel is not held back
     refused = [r for r in fake.calls("sendMessage") if r.chat_id == FORUM]
     assert [(r.status, r.description) for r in refused] == [(400, "Bad Request: TOPIC_CLOSED")]
+
+    # reopened, the admin reactivates the topic's target by its id, and the post goes there
+    fake.close_topic(FORUM, topic.id, closed=False)
+    [answer] = await bot.command(f"/reactivate {FORUM}:{topic.id}", user=ADMIN)
+    assert f"{FORUM}:{topic.id}" in answer.text and "active again" in answer.text
+    [again] = await bot.service.post(TODAY)
+    assert again.sent == 2 and [m.message_thread_id for m in fake.sent(FORUM)] == [topic.id] * 2
 
 
 async def test_doctor_checks_each_topic(
