@@ -32,7 +32,16 @@ from digest_core.errors import (
     TargetMoved,
     TransientError,
 )
-from digest_core.platform import PartKey, Platform, PlatformLimits, Rate, Target, TargetKind
+from digest_core.platform import (
+    Opened,
+    PartKey,
+    Platform,
+    PlatformLimits,
+    Rate,
+    Target,
+    TargetKind,
+    Threads,
+)
 
 if TYPE_CHECKING:
     import datetime as dt
@@ -113,6 +122,7 @@ __all__ = [
     "Message",
     "MessageGone",
     "NotPermitted",
+    "Opened",
     "OutcomeUnknown",
     "Part",
     "PartKey",
@@ -137,6 +147,7 @@ __all__ = [
     "TargetGone",
     "TargetKind",
     "TargetMoved",
+    "Threads",
     "TokenSettings",
     "TransientError",
     "UserRateLimiter",

@@ -40,8 +40,8 @@ log = logging.getLogger(__name__)
 #: Where the ledger lives unless config says otherwise (relative to the working directory).
 DEFAULT_LEDGER_URL = "sqlite+aiosqlite:///var/ledger.sqlite3"
 #: Bumped with every schema change: the number of the newest Alembic revision in
-#: ``migrations/versions`` (``v0009_…``), also kept in the ``schema_version`` table.
-SCHEMA_VERSION = 9
+#: ``migrations/versions`` (``v0010_…``), also kept in the ``schema_version`` table.
+SCHEMA_VERSION = 10
 #: The settings key the ledger URL comes from (named in configuration errors).
 CONFIG_KEY = "database_url"
 #: How long a lease lasts unless renewed; a crashed holder blocks others at most this long
@@ -270,6 +270,24 @@ follow_checks = Table(
     Column("revision", String(64), nullable=False),
     Column("checked_at", UTCDateTime, nullable=False),
     PrimaryKeyConstraint("platform", "issue_date"),
+)
+
+#: the thread one delivery opened on one target, a forum post or a thread on the issue's first
+#: message (schema 10; see :mod:`digest_core.delivery.threads`): recorded, with ``title`` and
+#: ``opened_at``, before the platform is asked to open it (the intent), and ``thread_id`` and
+#: ``message_id`` (the issue's first message) once it is open (``thread_id`` "" when the first
+#: message went out but the platform opened no thread on it), so a crash between opening it
+#: and recording part 0 sent never opens a second one for the same post
+threads = Table(
+    "threads",
+    metadata,
+    Column("delivery_id", Integer, ForeignKey("deliveries.id"), primary_key=True),
+    Column("target", String(128), primary_key=True),
+    Column("title", String(256), nullable=False),
+    Column("thread_id", String(128)),
+    Column("message_id", String(128)),
+    Column("opened_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
 )
 
 
