@@ -120,6 +120,8 @@ class FakeDingTalkApp:
         self.connected = asyncio.Event()
         self.pushes: dict[str, Push] = {}
         self.unanswered = 0
+        #: sends that took effect and whose answer is still held back (``latency``)
+        self.held = 0
         self._idle = asyncio.Event()
         self._idle.set()
         self._changed = asyncio.Event()
@@ -299,7 +301,11 @@ class FakeDingTalkApp:
         try:
             answer = self._accept(request, await request.json(), oto)
             if self.latency:
-                await asyncio.sleep(self.latency)
+                self.held += 1
+                try:
+                    await asyncio.sleep(self.latency)
+                finally:
+                    self.held -= 1
             return web.json_response(answer)
         except Refused as r:
             return web.json_response({"code": r.code, "message": r.message}, status=r.status)

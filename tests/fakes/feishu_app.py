@@ -149,6 +149,12 @@ class FakeFeishuApp:
         #: (path, code) of every answer of the send API
         self.answers: list[tuple[str, int]] = []
         self.unanswered = 0
+        #: sends that took effect and whose answer is still held back (``latency``): a
+        #: client killed now never learns of them
+        self.held = 0
+        #: sends whose ``uuid`` Feishu already had (within the hour): {"uuid", "chat_id",
+        #: "message_id"} of the message sent before, which they got back instead of a new one
+        self.replays: list[Json] = []
         self._idle = asyncio.Event()
         self._idle.set()
         self._app_window: deque[float] = deque()
@@ -453,7 +459,11 @@ class FakeFeishuApp:
         try:
             answer = self._accept(request, await request.read())
             if self.latency:
-                await asyncio.sleep(self.latency)
+                self.held += 1
+                try:
+                    await asyncio.sleep(self.latency)
+                finally:
+                    self.held -= 1
             return web.json_response({"code": 0, "msg": "success", "data": answer})
         except Refused as r:
             self.answers.append((request.path, r.code))
@@ -485,7 +495,11 @@ class FakeFeishuApp:
         now = self.clock()
         if uuid and uuid in self._uuids and now - self._uuids[uuid][0] < 3600:
             self.answers.append((request.path, 0))
-            return self._uuids[uuid][1]  # the message sent before: nothing new is created
+            before = self._uuids[uuid][1]  # the message sent before: nothing new is created
+            self.replays.append(
+                {"uuid": uuid, "chat_id": before["chat_id"], "message_id": before["message_id"]}
+            )
+            return before
         chat = self._chat(id_type, str(body.get("receive_id", "")))
         parsed = json.loads(content)
         if msg_type == "interactive":

@@ -251,3 +251,4 @@ async def test_a_uuid_sent_again_creates_nothing_more() -> None:
         first = (await _send(http, fs, body)).json()["data"]["message_id"]
         second = (await _send(http, fs, body)).json()["data"]["message_id"]
         assert first == second and len(fs.sent("oc_group")) == 1
+        assert fs.replays == [{"uuid": "part-1", "chat_id": "oc_group", "message_id": first}]
