@@ -37,4 +37,5 @@ PLATFORM = webhook_platform(
     app_adapter="bots.feishu.app:FeishuAppAdapter",
     sdk="lark-oapi",
     commands="bots.feishu.menu:register",
+    doctor="bots.feishu.doctor:checks",
 )

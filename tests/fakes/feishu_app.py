@@ -142,6 +142,7 @@ class FakeFeishuApp:
         latency: float = 0.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        """``latency``: seconds each send is answered late, after it took effect."""
         self.app_id, self.app_secret = app_id, app_secret
         self.verification_token, self.encrypt_key = verification_token, encrypt_key
         self.bot_open_id = bot_open_id
@@ -172,6 +173,14 @@ class FakeFeishuApp:
         self._runner: web.AppRunner | None = None
         self.port = 0
         self.fail_sends: list[tuple[str, int]] = []  # (kind, count) faults, see fail_next
+        #: the app's state, as ``bot/v3/info`` reports it: its bot ability on, and the app's
+        #: ``activate_status`` (2: enabled in the tenant)
+        self.bot_ability = True
+        self.activate_status = 2
+        #: connections the endpoint allows before EXCEED_CONN_LIMIT (Feishu: 50)
+        self.max_connections = MAX_CONNECTIONS
+        #: the long connection's address the endpoint hands out (None: this double's own)
+        self.ws_base: str | None = None
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -386,10 +395,11 @@ class FakeFeishuApp:
             # the code the SDK names AUTH_FAILED (lark_oapi/ws/const.py; its client raises
             # ClientException for it); the service's own answer is on no page we found
             return web.json_response({"code": AUTH_FAILED, "msg": "auth failed"})
-        if len(self.connections) >= MAX_CONNECTIONS:
+        if len(self.connections) >= self.max_connections:
             return web.json_response({"code": EXCEED_CONN_LIMIT, "msg": "exceed connection limit"})
         device = os.urandom(8).hex()
-        url = f"ws://127.0.0.1:{self.port}/ws?device_id={device}&service_id=1"
+        base = self.ws_base or f"ws://127.0.0.1:{self.port}"
+        url = f"{base}/ws?device_id={device}&service_id=1"
         config = {"ReconnectCount": -1, "ReconnectInterval": self.reconnect_interval,
                   "ReconnectNonce": 0, "PingInterval": self.ping_interval}  # fmt: skip
         return web.json_response(
@@ -455,12 +465,18 @@ class FakeFeishuApp:
         return auth.startswith("Bearer ") and self.tokens.get(token, 0) >= self.clock()
 
     async def _bot_info(self, request: web.Request) -> web.Response:
-        """https://open.feishu.cn/document/client-docs/bot-v3/obtain-bot-info"""
+        """https://open.larkoffice.com/document/ukTMukTMukTM/uAjMxEjLwITMx4CMyETM.md: the bot's
+        ``activate_status`` and open_id; "需要启用机器人能力" (what it answers without the
+        ability is not documented: 230006, as the send API, is our assumption)."""
         if not self._authorised(request):
             return web.json_response(
                 {"code": 99991663, "msg": "Invalid access token for authorization"}, status=400
             )
-        bot = {"activate_status": 2, "app_name": "AI 技术日报", "avatar_url": "",
+        if not self.bot_ability:
+            return web.json_response(
+                {"code": 230006, "msg": "Bot ability is not activated."}, status=400
+            )
+        bot = {"activate_status": self.activate_status, "app_name": "AI 技术日报", "avatar_url": "",
                "ip_white_list": [], "open_id": self.bot_open_id}  # fmt: skip
         return web.json_response({"code": 0, "msg": "ok", "bot": bot})
 
