@@ -127,6 +127,8 @@ class FakeDingTalkApp:
         self._changed = asyncio.Event()
         self._runner: web.AppRunner | None = None
         self.port = 0
+        #: the endpoint the gateway hands out (None: this double's own)
+        self.endpoint_base: str | None = None
 
     async def __aenter__(self) -> Self:
         app = web.Application()
@@ -252,7 +254,8 @@ class FakeDingTalkApp:
         self.subscriptions = list(body.get("subscriptions") or [])
         ticket = os.urandom(12).hex()
         self.tickets.add(ticket)
-        return web.json_response({"endpoint": f"ws://127.0.0.1:{self.port}/connect",
+        base = self.endpoint_base or f"ws://127.0.0.1:{self.port}"
+        return web.json_response({"endpoint": f"{base}/connect",
                                   "ticket": ticket})  # fmt: skip
 
     async def _ws(self, request: web.Request) -> web.StreamResponse:
