@@ -25,4 +25,5 @@ PLATFORM = webhook_platform(
     adapter="bots.dingtalk.adapter:DingTalkAdapter",
     app_adapter="bots.dingtalk.app:DingTalkAppAdapter",
     sdk="dingtalk-stream",
+    doctor="bots.dingtalk.doctor:checks",
 )

@@ -35,29 +35,47 @@ BOT_INFO_PATH = "/open-apis/bot/v3/info"
 TOKEN_MARGIN_SECONDS = 300.0
 #: codes of a token Feishu no longer takes: fetch a new one, send again
 TOKEN_CODES = frozenset({99991661, 99991663, 99991668})
+#: "invalid request parameter", and, with the text "Internal Error", Feishu's own trouble
+INVALID_PARAMETER = 230001
 
-#: Answer codes of the send API (``code``; 0 is success). Sources: the create page's error
-#: table (https://open.feishu.cn/document/server-docs/im-v1/message/create) and the
-#: troubleshooting page of 230001; the texts as remembered from the page, not verified here.
+#: Answer codes of the send API (``code``, with HTTP 400; 0 is success). Checked against
+#: Feishu's pages: the create page (https://open.larkoffice.com/document/uAjLw4CM/
+#: ukTMukTMukTM/reference/im-v1/message/create.md: prerequisites, "5 QPS", "1000 次/分钟、50
+#: 次/秒"), the error table the im-v1 message pages share (as published on the Edit message
+#: page, https://open.larksuite.com/document/uAjLw4CM/ukTMukTMukTM/reference/im-v1/message/
+#: update: the texts quoted below), and the 230001 troubleshooting page (https://
+#: open.larkoffice.com/document/uAjLw4CM/ugTN1YjL4UTN24CO1UjN/trouble-shooting/
+#: how-to-resolve-error-230001.md: "…invalid request parameter, ext=invalid receive_id.").
 APP_ERRORS: dict[int, ErrorRule] = {
     # 99991400 "request trigger frequency limit": the API's 50/s, 1000/min (HTTP 429 or 400,
     # x-ogw-ratelimit-reset; api-call-guide/frequency-control)
     99991400: ErrorRule(Outcome.RATE_LIMITED, "frequency limited by Feishu", retry_after=1.0),
-    # 230020 "This operation triggers the frequency limit": 5 QPS per user or group
+    # 230020 "This operation triggers the frequency limit.": 5 QPS per user or group
     230020: ErrorRule(Outcome.RATE_LIMITED, "too many messages to this chat", retry_after=1.0),
-    # 230002 "The bot can not be outside the group"
+    # 230002 "The bot can not be outside the group."
     230002: ErrorRule(Outcome.GONE, "the bot is not in this group (add it, then reactivate)"),
-    # 230013 "Bot has NO availability to this user": outside the app's 可用范围
+    # 230013 "Bot has NO availability to this user.": outside the app's 可用范围
     230013: ErrorRule(Outcome.GONE, "this user is outside the app's availability (可用范围)"),
-    # 230006 "Bot ability is not activated"
+    # 230006 "Bot ability is not activated."
     230006: ErrorRule(Outcome.GONE, "the app's bot ability (机器人能力) is not enabled"),
-    # 230027 "Lack of necessary permissions"
+    # 230027 "Lack of necessary permissions."
     230027: ErrorRule(Outcome.GONE, "the app lacks im:message:send_as_bot"),
-    # 230001 invalid parameter (ext=… names it), 230025 content too long, 230099 bad card
+    # 230035 "Send message permission deny." (the group muted, or the tenant's communication
+    # permissions) and 230038 "Cross tenant p2p chat operate forbid."
+    230035: ErrorRule(Outcome.GONE, "the bot may not send here (muted group, or the tenant's "
+                      "communication permissions)"),
+    230038: ErrorRule(Outcome.GONE, "a user of another tenant cannot be written to privately"),
+    # 230001 invalid parameter (ext=… names it); 230025 "The length of the message content
+    # reaches its limit.": "text message body 150 KB … card and rich text message body 30 KB"
     230001: ErrorRule(Outcome.REJECTED, "a parameter of the message is invalid"),
     230025: ErrorRule(Outcome.REJECTED, "the message is too long"),
+    # 230099 is in no table we found; real answers read "Failed to create card content,
+    # ext=ErrCode: 11310; ErrMsg: card table number over limit" (github.com/sipeed/picoclaw
+    # issues/1727)
     230099: ErrorRule(Outcome.REJECTED, "the card was refused"),
-    # 1000 and -1: internal errors
+    # 2200 "内部错误" with HTTP 500, answered by the send API (github.com/larksuite/
+    # oapi-sdk-python/issues/15); -1: an answer without a code (a gateway's 5xx page)
+    2200: ErrorRule(Outcome.TRANSIENT, "Feishu had an internal error"),
     -1: ErrorRule(Outcome.TRANSIENT, "Feishu had an internal error"),
 }  # fmt: skip
 
@@ -184,6 +202,14 @@ class FeishuApi:
             self._token = None
             raise TransientError(
                 f"Feishu refused the access token ({code}); a new one is fetched",
+                platform="feishu",
+                target=target,
+            )
+        if code == INVALID_PARAMETER and text.strip().rstrip(".").lower() == "internal error":
+            # the 230001 troubleshooting page's first row: "400 | 230001 | Internal Error |
+            # 内部异常": Feishu's trouble, not our parameter
+            raise TransientError(
+                f"Feishu had an internal error ({code} {text[:60]!r})",
                 platform="feishu",
                 target=target,
             )

@@ -36,4 +36,5 @@ PLATFORM = webhook_platform(
     adapter="bots.feishu.adapter:FeishuAdapter",
     app_adapter="bots.feishu.app:FeishuAppAdapter",
     sdk="lark-oapi",
+    doctor="bots.feishu.doctor:checks",
 )

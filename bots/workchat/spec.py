@@ -21,6 +21,7 @@ def webhook_platform(
     limits: PlatformLimits,
     app_adapter: str | None = None,
     sdk: str | None = None,
+    doctor: str = "bots.workchat.doctor:checks",
 ) -> PlatformSpec:
     """The PlatformSpec of a send-only webhook platform named ``settings.platform``.
 
@@ -57,6 +58,6 @@ def webhook_platform(
         needs=f"needs targets: set {name}.targets and {settings.env_name('webhooks')}"
         + (f" (or {name}.app_id for the app bot)" if app_adapter else ""),
         needs_key=f"{name}.targets",
-        doctor="bots.workchat.doctor:checks",
+        doctor=doctor,
         sdk=sdk,
     )

@@ -229,9 +229,13 @@ def _toc(issue: Issue) -> list[list[Line]]:
 
 
 class CardLimits(TextLimits):
-    """An app bot's interactive card: "卡片及富文本消息请求体最大不能超过 30 KB" (the send API,
-    https://open.feishu.cn/document/server-docs/im-v1/message/create; as remembered, read as
-    30,000 bytes) and a custom bot's 20 KB (:class:`Limits`). A card is measured as the send
+    """An app bot's interactive card: "the maximum size of the card and rich text message body
+    is 30 KB", the request body (code 230025 of the im-v1 message pages' error table, as on
+    https://open.larksuite.com/document/uAjLw4CM/ukTMukTMukTM/reference/im-v1/message/update;
+    read as 30,000 bytes), which Feishu may count larger than sent ("if the message contains
+    a large number of styles, the actual length … will be greater"), and a custom bot's 20 KB
+    ("请求体的数据大小不能超过 20 KB", https://open.larkoffice.com/document/ukTMukTMukTM/
+    ucTM5YjL3ETO24yNxkjN.md; :class:`Limits`). A card is measured as the send
     API's body, where the card is a JSON string inside JSON (its quotes escaped), which is
     larger than the webhook's, so one budget fits both."""
 

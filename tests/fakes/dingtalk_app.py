@@ -120,11 +120,15 @@ class FakeDingTalkApp:
         self.connected = asyncio.Event()
         self.pushes: dict[str, Push] = {}
         self.unanswered = 0
+        #: sends that took effect and whose answer is still held back (``latency``)
+        self.held = 0
         self._idle = asyncio.Event()
         self._idle.set()
         self._changed = asyncio.Event()
         self._runner: web.AppRunner | None = None
         self.port = 0
+        #: the endpoint the gateway hands out (None: this double's own)
+        self.endpoint_base: str | None = None
 
     async def __aenter__(self) -> Self:
         app = web.Application()
@@ -250,7 +254,8 @@ class FakeDingTalkApp:
         self.subscriptions = list(body.get("subscriptions") or [])
         ticket = os.urandom(12).hex()
         self.tickets.add(ticket)
-        return web.json_response({"endpoint": f"ws://127.0.0.1:{self.port}/connect",
+        base = self.endpoint_base or f"ws://127.0.0.1:{self.port}"
+        return web.json_response({"endpoint": f"{base}/connect",
                                   "ticket": ticket})  # fmt: skip
 
     async def _ws(self, request: web.Request) -> web.StreamResponse:
@@ -299,7 +304,11 @@ class FakeDingTalkApp:
         try:
             answer = self._accept(request, await request.json(), oto)
             if self.latency:
-                await asyncio.sleep(self.latency)
+                self.held += 1
+                try:
+                    await asyncio.sleep(self.latency)
+                finally:
+                    self.held -= 1
             return web.json_response(answer)
         except Refused as r:
             return web.json_response({"code": r.code, "message": r.message}, status=r.status)

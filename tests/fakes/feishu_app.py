@@ -26,11 +26,17 @@ Written from Feishu's published documentation; the SDK's own clients check it
   "向同一用户发送消息的限频为 5 QPS、向同一群组发送消息的限频为群内机器人共享 5 QPS", the API 1000
   a minute and 50 a second (HTTP 429, code 99991400, ``x-ogw-ratelimit-reset``; api-call-guide/
   frequency-control); a ``uuid`` sent again within an hour creates nothing more
-  ("持有相同uuid的请求1小时内至多成功发送一条消息"). Body limits as remembered from the page
-  (not verified here): text 150 KB, post and cards 30 KB (read as 30,000 bytes). Error codes:
-  230001 bad parameter, 230002 bot not in the chat, 230013 user outside the app's availability,
-  230020 per-chat frequency, 230025 content too long, 230099 bad card, 99991663 bad token, as
-  remembered from the page's error table (not verified).
+  ("持有相同uuid的请求1小时内至多成功发送一条消息"). Body limits, from the error table the
+  im-v1 message pages share (230025, as published on https://open.larksuite.com/document/
+  uAjLw4CM/ukTMukTMukTM/reference/im-v1/message/update): "The maximum size of the text message
+  body is 150 KB and the maximum size of the card and rich text message body is 30 KB", the
+  request body measured (read as 150,000 and 30,000 bytes: the stricter reading of "KB").
+  Error codes and their texts from the same table: 230001 bad parameter ("…, ext=invalid
+  receive_id." per the 230001 troubleshooting page), 230002 bot not in the group, 230013 user
+  outside the app's availability, 230020 per-chat frequency, 230025 content too long; 230099
+  (a card Feishu cannot build) is in no table, its text from real answers ("Failed to create
+  card content, ext=…", github.com/sipeed/picoclaw/issues/1727); 99991663 a token Feishu does
+  not take.
 """
 
 from __future__ import annotations
@@ -63,6 +69,9 @@ BOT_INFO = "/open-apis/bot/v3/info"
 TOKEN_SECONDS = 7200
 ACK_SECONDS = 3.0
 MAX_CONNECTIONS = 50
+#: the endpoint's codes as lark-oapi 1.7.5 names them (lark_oapi/ws/const.py)
+AUTH_FAILED = 514
+EXCEED_CONN_LIMIT = 1000040350
 TEXT_LIMIT = 150_000
 CARD_LIMIT = 30_000
 #: (count, seconds) windows of the send API for the whole app
@@ -133,6 +142,7 @@ class FakeFeishuApp:
         latency: float = 0.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        """``latency``: seconds each send is answered late, after it took effect."""
         self.app_id, self.app_secret = app_id, app_secret
         self.verification_token, self.encrypt_key = verification_token, encrypt_key
         self.bot_open_id = bot_open_id
@@ -149,6 +159,12 @@ class FakeFeishuApp:
         #: (path, code) of every answer of the send API
         self.answers: list[tuple[str, int]] = []
         self.unanswered = 0
+        #: sends that took effect and whose answer is still held back (``latency``): a
+        #: client killed now never learns of them
+        self.held = 0
+        #: sends whose ``uuid`` Feishu already had (within the hour): {"uuid", "chat_id",
+        #: "message_id"} of the message sent before, which they got back instead of a new one
+        self.replays: list[Json] = []
         self._idle = asyncio.Event()
         self._idle.set()
         self._app_window: deque[float] = deque()
@@ -157,6 +173,14 @@ class FakeFeishuApp:
         self._runner: web.AppRunner | None = None
         self.port = 0
         self.fail_sends: list[tuple[str, int]] = []  # (kind, count) faults, see fail_next
+        #: the app's state, as ``bot/v3/info`` reports it: its bot ability on, and the app's
+        #: ``activate_status`` (2: enabled in the tenant)
+        self.bot_ability = True
+        self.activate_status = 2
+        #: connections the endpoint allows before EXCEED_CONN_LIMIT (Feishu: 50)
+        self.max_connections = MAX_CONNECTIONS
+        #: the long connection's address the endpoint hands out (None: this double's own)
+        self.ws_base: str | None = None
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -198,7 +222,8 @@ class FakeFeishuApp:
 
     def fail_next(self, kind: str, count: int = 1) -> None:
         """The next ``count`` sends fail as ``kind``: ``server_error`` (HTTP 500),
-        ``rate_limited`` (429, 99991400, reset 1 s) or ``token`` (99991663)."""
+        ``rate_limited`` (429, 99991400, reset 1 s), ``internal`` (230001 "Internal Error") or
+        ``token`` (99991663)."""
         self.fail_sends.append((kind, count))
 
     async def wait_connected(self, timeout: float = 10.0) -> None:  # noqa: ASYNC109
@@ -367,12 +392,14 @@ class FakeFeishuApp:
     async def _endpoint(self, request: web.Request) -> web.Response:
         body = await request.json()
         if body.get("AppID") != self.app_id or body.get("AppSecret") != self.app_secret:
-            # NOT verified: the endpoint's code for a wrong app id or secret
-            return web.json_response({"code": 1000040351, "msg": "invalid app_id or secret"})
-        if len(self.connections) >= MAX_CONNECTIONS:
-            return web.json_response({"code": 1000040350, "msg": "exceed connection limit"})
+            # the code the SDK names AUTH_FAILED (lark_oapi/ws/const.py; its client raises
+            # ClientException for it); the service's own answer is on no page we found
+            return web.json_response({"code": AUTH_FAILED, "msg": "auth failed"})
+        if len(self.connections) >= self.max_connections:
+            return web.json_response({"code": EXCEED_CONN_LIMIT, "msg": "exceed connection limit"})
         device = os.urandom(8).hex()
-        url = f"ws://127.0.0.1:{self.port}/ws?device_id={device}&service_id=1"
+        base = self.ws_base or f"ws://127.0.0.1:{self.port}"
+        url = f"{base}/ws?device_id={device}&service_id=1"
         config = {"ReconnectCount": -1, "ReconnectInterval": self.reconnect_interval,
                   "ReconnectNonce": 0, "PingInterval": self.ping_interval}  # fmt: skip
         return web.json_response(
@@ -438,12 +465,18 @@ class FakeFeishuApp:
         return auth.startswith("Bearer ") and self.tokens.get(token, 0) >= self.clock()
 
     async def _bot_info(self, request: web.Request) -> web.Response:
-        """https://open.feishu.cn/document/client-docs/bot-v3/obtain-bot-info"""
+        """https://open.larkoffice.com/document/ukTMukTMukTM/uAjMxEjLwITMx4CMyETM.md: the bot's
+        ``activate_status`` and open_id; "需要启用机器人能力" (what it answers without the
+        ability is not documented: 230006, as the send API, is our assumption)."""
         if not self._authorised(request):
             return web.json_response(
                 {"code": 99991663, "msg": "Invalid access token for authorization"}, status=400
             )
-        bot = {"activate_status": 2, "app_name": "AI 技术日报", "avatar_url": "",
+        if not self.bot_ability:
+            return web.json_response(
+                {"code": 230006, "msg": "Bot ability is not activated."}, status=400
+            )
+        bot = {"activate_status": self.activate_status, "app_name": "AI 技术日报", "avatar_url": "",
                "ip_white_list": [], "open_id": self.bot_open_id}  # fmt: skip
         return web.json_response({"code": 0, "msg": "ok", "bot": bot})
 
@@ -453,7 +486,11 @@ class FakeFeishuApp:
         try:
             answer = self._accept(request, await request.read())
             if self.latency:
-                await asyncio.sleep(self.latency)
+                self.held += 1
+                try:
+                    await asyncio.sleep(self.latency)
+                finally:
+                    self.held -= 1
             return web.json_response({"code": 0, "msg": "success", "data": answer})
         except Refused as r:
             self.answers.append((request.path, r.code))
@@ -485,7 +522,11 @@ class FakeFeishuApp:
         now = self.clock()
         if uuid and uuid in self._uuids and now - self._uuids[uuid][0] < 3600:
             self.answers.append((request.path, 0))
-            return self._uuids[uuid][1]  # the message sent before: nothing new is created
+            before = self._uuids[uuid][1]  # the message sent before: nothing new is created
+            self.replays.append(
+                {"uuid": uuid, "chat_id": before["chat_id"], "message_id": before["message_id"]}
+            )
+            return before
         chat = self._chat(id_type, str(body.get("receive_id", "")))
         parsed = json.loads(content)
         if msg_type == "interactive":
@@ -529,6 +570,8 @@ class FakeFeishuApp:
             raise Refused(-1, "internal error", status=500)
         if kind == "rate_limited":
             raise Refused(99991400, "request trigger frequency limit", status=429, reset=1)
+        if kind == "internal":  # the 230001 troubleshooting page's "Internal Error" row
+            raise Refused(230001, "Internal Error")
         if kind == "token":
             self.tokens.clear()
             raise Refused(99991663, "Invalid access token for authorization")

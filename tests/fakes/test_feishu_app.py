@@ -15,7 +15,7 @@ import pytest
 
 from bots.workchat.sdkthread import SdkThread
 from tests.fakes import lark_frames
-from tests.fakes.feishu_app import CARD_LIMIT, FakeFeishuApp
+from tests.fakes.feishu_app import AUTH_FAILED, CARD_LIMIT, EXCEED_CONN_LIMIT, FakeFeishuApp
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -86,13 +86,16 @@ async def test_the_sdk_long_connection_pings_receives_split_events_and_acks() ->
 
 
 async def test_a_wrong_secret_is_refused_at_the_endpoint() -> None:
+    from lark_oapi.ws import const
+
+    assert (AUTH_FAILED, EXCEED_CONN_LIMIT) == (const.AUTH_FAILED, const.EXCEED_CONN_LIMIT)
     async with FakeFeishuApp() as fs, httpx.AsyncClient() as http:
         answer = (
             await http.post(
                 fs.url + "/callback/ws/endpoint", json={"AppID": fs.app_id, "AppSecret": "wrong"}
             )
         ).json()
-        assert answer["code"] != 0
+        assert answer["code"] == AUTH_FAILED
         token = (
             await http.post(
                 fs.url + "/open-apis/auth/v3/tenant_access_token/internal",
@@ -251,3 +254,4 @@ async def test_a_uuid_sent_again_creates_nothing_more() -> None:
         first = (await _send(http, fs, body)).json()["data"]["message_id"]
         second = (await _send(http, fs, body)).json()["data"]["message_id"]
         assert first == second and len(fs.sent("oc_group")) == 1
+        assert fs.replays == [{"uuid": "part-1", "chat_id": "oc_group", "message_id": first}]
