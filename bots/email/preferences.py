@@ -122,7 +122,6 @@ async def _store(
         )
     except PreferenceRefused as exc:
         return _again(token, given, exc.field, exc.problem)
-    log.info("reader %s saved their preferences", rid)
     return page(TITLE, f'<p role="status">{SAVED}</p>' + form(token, values(kept)))
 
 
