@@ -88,6 +88,12 @@ if TYPE_CHECKING:
     from digest_core.service.port import ServicePort as ServicePort
     from digest_core.settings import Settings, TokenSettings
     from digest_core.subscriptions.commands import CHOICE_PREFIX, PRIVATE_COMMANDS, parse_choice
+    from digest_core.subscriptions.preferences import (
+        MAX_FOLLOWS,
+        MAX_WORD,
+        PreferenceRefused,
+        ReaderPreferences,
+    )
     from digest_core.subscriptions.signup import AddressSignup
 
 #: everything an adapter (``bots/<platform>/``) may use of the core: it imports the core from
@@ -101,6 +107,8 @@ __all__ = [
     "CHOICE_PREFIX",
     "CONFIRM_LABEL",
     "CONFIRM_TIMEOUT_SECONDS",
+    "MAX_FOLLOWS",
+    "MAX_WORD",
     "PRIVATE_COMMANDS",
     "Action",
     "Adapter",
@@ -129,8 +137,10 @@ __all__ = [
     "Platform",
     "PlatformLimits",
     "Port",
+    "PreferenceRefused",
     "Rate",
     "RateLimited",
+    "ReaderPreferences",
     "Rejected",
     "RenderOptions",
     "Renderer",
@@ -224,6 +234,12 @@ _LAZY: dict[str, str] = {
         "digest_core.commands.replies": ("SendOnce",),
         "digest_core.settings": ("Settings", "TokenSettings"),
         "digest_core.service.port": ("ServicePort",),
+        "digest_core.subscriptions.preferences": (
+            "MAX_FOLLOWS",
+            "MAX_WORD",
+            "PreferenceRefused",
+            "ReaderPreferences",
+        ),
         "digest_core.subscriptions.signup": ("AddressSignup",),
     }.items()
     for name in names
@@ -327,6 +343,32 @@ class Port(Protocol):
     def account(self, platform: Platform, target: Target) -> None:
         """Count a message sent at once, without waiting for the budget (a notice during a
         shutdown), against ``platform``'s pacing."""
+        ...
+
+    async def preferences(self, platform: str, reader: str) -> ReaderPreferences:
+        """The delivery time, zone, format and follows of ``reader`` (a subscriber's id, as
+        the ledger knows it) on ``platform``: the same preferences the readers' commands
+        keep (the defaults when they never chose)."""
+        ...
+
+    async def set_preferences(
+        self,
+        platform: str,
+        reader: str,
+        *,
+        at: str,
+        zone: str,
+        format: str,
+        follows: Sequence[str],
+    ) -> ReaderPreferences:
+        """Make the words of a preferences form ``reader``'s preferences on ``platform``, all
+        at once (:mod:`digest_core.subscriptions.preferences`): ``at`` HH:MM or "" (with the
+        daily post), ``zone`` an IANA name or "" (the digest's), ``format`` full, compact or
+        headline, ``follows`` keywords (the limits of ``/follow``); what is kept then.
+
+        Raises:
+            PreferenceRefused: a field does not fit (its name and why); nothing is stored.
+        """
         ...
 
 

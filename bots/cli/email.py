@@ -142,7 +142,7 @@ async def notify_correction(settings: Settings, day: dt.date) -> tuple[int, int]
     from digest_core.models import IssueRef
     from digest_core.platform import Target, TargetKind
     from digest_core.rendering import Message
-    from digest_core.rendering.email import UNSUBSCRIBE_LABEL, UNSUBSCRIBE_MARKER, subject
+    from digest_core.rendering.email import TEXT_FOOTER, subject
     from digest_core.site.links import issue_url
 
     section = settings.platforms["email"]
@@ -161,7 +161,7 @@ async def notify_correction(settings: Settings, day: dt.date) -> tuple[int, int]
         text = (
             f"{day.month}月{day.day}日的日报已更正，请以网页版为准：{link}\n\n"
             f"The issue of {day.isoformat()} was corrected; the web page has it: {link}\n\n"
-            f"--\n{UNSUBSCRIBE_LABEL}: {UNSUBSCRIBE_MARKER}\n"
+            + TEXT_FOOTER
         )
         notice = [Message({"subject": f"更正 / Correction: {subject(issue)}", "text": text})]
         await adapter.start(service)

@@ -73,7 +73,12 @@ class EmailAdapter:
         self.post_options = RenderOptions(site_url=settings.public_url)
         self._password = settings.resolved_password()
         key = settings.resolved_secret_key()
-        self.tokens = Tokens(key, confirm_seconds=settings.confirm_hours * 3600)
+        self.tokens = Tokens(
+            key,
+            confirm_seconds=settings.confirm_hours * 3600,
+            preferences_seconds=settings.preferences_days * 86400,
+            now=lambda: clock.now().timestamp(),
+        )
         self.book = AddressBook(settings.address_book, key)
         pem = settings.resolved_dkim_key()
         self._dkim = (
@@ -114,13 +119,19 @@ class EmailAdapter:
         return email_render.preview(message)
 
     def notice(self, text: str) -> list[Message]:
-        return email_render.notice(text)
+        """A one-off mail to an address (a confirmation request): no reader's links."""
+        return email_render.notice(text, footer=False)
 
     # ------------------------------------------------------------ links
 
     def unsubscribe_url(self, rid: str) -> str | None:
         base = self.settings.public_url
         return f"{base}email/unsubscribe?t={self.tokens.unsubscribe(rid)}" if base else None
+
+    def preferences_url(self, rid: str) -> str | None:
+        """The reader's preferences page (a fresh, expiring token: every mail has one)."""
+        base = self.settings.public_url
+        return f"{base}email/preferences?t={self.tokens.preferences(rid)}" if base else None
 
     def confirm_url(self, address: str, fmt: str = "") -> str:
         base = self.settings.public_url or "/"
@@ -236,6 +247,9 @@ class EmailAdapter:
             msgid=msgid,
             now=self.clock.now().astimezone(settings.zone),
             dkim=self._dkim,
+            # a part of a delivery goes to a reader; a one-off mail (a confirmation) has no
+            # reader's links, so no token is signed for it
+            preferences_url=self.preferences_url(rid) if key is not None else None,
         )
         await self._transmit(envelope, rid)
         log.debug("mailed %s to reader %s", msgid, rid)

@@ -5,7 +5,8 @@ of the budget of a 10,000-reader post): CRLF line ends; non-ASCII headers (the s
 sender's name) RFC 2047-encoded once per text; bodies base64 in 76-character lines, so no
 8-bit data and no line over 998 characters and no relay needs SMTPUTF8 or 8BITMIME, and no
 line starts with a dot (``transfer.py`` sends them as they are). What every reader's mail of
-one message shares is built once; per reader, only its headers and its link's lines. Then the
+one message shares is built once; per reader, only its headers and its links' lines (the
+unsubscribe and preferences links, both at the end of each part). Then the
 bytes are signed: the signature covers them as they go out, and nothing re-serialises them
 after (a header re-folded after signing breaks it). ``tests/bots/email`` parses what the
 relay received with the stdlib parser and verifies the signature with dkimpy.
@@ -25,7 +26,12 @@ from dataclasses import dataclass
 from email.header import Header
 
 from digest_core.port import Message, PartKey
-from digest_core.rendering.email import UNSUBSCRIBE_MARKER
+from digest_core.rendering.email import (
+    PREFERENCES_MARKER,
+    UNSUBSCRIBE_MARKER,
+    preferences_html,
+    preferences_text,
+)
 
 log = logging.getLogger(__name__)
 
@@ -97,21 +103,23 @@ def _base64(raw: bytes) -> bytes:
 @dataclass(frozen=True)
 class _Body:
     """One part's text as its base64 lines, most of them encoded once per issue and format:
-    ``done`` is every whole line before the first unsubscribe marker; ``left`` (the bytes
-    after the last whole line), the reader's link and ``after`` (the text after the marker)
-    are encoded per reader. Encoding the text in pieces cut at whole lines gives exactly the
-    lines of encoding it at once."""
+    ``done`` is every whole line before the first marker (unsubscribe or preferences);
+    ``left`` (the bytes after the last whole line) and ``after`` (the text from that marker
+    on) are encoded per reader, with their links. Encoding the text in pieces cut at whole
+    lines gives exactly the lines of encoding it at once."""
 
     done: bytes
     left: bytes = b""
-    #: the text after the first marker; None: there is no marker, ``done`` is all of it
+    #: the text from the first marker on; None: there is no marker, ``done`` is all of it
     after: str | None = None
 
-    def encoded(self, link: str) -> bytes:
-        """The part's base64 lines with ``link`` for every marker."""
+    def encoded(self, unsubscribe: str, preferences: str) -> bytes:
+        """The part's base64 lines with ``unsubscribe`` for every unsubscribe marker and
+        ``preferences`` for every preferences marker."""
         if self.after is None:
             return self.done
-        rest = link + self.after.replace(UNSUBSCRIBE_MARKER, link)
+        rest = self.after.replace(UNSUBSCRIBE_MARKER, unsubscribe)
+        rest = rest.replace(PREFERENCES_MARKER, preferences)
         return self.done + _base64(self.left + rest.encode("utf-8"))
 
 
@@ -119,12 +127,12 @@ class _Body:
 def _body(text: str) -> _Body:
     """``text`` split for :class:`_Body` (cached: a delivery mails the same text again and
     again, and a text's hash is computed once)."""
-    head, marker, after = text.partition(UNSUBSCRIBE_MARKER)
-    raw = head.encode("utf-8")
-    if not marker:
-        return _Body(_base64(raw))
+    found = [i for i in (text.find(UNSUBSCRIBE_MARKER), text.find(PREFERENCES_MARKER)) if i >= 0]
+    if not found:
+        return _Body(_base64(text.encode("utf-8")))
+    raw = text[: min(found)].encode("utf-8")
     whole = len(raw) - len(raw) % _LINE
-    return _Body(_base64(raw[:whole]), raw[whole:], after)
+    return _Body(_base64(raw[:whole]), raw[whole:], text[min(found) :])
 
 
 @functools.lru_cache(maxsize=64)
@@ -165,11 +173,13 @@ def build(
     msgid: str,
     now: dt.datetime,
     dkim: Dkim | None = None,
+    preferences_url: str | None = None,
 ) -> Envelope:
     """The mail of ``message`` (a mail renderer's payload) to one reader (an ASCII address).
 
-    ``unsubscribe_url`` replaces the renderer's marker in both parts and, with the mailto,
-    makes ``List-Unsubscribe`` (RFC 2369) and ``List-Unsubscribe-Post`` (RFC 8058). ``now`` is
+    ``unsubscribe_url`` replaces the renderer's unsubscribe marker in both parts and, with the
+    mailto, makes ``List-Unsubscribe`` (RFC 2369) and ``List-Unsubscribe-Post`` (RFC 8058);
+    ``preferences_url`` (None: no such page) the renderer's preferences line. ``now`` is
     the Date, in the digest's zone. One part (``text`` only) is a text/plain mail; with
     ``html`` it is multipart/alternative, the text first. What every reader's mail of one
     message shares is built once (:func:`_fixed`, :func:`_body`); per reader, only the
@@ -183,7 +193,9 @@ def build(
         f"Message-ID: {msgid}\r\n{last}"
         f"{_unsubscribe(unsubscribe_url, unsubscribe_mailto, rid)}MIME-Version: 1.0\r\n"
     )
-    text = _body(str(payload["text"])).encoded(link)
+    text = _body(str(payload["text"])).encoded(
+        link, preferences_text(preferences_url) if preferences_url else ""
+    )
     page = str(payload.get("html") or "")
     if not page:
         data = head.encode("ascii") + _PLAIN + b"\r\n" + text
@@ -194,7 +206,11 @@ def build(
         mark = f"--{boundary}\r\n".encode()
         data = b"".join((
             head.encode("ascii"), mark, _PLAIN, b"\r\n", text, b"\r\n", mark, _HTML, b"\r\n",
-            _body(page).encoded(html.escape(link)), f"\r\n--{boundary}--\r\n".encode(),
+            _body(page).encoded(
+                html.escape(link),
+                preferences_html(html.escape(preferences_url)) if preferences_url else "",
+            ),
+            f"\r\n--{boundary}--\r\n".encode(),
         ))  # fmt: skip
     if dkim is not None:
         data = sign(data, dkim)

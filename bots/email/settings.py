@@ -68,6 +68,8 @@ class EmailSettings(BaseModel):
     address_book: Path = Path("var/email-readers.sqlite3")
     #: hours a confirmation link is valid
     confirm_hours: float = Field(default=48.0, gt=0)
+    #: days the preferences link of a mail works (every mail carries a fresh one)
+    preferences_days: float = Field(default=60.0, gt=0, le=3660)
     #: the bounce mailbox (where the return path and the unsubscribe mailto deliver), read by
     #: the running bot (``bounce_check_seconds``) and ``digest-bot email bounces``;
     #: imap_password from the environment or its file only

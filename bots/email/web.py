@@ -8,30 +8,26 @@
   fetch GETs; only a person presses.)
 - ``GET /email/unsubscribe?t=``: a page with one button; ``POST`` (RFC 8058 one-click, body
   ``List-Unsubscribe=One-Click``, or the button) unsubscribes at once, with no login.
+- ``GET /email/preferences?t=``: the reader's delivery time, zone, format and follows; its
+  ``POST`` stores them (:mod:`bots.email.preferences`).
 """
 
 from __future__ import annotations
 
-import html
 import logging
 from typing import TYPE_CHECKING
 
 from aiohttp import web
 
 from bots import http
-from bots.email import signup
+from bots.email import preferences, signup
+from bots.email.pages import INVALID, button, page
 
 if TYPE_CHECKING:
     from bots.email.adapter import EmailAdapter
 
 log = logging.getLogger(__name__)
 
-_HEADERS = {
-    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'",
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-    "Cache-Control": "no-store",
-}
 SENT = (
     "如果地址有效，确认信已发出，请查收。 / "
     "If the address is valid, a confirmation mail is on its way."
@@ -39,29 +35,8 @@ SENT = (
 _installed = False
 
 
-def _page(title: str, body: str, *, status: int = 200) -> web.Response:
-    text = (
-        '<!doctype html><html lang="zh-CN"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        '<meta name="color-scheme" content="light dark">'
-        f"<title>{html.escape(title)}</title></head>"
-        '<body style="font-family:sans-serif;max-width:32rem;margin:2rem auto;padding:0 1rem">'
-        f"<h1>{html.escape(title)}</h1>{body}</body></html>"
-    )
-    return web.Response(
-        text=text, status=status, content_type="text/html", charset="utf-8", headers=_HEADERS
-    )
-
-
-def _button(action: str, label: str) -> str:
-    return (
-        f'<form method="post" action="{html.escape(action)}">'
-        f'<button type="submit">{html.escape(label)}</button></form>'
-    )
-
-
 async def _form(request: web.Request) -> web.Response:
-    return _page(
+    return page(
         "订阅 / Subscribe",
         '<form method="post"><label>Email <input type="email" name="address" required>'
         '</label> <select name="format"><option value="full">完整 / full</option>'
@@ -90,38 +65,38 @@ def routes(app: web.Application, probe: http.Probe) -> None:
             await running().request_signup(
                 address, fmt=str(data.get("format", "")), requester=f"web:{request.remote or ''}"
             )
-        return _page("订阅 / Subscribe", f"<p>{SENT}</p>")
+        return page("订阅 / Subscribe", f"<p>{SENT}</p>")
 
     async def confirm_page(request: web.Request) -> web.Response:
         adapter = running()
         if adapter.tokens.confirmed(request.query.get("t", "")) is None:
-            return _page("链接无效 / Invalid link", "<p>链接已过期或无效。</p>", status=400)
-        return _page("确认订阅 / Confirm", _button(request.path_qs, "确认订阅 / Confirm"))
+            return page(INVALID, "<p>链接已过期或无效。</p>", status=400)
+        return page("确认订阅 / Confirm", button(request.path_qs, "确认订阅 / Confirm"))
 
     async def confirm(request: web.Request) -> web.Response:
         adapter = running()
         confirmed = adapter.tokens.confirmed(request.query.get("t", ""))
         if confirmed is None:
-            return _page("链接无效 / Invalid link", "<p>链接已过期或无效。</p>", status=400)
+            return page(INVALID, "<p>链接已过期或无效。</p>", status=400)
         address, fmt = confirmed
         rid = await adapter.book.add(address, at=adapter.clock.now())
         await adapter.subscription(rid, on=True, fmt=fmt)
         log.info("reader %s confirmed an email subscription", rid)
-        return _page("已订阅 / Subscribed", "<p>谢谢！下一期起发到你的邮箱。</p>")
+        return page("已订阅 / Subscribed", "<p>谢谢！下一期起发到你的邮箱。</p>")
 
     async def unsubscribe_page(request: web.Request) -> web.Response:
         adapter = running()
         if adapter.tokens.unsubscribed(request.query.get("t", "")) is None:
-            return _page("链接无效 / Invalid link", "<p>链接无效。</p>", status=400)
-        return _page("退订 / Unsubscribe", _button(request.path_qs, "退订 / Unsubscribe"))
+            return page(INVALID, "<p>链接无效。</p>", status=400)
+        return page("退订 / Unsubscribe", button(request.path_qs, "退订 / Unsubscribe"))
 
     async def unsubscribe(request: web.Request) -> web.Response:
         adapter = running()
         rid = adapter.tokens.unsubscribed(request.query.get("t", ""))
         if rid is None:
-            return _page("链接无效 / Invalid link", "<p>链接无效。</p>", status=400)
+            return page(INVALID, "<p>链接无效。</p>", status=400)
         await adapter.subscription(rid, on=False)
-        return _page("已退订 / Unsubscribed", "<p>你不会再收到本日报。</p>")
+        return page("已退订 / Unsubscribed", "<p>你不会再收到本日报。</p>")
 
     app.router.add_get("/email/subscribe", _form)
     app.router.add_post("/email/subscribe", subscribe)
@@ -129,6 +104,7 @@ def routes(app: web.Application, probe: http.Probe) -> None:
     app.router.add_post("/email/confirm", confirm)
     app.router.add_get("/email/unsubscribe", unsubscribe_page)
     app.router.add_post("/email/unsubscribe", unsubscribe)
+    preferences.routes(app, running)
 
 
 def install() -> None:

@@ -1,11 +1,16 @@
 """The email renderer: one issue as one message of a subject, a plain-text part and an HTML part.
 
 The payload is ``{"subject": str, "text": str, "html": str}``, the same for every reader: what
-differs per reader (the unsubscribe link) is :data:`UNSUBSCRIBE_MARKER` in both parts, which
-the sending adapter replaces. The text part is the core's plain renderer's messages joined; the
-HTML part is the web archive's issue body (``site/templates/item.html.j2``) in
-``mail.html.j2``, its styles inlined with ``css-inline`` (kept in ``<style>`` too, for the dark
-scheme's media query), loading nothing remote: no fonts, scripts or images.
+differs per reader (the unsubscribe and preferences links) is :data:`UNSUBSCRIBE_MARKER` and
+:data:`PREFERENCES_MARKER` in both parts, which the sending adapter replaces: the first with the
+reader's unsubscribe URL, the second with :func:`preferences_text` / :func:`preferences_html`
+of the reader's preferences URL (or "" where the bot serves no pages). Both stand at the end of
+each part, so the adapter encodes what comes before them once for every reader.
+
+The text part is the core's plain renderer's messages joined; the HTML part is the web
+archive's issue body (``site/templates/item.html.j2``) in ``mail.html.j2``, its styles inlined
+with ``css-inline`` (kept in ``<style>`` too, for the dark scheme's media query), loading
+nothing remote: no fonts, scripts or images.
 """
 
 from __future__ import annotations
@@ -52,10 +57,18 @@ _SUBJECT_DATE = 9
 #: Stands for the reader's own unsubscribe URL in both parts; the adapter replaces it. Made of
 #: characters no escaping changes, and no issue text can hold it (it is not a web link).
 UNSUBSCRIBE_MARKER = "urn:x-digest:unsubscribe"
+#: Stands for the reader's preferences link, label and all (see :func:`preferences_text`):
+#: made like :data:`UNSUBSCRIBE_MARKER`.
+PREFERENCES_MARKER = "urn:x-digest:preferences"
 #: The subject's longest headline, in characters (the subject within Limits.title_maxlen).
 SUBJECT_HEADLINE = Limits.title_maxlen - _SUBJECT_DATE
 FOOTER = "你收到这封信是因为订阅了本日报。 / You get this because you subscribed."
 UNSUBSCRIBE_LABEL = "退订 / Unsubscribe"
+PREFERENCES_LABEL = "设置 / Preferences"
+#: what css-inline puts on every link of ``mail.html.j2`` (its ``a`` rule)
+_LINK_STYLE = "color: #0b5cad;"
+#: the plain-text part's last lines: the reader's two links
+TEXT_FOOTER = f"--\n{FOOTER}\n{UNSUBSCRIBE_LABEL}: {UNSUBSCRIBE_MARKER}{PREFERENCES_MARKER}\n"
 _WEEKDAYS = "一二三四五六日"
 #: what may never reach the HTML part: anything loaded from elsewhere
 _REMOTE = re.compile(r"<(script|link|img|iframe)\b|@import|url\(", re.IGNORECASE)
@@ -121,6 +134,7 @@ def html_part(issue: Issue, *, site_url: str | None, part: Part = Part.ALL) -> s
         footer=FOOTER,
         unsubscribe_label=UNSUBSCRIBE_LABEL,
         unsubscribe_marker=UNSUBSCRIBE_MARKER,
+        preferences_marker=PREFERENCES_MARKER,
     )
     inlined = str(_inliner().inline(html))
     if _REMOTE.search(inlined):
@@ -132,7 +146,19 @@ def text_part(issue: Issue, part: Part, *, brief: int | None, options: RenderOpt
     """The plain-text part: the plain renderer's messages in one text, and the footer."""
     messages = plain.render(issue, part, brief=brief, options=options)
     texts = [str(m.payload["text"]) for m in messages]
-    return "\n\n".join(texts) + f"\n\n--\n{FOOTER}\n{UNSUBSCRIBE_LABEL}: {UNSUBSCRIBE_MARKER}\n"
+    return "\n\n".join(texts) + "\n\n" + TEXT_FOOTER
+
+
+def preferences_text(url: str) -> str:
+    """What :data:`PREFERENCES_MARKER` becomes in the text part: a line with ``url``."""
+    return f"\n{PREFERENCES_LABEL}: {url}"
+
+
+def preferences_html(url: str) -> str:
+    """What :data:`PREFERENCES_MARKER` becomes in the HTML part: a link to ``url`` (an
+    attribute's text: escaped by the caller) beside the unsubscribe link, its colour inlined
+    as the inliner does the others' (``mail.html.j2``'s ``a``; its dark scheme overrides it)."""
+    return f' · <a href="{url}" style="{_LINK_STYLE}">{PREFERENCES_LABEL}</a>'
 
 
 def render(
@@ -178,13 +204,16 @@ def preview(message: Message) -> str:
     return f"Subject: {message.payload['subject']}\n\n{message.payload['text']}"
 
 
-def notice(text: str, *, mentions: bool = False) -> list[Message]:
-    """A service text (a confirmation request, a correction notice) as one text-only message
-    whose subject is its first line."""
+def notice(text: str, *, mentions: bool = False, footer: bool = True) -> list[Message]:
+    """A service text (a follow message, a correction notice) as one text-only message whose
+    subject is its first line; with ``footer`` (a text to a reader), the reader's unsubscribe
+    and preferences links after it (a confirmation request, to an address not subscribed
+    yet, has none)."""
     first = text.strip().splitlines()[0] if text.strip() else "通知 / Notice"
     if len(first) > Limits.title_maxlen:
         first = first[: Limits.title_maxlen - 1] + "…"
-    return [Message({"subject": first, "text": text, "html": ""})]
+    body = f"{text.rstrip()}\n\n{TEXT_FOOTER}" if footer else text
+    return [Message({"subject": first, "text": body, "html": ""})]
 
 
 def _lang(issue: Issue) -> str:

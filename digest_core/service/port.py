@@ -20,7 +20,9 @@ from digest_core.publishing.schedule import DailyPoster
 from digest_core.publishing.uploads import IssueUploads
 from digest_core.rendering import Message
 from digest_core.service.greeting import greeting
+from digest_core.subscriptions import preferences
 from digest_core.subscriptions.delivery import Visibility
+from digest_core.subscriptions.preferences import ReaderPreferences
 
 
 class ServicePort:
@@ -103,3 +105,19 @@ class ServicePort:
 
     def account(self, platform: Platform, target: Target) -> None:
         self.engine.pacer(platform).take(target, self.clock.monotonic())
+
+    async def preferences(self, platform: str, reader: str) -> ReaderPreferences:
+        return await preferences.read(self.ledger, platform, reader)
+
+    async def set_preferences(
+        self,
+        platform: str,
+        reader: str,
+        *,
+        at: str,
+        zone: str,
+        format: str,
+        follows: Sequence[str],
+    ) -> ReaderPreferences:
+        chosen = preferences.checked(at=at, zone=zone, format=format, follows=follows)
+        return await preferences.store(self.ledger, platform, reader, chosen)

@@ -81,9 +81,60 @@ async def test_the_relay_gets_one_signed_multipart_mail_per_reader_over_one_conn
         assert 'style="' in html  # inlined
         assert "https://example.com/2026-10-27/0" in html  # the issue's links as links
         assert https.group(1).replace("&", "&amp;") in html or https.group(1) in html
+        # and their own preferences link beside it, in both parts, for them alone
+        prefs = re.search(
+            r"设置 / Preferences: (https://digest\.example\.org/email/preferences\?t=(\S+))",
+            text.get_content(),
+        )
+        assert prefs is not None and adapter.tokens.preferring(prefs.group(2)) == target.id
+        assert adapter.tokens.unsubscribed(prefs.group(2)) is None  # not an unsubscribe link
+        assert f'<a href="{prefs.group(1)}" style="color: #0b5cad;">设置 / Preferences</a>' in html
+        assert re.search(r'<a href="https://digest[^"]+unsubscribe[^"]+" style="color: #0b5cad;"',
+                         html)  # fmt: skip
+        assert "urn:x-digest" not in text.get_content() + html  # every marker replaced
         assert not re.search(r"<script|<link|<img|@import|url\(", html, re.I)
         assert "prefers-color-scheme: dark" in html
         assert all(len(line) <= 998 for line in received.data.split(b"\r\n"))
+
+
+async def test_without_pages_a_mail_has_no_preferences_line_and_a_confirmation_none(
+    tmp_path: Path,
+) -> None:
+    """No public_url (no pages served): the unsubscribe link is the mailto and there is no
+    preferences line; a one-off mail (a confirmation request) carries no reader's links; a
+    follow message (the core's notice) carries both."""
+    [message] = email_render.render(make_issue(dt.date(2026, 10, 27)))
+    [follow] = email_render.notice("你关注的词出现在 2026-10-27 的日报中\n· 重点")
+    with FakeRelay(senders=set()) as relay:
+        plain = settings(tmp_path, relay.port).model_copy(update={"public_url": None})
+        adapter = EmailAdapter(plain, clock=ManualClock(NOW))
+        linked = EmailAdapter(settings(tmp_path, relay.port), clock=ManualClock(NOW))
+        target = await reader(adapter, "a@example.net")
+        relay.handler.senders = {f"digest+{target.id}@example.org"}
+        try:
+            await adapter.send(target, message, key=key_for(target))
+            await adapter.send_to("a@example.net", target.id, adapter.notice("确认 / Confirm")[0])
+            await linked.send(target, follow, key=key_for(target))
+        finally:
+            await adapter.stop()
+            await linked.stop()
+
+    def part(data: bytes, kind: str) -> str:
+        found = BytesParser(policy=policy.default).parsebytes(data).get_body((kind,))
+        assert found is not None
+        return str(found.get_content())
+
+    issue, confirmation, followed = (r.data for r in relay.received)
+    text, page = part(issue, "plain"), part(issue, "html")
+    assert f"退订 / Unsubscribe: mailto:{SENDER}\n" in text and "Preferences" not in text
+    assert f'href="mailto:{SENDER}"' in page and "Preferences" not in page
+    assert "urn:x-digest" not in text + page
+    said = part(confirmation, "plain")
+    assert "Unsubscribe" not in said and "Preferences" not in said
+    told = part(followed, "plain")
+    assert "· 重点\n\n--\n" in told
+    assert "退订 / Unsubscribe: https://digest.example.org/email/unsubscribe?t=" in told
+    assert "设置 / Preferences: https://digest.example.org/email/preferences?t=" in told
 
 
 async def test_relay_answers_map_onto_the_error_tree_and_the_connection_survives(

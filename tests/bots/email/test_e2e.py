@@ -4,7 +4,8 @@ post`` processes, a real SMTP server on loopback.
 A reader subscribes by the form, confirms through the link mailed to them (a GET only shows
 the button), gets the next issue with a DKIM signature dkimpy verifies, opens the unsubscribe
 page (a GET: still subscribed, as a link scanner's prefetch must leave them), unsubscribes by
-one RFC 8058 POST, and gets nothing more.
+one RFC 8058 POST, and gets nothing more. On the way, the preferences page the issue links
+changes their format, and the next post comes in it.
 """
 
 from __future__ import annotations
@@ -140,8 +141,23 @@ async def test_subscribe_confirm_receive_unsubscribe_through_real_processes(
 
                 async with http.get(unsub.group(1)) as a:  # a prefetch unsubscribes no one
                     assert a.status == 200 and '<form method="post"' in await a.text()
+                # the mail's preferences link: the running bot's page stores the reader's
+                # new format in the ledger, and the next post is in it
+                prefs = re.search(
+                    r"设置 / Preferences: (http://\S+/email/preferences\?t=(\S+))",
+                    body_of(issue, "plain"),
+                )
+                assert prefs is not None
+                async with http.get(prefs.group(1)) as a:
+                    assert (
+                        a.status == 200 and '<option value="headline" selected>' in await a.text()
+                    )
+                chosen = {"t": prefs.group(2), "when": "post", "format": "compact"}
+                async with http.post(base + "email/preferences", data=chosen) as a:
+                    assert a.status == 200 and "已保存" in await a.text()
                 await post(config, env, "--force")
                 assert len(relay.received) == 3
+                assert 'id="briefs"' in body_of(relay.received[2], "html")  # compact now
 
                 async with http.post(
                     unsub.group(1), data={"List-Unsubscribe": "One-Click"}
