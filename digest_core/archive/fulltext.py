@@ -6,10 +6,11 @@ through the index without a word segmenter. Shorter queries (``模型``, ``：``
 common in Chinese; trigram cannot look them up directly, so every indexed text ends with two
 :data:`SENTINEL` characters (then every character of the text starts a trigram) and a one- or
 two-character query becomes an ``OR`` of the index's own terms that start with it, read from
-the ``fts5vocab`` table in one range scan. A query whose prefix starts very many terms is
-common, so the pieces are read newest first (``instr``) until a page of hits is found.
+the ``fts5vocab`` table in one range scan. A query that starts very many terms is common, so
+the pieces are read newest first until a page of hits is found.
 
-What is indexed is one row per *piece* of an issue (its lede, each item's title, paragraphs
+What is indexed is one row per *piece* of an issue (table ``pieces``; the FTS5 table is
+contentless, so no text is stored twice) (its lede, each item's title, paragraphs
 and reading question), casefolded as the archive's search is (Python's ``str.casefold``, so
 ``ß`` finds ``ss``); the index only proposes candidates and the archive checks each against
 the piece's real text, so there are no false positives. Row ids sort newest issue first and,
@@ -53,7 +54,7 @@ from digest_core.models import Issue, Section
 log = logging.getLogger(__name__)
 
 #: bumped whenever what is stored changes: an index of another version is rebuilt
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 #: appended to every indexed text: every character of the text then starts a trigram
 SENTINEL = "\uffff\uffff"
 #: a piece's place within its issue takes the low bits of its row id
@@ -192,10 +193,22 @@ _SCHEMA = (
     "CREATE TABLE files(day INTEGER PRIMARY KEY, name TEXT NOT NULL, dev INTEGER, ino INTEGER,"
     " mtime_ns INTEGER, ctime_ns INTEGER, size INTEGER, revision TEXT NOT NULL,"
     " issue BLOB NOT NULL)",
-    # piece is NULL when it is its own casefolding (most Chinese text): read from folded
-    "CREATE VIRTUAL TABLE grams USING fts5(folded, item UNINDEXED, section UNINDEXED,"
-    " idx UNINDEXED, title UNINDEXED, piece UNINDEXED, tokenize='trigram case_sensitive 1')",
+    # head: the place (within the issue) of the piece that is the item's title
+    "CREATE TABLE pieces(id INTEGER PRIMARY KEY, item INTEGER NOT NULL, section TEXT,"
+    " idx INTEGER NOT NULL, head INTEGER NOT NULL, piece TEXT NOT NULL)",
+    # contentless: the text is the pieces' (casefolded, with SENTINEL), never stored twice
+    "CREATE VIRTUAL TABLE grams USING fts5(folded, content='',"
+    " tokenize='trigram case_sensitive 1')",
     "CREATE VIRTUAL TABLE grams_terms USING fts5vocab(grams, 'row')",
+)
+_PIECE_MASK = (1 << PIECE_BITS) - 1
+#: a candidate piece with its item's title (the item's head piece)
+_CANDIDATE = "SELECT p.id, p.item, p.section, p.idx, t.piece, p.piece FROM "
+_TITLE = f" JOIN pieces t ON t.id = (p.id & ~{_PIECE_MASK}) + p.head"
+_EVERY = f"pieces p{_TITLE} WHERE p.id BETWEEN ? AND ? ORDER BY p.id"
+_MATCHING = (
+    f"grams g JOIN pieces p ON p.id = g.rowid{_TITLE}"
+    " WHERE grams MATCH ? AND g.rowid BETWEEN ? AND ? ORDER BY g.rowid"
 )
 _SECTIONS = {s.value: s for s in Section}
 
@@ -299,11 +312,12 @@ class SqliteFullText:
                         (info.name, *info.key, date.toordinal()),
                     )
                     continue
-                conn.execute("DELETE FROM grams WHERE rowid BETWEEN ? AND ?", id_range(None, date))
+                _forget(conn, date)
+                rows = [(row_id(date, n), *row) for n, row in enumerate(_rows(issue))]
+                conn.executemany("INSERT INTO pieces VALUES (?, ?, ?, ?, ?, ?)", rows)
                 conn.executemany(
-                    "INSERT INTO grams(rowid, folded, item, section, idx, title, piece)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    [_stored(row_id(date, n), *row) for n, row in enumerate(pieces_of(issue))],
+                    "INSERT INTO grams(rowid, folded) VALUES (?, ?)",
+                    [(r[0], r[-1].casefold() + SENTINEL) for r in rows],
                 )
                 conn.execute(
                     "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -324,7 +338,7 @@ class SqliteFullText:
             return
         with self._lock, self._transaction() as conn:
             for date in days:
-                conn.execute("DELETE FROM grams WHERE rowid BETWEEN ? AND ?", id_range(None, date))
+                _forget(conn, date)
                 conn.execute("DELETE FROM files WHERE day = ?", (date.toordinal(),))
 
     @contextlib.contextmanager
@@ -350,9 +364,8 @@ class SqliteFullText:
             return
         low, high = id_range(on_or_before, day)
         conn = self._reader()
-        columns = "SELECT rowid, item, section, idx, title, piece, folded FROM grams"
         if len(needle) >= 3:
-            query, args = f"{columns} WHERE grams MATCH ?", [phrase(needle)]
+            match: str | None = phrase(needle)
         else:
             terms = conn.execute(
                 "SELECT term FROM grams_terms WHERE term >= ? AND term < ? LIMIT ?",
@@ -360,21 +373,16 @@ class SqliteFullText:
             ).fetchall()
             if not terms:
                 return
-            if len(terms) <= FEW_TERMS:
-                query, args = (
-                    f"{columns} WHERE grams MATCH ?",
-                    [" OR ".join(phrase(t) for (t,) in terms)],
-                )
-            else:  # common: read newest first, a page of hits comes soon
-                query, args = f"{columns} WHERE instr(folded, ?) > 0", [needle]
-        cursor = conn.execute(
-            f"{query} AND rowid BETWEEN ? AND ? ORDER BY rowid", (*args, low, high)
-        )
+            # common (many terms): every piece, newest first; a page of hits comes soon
+            match = " OR ".join(phrase(t) for (t,) in terms) if len(terms) <= FEW_TERMS else None
+        if match is None:
+            cursor = conn.execute(_CANDIDATE + _EVERY, (low, high))
+        else:  # the index drives, in id order: reading stops with the last page of hits
+            cursor = conn.execute(_CANDIDATE + _MATCHING, (match, low, high))
         try:
             while page := cursor.fetchmany(_PAGE):
-                for rid, item, section, index, title, piece, folded in page:
-                    text = folded[: -len(SENTINEL)] if piece is None else piece
-                    yield Row(date_of(rid), item, _SECTIONS.get(section), index, title, text)
+                for rid, item, section, index, title, piece in page:
+                    yield Row(date_of(rid), item, _SECTIONS.get(section), index, title, piece)
         finally:
             cursor.close()
 
@@ -388,17 +396,24 @@ class SqliteFullText:
             self._tmp = None
 
 
-def _stored(
-    rid: int, item: int, section: Section | None, index: int, title: str, piece: str
-) -> tuple[int, str, int, str | None, int, str, str | None]:
-    folded = piece.casefold()
-    kept = None if folded == piece else piece
-    return (
-        rid,
-        folded + SENTINEL,
-        item,
-        None if section is None else section.value,
-        index,
-        title,
-        kept,
+def _rows(issue: Issue) -> list[tuple[int, str | None, int, int, str]]:
+    """The pieces of ``issue`` as stored: ``(item, section, index, head, piece)``."""
+    out: list[tuple[int, str | None, int, int, str]] = []
+    head, last = 0, -1
+    for n, (item, section, index, _title, piece) in enumerate(pieces_of(issue)):
+        if item != last:
+            head, last = n, item
+        out.append((item, None if section is None else section.value, index, head, piece))
+    return out
+
+
+def _forget(conn: sqlite3.Connection, date: dt.date) -> None:
+    """Delete the pieces of ``date`` and their index entries (a contentless index is told
+    the text each row was indexed with)."""
+    low, high = id_range(None, date)
+    old = conn.execute("SELECT id, piece FROM pieces WHERE id BETWEEN ? AND ?", (low, high))
+    conn.executemany(
+        "INSERT INTO grams(grams, rowid, folded) VALUES ('delete', ?, ?)",
+        [(rid, piece.casefold() + SENTINEL) for rid, piece in old.fetchall()],
     )
+    conn.execute("DELETE FROM pieces WHERE id BETWEEN ? AND ?", (low, high))

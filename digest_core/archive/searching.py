@@ -337,7 +337,8 @@ class Searcher:
         rows = store.candidates(needle, on_or_before=on_or_before)
         with contextlib.closing(rows):
             current = (r for r in rows if r.date in used and r.date not in stale)
-            scanned = self._scan(needle, (d for d in reversed(dates) if d in stale), on_or_before)
+            behind = [d for d in reversed(dates) if d in stale] if stale else []
+            scanned = self._scan(needle, behind, on_or_before)
             merged = heapq.merge(
                 hits_of(current, needle), scanned, key=operator.attrgetter("date"), reverse=True
             )
