@@ -19,6 +19,7 @@ from digest_core.archive.files import (
     StatKey,
     classify,
     looks_like_issue,
+    newest_first,
     pick,
     real_root,
     stat_key,
@@ -182,7 +183,7 @@ class Archive:
                 self._folder_problem = IssueFormatError(self.root, None, detail)
                 self._report(self._folder_problem)
                 self._dir_key = None
-                self._set({})
+                self._set({}, listed=False)
             return
         root_real = real_root(self.root)
         fresh: dict[str, tuple[int, FileEntry]] = {}
@@ -197,18 +198,19 @@ class Archive:
                 return  # another thread adopted a newer listing meanwhile
             self._folder_problem = None
             current = self._names
+            self._dir_key, self._listed_ns = key, listed_ns
             if (
                 full
                 or fresh.keys() != current.keys()
                 or any(fresh[n] is not current[n] for n in fresh)
             ):
                 self._set(fresh)
-            self._dir_key, self._listed_ns = key, listed_ns
             if full:
                 self._restat_at = now
 
-    def _set(self, names: dict[str, tuple[int, FileEntry]]) -> None:
-        """Adopt a new listing (under the lock): pick each date's file, drop what is gone."""
+    def _set(self, names: dict[str, tuple[int, FileEntry]], *, listed: bool = True) -> None:
+        """Adopt a new listing (under the lock): pick each date's file, drop what is gone
+        (not ``listed``: the folder could not be listed, so nothing is known to be gone)."""
         self._names = names
         entries = [entry for _, entry in names.values()]
         self._dated = pick(entries)
@@ -224,7 +226,7 @@ class Archive:
         for path in [p for p in self._loaded if p not in paths]:
             del self._loaded[path]
         self._unloaded = {e.path for e in self._used.values() if not self._current(e)}
-        self._search.listing_changed()
+        self._search.listing_changed(listed=listed)
 
     def entries(self) -> builtins.list[tuple[dt.date, Path]]:
         """Every issue file as (date, path), by date; for one date the file that is used first.
@@ -326,6 +328,9 @@ class Archive:
             IssueNotFound: the archive has no loadable issue on or before that day; the message
                 is for readers, as :meth:`on`'s is.
         """
+        early = self._before_listing(on_or_before)
+        if early is not None:
+            return early
         self.refresh()
         with self._lock:
             dates, used = self._dates, self._used
@@ -344,6 +349,24 @@ class Archive:
             f"There is no issue on or before {on_or_before}; the earliest is {first}.",
             date=on_or_before,
         )
+
+    def _before_listing(self, on_or_before: dt.date | None) -> Issue | None:
+        """The newest issue (dated ``on_or_before`` a day) while the folder is being listed
+        for the first time in another thread (a bot just started): the newest exactly named
+        files are looked at alone, so the first reader does not wait for ten years of files to
+        be listed. None (ask the listing) when not at start, or when the newest file found is
+        not a good issue: every other case is the listing's."""
+        if self._dir_key is not None or not (self._refreshing.locked() or self.indexing):
+            return None
+        try:
+            groups = newest_first(self.root, on_or_before)
+            entry = next((e for e in next(groups, []) if e.ok), None)
+        except OSError:
+            return None
+        if entry is None:
+            return None
+        issue, error = self._issue(entry)
+        return issue if error is None else None
 
     # ------------------------------------------------------------ search
 
@@ -475,6 +498,8 @@ class Archive:
     def _reclassify(self, entry: FileEntry) -> FileEntry:
         with self._lock:
             fresh = classify(real_root(self.root), entry.path)
+            if self._dir_key is None:  # not listed yet (serving before the first listing)
+                return fresh
             names = dict(self._names)
             inode = fresh.key[1] if fresh.key else -1
             names[entry.path.name] = (inode, fresh)

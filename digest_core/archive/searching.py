@@ -143,16 +143,18 @@ class Searcher:
             log.exception("archive %s: cannot open its search index; searches scan", self._archive)
             return None
 
-    def listing_changed(self) -> None:
-        """The archive adopted a new listing (called under its lock)."""
+    def listing_changed(self, *, listed: bool = True) -> None:
+        """The archive adopted a new listing (called under its lock); not ``listed``: the
+        folder could not be listed (its dates are not gone from the index for that)."""
         if self._indexed is not None:
-            self._restale()
+            self._restale(listed=listed)
 
-    def _restale(self) -> None:
+    def _restale(self, *, listed: bool = True) -> None:
         assert self._indexed is not None
         used = self._archive._used
         self._stale = {d for d, e in used.items() if not self._fresh(d, e)}
-        self._gone = {d for d in self._indexed if d not in used}
+        if listed and self._archive._listed_ns:
+            self._gone = {d for d in self._indexed if d not in used}
 
     def _fresh(self, date: dt.date, entry: FileEntry) -> bool:
         assert self._indexed is not None

@@ -188,3 +188,31 @@ def test_search_on_postgresql_finds_what_a_scan_finds(root: Path, pg_url: str) -
         assert archive.on(D2).date == D2
     finally:
         again.close()
+
+
+@pytest.mark.parametrize("bound", [None, D5, D2])
+def test_before_the_first_listing_the_newest_issue_is_found_alone(
+    root: Path, bound: dt.date | None
+) -> None:
+    # a bot just started lists ten years of files in a thread; the first /today is answered
+    # from the newest exactly named files meanwhile, as the listing would have answered it
+    shutil.copy(root / "2026-03-04.txt", root / "2026-03-06.txt")  # the text wins over .yaml
+    (root / "2026-03-07-draft.txt").write_text(BROKEN, encoding="utf-8")  # never served
+    expected = Archive(root, index=False).latest(on_or_before=bound)
+    archive = Archive(root, index=False)
+    with archive._refreshing:  # as while another thread lists the folder
+        early = archive.latest(on_or_before=bound)
+        assert archive._dir_key is None  # answered without a listing
+    assert early == expected
+    assert archive.latest(on_or_before=bound) == expected
+
+
+def test_before_the_first_listing_a_broken_newest_file_waits_for_the_listing(root: Path) -> None:
+    rewrite(root / "2026-03-06.yaml", "date: [")
+    archive = Archive(root, index=False)
+    archive._refreshing.acquire()
+    try:
+        assert archive._before_listing(None) is None  # the listing's to answer
+    finally:
+        archive._refreshing.release()
+    assert archive.latest().date == D5
