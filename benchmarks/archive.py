@@ -9,10 +9,10 @@ in fresh processes, the first start ever (the search index built from nothing), 
 done, the first ``/search`` miss, ``/today`` and ``/search`` p50/p99 under ``--users`` (200)
 concurrent readers (three rounds, each reader's command timed from its start) with the process
 CPU time per command under that load (a figure other processes on the machine hardly move,
-unlike latency), and the peak RSS of that process; then the ratio of the 3,650 figure to the 5 figure against the targets
-(first command <= 2x, RSS <= 1.3x, p99 <= 1.5x). ``--baseline DIR`` runs the same processes on
-the code checked out in DIR (e.g. ``git worktree add /tmp/old main``) and prints old, new and
-new/old. ``--restart-only``: just this table.
+unlike latency), and the peak RSS of that process; then the ratio of the 3,650 figure to the
+5 figure against the targets (first command <= 2x, RSS <= 1.3x, p99 <= 1.5x). ``--baseline
+DIR`` runs the same processes on the code checked out in DIR (e.g. ``git worktree add /tmp/old
+main``) and prints old, new and new/old. ``--restart-only``: just this table.
 
 Then the older tables. It writes ten years of issues
 (the bundled ones, re-dated) into a temporary folder, then for 5 and for 3,650 files prints the
