@@ -20,7 +20,7 @@ from bots.site_http import lookup, site_app
 from digest_core.archive import Archive
 from digest_core.models import Issue, Item
 from digest_core.publishing.embargo import Embargo
-from digest_core.site.build import MANIFEST, SiteConfig, build_site, write_site
+from digest_core.site.build import MANIFEST, SiteBuilder, SiteConfig, build_site, write_site
 from digest_core.site.feed import FEED_ISSUES
 from digest_core.site.live import LiveSite
 from digest_core.site.published import FixedClock
@@ -244,6 +244,28 @@ def test_an_index_rebuilt_by_parts_is_the_index_built_from_nothing() -> None:
     assert index.files(shown) == search_files(shown)
     assert index.files(history) == search_files(history)  # many at once, a new year too
     assert index.files(history[:2]) == search_files(history[:2])
+
+
+@pytest.mark.parametrize("for_files", [False, True])
+def test_a_site_rebuilt_by_parts_is_the_site_built_from_nothing(for_files: bool) -> None:
+    settings = SiteConfig(rule=rule_at(at(DAY, 9)), base_url="https://digest.example/",
+                          for_files=for_files)  # fmt: skip
+    builder = SiteBuilder(settings)
+    shown = issues(12, DAY - dt.timedelta(days=3))
+    assert builder.build(shown) == build_site(shown, settings)
+    assert builder.build(shown) == build_site(shown, settings)
+    assert builder.rendered == 0  # nothing changed: nothing rendered
+    for k in (2, 1, 0):  # a new day at a time
+        shown = [*shown, make_issue(DAY - dt.timedelta(days=k), briefs=3)]
+        assert builder.build(shown) == build_site(shown, settings)
+        # its page, the page before it (its "newer" link), the index, the classics, the feed
+        assert builder.rendered == 5
+    shown[4] = make_issue(shown[4].date, briefs=6)  # a correction of an old day
+    assert builder.build(shown) == build_site(shown, settings)
+    del shown[7]  # a day taken down
+    assert builder.build(shown) == build_site(shown, settings)
+    tomorrow = [*shown, make_issue(DAY + dt.timedelta(days=1))]  # not public yet
+    assert builder.build(tomorrow) == build_site(shown, settings)
 
 
 # --- writing a folder ----------------------------------------------------------------------
