@@ -286,6 +286,21 @@ class Archive:
         with self._lock:
             return [d for d in self._dates if self._serves(self._used[d])]
 
+    def issues(self) -> builtins.list[Issue]:
+        """Every issue the archive serves, oldest first (loading what it must): what
+        :meth:`dates` and :meth:`on` for each give, with the folder looked at once, not per
+        date (a site rebuilt just after a new file would otherwise list the folder again for
+        each of ten years of dates while the new listing is too recent to trust)."""
+        self.refresh()
+        with self._lock:
+            dates, used = self._dates, self._used
+        out: builtins.list[Issue] = []
+        for date in dates:
+            issue = self._issue(used[date])[0]
+            if issue is not None:
+                out.append(issue)
+        return out
+
     def file_of(self, date: dt.date) -> tuple[Path, StatKey] | None:
         """The file the issue of ``date`` is read from and its key as stat'ed now (not the
         listing's), or None when there is none; for seeing whether it is still changing."""

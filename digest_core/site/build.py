@@ -13,13 +13,14 @@ import json
 import logging
 import os
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import jinja2
+from markupsafe import Markup
 
 from digest_core.models import QUESTION_MARKER, Issue
 from digest_core.site.feed import FEED_ISSUES, build_feed
@@ -123,6 +124,10 @@ class SiteBuilder:
         self._pages: dict[str, tuple[object, bytes]] = {}
         self._kept: dict[str, tuple[object, bytes]] = {}  # the last build's, during a build
         self._search = SearchIndex()
+        #: the lines of the lists of issues and classics, by (macro, page, revision)
+        self._items: dict[tuple[str, str, str], Markup] = {}
+        self._kept_items: dict[tuple[str, str, str], Markup] = {}
+        self._used_items: dict[tuple[str, str, str], Markup] = {}
         #: pages rendered by the last build (the rest were kept)
         self.rendered = 0
 
@@ -133,10 +138,11 @@ class SiteBuilder:
         title = shown[-1].masthead if shown else DEFAULT_TITLE
         entries = [_Entry(i, issue_path(i.date)) for i in shown]
         self._kept, self.rendered = self._pages, 0
+        self._kept_items, self._used_items = self._items, {}
         self._pages = {}
         revisions = tuple((e.date, e.issue.revision) for e in entries)
         self._page("index.html", (title, revisions), "index.html.j2", "", "", title,
-                   months=lambda: _months(entries))  # fmt: skip
+                   months=_months(entries), item=self._item("issue_item", ""))  # fmt: skip
         for n, entry in enumerate(entries):
             older = entries[n - 1] if n > 0 else None
             newer = entries[n + 1] if n + 1 < len(entries) else None
@@ -148,7 +154,7 @@ class SiteBuilder:
         classics = [e for e in reversed(entries) if e.issue.classic is not None]
         listed = tuple((e.date, e.issue.revision) for e in classics)
         self._page("classic/index.html", (title, listed), "classic.html.j2", "../", "classic/",
-                   title, entries=classics)  # fmt: skip
+                   title, entries=classics, item=self._item("classic_item", "../"))  # fmt: skip
         self._page("search/index.html", title, "search.html.j2", "../", "search/", title,
                    index_format="js" if config.for_files else "json")  # fmt: skip
         files = {path: data for path, (_, data) in self._pages.items()}
@@ -159,6 +165,7 @@ class SiteBuilder:
         for name in STATIC_FILES:
             files[f"static/{name}"] = (static / name).read_bytes()
         self._kept = {}
+        self._items, self._kept_items = self._used_items, {}
         log.debug("site: %d issues, %d files, %d rendered", len(shown), len(files), self.rendered)
         return files
 
@@ -167,14 +174,13 @@ class SiteBuilder:
         **values: Any,
     ) -> None:  # fmt: skip
         """The page at ``path``: kept from the last build when ``key`` is the same, else
-        rendered (a callable value is called only then)."""
+        rendered."""
         old = self._kept.get(path)
         if old is not None and old[0] == key:
             self._pages[path] = old
             return
         config = self.config
         index = "index.html" if config.for_files else ""  # what a link to a folder ends with
-        values = {k: v() if callable(v) else v for k, v in values.items()}
         values.setdefault("lang", "zh-CN")
         html = self._env.get_template(template).render(
             site_title=title,
@@ -186,6 +192,22 @@ class SiteBuilder:
         )
         self._pages[path] = (key, html.encode("utf-8"))
         self.rendered += 1
+
+    def _item(self, macro: str, root: str) -> Callable[[_Entry], Markup]:
+        """What a list page calls for each line: the line of ``macro`` for an entry,
+        rendered once per revision (a new day renders one line, not ten years of them)."""
+        render = getattr(self._env.get_template("lists.html.j2").module, macro)
+        index = "index.html" if self.config.for_files else ""
+
+        def item(entry: _Entry) -> Markup:
+            key = (macro, entry.path, entry.issue.revision)
+            html = self._kept_items.get(key)
+            if html is None:
+                html = Markup(str(render(entry, root, index)))
+            self._used_items[key] = html
+            return html
+
+        return item
 
     def _feed(self, shown: Sequence[Issue], title: str) -> bytes:
         """``feed.xml``: kept while its newest issues and their publishing times are."""

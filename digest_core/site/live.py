@@ -8,7 +8,6 @@ import threading
 
 from digest_core.archive import Archive
 from digest_core.clock import Clock
-from digest_core.errors import IssueNotFound
 from digest_core.models import Issue
 from digest_core.site.build import SiteBuilder, SiteConfig
 from digest_core.site.published import PublishRule
@@ -22,15 +21,7 @@ CHECK_SECONDS = 5.0
 def published_issues(archive: Archive, rule: PublishRule) -> list[Issue]:
     """Every issue of ``archive`` that ``rule`` says is public now, oldest first; a date whose
     file is broken with no good version is left out (the archive reports it)."""
-    out: list[Issue] = []
-    for date in archive.dates():
-        if not rule.visible(date):
-            continue
-        try:
-            out.append(archive.on(date))
-        except IssueNotFound:
-            continue
-    return out
+    return [issue for issue in archive.issues() if rule.visible(issue.date)]
 
 
 class LiveSite:

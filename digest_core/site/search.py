@@ -35,12 +35,14 @@ years and days that changed.
 from __future__ import annotations
 
 import base64
+import bisect
 import datetime as dt
 import json
 import logging
 import operator
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from digest_core.models import Issue, Section
 from digest_core.site.links import anchor, issue_path
@@ -163,7 +165,11 @@ def decode_days(posting: list[int] | str) -> list[int]:
 def year_files(year: int, issues: Sequence[Issue]) -> tuple[dict[str, bytes], set[str]]:
     """The posting shards of ``year`` (its issues) and the grams they hold."""
     days = _days(issues)
-    encoded = {g: encode_days(d) for g, d in days.items()}
+    return _year_shards(year, {g: encode_days(d) for g, d in days.items()}), set(days)
+
+
+def _year_shards(year: int, encoded: dict[str, list[int] | str]) -> dict[str, bytes]:
+    """The shard files of ``year``'s encoded postings."""
     size = sum(len(g.encode()) + 6 + (3 * len(v) if isinstance(v, list) else 64)
                for g, v in encoded.items())  # fmt: skip
     shards = 1
@@ -172,8 +178,34 @@ def year_files(year: int, issues: Sequence[Issue]) -> tuple[dict[str, bytes], se
     parts: list[dict[str, list[int] | str]] = [{} for _ in range(shards)]
     for gram, posting in encoded.items():
         parts[shard(gram, shards)][gram] = posting
-    files = {f"search/grams/{year}/{n}.json": _dump(part, True) for n, part in enumerate(parts)}
-    return files, set(days)
+    return {f"search/grams/{year}/{n}.json": _dump(part, True) for n, part in enumerate(parts)}
+
+
+@dataclass
+class _Warm:
+    """The postings of the year changed last, kept so that a new day of it is added to them
+    instead of reading the whole year again."""
+
+    year: int
+    revisions: dict[dt.date, str]
+    days: dict[str, list[int]]
+    encoded: dict[str, list[int] | str]
+
+    def add(self, issues: Sequence[Issue]) -> set[str]:
+        """Add the days of ``issues`` (not held yet); the grams whose postings changed."""
+        touched: set[str] = set()
+        for issue in issues:
+            day = issue.date.timetuple().tm_yday - 1
+            found: set[str] = set()
+            for _, _, _, text in _documents(issue):
+                found |= grams(text)
+            for gram in found:
+                bisect.insort(self.days.setdefault(gram, []), day)
+            touched |= found
+            self.revisions[issue.date] = issue.revision
+        for gram in touched:
+            self.encoded[gram] = encode_days(self.days[gram])
+        return touched
 
 
 class SearchIndex:
@@ -189,6 +221,7 @@ class SearchIndex:
         self._year_grams: dict[int, set[str]] = {}
         self._lists: dict[str, list[int]] = {}  # gram -> its years (since EPOCH_YEAR)
         self._list_files: dict[str, bytes] = {}
+        self._warm: _Warm | None = None
         self._parts: list[dict[str, list[int]]] = []
         self._shards = 0
         self._size = 0  # about the bytes of every year list
@@ -234,9 +267,17 @@ class SearchIndex:
             key = tuple(sorted((i.date, i.revision) for i in issues))
             if year in self._years and self._years[year][0] == key:
                 continue
-            files, found = year_files(year, issues)
             changed[year] = self._year_grams.get(year, set())
-            self._years[year] = (key, files)
+            warm = self._warm
+            held = {} if warm is None or warm.year != year else warm.revisions
+            if warm is not None and held and all(dict(key).get(d) == r for d, r in held.items()):
+                found = changed[year] | warm.add([i for i in issues if i.date not in held])
+            else:  # another year, or a day changed or gone: read the year again
+                days = _days(issues)
+                encoded = {g: encode_days(d) for g, d in days.items()}
+                warm = self._warm = _Warm(year, dict(key), days, encoded)
+                found = set(days)
+            self._years[year] = (key, _year_shards(year, warm.encoded))
             self._year_grams[year] = found
         return changed
 

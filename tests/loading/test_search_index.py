@@ -216,3 +216,10 @@ def test_before_the_first_listing_a_broken_newest_file_waits_for_the_listing(roo
     finally:
         archive._refreshing.release()
     assert archive.latest().date == D5
+
+
+def test_issues_are_what_dates_and_on_give_with_the_folder_looked_at_once(root: Path) -> None:
+    rewrite(root / "2026-03-03.txt", BROKEN)  # broken, never good: left out
+    archive = Archive(root, index=False)
+    assert archive.issues() == [archive.on(d) for d in archive.dates()]
+    assert [i.date for i in archive.issues()] == [D2, D4, D5, D6]
