@@ -288,17 +288,21 @@ class SearchIndex:
         for year, before in changed.items():
             now = self._year_grams.get(year, set())
             offset = year - EPOCH_YEAR
+            # the bytes of the lists, about: a gram, its quotes, colon and brackets, then
+            # three for each year (the same sum however the lists came to be)
             for gram in before - now:
                 lists[gram].remove(offset)
+                self._size -= 3
                 if not lists[gram]:
                     del lists[gram]
-                    self._size -= len(gram.encode()) + 9
+                    self._size -= len(gram.encode()) + 6
             for gram in now - before:
                 if gram not in lists:
                     lists[gram] = []
-                    self._size += len(gram.encode()) + 9  # about: quotes, colon, a year
+                    self._size += len(gram.encode()) + 6
                 lists[gram].append(offset)
                 lists[gram].sort(reverse=True)
+                self._size += 3
             touched |= before ^ now
         if not touched and self._list_files:
             return

@@ -289,11 +289,12 @@ def test_search_pages_through_days_and_years_as_the_documents_say(
     page = watched.page
     page.goto(root + "search/?q=" + urllib.parse.quote(word))
     shown: list[str] = []
-    while True:
+    pages = 0
+    while True:  # a page: at most 30 hits, from at most 8 days' files
+        pages += 1
         page.wait_for_function(
-            "n => document.getElementById('status').textContent.includes('found')"
-            " && document.querySelectorAll('#results li').length >= n",
-            arg=min(len(shown) + 30, len(expected)),
+            "n => Number(document.body.getAttribute('data-search-pages')) >= n",
+            arg=pages,
             timeout=20_000,
         )
         shown = page.locator("#results li .meta").all_inner_texts()

@@ -7,7 +7,8 @@
 // with script elements: a page opened from disk may not fetch.
 (function () {
   "use strict";
-  var PAGE = 30;
+  var PAGE = 30;  // hits a page shows at most
+  var DAYS = 8;  // and days' files it loads at most (a word found once a day: ~70 kB)
   var list = document.getElementById("results");
   var status = document.getElementById("status");
   var more = document.getElementById("more");
@@ -38,6 +39,7 @@
   var meta = null;
   var cache = {};
   var run = 0;
+  var pages = 0;
   var pending = null;
   var timer = null;
 
@@ -148,13 +150,17 @@
     list.append(li);
   }
 
-  // check candidate documents in order until PAGE more hits are shown (years, then their
-  // days, then each day's documents); resolves to the count shown
+  // check candidate documents in order until PAGE more hits are shown or DAYS days' files
+  // were read (years, then their days, then each day's documents); resolves to the count
+  // shown
   function fill(state, me) {
-    var shown = 0;
+    var shown = 0, loaded = 0;
     function next() {
       if (me !== run) return Promise.resolve(-1);
       if (shown >= PAGE || !left(state)) return Promise.resolve(shown);
+      if (state.doc === 0 && loaded >= DAYS && state.day < state.days.length) {
+        return Promise.resolve(shown);  // enough for one page: "more" goes on
+      }
       if (state.day >= state.days.length) {
         var year = state.years[state.year++];
         return dayDates(year, state.wanted).then(function (found) {
@@ -165,6 +171,7 @@
         });
       }
       var date = state.days[state.day];
+      if (state.doc === 0) loaded++;
       return load("days/" + date + ".json").then(function (file) {
         if (me !== run) return -1;
         var doc = file.d[state.doc];
@@ -189,6 +196,7 @@
       ? "找到 " + state.found + (more_ ? "+" : "") + " 条 / " + state.found + (more_ ? "+" : "") + " found"
       : "没有找到“" + raw + "” / nothing found";
     document.body.setAttribute("data-search-done", String(run));
+    document.body.setAttribute("data-search-pages", String(++pages));  // one more page shown
   }
 
   function show(raw) {
