@@ -1,6 +1,20 @@
 """Archive benchmark: /today and a /search miss with 5 vs 3,650 issue files, and the CLI search.
 
-Run ``python -m benchmarks.archive`` (``--runs``, ``--files``). It writes ten years of issues
+Run ``python -m benchmarks.archive`` (``--runs``, ``--files``; ``--issues`` is the same knob).
+
+First, ten years at the cost of one day (issue 24): for 5 and for ``--files`` issue files, each
+in fresh processes, the first start ever (the search index built from nothing), then a
+*restart* as ``digest-bot run`` does it (the index file kept beside the ledger): the first
+``/today`` sent at once, the time until the start-up work (bringing the index up to date) is
+done, the first ``/search`` miss, ``/today`` and ``/search`` p50/p99 under ``--users`` (200)
+concurrent readers (three rounds, each reader's command timed from its start) with the process
+CPU time per command under that load (a figure other processes on the machine hardly move,
+unlike latency), and the peak RSS of that process; then the ratio of the 3,650 figure to the
+5 figure against the targets (first command <= 2x, RSS <= 1.3x, p99 <= 1.5x). ``--baseline
+DIR`` runs the same processes on the code checked out in DIR (e.g. ``git worktree add /tmp/old
+main``) and prints old, new and new/old. ``--restart-only``: just this table.
+
+Then the older tables. It writes ten years of issues
 (the bundled ones, re-dated) into a temporary folder, then for 5 and for 3,650 files prints the
 median cost of one ``/today`` and of one ``/search`` that finds nothing (an absent word, and a
 "hard" miss made of character pairs that all occur in the archive but never together), the
@@ -20,6 +34,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
+import json
+import os
 import resource
 import shutil
 import statistics
@@ -32,6 +48,10 @@ from pathlib import Path
 from digest_core.archive import Archive
 from digest_core.commands import Commands, Request
 from digest_core.testing import ManualClock
+
+# the restart table's targets: the 3,650-file figure over the 5-file one
+RESTART_TARGETS = {"first /today (ms)": 2.0, "peak RSS (MB)": 1.3, "/today p99 (ms)": 1.5,
+                   "/search p99 (ms)": 1.5}  # fmt: skip
 
 ROOT = Path(__file__).resolve().parents[1]
 TODAY = dt.date(2026, 11, 30)
@@ -140,13 +160,161 @@ def cli_baseline(runs: int) -> float:
     return statistics.median(times)
 
 
+def open_archive(folder: Path, index: Path) -> Archive:
+    """The archive as ``digest-bot run`` opens it: with its index file beside the ledger (the
+    archive before issue 24 kept an in-memory index and takes no path)."""
+    try:
+        return Archive(folder, index=index)
+    except TypeError:
+        return Archive(folder)
+
+
+def _p(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+async def _crowd(commands: Commands, request: Request, users: int, rounds: int) -> list[float]:
+    """Latencies (ms) of ``users`` readers sending ``request`` at once, ``rounds`` times."""
+
+    async def one() -> float:
+        t0 = time.perf_counter()
+        await commands.handle(request)
+        return (time.perf_counter() - t0) * 1000
+
+    out: list[float] = []
+    for _ in range(rounds):
+        out.extend(await asyncio.gather(*(one() for _ in range(users))))
+    return out
+
+
+async def restarted(folder: Path, index: Path, users: int) -> dict[str, float]:
+    """One bot process started on ``folder`` (see the module): its figures."""
+    clock = ManualClock(dt.datetime(2026, 11, 30, 1, 0, tzinfo=dt.UTC), autoadvance=False)
+    zone = dt.timezone(dt.timedelta(hours=8))
+    started = time.perf_counter()
+    archive = open_archive(folder, index)
+    commands = Commands(archive, clock, zone)
+    archive.index_in_background()  # as `run` does at start
+    t0 = time.perf_counter()
+    await commands.handle(Request("today"))
+    first = (time.perf_counter() - t0) * 1000
+    # the start-up work: waited for (build_index returns once the index is up to date)
+    await asyncio.to_thread(archive.build_index)
+    ready = time.perf_counter() - started
+    t0 = time.perf_counter()
+    await commands.handle(Request("search", (MISS,)))
+    first_search = (time.perf_counter() - t0) * 1000
+    cpu = time.process_time()
+    today = await _crowd(commands, Request("today"), users, 3)
+    today_cpu = (time.process_time() - cpu) * 1000 / len(today)
+    cpu = time.process_time()
+    search = await _crowd(commands, Request("search", (MISS,)), users, 3)
+    search_cpu = (time.process_time() - cpu) * 1000 / len(search)
+    return {
+        "first /today (ms)": first,
+        "start-up work (s)": ready,
+        "first /search (ms)": first_search,
+        "/today p50 (ms)": _p(today, 0.5),
+        "/today p99 (ms)": _p(today, 0.99),
+        "/search p50 (ms)": _p(search, 0.5),
+        "/search p99 (ms)": _p(search, 0.99),
+        "/today CPU (ms)": today_cpu,  # per command, under load: unlike latency, not
+        "/search CPU (ms)": search_cpu,  # inflated by other processes on the machine
+        "peak RSS (MB)": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def built(folder: Path, index: Path) -> dict[str, float]:
+    """The first start ever: the index built from nothing (its file's size)."""
+    t0 = time.perf_counter()
+    archive = open_archive(folder, index)
+    archive.build_index()
+    took = time.perf_counter() - t0
+    size = sum(p.stat().st_size for p in index.parent.glob(index.name + "*"))
+    return {"first start, build (s)": took, "index file (MB)": size / 1e6}
+
+
+def _child(args: argparse.Namespace) -> None:
+    folder, index = Path(args.child[1]), Path(args.child[2])
+    if args.child[0] == "build":
+        out = built(folder, index)
+    else:
+        out = asyncio.run(restarted(folder, index, args.users))
+    print(json.dumps(out))
+
+
+def _figures(code: Path, mode: str, folder: Path, index: Path, users: int) -> dict[str, float]:
+    """Run one child process of this benchmark on the ``digest_core`` in ``code``; its
+    figures."""
+    with tempfile.TemporaryDirectory() as tmp:
+        Path(tmp, "benchmarks").symlink_to(ROOT / "benchmarks")
+        Path(tmp, "digest_core").symlink_to(code / "digest_core")
+        out = subprocess.run(
+            [sys.executable, "-m", "benchmarks.archive", "--child", mode, str(folder),
+             str(index), f"--users={users}"],
+            cwd=tmp, env={**os.environ, "PYTHONPATH": tmp}, capture_output=True, text=True,
+            check=True,
+        ).stdout  # fmt: skip
+    result: dict[str, float] = json.loads(out.strip().splitlines()[-1])
+    return result
+
+
+def measure_restart(code: Path, folder: Path, runs: int, users: int) -> dict[str, float]:
+    """Medians of ``runs``: a first start, then restarts of a bot on ``folder``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        index = Path(tmp, "digest-bot.search.sqlite")
+        out = _figures(code, "build", folder, index, users)
+        served = [_figures(code, "serve", folder, index, users) for _ in range(runs)]
+    out.update({k: statistics.median(r[k] for r in served) for k in served[0]})
+    return out
+
+
+def restart_table(small: Path, big: Path, args: argparse.Namespace) -> None:
+    """The issue-24 figures, for this code (and ``--baseline``'s)."""
+    codes = [("new", ROOT)]
+    if args.baseline:
+        codes.insert(0, ("old", Path(args.baseline).resolve()))
+    results = {}
+    for label, code in codes:
+        results[label] = (
+            measure_restart(code, small, args.restart_runs, args.users),
+            measure_restart(code, big, args.restart_runs, args.users),
+        )
+    n = args.files
+    print(f"restart of a bot (fresh processes, median of {args.restart_runs}), {args.users} users")
+    head = "".join(f"{f'{lb} 5':>10}{f'{lb} {n}':>11}{f'{lb} x':>7}" for lb, _ in codes)
+    print(f"{'figure':<24}{head}{'  new/old' if args.baseline else ''}  target")
+    for key in results["new"][0]:
+        line = f"{key:<24}"
+        for label, _ in codes:
+            few, many = results[label][0][key], results[label][1][key]
+            line += f"{few:>10.2f}{many:>11.2f}{many / few if few else float('inf'):>7.2f}"
+        if args.baseline:
+            old, new = results["old"][1][key], results["new"][1][key]
+            line += f"{new / old if old else float('inf'):>9.3f}"
+        target = RESTART_TARGETS.get(key)
+        if target is not None:
+            ratio = results["new"][1][key] / results["new"][0][key]
+            line += f"  <= {target:g}x of 5 files: {ratio / target:.2f} of target"
+        print(line)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=30, help="timed commands per figure")
     parser.add_argument("--cli-runs", type=int, default=5)
-    parser.add_argument("--files", type=int, default=3650)
+    parser.add_argument("--files", "--issues", type=int, default=3650)
+    parser.add_argument("--users", type=int, default=200, help="readers at once (restart)")
+    parser.add_argument("--restart-runs", type=int, default=3)
+    parser.add_argument("--baseline", help="a checkout of the old code to compare with")
     parser.add_argument("--cli-only", action="store_true", help="only the CLI figures")
+    parser.add_argument("--restart-only", action="store_true", help="only the restart figures")
+    parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child:
+        _child(args)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         small, big = Path(tmp, "small"), Path(tmp, "big")
         small.mkdir()
@@ -154,8 +322,11 @@ def main() -> None:
         make_archive(small, 5)
         make_archive(big, args.files)
         if not args.cli_only:
+            restart_table(small, big, args)
+        if not args.cli_only and not args.restart_only:
             commands_table(small, big, args)
-        cli_table(small, big, args)
+        if not args.restart_only:
+            cli_table(small, big, args)
         shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -19,7 +19,7 @@ from bots import periodic, registry
 from bots.inflight import InFlight
 from bots.registry import BuildContext
 from bots.starting import PlatformStarts
-from digest_core.archive import Archive
+from digest_core.archive import Archive, index_for
 from digest_core.clock import Clock, SystemClock
 from digest_core.delivery import Backoff, DeliveryEngine, Ledger
 from digest_core.delivery.retention import RetentionJob, RetentionPolicy
@@ -179,7 +179,9 @@ async def open_service(
         )
         s = settings.schedule
         service = DigestService(
-            archive=Archive(settings.archive_dir),
+            archive=Archive(
+                settings.archive_dir, index=index_for(settings.database_url, settings.archive_dir)
+            ),
             ledger=ledger,
             engine=engine,
             clock=clock,

@@ -12,12 +12,13 @@ device (never opened: a FIFO would block), and every file but one of a date that
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import logging
 import os
 import re
 import stat
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -209,6 +210,21 @@ def pick(entries: Iterable[FileEntry]) -> list[FileEntry]:
             )
         out.append(entry)
     return out
+
+
+def newest_first(folder: Path, on_or_before: dt.date | None = None) -> Iterator[list[FileEntry]]:
+    """The issue files of ``folder`` that the rule may serve, grouped by date, newest date
+    first (each group by rank, as :func:`pick` has it), without looking at any other entry:
+    what serving the newest issue needs before the folder is listed in full.
+
+    Only exactly named files can be served, so only they are classified (one ``lstat`` each);
+    names are listed and filtered in C. Raises OSError when the folder cannot be listed.
+    """
+    names = sorted(filter(_EXACT.fullmatch, os.listdir(folder)), reverse=True)
+    root, bound = real_root(folder), None if on_or_before is None else on_or_before.isoformat()
+    for day, same in itertools.groupby(names, key=lambda n: n[:10]):
+        if bound is None or day <= bound:
+            yield pick(classify(root, folder / name) for name in same)
 
 
 def scan(folder: Path) -> tuple[list[FileEntry], list[FileEntry]]:

@@ -19,12 +19,14 @@ from digest_core.archive.files import (
     StatKey,
     classify,
     looks_like_issue,
+    newest_first,
     pick,
     real_root,
     stat_key,
 )
-from digest_core.archive.index import SearchIndex
-from digest_core.archive.scan import RawTest, SearchHit, hits_in, pieces, read_head
+from digest_core.archive.fulltext import FullText
+from digest_core.archive.scan import RawTest, SearchHit, read_head
+from digest_core.archive.searching import Searcher
 from digest_core.errors import IssueFormatError, IssueNotFound
 from digest_core.loading import MAX_ISSUE_BYTES, load_issue
 from digest_core.models import Issue
@@ -82,9 +84,6 @@ class _Loaded:
 #: a listing taken less than this after the folder last changed is not trusted: a change in the
 #: same timestamp tick would not move the folder's mtime (2 s covers FAT and SMB; ext4 is ~4 ms)
 _RACY_NS = 2_000_000_000
-#: when the search index lacks more files than this, it is built in the background and the
-#: query meanwhile scans (reading the raw text first, parsing only what may match)
-_INLINE_INDEX = 32
 
 
 class Archive:
@@ -105,18 +104,21 @@ class Archive:
     to load is logged at WARNING once, listed in :attr:`problems` and skipped; if an earlier
     version of it loaded, that last good version is still served.
 
-    Search uses an inverted index (:mod:`digest_core.archive.index`), filled as files load;
-    with ``index`` (the default) :meth:`index_in_background` (``digest-bot run`` calls it at
-    start) or else the first search starts loading every file in a background thread, and
-    searches scan until it is done. Without ``index`` (a one-shot CLI), search scans the raw
-    text and parses only files that may match.
+    Search uses a persistent full-text index (:mod:`digest_core.archive.searching`): ``index``
+    is the path of its SQLite file, a :class:`~digest_core.archive.fulltext.FullText` (e.g. on
+    the ledger's PostgreSQL server), True (the default) for a private temporary one, or False
+    for none (a one-shot CLI: every search scans the raw text and parses only files that may
+    match). :meth:`index_in_background` (``digest-bot run`` calls it at start) brings the index
+    up to date with the folder, reading only files that changed since it was written.
 
     Every method does file I/O and may parse: from async code call it in a thread
     (``asyncio.to_thread``). The archive is thread-safe; parsing happens outside its lock, so one
     huge file being parsed never holds up the others.
     """
 
-    def __init__(self, root: Path, *, index: bool = True, restat_seconds: float = 10.0) -> None:
+    def __init__(
+        self, root: Path, *, index: bool | Path | FullText = True, restat_seconds: float = 10.0
+    ) -> None:
         self.root = root
         self.restat_seconds = restat_seconds
         self._lock = threading.RLock()
@@ -137,8 +139,7 @@ class Archive:
         self._loading: dict[Path, threading.Lock] = {}
         self._last_good: dict[dt.date, Issue] = {}
         self._reported: dict[str, str] = {}  # path -> the problem last logged for it
-        self._index = SearchIndex() if index else None
-        self._indexer: threading.Thread | None = None
+        self._search = Searcher(self, index)
 
     def __repr__(self) -> str:
         return f"Archive({str(self.root)!r})"
@@ -182,7 +183,7 @@ class Archive:
                 self._folder_problem = IssueFormatError(self.root, None, detail)
                 self._report(self._folder_problem)
                 self._dir_key = None
-                self._set({})
+                self._set({}, listed=False)
             return
         root_real = real_root(self.root)
         fresh: dict[str, tuple[int, FileEntry]] = {}
@@ -197,18 +198,19 @@ class Archive:
                 return  # another thread adopted a newer listing meanwhile
             self._folder_problem = None
             current = self._names
+            self._dir_key, self._listed_ns = key, listed_ns
             if (
                 full
                 or fresh.keys() != current.keys()
                 or any(fresh[n] is not current[n] for n in fresh)
             ):
                 self._set(fresh)
-            self._dir_key, self._listed_ns = key, listed_ns
             if full:
                 self._restat_at = now
 
-    def _set(self, names: dict[str, tuple[int, FileEntry]]) -> None:
-        """Adopt a new listing (under the lock): pick each date's file, drop what is gone."""
+    def _set(self, names: dict[str, tuple[int, FileEntry]], *, listed: bool = True) -> None:
+        """Adopt a new listing (under the lock): pick each date's file, drop what is gone
+        (not ``listed``: the folder could not be listed, so nothing is known to be gone)."""
         self._names = names
         entries = [entry for _, entry in names.values()]
         self._dated = pick(entries)
@@ -224,9 +226,7 @@ class Archive:
         for path in [p for p in self._loaded if p not in paths]:
             del self._loaded[path]
         self._unloaded = {e.path for e in self._used.values() if not self._current(e)}
-        if self._index is not None:
-            for date in [d for d in self._last_good if d not in self._used]:
-                self._index.remove(date)
+        self._search.listing_changed(listed=listed)
 
     def entries(self) -> builtins.list[tuple[dt.date, Path]]:
         """Every issue file as (date, path), by date; for one date the file that is used first.
@@ -281,9 +281,25 @@ class Archive:
         with self._lock:
             unloaded = [e for e in self._used.values() if e.path in self._unloaded]
         for entry in unloaded:
-            self._issue(entry)
+            if not self._search.serves(entry):  # the index knows it loads
+                self._issue(entry)
         with self._lock:
             return [d for d in self._dates if self._serves(self._used[d])]
+
+    def issues(self) -> builtins.list[Issue]:
+        """Every issue the archive serves, oldest first (loading what it must): what
+        :meth:`dates` and :meth:`on` for each give, with the folder looked at once, not per
+        date (a site rebuilt just after a new file would otherwise list the folder again for
+        each of ten years of dates while the new listing is too recent to trust)."""
+        self.refresh()
+        with self._lock:
+            dates, used = self._dates, self._used
+        out: builtins.list[Issue] = []
+        for date in dates:
+            issue = self._issue(used[date])[0]
+            if issue is not None:
+                out.append(issue)
+        return out
 
     def file_of(self, date: dt.date) -> tuple[Path, StatKey] | None:
         """The file the issue of ``date`` is read from and its key as stat'ed now (not the
@@ -327,6 +343,9 @@ class Archive:
             IssueNotFound: the archive has no loadable issue on or before that day; the message
                 is for readers, as :meth:`on`'s is.
         """
+        early = self._before_listing(on_or_before)
+        if early is not None:
+            return early
         self.refresh()
         with self._lock:
             dates, used = self._dates, self._used
@@ -346,6 +365,24 @@ class Archive:
             date=on_or_before,
         )
 
+    def _before_listing(self, on_or_before: dt.date | None) -> Issue | None:
+        """The newest issue (dated ``on_or_before`` a day) while the folder is being listed
+        for the first time in another thread (a bot just started): the newest exactly named
+        files are looked at alone, so the first reader does not wait for ten years of files to
+        be listed. None (ask the listing) when not at start, or when the newest file found is
+        not a good issue: every other case is the listing's."""
+        if self._dir_key is not None or not (self._refreshing.locked() or self.indexing):
+            return None
+        try:
+            groups = newest_first(self.root, on_or_before)
+            entry = next((e for e in next(groups, []) if e.ok), None)
+        except OSError:
+            return None
+        if entry is None:
+            return None
+        issue, error = self._issue(entry)
+        return issue if error is None else None
+
     # ------------------------------------------------------------ search
 
     def search(
@@ -355,8 +392,9 @@ class Archive:
         dated ``on_or_before`` a day, if given).
 
         Titles, paragraphs, reading questions and ledes are searched; an item is one hit however
-        often the word occurs in it. At most ``limit`` hits are returned. The index only picks
-        candidates; every hit is checked against the issue's text.
+        often the word occurs in it. At most ``limit`` hits are returned. The index
+        (:mod:`digest_core.archive.searching`) only picks candidates; every hit is checked
+        against the issue's text.
 
         Raises:
             ValueError: ``word`` is blank or ``limit`` is below 1.
@@ -367,106 +405,38 @@ class Archive:
         if limit < 1:
             raise ValueError(f"limit must be at least 1, not {limit}")
         self.refresh()
-        candidates = self._candidates(needle)
-        with self._lock:
-            dates, used = self._dates, self._used
-        order = reversed(dates) if candidates is None else sorted(candidates, reverse=True)
-        test = RawTest.of(needle)
-        hits: builtins.list[SearchHit] = []
-        for date in order:
-            entry = used.get(date)
-            if entry is None or (on_or_before is not None and date > on_or_before):
-                continue
-            if candidates is None and not self._may_contain(entry, test):
-                continue
-            issue = self._issue(entry)[0]
-            if issue is not None:
-                hits.extend(hits_in(issue, needle))
-            if len(hits) >= limit:
-                break
-        return hits[:limit]
+        return self._search.search(needle, limit, on_or_before)
 
     def hits_on(self, date: dt.date, word: str) -> builtins.list[SearchHit]:
         """The items (and lede) of the issue of ``date`` containing ``word``, ignoring case, as
-        :meth:`search` finds them (the index rules the day out first when it can); empty for a
-        day without a readable issue."""
+        :meth:`search` finds them (from the index when it holds the day's file as it is);
+        empty for a day without a readable issue."""
         needle = word.replace("\t", " ").strip().casefold()
         if not needle:
             return []
         self.refresh()
-        candidates = self._candidates(needle)
-        if candidates is not None and date not in candidates:
-            return []
-        with self._lock:
-            entry = self._used.get(date)
-        issue = None if entry is None else self._issue(entry)[0]
-        return [] if issue is None else hits_in(issue, needle)
+        return self._search.hits_on(date, needle)
 
-    def build_index(self) -> None:
-        """Load every file not loaded yet, filling the search index (a no-op without one)."""
-        if self._index is None:
-            return
-        self.refresh()
-        with self._lock:
-            dates, used = self._dates, self._used
-        for date in reversed(dates):
-            self._issue(used[date])
-
-    def _candidates(self, needle: str) -> set[dt.date] | None:
-        """The dates the index says may match, or ``None`` when there is no full index yet."""
-        if self._index is None:
-            return None
-        with self._lock:
-            unloaded = len(self._unloaded)
-            missing = [] if unloaded > _INLINE_INDEX else builtins.list(self._unloaded)
-            used = {e.path: e for e in self._used.values()} if missing else {}
-        if unloaded > _INLINE_INDEX:
-            self._index_in_background()
-            return None
-        for path in missing:
-            if path in used:
-                self._issue(used[path])
-        with self._lock:
-            return self._index.candidates(needle)
+    def build_index(self) -> int:
+        """Bring the search index up to date with the folder: read every file it does not hold
+        as it is now (a no-op without an index); how many files were read into it."""
+        return self._search.build()
 
     def index_in_background(self) -> bool:
-        """Start building the search index in a background thread (a long-running process
-        calls this at start, so the first search finds it built instead of scanning the
-        archive); True if a build was started, False without an index or while one runs.
-        Returns at once: it does no file I/O in the caller's thread."""
-        if self._index is None:
-            return False
-        return self._index_in_background()
+        """Bring the search index up to date in a background thread (a long-running process
+        calls this at start, so the first search finds it ready; after a restart only files
+        changed meanwhile are read); True if that was started, False without an index or
+        while it runs. Returns at once: it does no file I/O in the caller's thread."""
+        return self._search.in_background()
 
     @property
     def indexing(self) -> bool:
-        """A background build of the search index is under way."""
-        with self._lock:
-            return self._indexer is not None and self._indexer.is_alive()
+        """The search index is being brought up to date in the background."""
+        return self._search.building
 
-    def _index_in_background(self) -> bool:
-        with self._lock:
-            if self._indexer is not None and self._indexer.is_alive():
-                return False
-            self._indexer = threading.Thread(
-                target=self._build_quietly, name=f"archive-index {self.root}", daemon=True
-            )
-            self._indexer.start()
-            return True
-
-    def _build_quietly(self) -> None:
-        started = time.perf_counter()
-        try:
-            self.build_index()
-        except Exception:  # a background thread has nobody to raise to
-            log.exception("archive %s: building the search index failed", self.root)
-        else:
-            log.info(
-                "archive %s: search index built (%d issues, %.1f s)",
-                self.root,
-                len(self._index or ()),
-                time.perf_counter() - started,
-            )
+    def close(self) -> None:
+        """Close the search index (searches scan from then on)."""
+        self._search.close()
 
     def _may_contain(self, entry: FileEntry, test: RawTest) -> bool:
         """Without an index: False only when the file surely does not contain the needle.
@@ -493,25 +463,29 @@ class Archive:
     def _serves(self, entry: FileEntry) -> bool:
         """An issue is served for ``entry``'s date, as far as is known (under the lock)."""
         cached = self._loaded.get(entry.path)
-        return (cached is not None and cached.issue is not None) or entry.date in self._last_good
+        if cached is not None and cached.issue is not None:
+            return True
+        return entry.date in self._last_good or self._search.serves(entry)
 
     def _current(self, entry: FileEntry) -> bool:
         cached = self._loaded.get(entry.path)
         return cached is not None and cached.key == entry.key
 
-    def _issue(self, entry: FileEntry) -> tuple[Issue | None, IssueFormatError | None]:
+    def _issue(
+        self, entry: FileEntry, *, keep: bool = True
+    ) -> tuple[Issue | None, IssueFormatError | None]:
         """What is served for ``entry``'s date: its issue, or the last good one with the error.
 
         The file is stat'ed first (so an edit in place is seen at once) and parsed only when
-        its key changed since it was last read; parsing holds no archive lock.
+        its key changed since it was last read; parsing holds no archive lock. Without
+        ``keep`` (indexing, scanning) a parsed issue is not kept in memory.
         """
         assert entry.date is not None
         date, path = entry.date, entry.path
         if stat_key(path) != entry.key:  # rewritten in place (or gone) since it was listed
             entry = self._reclassify(entry)
             if entry.problem is not None or entry.key is None:
-                with self._lock:
-                    return self._last_good.get(date), entry.problem
+                return self._last_good_of(date), entry.problem
         with self._lock:
             lock = self._loading.setdefault(path, threading.Lock())
         with lock:
@@ -519,23 +493,37 @@ class Archive:
                 cached = self._loaded.get(path)
             if cached is None or cached.key != entry.key:
                 assert entry.key is not None
-                cached = self._load(date, path, entry.key)
+                cached = self._load(date, path, entry.key, keep=keep)
         if cached.issue is not None:
             return cached.issue, None
+        return self._last_good_of(date), cached.error
+
+    def _last_good_of(self, date: dt.date) -> Issue | None:
+        """The last good version of ``date``'s issue: in memory, or the one the search index
+        holds (the file broke while the bot was down, or before it was served)."""
         with self._lock:
-            return self._last_good.get(date), cached.error
+            issue = self._last_good.get(date)
+        if issue is None:
+            issue = self._search.last_good(date)
+            if issue is not None:
+                with self._lock:
+                    issue = self._last_good.setdefault(date, issue)
+        return issue
 
     def _reclassify(self, entry: FileEntry) -> FileEntry:
         with self._lock:
             fresh = classify(real_root(self.root), entry.path)
+            if self._dir_key is None:  # not listed yet (serving before the first listing)
+                return fresh
             names = dict(self._names)
             inode = fresh.key[1] if fresh.key else -1
             names[entry.path.name] = (inode, fresh)
             self._set(names)
             return next((e for e in self._dated if e.path == entry.path), fresh)
 
-    def _load(self, date: dt.date, path: Path, key: StatKey) -> _Loaded:
-        """Parse ``path`` (no lock held) and record the outcome."""
+    def _load(self, date: dt.date, path: Path, key: StatKey, *, keep: bool = True) -> _Loaded:
+        """Parse ``path`` (no lock held) and record the outcome (a good issue only with
+        ``keep``)."""
         try:
             issue = load_issue(path, date=date)
         except IssueFormatError as err:
@@ -551,15 +539,15 @@ class Archive:
             loaded = _Loaded(key, issue, None)
             log.debug("loaded %s (revision %s)", path, issue.revision)
         with self._lock:
+            if loaded.issue is not None:
+                self._reported.pop(str(path), None)
+                if not keep:
+                    return loaded
+                self._last_good[date] = loaded.issue
             self._loaded[path] = loaded
             used = self._used.get(date)
             if used is not None and used.path == path and used.key == key:
                 self._unloaded.discard(path)
-            if loaded.issue is not None:
-                self._last_good[date] = loaded.issue
-                self._reported.pop(str(path), None)
-                if self._index is not None:
-                    self._index.put(date, pieces(loaded.issue))
         return loaded
 
     def _report(self, error: IssueFormatError, *, unexpected: Exception | None = None) -> None:

@@ -13,19 +13,20 @@ import json
 import logging
 import os
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import jinja2
+from markupsafe import Markup
 
 from digest_core.models import QUESTION_MARKER, Issue
-from digest_core.site.feed import build_feed
+from digest_core.site.feed import FEED_ISSUES, build_feed
 from digest_core.site.links import issue_path
 from digest_core.site.published import PublishRule
-from digest_core.site.search import as_scripts, search_files
+from digest_core.site.search import SearchIndex, as_scripts
 
 log = logging.getLogger(__name__)
 
@@ -102,64 +103,134 @@ def build_site(issues: Iterable[Issue], config: SiteConfig) -> dict[str, bytes]:
     :func:`digest_core.site.links.anchor`; links between pages are relative, so the site works
     under any path prefix. All issue text is escaped by the templates (autoescape).
     """
-    shown = public_issues(issues, config.rule)
-    env = _environment()
-    title = shown[-1].masthead if shown else DEFAULT_TITLE
-    entries = [_Entry(i, issue_path(i.date)) for i in shown]
+    return SiteBuilder(config).build(issues)
 
-    def page(template: str, root: str, canonical: str, **values: Any) -> bytes:
-        url = config.base_url + canonical if config.base_url else None
+
+class SiteBuilder:
+    """Builds the site again and again as the issues change, redoing only what changed.
+
+    Each page is rendered from a key of everything it shows (an issue page: its issue's
+    revision and its neighbours' dates; the index: every issue's revision; the feed: the
+    newest issues' revisions and publishing times) and kept with it: a build renders only the
+    pages whose key moved (a new day: its page, the page before it, the index, the classics
+    and the feed) and the search index redoes only the changed days and years
+    (:class:`~digest_core.site.search.SearchIndex`). The files are the same bytes as
+    :func:`build_site` makes from nothing. Not thread-safe (:class:`LiveSite` holds a lock).
+    """
+
+    def __init__(self, config: SiteConfig) -> None:
+        self.config = config
+        self._env = _environment()
+        self._pages: dict[str, tuple[object, bytes]] = {}
+        self._kept: dict[str, tuple[object, bytes]] = {}  # the last build's, during a build
+        self._search = SearchIndex()
+        #: the lines of the lists of issues and classics, by (macro, page, revision)
+        self._items: dict[tuple[str, str, str], Markup] = {}
+        self._kept_items: dict[tuple[str, str, str], Markup] = {}
+        self._used_items: dict[tuple[str, str, str], Markup] = {}
+        #: pages rendered by the last build (the rest were kept)
+        self.rendered = 0
+
+    def build(self, issues: Iterable[Issue]) -> dict[str, bytes]:
+        """Every file of the site for the public ones among ``issues`` (see :func:`build_site`)."""
+        config = self.config
+        shown = public_issues(issues, config.rule)
+        title = shown[-1].masthead if shown else DEFAULT_TITLE
+        entries = [_Entry(i, issue_path(i.date)) for i in shown]
+        self._kept, self.rendered = self._pages, 0
+        self._kept_items, self._used_items = self._items, {}
+        self._pages = {}
+        revisions = tuple((e.date, e.issue.revision) for e in entries)
+        self._page("index.html", (title, revisions), "index.html.j2", "", "", title,
+                   months=_months(entries), item=self._item("issue_item", ""))  # fmt: skip
+        for n, entry in enumerate(entries):
+            older = entries[n - 1] if n > 0 else None
+            newer = entries[n + 1] if n + 1 < len(entries) else None
+            around = (None if older is None else older.date, None if newer is None else newer.date)
+            self._page(entry.path + "index.html", (title, entry.issue.revision, around),
+                       "issue.html.j2", "../../../", entry.path, title, issue=entry.issue,
+                       long_date=long_date(entry.date), lang=_lang(entry.issue), older=older,
+                       newer=newer)  # fmt: skip
+        classics = [e for e in reversed(entries) if e.issue.classic is not None]
+        listed = tuple((e.date, e.issue.revision) for e in classics)
+        self._page("classic/index.html", (title, listed), "classic.html.j2", "../", "classic/",
+                   title, entries=classics, item=self._item("classic_item", "../"))  # fmt: skip
+        self._page("search/index.html", title, "search.html.j2", "../", "search/", title,
+                   index_format="js" if config.for_files else "json")  # fmt: skip
+        files = {path: data for path, (_, data) in self._pages.items()}
+        index_files = self._search.files(shown)
+        files.update(as_scripts(index_files) if config.for_files else index_files)
+        files["feed.xml"] = self._feed(shown, title)
+        static = resources.files("digest_core.site") / "static"
+        for name in STATIC_FILES:
+            files[f"static/{name}"] = (static / name).read_bytes()
+        self._kept = {}
+        self._items, self._kept_items = self._used_items, {}
+        log.debug("site: %d issues, %d files, %d rendered", len(shown), len(files), self.rendered)
+        return files
+
+    def _page(
+        self, path: str, key: object, template: str, root: str, canonical: str, title: str,
+        **values: Any,
+    ) -> None:  # fmt: skip
+        """The page at ``path``: kept from the last build when ``key`` is the same, else
+        rendered."""
+        old = self._kept.get(path)
+        if old is not None and old[0] == key:
+            self._pages[path] = old
+            return
+        config = self.config
+        index = "index.html" if config.for_files else ""  # what a link to a folder ends with
         values.setdefault("lang", "zh-CN")
-        html = env.get_template(template).render(
+        html = self._env.get_template(template).render(
             site_title=title,
             root=root,
-            canonical=url,
+            canonical=config.base_url + canonical if config.base_url else None,
             index=index,
             subscribe=config.subscribe,
             **values,
         )
-        return html.encode("utf-8")
+        self._pages[path] = (key, html.encode("utf-8"))
+        self.rendered += 1
 
-    #: what a link to a page's folder ends with
-    index = "index.html" if config.for_files else ""
-    files: dict[str, bytes] = {}
-    files["index.html"] = page("index.html.j2", "", "", months=_months(entries))
-    for n, entry in enumerate(entries):
-        files[entry.path + "index.html"] = page(
-            "issue.html.j2",
-            "../../../",
-            entry.path,
-            issue=entry.issue,
-            long_date=long_date(entry.date),
-            lang=_lang(entry.issue),
-            older=entries[n - 1] if n > 0 else None,
-            newer=entries[n + 1] if n + 1 < len(entries) else None,
-        )
-    classics = [e for e in reversed(entries) if e.issue.classic is not None]
-    files["classic/index.html"] = page("classic.html.j2", "../", "classic/", entries=classics)
-    files["search/index.html"] = page(
-        "search.html.j2", "../", "search/", index_format="js" if config.for_files else "json"
-    )
-    index_files = search_files(shown)
-    files.update(as_scripts(index_files) if config.for_files else index_files)
-    body = env.get_template("item.html.j2").module.issue_body  # type: ignore[attr-defined]
+    def _item(self, macro: str, root: str) -> Callable[[_Entry], Markup]:
+        """What a list page calls for each line: the line of ``macro`` for an entry,
+        rendered once per revision (a new day renders one line, not ten years of them)."""
+        render = getattr(self._env.get_template("lists.html.j2").module, macro)
+        index = "index.html" if self.config.for_files else ""
 
-    def content(issue: Issue) -> str:
-        page_url = (config.base_url or "") + issue_path(issue.date)
-        return str(body(issue, page_url))
+        def item(entry: _Entry) -> Markup:
+            key = (macro, entry.path, entry.issue.revision)
+            html = self._kept_items.get(key)
+            if html is None:
+                html = Markup(str(render(entry, root, index)))
+            self._used_items[key] = html
+            return html
 
-    files["feed.xml"] = build_feed(
-        shown,
-        title=title,
-        base_url=config.base_url,
-        published=config.rule.publish_time,
-        content=content,
-    )
-    static = resources.files("digest_core.site") / "static"
-    for name in STATIC_FILES:
-        files[f"static/{name}"] = (static / name).read_bytes()
-    log.debug("site: %d issues, %d files", len(shown), len(files))
-    return files
+        return item
+
+    def _feed(self, shown: Sequence[Issue], title: str) -> bytes:
+        """``feed.xml``: kept while its newest issues and their publishing times are."""
+        config = self.config
+        newest = shown[-FEED_ISSUES:]
+        key = (title, tuple((i.date, i.revision, config.rule.publish_time(i.date)) for i in newest))
+        old = self._kept.get("feed.xml")
+        if old is not None and old[0] == key:
+            self._pages["feed.xml"] = old
+            return old[1]
+        body = self._env.get_template("item.html.j2").module.issue_body  # type: ignore[attr-defined]
+
+        def content(issue: Issue) -> str:
+            page_url = (config.base_url or "") + issue_path(issue.date)
+            return str(body(issue, page_url))
+
+        feed = build_feed(
+            shown, title=title, base_url=config.base_url, published=config.rule.publish_time,
+            content=content,
+        )  # fmt: skip
+        self._pages["feed.xml"] = (key, feed)
+        self.rendered += 1
+        return feed
 
 
 def _lang(issue: Issue) -> str:

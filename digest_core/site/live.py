@@ -8,9 +8,8 @@ import threading
 
 from digest_core.archive import Archive
 from digest_core.clock import Clock
-from digest_core.errors import IssueNotFound
 from digest_core.models import Issue
-from digest_core.site.build import SiteConfig, build_site
+from digest_core.site.build import SiteBuilder, SiteConfig
 from digest_core.site.published import PublishRule
 
 log = logging.getLogger(__name__)
@@ -22,20 +21,13 @@ CHECK_SECONDS = 5.0
 def published_issues(archive: Archive, rule: PublishRule) -> list[Issue]:
     """Every issue of ``archive`` that ``rule`` says is public now, oldest first; a date whose
     file is broken with no good version is left out (the archive reports it)."""
-    out: list[Issue] = []
-    for date in archive.dates():
-        if not rule.visible(date):
-            continue
-        try:
-            out.append(archive.on(date))
-        except IssueNotFound:
-            continue
-    return out
+    return [issue for issue in archive.issues() if rule.visible(issue.date)]
 
 
 class LiveSite:
     """The files of the site of ``archive``, built again only when what is public changed
-    (looked at every ``check_seconds`` of ``clock``'s monotonic time).
+    (looked at every ``check_seconds`` of ``clock``'s monotonic time), and then only in the
+    parts that changed (:class:`~digest_core.site.build.SiteBuilder`).
 
         Thread-safe; :meth:`files` does file I/O and may build: call it from a worker thread.
     """
@@ -61,6 +53,7 @@ class LiveSite:
         self._key: tuple[tuple[dt.date, str], ...] | None = None
         self._files: dict[str, bytes] = {}
         self._checked = -float("inf")
+        self._builder: SiteBuilder | None = None
         self.builds = 0
 
     def files(self) -> dict[str, bytes]:
@@ -71,12 +64,18 @@ class LiveSite:
             issues = published_issues(self.archive, self.rule)
             key = tuple((i.date, i.revision) for i in issues)
             if key != self._key:
-                config = SiteConfig(
-                    rule=self.rule, base_url=self.base_url, subscribe=self.subscribe
-                )
-                self._files = build_site(issues, config)
+                if self._builder is None:
+                    config = SiteConfig(
+                        rule=self.rule, base_url=self.base_url, subscribe=self.subscribe
+                    )
+                    self._builder = SiteBuilder(config)  # keeps what it built: a new day
+                self._files = self._builder.build(issues)  # renders a few pages, not all
                 self._key = key
                 self.builds += 1
-                log.info("web archive built: %d published issues", len(issues))
+                log.info(
+                    "web archive built: %d published issues, %d pages rendered",
+                    len(issues),
+                    self._builder.rendered,
+                )
             self._checked = self.clock.monotonic()
             return self._files

@@ -15,6 +15,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from digest_core.archive import Archive
+from digest_core.loading import load_issue_data
 from digest_core.publishing.embargo import Embargo
 from digest_core.site.build import SiteConfig, build_site, write_site
 from digest_core.site.live import published_issues
@@ -261,3 +262,44 @@ def documents_title(page: Any) -> str:
     """The newest issue's headline, as the index page lists it first."""
     text: str = page.locator("main li a").first.inner_text()
     return text.split(" ", 1)[1]
+
+
+@pytest.fixture(scope="module")
+def two_years() -> Iterator[tuple[str, list[Any]]]:
+    """A site of 420 issues over two years (the bundled texts in turn), served; its documents."""
+    texts = [p.read_bytes() for p in sorted(SAMPLE_ARCHIVE.glob("*.txt"))]
+    shown = []
+    for n in range(420):
+        day = NOW.date() - dt.timedelta(days=n)
+        data = texts[n % len(texts)]
+        shown.append(load_issue_data(data, path=f"{day}.txt", suffix=".txt", date=day))
+    built = build_site(shown, SiteConfig(rule=RULE))
+    with served(lambda: built) as url:
+        yield url, documents(shown)
+
+
+@pytest.mark.parametrize("word", ["模型", "的", "x", "推理服务", "量子纠缠"])
+def test_search_pages_through_days_and_years_as_the_documents_say(
+    watched: Watched, two_years: tuple[str, list[Any]], word: str
+) -> None:
+    # what the page shows, page after page ("more"), is every document holding the word,
+    # newest first, in reading order: the same as checking each document in Python
+    root, docs = two_years
+    expected = [f"{d[1]} · {d[2]}" for d in docs if word in d[4].lower()][:90]
+    page = watched.page
+    page.goto(root + "search/?q=" + urllib.parse.quote(word))
+    shown: list[str] = []
+    pages = 0
+    while True:  # a page: at most 30 hits, from at most 8 days' files
+        pages += 1
+        page.wait_for_function(
+            "n => Number(document.body.getAttribute('data-search-pages')) >= n",
+            arg=pages,
+            timeout=20_000,
+        )
+        shown = page.locator("#results li .meta").all_inner_texts()
+        if len(shown) >= len(expected) or page.locator("#more").is_hidden():
+            break
+        page.click("#more")
+    assert shown[:90] == expected
+    assert watched.errors == []

@@ -20,11 +20,19 @@ from bots.site_http import lookup, site_app
 from digest_core.archive import Archive
 from digest_core.models import Issue, Item
 from digest_core.publishing.embargo import Embargo
-from digest_core.site.build import MANIFEST, SiteConfig, build_site, write_site
+from digest_core.site.build import MANIFEST, SiteBuilder, SiteConfig, build_site, write_site
 from digest_core.site.feed import FEED_ISSUES
 from digest_core.site.live import LiveSite
 from digest_core.site.published import FixedClock
-from digest_core.site.search import search_files, shard
+from digest_core.site.search import (
+    LIST_DAYS,
+    SHARD_BYTES,
+    SearchIndex,
+    decode_days,
+    encode_days,
+    search_files,
+    shard,
+)
 from digest_core.testing import ManualClock, make_issue
 from tests.samples import SAMPLE_ARCHIVE
 
@@ -71,12 +79,12 @@ def test_an_issue_appears_nowhere_before_its_post_time(now: dt.datetime, shown: 
     assert "2026/12/01/index.html" not in files  # tomorrow's issue, whatever the time
     mentions = [name for name, data in files.items() if b"2026/11/30/" in data]
     if shown:
-        assert {"index.html", "search/docs/2026-11.json", "feed.xml", "classic/index.html"} <= set(
-            mentions
-        )
+        assert {"index.html", "feed.xml", "classic/index.html"} <= set(mentions)
+        assert "search/days/2026-11-30.json" in files
     else:
         assert mentions == []
         assert not any(b"2026-11-30" in data for data in files.values())
+        assert not any("2026-11-30" in name or "2026/11/30" in name for name in files)
 
 
 def test_the_live_site_serves_an_issue_from_its_post_time_on() -> None:
@@ -178,37 +186,86 @@ def test_a_feed_without_base_url_has_relative_links_and_still_validates() -> Non
 def test_the_search_index_answers_by_pairs_and_single_characters() -> None:
     files = search_files(issues(2))
     meta = json.loads(files["search/meta.json"])
-    assert meta["v"] == 2 and meta["months"] == [["2026-11", 0]]
-    docs = json.loads(files["search/docs/2026-11.json"])
-    paths = [d[0] for d in docs]
-    assert paths[:2] == ["2026/11/30/#lede", "2026/11/30/#headline"]
-    assert "2026/11/29/#brief-2" in paths and "2026/11/29/#classic" in paths
+    assert meta["v"] == 3 and meta["years"] == [[2026, 1]]
+    day = json.loads(files["search/days/2026-11-30.json"])
+    anchors = [d[0] for d in day["d"]]
+    assert anchors[:2] == ["lede", "headline"] and "brief-2" in anchors and "classic" in anchors
+    assert day["m"] == "AI 技术日报"
+    text = day["d"][anchors.index("brief-2")][2]
+    assert "讯2" in text.lower()
 
-    def posting(gram: str) -> list[int]:
+    def years(gram: str) -> list[int]:
         part = json.loads(files[f"search/grams/{shard(gram, meta['shards'])}.json"])
         found: list[int] = part.get(gram, [])
         return found
 
-    brief2 = paths.index("2026/11/30/#brief-2")
-    assert brief2 in posting("讯2") and brief2 in posting("2")
-    assert brief2 not in posting("讯3")
-    assert posting("讯2") == sorted(posting("讯2"))
+    def days(gram: str) -> list[int]:
+        part = json.loads(files[f"search/grams/2026/{shard(gram, 1)}.json"])
+        return decode_days(part[gram]) if gram in part else []
+
+    nov_30 = dt.date(2026, 11, 30).timetuple().tm_yday - 1
+    assert years("讯2") == [26] and years("2") == [26] and years("丁丁") == []
+    assert nov_30 in days("讯2") and nov_30 in days("2") and days("丁丁") == []
 
 
-def test_a_big_archive_has_its_index_in_shards_and_months() -> None:
+def test_postings_are_gaps_or_bitmaps_and_decode_to_their_days() -> None:
+    for wanted in ([0], [3, 4, 44], list(range(0, 366, 2)), [365], list(range(366))):
+        encoded = encode_days(wanted)
+        assert isinstance(encoded, list) == (len(wanted) <= LIST_DAYS)
+        assert decode_days(json.loads(json.dumps(encoded))) == wanted
+
+
+def test_a_big_archive_has_its_index_in_years_and_small_shards() -> None:
     many = [make_issue(DAY - dt.timedelta(days=k), briefs=8) for k in range(400)]
     files = search_files(many)
     meta = json.loads(files["search/meta.json"])
-    assert meta["shards"] > 1
-    grams = [name for name in files if name.startswith("search/grams/")]
-    assert len(grams) == meta["shards"]
-    assert max(len(files[name]) for name in grams) < 4 * 128 * 1024
-    months = [m for m, _ in meta["months"]]
-    assert months[0] == "2026-11" and months == sorted(months, reverse=True)
-    assert len(months) == 14
-    # each month file starts at the number meta gives it
-    first = [json.loads(files[f"search/docs/{m}.json"])[0][1] for m in months[:2]]
-    assert first == ["2026-11-30", "2026-10-31"]
+    assert [y for y, _ in meta["years"]] == [2026, 2025]
+    for year, shards in meta["years"]:
+        names = [n for n in files if n.startswith(f"search/grams/{year}/")]
+        assert len(names) == shards
+    lists = [n for n in files if n.count("/") == 2 and n.startswith("search/grams/")]
+    assert len(lists) == meta["shards"]
+    shards = [n for n in files if n.startswith("search/grams/")]
+    assert max(len(files[n]) for n in shards) < 4 * SHARD_BYTES
+    assert len([n for n in files if n.startswith("search/days/")]) == 400
+
+
+def test_an_index_rebuilt_by_parts_is_the_index_built_from_nothing() -> None:
+    index = SearchIndex()
+    history = [make_issue(DAY - dt.timedelta(days=k), briefs=3) for k in range(40, 0, -1)]
+    shown: list[Issue] = []
+    for issue in history[:30]:  # a day at a time
+        shown.append(issue)
+        assert index.files(shown) == search_files(shown)
+    corrected = make_issue(shown[5].date, briefs=5)  # a correction of an old day
+    shown[5] = corrected
+    assert index.files(shown) == search_files(shown)
+    del shown[3]  # a day taken down
+    assert index.files(shown) == search_files(shown)
+    assert index.files(history) == search_files(history)  # many at once, a new year too
+    assert index.files(history[:2]) == search_files(history[:2])
+
+
+@pytest.mark.parametrize("for_files", [False, True])
+def test_a_site_rebuilt_by_parts_is_the_site_built_from_nothing(for_files: bool) -> None:
+    settings = SiteConfig(rule=rule_at(at(DAY, 9)), base_url="https://digest.example/",
+                          for_files=for_files)  # fmt: skip
+    builder = SiteBuilder(settings)
+    shown = issues(12, DAY - dt.timedelta(days=3))
+    assert builder.build(shown) == build_site(shown, settings)
+    assert builder.build(shown) == build_site(shown, settings)
+    assert builder.rendered == 0  # nothing changed: nothing rendered
+    for k in (2, 1, 0):  # a new day at a time
+        shown = [*shown, make_issue(DAY - dt.timedelta(days=k), briefs=3)]
+        assert builder.build(shown) == build_site(shown, settings)
+        # its page, the page before it (its "newer" link), the index, the classics, the feed
+        assert builder.rendered == 5
+    shown[4] = make_issue(shown[4].date, briefs=6)  # a correction of an old day
+    assert builder.build(shown) == build_site(shown, settings)
+    del shown[7]  # a day taken down
+    assert builder.build(shown) == build_site(shown, settings)
+    tomorrow = [*shown, make_issue(DAY + dt.timedelta(days=1))]  # not public yet
+    assert builder.build(tomorrow) == build_site(shown, settings)
 
 
 # --- writing a folder ----------------------------------------------------------------------
@@ -222,7 +279,8 @@ def test_write_site_replaces_changed_files_and_removes_only_what_it_wrote(tmp_pa
     assert write_site(first, out) == (0, 0)  # nothing changed: nothing rewritten
     second = build_site(issues(2), config(at(DAY, 9)))  # 2026-11-28 is gone from the archive
     written, removed = write_site(second, out)
-    assert removed == 1 and not (out / "2026/11/28/index.html").exists()
+    assert removed == 2 and not (out / "2026/11/28/index.html").exists()
+    assert not (out / "search/days/2026-11-28.json").exists()
     assert written > 0 and (out / "mine.txt").exists()
     assert sorted(json.loads((out / MANIFEST).read_text())) == sorted(second)
 
@@ -314,7 +372,7 @@ def test_cli_builds_a_site_for_disk_and_server_by_default(tmp_path: Path) -> Non
     index = (tmp_path / "public/index.html").read_text(encoding="utf-8")
     assert 'href="2026/11/30/index.html"' in index and 'href="search/index.html"' in index
     meta = (tmp_path / "public/search/meta.js").read_text(encoding="utf-8")
-    assert meta.startswith('digestSearch.add("meta.json",{"v":2,')
+    assert meta.startswith('digestSearch.add("meta.json",{"v":3,')
     assert not (tmp_path / "public/search/meta.json").exists()
     served = _cli(tmp_path, "site", "build", "served", "--for-server")
     assert served.returncode == 0, served.stderr

@@ -1,12 +1,14 @@
 // The archive's search, without a server. The index is prebuilt (digest_core/site/search.py):
-// search/meta.json, then the shards of the query's character pairs (its character, for one
-// character) give candidate documents; month files are loaded newest first, and each
-// candidate is checked for the whole query, until a page of hits is shown. A site built for
-// files (data-format="js") has the index as scripts calling digestSearch.add(name, data),
-// loaded with script elements: a page opened from disk may not fetch.
+// search/meta.json; the year lists of (at most three of) the query's character pairs (its
+// character, for one character) say which years may hold it; then, newest year first, that
+// year's postings give candidate days, whose files are loaded newest first and each document
+// checked for the whole query, until a page of hits is shown. A site built for files
+// (data-format="js") has the index as scripts calling digestSearch.add(name, data), loaded
+// with script elements: a page opened from disk may not fetch.
 (function () {
   "use strict";
-  var PAGE = 30;
+  var PAGE = 30;  // hits a page shows at most
+  var DAYS = 8;  // and days' files it loads at most (a word found once a day: ~70 kB)
   var list = document.getElementById("results");
   var status = document.getElementById("status");
   var more = document.getElementById("more");
@@ -37,6 +39,7 @@
   var meta = null;
   var cache = {};
   var run = 0;
+  var pages = 0;
   var pending = null;
   var timer = null;
 
@@ -58,35 +61,64 @@
     return out;
   }
 
-  function shard(gram) {
+  function shard(gram, shards) {
     var value = 0;
     Array.from(gram).forEach(function (c) { value = value * 31 + c.codePointAt(0); });
-    return value % meta.shards;
+    return value % shards;
   }
 
-  function candidates(query) {
-    var wanted = grams(query);
+  function chosen(query) {  // the grams looked up: at most three, spread over the query
+    var all = grams(query).filter(function (g, i, a) { return a.indexOf(g) === i; });
+    if (all.length <= 3) return all;
+    return [all[0], all[all.length >> 1], all[all.length - 1]];
+  }
+
+  function intersect(lists) {  // of ascending lists
+    lists.sort(function (a, b) { return a.length - b.length; });
+    var out = lists[0];
+    for (var i = 1; i < lists.length && out.length; i++) {
+      var other = new Set(lists[i]);
+      out = out.filter(function (x) { return other.has(x); });
+    }
+    return out;
+  }
+
+  function days(posting) {  // a year's days (0 = 1 January) from gaps or a base64 bitmap
+    var out = [];
+    if (typeof posting !== "string") {
+      var day = 0;
+      posting.forEach(function (gap) { day += gap; out.push(day); });
+      return out;
+    }
+    var bits = atob(posting);
+    for (var d = 0; d < bits.length * 8; d++) {
+      if (bits.charCodeAt(d >> 3) >> (d & 7) & 1) out.push(d);
+    }
+    return out;
+  }
+
+  function years(wanted) {  // the years (newest first) whose issues hold every wanted gram
     return Promise.all(wanted.map(function (g) {
-      return load("grams/" + shard(g) + ".json").then(function (part) { return part[g] || []; });
-    })).then(function (postings) {
-      postings.sort(function (a, b) { return a.length - b.length; });
-      var docs = postings[0];
-      for (var i = 1; i < postings.length && docs.length; i++) {
-        var other = new Set(postings[i]);
-        docs = docs.filter(function (d) { return other.has(d); });
-      }
-      return docs;
+      return load("grams/" + shard(g, meta.shards) + ".json").then(function (part) {
+        return (part[g] || []).slice().reverse();
+      });
+    })).then(function (lists) {
+      return intersect(lists).reverse().map(function (y) { return 2000 + y; });
     });
   }
 
-  function month(doc) {  // the month file holding document number `doc`
-    var m = meta.months;
-    var lo = 0, hi = m.length - 1;
-    while (lo < hi) {
-      var mid = (lo + hi + 1) >> 1;
-      if (m[mid][1] <= doc) lo = mid; else hi = mid - 1;
-    }
-    return m[lo];
+  function dayDates(year, wanted) {  // the candidate days of `year`, newest first
+    var shards = meta.years.filter(function (y) { return y[0] === year; })[0][1];
+    return Promise.all(wanted.map(function (g) {
+      return load("grams/" + year + "/" + shard(g, shards) + ".json").then(function (part) {
+        return part[g] === undefined ? [] : days(part[g]);
+      });
+    })).then(function (lists) {
+      return intersect(lists).reverse().map(function (d) {
+        var date = new Date(Date.UTC(year, 0, 1 + d));
+        return date.toISOString().slice(0, 10);
+      });
+    });
   }
 
   function snippet(text, at, length) {
@@ -104,47 +136,67 @@
     return p;
   }
 
-  function hit(doc, at, length) {
+  function hit(date, file, doc, at, length) {
     var li = document.createElement("li");
     var a = document.createElement("a");
-    var cut = doc[0].indexOf("#");  // a folder, then "#anchor": the page's file name between
-    a.href = root + (cut < 0 ? doc[0] + pageName : doc[0].slice(0, cut) + pageName + doc[0].slice(cut));
-    a.textContent = doc[3];
+    a.href = root + date.replace(/-/g, "/") + "/" + pageName + "#" + doc[0];
+    var text = doc[2];
+    var line = text.indexOf("\n");
+    a.textContent = doc[0] === "lede" ? file.m : (line < 0 ? text : text.slice(0, line));
     var info = document.createElement("div");
     info.className = "meta";
-    info.textContent = doc[1] + " · " + doc[2];
-    li.append(a, info, snippet(doc[4], at, length));
+    info.textContent = date + " · " + doc[1];
+    li.append(a, info, snippet(text, at, length));
     list.append(li);
   }
 
-  // check candidates in order until PAGE more hits are shown; resolves to the count shown
+  // check candidate documents in order until PAGE more hits are shown or DAYS days' files
+  // were read (years, then their days, then each day's documents); resolves to the count
+  // shown
   function fill(state, me) {
-    var shown = 0;
+    var shown = 0, loaded = 0;
     function next() {
       if (me !== run) return Promise.resolve(-1);
-      if (shown >= PAGE || state.at >= state.docs.length) return Promise.resolve(shown);
-      var number = state.docs[state.at];
-      var m = month(number);
-      return load("docs/" + m[0] + ".json").then(function (docs) {
+      if (shown >= PAGE || !left(state)) return Promise.resolve(shown);
+      if (state.doc === 0 && loaded >= DAYS && state.day < state.days.length) {
+        return Promise.resolve(shown);  // enough for one page: "more" goes on
+      }
+      if (state.day >= state.days.length) {
+        var year = state.years[state.year++];
+        return dayDates(year, state.wanted).then(function (found) {
+          state.days = found;
+          state.day = 0;
+          state.doc = 0;
+          return next();
+        });
+      }
+      var date = state.days[state.day];
+      if (state.doc === 0) loaded++;
+      return load("days/" + date + ".json").then(function (file) {
         if (me !== run) return -1;
-        var doc = docs[number - m[1]];
-        var at = doc[4].toLowerCase().indexOf(state.query);
-        if (at >= 0) { hit(doc, at, state.query.length); shown++; }
-        state.at++;
+        var doc = file.d[state.doc];
+        var at = doc[2].toLowerCase().indexOf(state.query);
+        if (at >= 0) { hit(date, file, doc, at, state.query.length); shown++; }
+        if (++state.doc >= file.d.length) { state.doc = 0; state.day++; }
         return next();
       });
     }
     return next();
   }
 
+  function left(state) {  // more candidates to check
+    return state.day < state.days.length || state.year < state.years.length;
+  }
+
   function report(state, raw) {
     state.found = list.children.length;
-    var left = state.at < state.docs.length;
-    more.hidden = !left;
+    var more_ = left(state);
+    more.hidden = !more_;
     status.textContent = state.found
-      ? "找到 " + state.found + (left ? "+" : "") + " 条 / " + state.found + (left ? "+" : "") + " found"
+      ? "找到 " + state.found + (more_ ? "+" : "") + " 条 / " + state.found + (more_ ? "+" : "") + " found"
       : "没有找到“" + raw + "” / nothing found";
     document.body.setAttribute("data-search-done", String(run));
+    document.body.setAttribute("data-search-pages", String(++pages));  // one more page shown
   }
 
   function show(raw) {
@@ -155,9 +207,11 @@
     pending = null;
     if (!query) { status.textContent = ""; return Promise.resolve(); }
     status.textContent = "正在搜索… / searching…";
-    return candidates(query).then(function (docs) {
+    var wanted = chosen(query);
+    return years(wanted).then(function (found) {
       if (me !== run) return;
-      var state = { query: query, docs: docs, at: 0, found: 0 };
+      var state = { query: query, wanted: wanted, years: found, year: 0, days: [], day: 0,
+                    doc: 0, found: 0 };
       return fill(state, me).then(function (n) {
         if (n < 0) return;
         pending = state;
