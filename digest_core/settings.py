@@ -401,7 +401,7 @@ class Settings(BaseSettings):
             return self
         if self.http.listen is None:
             raise ValueError(
-                'analytics.track_links counts clicks at the HTTP endpoint: set [http] listen'
+                "analytics.track_links counts clicks at the HTTP endpoint: set [http] listen"
             )
         if a.base_url is None and self.site.base_url is None:
             raise ValueError(

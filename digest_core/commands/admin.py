@@ -115,9 +115,7 @@ class AdminCommands:
                 private=True,
             )
         requested_by = f"{request.platform}:{request.user}"
-        summary = await backend.repost(
-            date, force=force, requested_by=requested_by, target=target
-        )
+        summary = await backend.repost(date, force=force, requested_by=requested_by, target=target)
         return await self._done(request, "repost", summary)
 
     @command(

@@ -109,6 +109,7 @@ class Deliveries:
     live: dict[str, Live]
     rates: dict[str, float]
     limits: dict[str, float]
+    zone: dt.tzinfo
 
 
 @dataclass(frozen=True)
@@ -291,6 +292,7 @@ class Dashboard:
             live={n: self.usage.live.get(n, Live()) for n in sorted(names)},
             rates={n: self.usage.rate(n) for n in sorted(names)},
             limits=limits,
+            zone=self.zone,
         )
 
     async def timeline(self, delivery_id: int) -> list[tuple[dt.datetime, int]]:

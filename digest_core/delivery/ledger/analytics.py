@@ -184,7 +184,9 @@ class Analytics:
         """(day, platform, key, n) of one kind of count from ``since`` on (keys starting
         ``prefix`` if given), oldest day first."""
         query = (
-            select(usage_counts.c.day, usage_counts.c.platform, usage_counts.c.key, usage_counts.c.n)
+            select(
+                usage_counts.c.day, usage_counts.c.platform, usage_counts.c.key, usage_counts.c.n
+            )
             .where(usage_counts.c.kind == kind, usage_counts.c.day >= since)
             .order_by(usage_counts.c.day)
             .limit(MAX_ROWS * 20)

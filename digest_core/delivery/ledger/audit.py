@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import logging
-import datetime as dt
 from collections.abc import (
     Mapping,
     Sequence,
