@@ -38,8 +38,12 @@ _LOGIN_COOKIE = "digest_login"
 _SESSION_KEY = "dashboard.session"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 #: paths answered without a session
-_OPEN = {PATH + "login", PATH + "static/style.css"}
-_STATIC = {"style.css": "text/css", "deliveries.js": "text/javascript"}
+_OPEN = {PATH + "login", PATH + "static/style.css", PATH + "static/favicon.svg"}
+_STATIC = {
+    "style.css": "text/css",
+    "deliveries.js": "text/javascript",
+    "favicon.svg": "image/svg+xml",
+}
 
 
 def headers() -> dict[str, str]:
@@ -51,7 +55,9 @@ def headers() -> dict[str, str]:
         ),
         "Cache-Control": "no-store",
         "X-Content-Type-Options": "nosniff",
-        "Referrer-Policy": "no-referrer",
+        # (no-referrer would make the browser send the forms' Origin as "null", and treat a
+        # POST from the dashboard itself as cross-site: no SameSite=Strict cookie)
+        "Referrer-Policy": "same-origin",
         "X-Frame-Options": "DENY",
     }
 
