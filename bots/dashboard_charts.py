@@ -37,10 +37,12 @@ _STYLE = Style(
     legend_font_family=FONTS,
     value_font_family=FONTS,
     tooltip_font_family=FONTS,
-    label_font_size=12,
-    major_label_font_size=12,
-    legend_font_size=13,
-    title_font_size=16,
+    label_font_size=15,
+    major_label_font_size=15,
+    legend_font_size=16,
+    title_font_size=18,
+    tooltip_font_size=15,
+    value_font_size=15,
     colors=COLORS,
     opacity="0.85",
     opacity_hover="1",
@@ -61,22 +63,27 @@ def _config(title: str, **options: object) -> dict[str, object]:
         "title": title,
         "style": _STYLE,
         "js": [],
-        "width": 800,
-        "height": 360,
+        # small enough that its text stays readable on a phone's width (the page caps how
+        # large it grows on a desktop)
+        "width": 520,
+        "height": 320,
         "legend_at_bottom": True,
-        "legend_at_bottom_columns": 4,
+        "legend_at_bottom_columns": 3,
+        "legend_box_size": 14,
+        "spacing": 14,
         "show_minor_x_labels": False,
         "x_label_rotation": 0,
         "truncate_legend": 20,
         "no_data_text": "暂无数据 / no data yet",
         "margin": 12,
+        "margin_bottom": 40,  # (pygal places a bottom legend inside the margin)
         **options,
     }
 
 
 def _x_labels(days: Sequence[dt.date]) -> tuple[list[str], list[str]]:
     labels = [f"{d:%m-%d}" for d in days]
-    step = max(1, len(days) // 8)
+    step = max(1, len(days) // 5)
     return labels, labels[::step]
 
 
@@ -120,7 +127,7 @@ def timeline(
         counts: dict[int, int] = {int((at - start).total_seconds()): n for at, n in seconds}
         span = range(max(counts) + 1)
         chart.x_labels = [f"{s}s" for s in span]
-        chart.x_labels_major = chart.x_labels[:: max(1, len(span) // 10)]
+        chart.x_labels_major = chart.x_labels[:: max(1, len(span) // 6)]
         chart.add("消息/秒 messages/s", [counts.get(s, 0) for s in span])
         if limit is not None:
             chart.add(

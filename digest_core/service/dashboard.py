@@ -36,13 +36,11 @@ from digest_core.publishing.approval import Decision, Publishing, Readiness
 from digest_core.publishing.schedule import PostState
 from digest_core.rendering import Message, plain_renderer, preview
 from digest_core.service.posting import Posting
-from digest_core.service.usage import COMMAND, FOUND, SECTION, Live, Usage
+from digest_core.service.usage import COMMAND, DASHBOARD, FOUND, SECTION, Live, Usage
 from digest_core.site.links import anchor
 
 log = logging.getLogger(__name__)
 
-#: the ``platform`` of the dashboard's requests (what the audit log shows as where)
-DASHBOARD = "dashboard"
 #: how long a button waits for its action's answer before it goes on in the background
 ANSWER_WITHIN = 3.0
 #: the commands the dashboard's buttons run

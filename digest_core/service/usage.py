@@ -24,6 +24,8 @@ log = logging.getLogger(__name__)
 
 #: the kinds of ``usage_counts`` rows
 COMMAND, SECTION, FOUND = "command", "section", "found"
+#: the ``platform`` of the dashboard's own requests: admins' buttons, not readers' commands
+DASHBOARD = "dashboard"
 
 
 @dataclass
@@ -76,6 +78,8 @@ class Usage:
         pass
 
     def command(self, platform: str, command: str, seconds: float, *, status: str) -> None:
+        if platform == DASHBOARD:
+            return  # an admin's button (the audit log has it), not a reader's command
         self._usage[(self._today(), platform, COMMAND, command)] += 1
 
     # ------------------------------------------------------------ ReadersSink

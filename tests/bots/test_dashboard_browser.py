@@ -11,6 +11,7 @@ dark) go to var/screenshots/dashboard-*.png.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import re
 from collections.abc import AsyncIterator
@@ -37,6 +38,13 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("browser"), pytest.mark.
 SHOTS = Path(__file__).resolve().parents[2] / "var" / "screenshots"
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1280, "height": 900}
+#: every image of a selector loaded (a chart that failed to render is not)
+LOADED = "() => [...document.querySelectorAll('%s')].every(i => i.complete && i.naturalWidth > 0)"
+#: what is wider than the phone (shown when a page does not fit)
+WIDE = (
+    "() => [...document.querySelectorAll('body *')].filter(e => e.scrollWidth > %d)"
+    ".slice(0, 8).map(e => e.tagName + '.' + e.className + ' ' + e.scrollWidth)"
+)
 #: a word of one brief of the issue (its second brief), and what the correction makes it
 WORD, CORRECTED = "交错切分", "交错分片"
 
@@ -170,9 +178,7 @@ async def test_the_editors_day(bot: Bot, browser: Any) -> None:
     posted = bot.telegram.sent(CHANNEL)
     assert posted and bot.discord.messages(DISCORD_CHANNEL)
     assert f"已发 / sent {len(posted)} · 待发 / pending 0 · 失败 / failed 0" in summary, summary
-    await live.page.wait_for_function(
-        "() => [...document.querySelectorAll('img.timeline')].every(i => i.complete && i.naturalWidth > 0)"
-    )
+    await live.page.wait_for_function(LOADED % "img.timeline")
     await shoot(live.page, "deliveries-desktop")
 
     # a tracked link in the post: it redirects to the original and is counted
@@ -181,10 +187,9 @@ async def test_the_editors_day(bot: Bot, browser: Any) -> None:
     assert tracked and "example.org" not in html
     hops: list[Any] = []
     page.on("response", lambda r: hops.append(r))
-    try:  # (the original's site is out of reach on a closed network: only the hop matters)
+    # (the original's site is out of reach on a closed network: only the hop matters)
+    with contextlib.suppress(playwright.Error):
         await page.goto(tracked[0])
-    except playwright.Error:
-        pass
     hop = next(r for r in hops if "/r/" in r.url)
     assert hop.status == 302
     assert hop.headers["location"] == "https://example.org/reports/topology-aware-allreduce"
@@ -208,14 +213,14 @@ async def test_the_editors_day(bot: Bot, browser: Any) -> None:
     rows = page.locator("#audit tbody tr[data-action=correct]")
     assert await rows.count() == 1 and "dashboard:ann" in await rows.inner_text()
     await page.goto(bot.url + f"/admin/audit?day={TOMORROW - dt.timedelta(days=1)}")
-    assert await page.locator("#audit tbody tr[data-action]").count() >= 4  # approve, early, repost, correct
+    assert (
+        await page.locator("#audit tbody tr[data-action]").count() >= 4
+    )  # approve, early, repost, correct
     await shoot(page, "audit-desktop")
 
     await page.goto(bot.url + "/admin/audience")
     assert await page.locator('tr[data-platform="telegram"]').count() == 1
-    await page.wait_for_function(
-        "() => [...document.querySelectorAll('img.chart')].every(i => i.complete && i.naturalWidth > 0)"
-    )
+    await page.wait_for_function(LOADED % "img.chart")
     await shoot(page, "audience-desktop")
     assert watched.errors == [] and live.errors == []
 
@@ -227,9 +232,7 @@ async def test_the_editors_day(bot: Bot, browser: Any) -> None:
         query = f"?day={TOMORROW}" if name != "audience" else ""
         await small.page.goto(bot.url + f"/admin/{name}{query}")
         width = await small.page.evaluate("document.documentElement.scrollWidth")
-        wide = await small.page.evaluate(
-            "() => [...document.querySelectorAll('body *')].filter(e => e.scrollWidth > 392).slice(0, 8).map(e => e.tagName + '.' + e.className + ' ' + e.scrollWidth + ' ' + Math.round(e.getBoundingClientRect().width))"
-        )
+        wide = await small.page.evaluate(WIDE % PHONE["width"])
         assert width <= PHONE["width"], (name, width, wide)
         await shoot(small.page, f"{name}-phone-dark")
     assert small.errors == []
