@@ -14,6 +14,7 @@ sheet answers without a session; every POST needs the session's CSRF token.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import logging
 import secrets
@@ -147,7 +148,9 @@ class Pages:
         self, request: web.Request, *, problem: str = "", status: int = 200
     ) -> web.Response:
         token = secrets.token_urlsafe(18)
-        response = self.page("login.html.j2", None, status=status, token=token, problem=problem)
+        response = await self.page(
+            "login.html.j2", None, status=status, token=token, problem=problem
+        )
         response.set_cookie(
             _LOGIN_COOKIE, token, path=PATH + "login", httponly=True, samesite="Strict",
             secure=request.secure, max_age=1800,
@@ -201,19 +204,25 @@ class Pages:
 
     # ------------------------------------------------------------ answers
 
-    def page(
+    async def page(
         self, template: str, session: Session | None, *, status: int = 200, **values: Any
     ) -> web.Response:
-        """A page from ``template`` (every value escaped by Jinja2)."""
-        text = self.env.get_template(template).render(
-            session=session, zone=self.dashboard.zone, **values
+        """A page from ``template`` (every value escaped by Jinja2), rendered in a worker
+        thread: a page never holds the event loop while a post runs."""
+        text = await asyncio.to_thread(
+            self.env.get_template(template).render,
+            session=session,
+            zone=self.dashboard.zone,
+            **values,
         )
         return web.Response(
             text=text, status=status, content_type="text/html", charset="utf-8", headers=headers()
         )
 
     @staticmethod
-    def svg(body: bytes) -> web.Response:
+    async def svg(draw: Callable[..., bytes], *args: Any) -> web.Response:
+        """The chart ``draw(*args)`` makes, drawn in a worker thread (pygal takes tens of ms)."""
+        body = await asyncio.to_thread(draw, *args)
         return web.Response(body=body, content_type="image/svg+xml", headers=headers())
 
 

@@ -3,6 +3,7 @@ core's :class:`~digest_core.service.dashboard.Dashboard` and renders a template 
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import json
 from typing import TYPE_CHECKING, Any
@@ -47,7 +48,7 @@ class Views:
 
     async def today(self, request: web.Request) -> web.Response:
         today = await self.dashboard.today(day_of(request.query.get("day")))
-        return self.pages.page(
+        return await self.pages.page(
             "today.html.j2", session_of(request), today=today, jobs=list(self.dashboard.jobs)
         )
 
@@ -59,25 +60,26 @@ class Views:
         if target:
             args.append(target[:160])
         answer = await self.dashboard.press(command, args, user=session_of(request).name)
-        return self.pages.page("answer.html.j2", session_of(request), answer=answer)
+        return await self.pages.page("answer.html.j2", session_of(request), answer=answer)
 
     async def confirm(self, request: web.Request) -> web.Response:
         form = await request.post()
         data = str(form.get("data", ""))[:200]
         answer = await self.dashboard.confirm(data, user=session_of(request).name)
-        return self.pages.page("answer.html.j2", session_of(request), answer=answer)
+        return await self.pages.page("answer.html.j2", session_of(request), answer=answer)
 
     async def deliveries(self, request: web.Request) -> web.Response:
         view = await self.dashboard.deliveries(day_of(request.query.get("day")))
-        return self.pages.page(
+        return await self.pages.page(
             "deliveries.html.j2", session_of(request), view=view, jobs=list(self.dashboard.jobs)
         )
 
     async def deliveries_json(self, request: web.Request) -> web.Response:
         view = await self.dashboard.deliveries(day_of(request.query.get("day")))
         body = _deliveries(view, list(self.dashboard.jobs))
+        text = await asyncio.to_thread(json.dumps, body, ensure_ascii=False)
         return web.Response(
-            text=json.dumps(body, ensure_ascii=False),
+            text=text,
             content_type="application/json",
             headers=self._headers(),
         )
@@ -92,11 +94,11 @@ class Views:
         seconds = await self.dashboard.timeline(delivery)
         per_second = None if limit is None else limit.limits.overall.per_second
         title = f"{platform} 每秒消息 / messages per second"
-        return self.pages.svg(charts.timeline(title, seconds, limit=per_second))
+        return await self.pages.svg(_timeline, title, seconds, per_second)
 
     async def audience(self, request: web.Request) -> web.Response:
         view = await self.dashboard.audience(days=_days(request, 90))
-        return self.pages.page("audience.html.j2", session_of(request), view=view)
+        return await self.pages.page("audience.html.j2", session_of(request), view=view)
 
     async def audience_chart(self, request: web.Request) -> web.Response:
         name = request.match_info["name"]
@@ -104,22 +106,25 @@ class Views:
         if name == "stories":
             rows = await self.dashboard.stories(days=days)
             top = [(f"{r.date:%m-%d} {r.title[:18]}", r.score) for r in rows[:10]]
-            return self.pages.svg(charts.bars("近期热门 / top stories", top))
+            return await self.pages.svg(charts.bars, "近期热门 / top stories", top)
+        if name not in ("subscribers", "commands", "buttons"):
+            raise web.HTTPNotFound(headers=self._headers())
         view = await self.dashboard.audience(days=days)
         if name == "subscribers":
-            body = charts.lines("订阅者 / subscribers", view.days, view.subscribers)
-        elif name == "commands":
-            body = charts.stacked("命令 / commands per day", view.days, view.commands)
-        elif name == "buttons":
-            body = charts.lines("按钮 / button presses", view.days, {"buttons": view.buttons})
-        else:
-            raise web.HTTPNotFound(headers=self._headers())
-        return self.pages.svg(body)
+            return await self.pages.svg(
+                charts.lines, "订阅者 / subscribers", view.days, view.subscribers
+            )
+        if name == "commands":
+            return await self.pages.svg(
+                charts.stacked, "命令 / commands per day", view.days, view.commands
+            )
+        buttons = {"buttons": view.buttons}
+        return await self.pages.svg(charts.lines, "按钮 / button presses", view.days, buttons)
 
     async def stories(self, request: web.Request) -> web.Response:
         issue = day_of(request.query.get("issue"))
         rows = await self.dashboard.stories(days=_days(request, 30), issue=issue)
-        return self.pages.page("stories.html.j2", session_of(request), rows=rows, issue=issue)
+        return await self.pages.page("stories.html.j2", session_of(request), rows=rows, issue=issue)
 
     async def audit(self, request: web.Request) -> web.Response:
         q = request.query
@@ -135,7 +140,7 @@ class Views:
             limit=50,
         )
         actions = await self.dashboard.ledger.audit_actions()
-        return self.pages.page(
+        return await self.pages.page(
             "audit.html.j2",
             session_of(request),
             entries=entries,
@@ -151,6 +156,10 @@ class Views:
         from bots.dashboard import headers
 
         return headers()
+
+
+def _timeline(title: str, seconds: list[tuple[dt.datetime, int]], limit: float | None) -> bytes:
+    return charts.timeline(title, seconds, limit=limit)
 
 
 def _days(request: web.Request, default: int) -> int:
@@ -190,18 +199,15 @@ def _deliveries(view: Deliveries, jobs: list[Job]) -> dict[str, Any]:
 
 def _delivery(d: LatestDelivery, view: Deliveries) -> dict[str, Any]:
     keys = ("sent", "pending", "in_flight", "failed", "gone", "unknown", "retries")
-    totals = {k: sum(getattr(t, k) for t in d.targets) for k in keys}
-    done = all(t.done for t in d.targets)
-    completed = max((t.updated_at for t in d.targets if t.updated_at), default=None)
     return {
         "platform": d.platform,
         "delivery": d.delivery_id,
         "revision": d.revision,
         "generation": d.generation,
-        "targets_total": d.target_count,
-        "totals": totals,
-        "done": done,
-        "completed": _time(completed, view) if done else None,
+        "targets_total": d.totals["targets"],
+        "totals": {k: d.totals[k] for k in keys},
+        "done": d.done,
+        "completed": _time(d.updated_at, view) if d.done else None,
         "targets": [
             {
                 "target": t.target,
@@ -212,7 +218,7 @@ def _delivery(d: LatestDelivery, view: Deliveries) -> dict[str, Any]:
                 "error": (t.last_error or "")[:200],
             }
             for t in d.targets
-        ],
+        ],  # fmt: skip
     }
 
 

@@ -196,11 +196,24 @@ class Dashboard:
             publish_at=at.astimezone(self.zone),
             held=embargo.held(day),
             decision=await self.publishing.decision(day),
-            state=await self.posting.state(day),
+            state=await self._state(day),
             previews=previews,
             targets=targets,
             require_approval=self.publishing.config.require_approval,
         )
+
+    async def _state(self, day: dt.date) -> PostState:
+        """How far the post of ``day`` got, from each platform's latest delivery as the
+        database aggregates it (:meth:`Posting.state` reads every subscriber and every row of
+        the day: too much for a page)."""
+        latest = [
+            d for d in await self.ledger.latest_deliveries(day) if d.platform in self.platforms
+        ]
+        if not latest:
+            return PostState.NONE
+        if all(d.done for d in latest):
+            return PostState.DONE
+        return PostState.PARTIAL
 
     def _previews(self, day: dt.date) -> list[Preview]:
         """Each platform's channel post of ``day`` (blocking: a worker thread)."""

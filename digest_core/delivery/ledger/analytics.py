@@ -50,6 +50,18 @@ ClickKey = tuple[dt.date, str, int, str, dt.date]
 UsageKey = tuple[dt.date, str, str, str]
 #: the most rows one dashboard list shows
 MAX_ROWS = 500
+#: the targets a delivery's list shows besides the troubled ones: the latest changed
+RECENT = 50
+#: the states a target's row counts, in :class:`TargetProgress`'s order
+_SHOWN = (
+    PartState.SENT,
+    PartState.PENDING,
+    PartState.IN_FLIGHT,
+    PartState.FAILED,
+    PartState.GONE,
+    PartState.UNKNOWN,
+)
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 @dataclass(frozen=True)
@@ -85,9 +97,18 @@ class LatestDelivery:
     revision: str
     generation: int
     created_at: dt.datetime
+    #: the troubled targets and the latest changed (at most :data:`MAX_ROWS` + RECENT)
     targets: list[TargetProgress]
-    #: how many targets it has (``targets`` shows at most :data:`MAX_ROWS`)
-    target_count: int
+    #: its rows by state (``pending``, ``sent``, …), ``retries`` and ``targets`` (how many)
+    totals: dict[str, int]
+    #: the last change of its rows
+    updated_at: dt.datetime | None
+
+    @property
+    def done(self) -> bool:
+        """Nothing pending, in flight or of unknown outcome."""
+        t = self.totals
+        return not (t["pending"] or t["in_flight"] or t["unknown"])
 
 
 @contextlib.asynccontextmanager
@@ -287,7 +308,7 @@ class Analytics:
             ids = [i for (i,) in await conn.execute(latest)]
             heads = list(await conn.execute(select(deliveries).where(deliveries.c.id.in_(ids))))
             for head in heads:
-                rows, count = await _targets_of(conn, head.id, head.platform)
+                rows, totals, at = await _targets_of(conn, head.id, head.platform)
                 found.append(
                     LatestDelivery(
                         head.platform,
@@ -296,7 +317,8 @@ class Analytics:
                         head.generation,
                         head.created_at,
                         rows,
-                        count,
+                        totals,
+                        at,
                     )
                 )
         return sorted(found, key=lambda d: d.platform)
@@ -323,47 +345,48 @@ class Analytics:
 
 async def _targets_of(
     conn: AsyncConnection, delivery_id: int, platform: str
-) -> tuple[list[TargetProgress], int]:
-    """One delivery's targets (the troubled ones first, at most :data:`MAX_ROWS`) and how
-    many it has."""
+) -> tuple[list[TargetProgress], dict[str, int], dt.datetime | None]:
+    """One delivery's totals (one pass over its rows, by the database), and the targets to
+    show: every troubled one (a part not sent; at most :data:`MAX_ROWS`) and the
+    :data:`RECENT` most recently changed, each with its parts by state."""
     c = parts.c
+    mine = c.delivery_id == delivery_id
 
     def n(state: PartState) -> Any:
         return func.sum(case((c.state == state.value, 1), else_=0))
 
-    troubled = n(PartState.FAILED) + n(PartState.PENDING) + n(PartState.UNKNOWN)
-    query = (
-        select(
-            c.target,
-            func.min(c.kind),
-            n(PartState.SENT),
-            n(PartState.PENDING),
-            n(PartState.IN_FLIGHT),
-            n(PartState.FAILED),
-            n(PartState.GONE),
-            n(PartState.UNKNOWN),
-            func.sum(case((c.attempts > 1, c.attempts - 1), else_=0)),
-            func.max(c.updated_at),
-            func.max(c.last_error),
-        )
-        .where(c.delivery_id == delivery_id)
-        .group_by(c.target)
-        .order_by(troubled.desc(), func.max(c.updated_at).desc())
-        .limit(MAX_ROWS)
-    )
-    count = (
+    states = list(PartState)
+    retries = func.sum(case((c.attempts > 1, c.attempts - 1), else_=0))
+    first_parts = func.sum(case((c.part == 0, 1), else_=0))
+    head = (
         await conn.execute(
-            select(func.count(func.distinct(c.target))).where(c.delivery_id == delivery_id)
+            select(*(n(st) for st in states), retries, first_parts, func.max(c.updated_at))
+            .where(mine)
         )
-    ).scalar_one()
-    rows = [
-        TargetProgress(
-            platform, t, k, int(s), int(p), int(f_), int(fl), int(g), int(u), int(r),
-            _aware(at), err,
-        )
-        for t, k, s, p, f_, fl, g, u, r, at, err in await conn.execute(query)
-    ]  # fmt: skip
-    return rows, int(count)
+    ).one()  # fmt: skip
+    totals = {st.value: int(v or 0) for st, v in zip(states, head, strict=False)}
+    totals["retries"], totals["targets"] = int(head[-3] or 0), int(head[-2] or 0)
+    troubled = select(c.target).where(mine, c.state != PartState.SENT.value).limit(MAX_ROWS)
+    recent = select(c.target).where(mine).order_by(c.updated_at.desc()).limit(RECENT * 4)
+    chosen = list(dict.fromkeys([t for (t,) in await conn.execute(troubled)]))
+    for (t,) in await conn.execute(recent):
+        if t not in chosen and len(chosen) < MAX_ROWS + RECENT:
+            chosen.append(t)
+    rows: list[TargetProgress] = []
+    if chosen:
+        query = (
+            select(
+                c.target, func.min(c.kind), *(n(st) for st in _SHOWN), retries,
+                func.max(c.updated_at), func.max(c.last_error),
+            )
+            .where(mine, c.target.in_(chosen))
+            .group_by(c.target)
+        )  # fmt: skip
+        for t, k, s_, p, f, fl, g, u, r, at, err in await conn.execute(query):
+            rows.append(TargetProgress(platform, t, k, int(s_), int(p), int(f), int(fl),
+                                       int(g), int(u), int(r), _aware(at), err))  # fmt: skip
+    rows.sort(key=lambda t: (t.done, -(t.updated_at or _EPOCH).timestamp()))
+    return rows, totals, _aware(head[-1])
 
 
 def _day(conn: AsyncConnection, column: Any) -> Any:
