@@ -150,6 +150,7 @@ async def test_the_editors_day(bot: Bot, browser: Any) -> None:
     assert "已批准" in await page.inner_text("#answer")
     await page.goto(bot.url + "/admin/today")
     assert await page.get_attribute("#readiness", "data-state") == "approved"
+    await page.screenshot(path=str(SHOTS / "dashboard-today.png"))  # the README's
     approvals = await bot.service.ledger.audit_log(actions=["approve"])
     assert [(a.platform, a.user_id, a.args["date"]) for a in approvals] == [
         ("dashboard", "ann", str(TOMORROW))

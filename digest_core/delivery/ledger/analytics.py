@@ -17,6 +17,7 @@ limit.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import datetime as dt
 import logging
@@ -86,6 +87,11 @@ class TargetProgress:
     @property
     def done(self) -> bool:
         return not (self.pending or self.in_flight or self.unknown)
+
+    @property
+    def troubled(self) -> bool:
+        """A part failed, went to a gone target, or is not sent yet."""
+        return bool(self.failed or self.gone or not self.done)
 
 
 @dataclass(frozen=True)
@@ -261,25 +267,29 @@ class Analytics:
         (platform, "HH" of their own time or "" for the digest's, n), ``follows``
         (platform, "", readers following anything) and ``words`` (platform, word, n; the
         most followed)."""
-        hour = func.substr(preferences.c.at, 1, 2)
         queries = {
             "formats": select(preferences.c.platform, preferences.c.format, func.count())
             .group_by(preferences.c.platform, preferences.c.format),
-            "hours": select(preferences.c.platform, func.coalesce(hour, ""), func.count())
-            .group_by(preferences.c.platform, func.coalesce(hour, "")),
-            "follows": select(
-                follows.c.platform, func.min(""), func.count(func.distinct(follows.c.chat_id))
-            ).group_by(follows.c.platform),
+            "times": select(preferences.c.platform, preferences.c.at, func.count())
+            .group_by(preferences.c.platform, preferences.c.at),
+            "follows": select(follows.c.platform, func.count(func.distinct(follows.c.chat_id)))
+            .group_by(follows.c.platform),
             "words": select(follows.c.platform, follows.c.word, func.count())
             .group_by(follows.c.platform, follows.c.word)
-            .order_by(func.count().desc())
+            .order_by(func.count().desc(), follows.c.word)
             .limit(20),
         }  # fmt: skip
-        found: dict[str, list[tuple[str, str, int]]] = {}
         async with reading(self.state) as conn:
-            for name, query in queries.items():
-                found[name] = [(p, str(k), int(n)) for p, k, n in await conn.execute(query)]
-        return found
+            rows = {name: list(await conn.execute(q)) for name, q in queries.items()}
+        hours: collections.Counter[tuple[str, str]] = collections.Counter()
+        for p, at, n in rows["times"]:  # at most 1,440 times a platform
+            hours[(p, (at or "")[:2])] += int(n)
+        return {
+            "formats": [(p, str(f), int(n)) for p, f, n in rows["formats"]],
+            "hours": sorted((p, h, n) for (p, h), n in hours.items()),
+            "follows": [(p, "", int(n)) for p, n in rows["follows"]],
+            "words": [(p, str(w), int(n)) for p, w, n in rows["words"]],
+        }
 
     async def deactivations(self, *, limit: int = 50) -> list[tuple[str, str, str, dt.datetime]]:
         """(platform, target, reason, when) of the targets deactivated (gone or moved),
@@ -385,7 +395,7 @@ async def _targets_of(
         for t, k, s_, p, f, fl, g, u, r, at, err in await conn.execute(query):
             rows.append(TargetProgress(platform, t, k, int(s_), int(p), int(f), int(fl),
                                        int(g), int(u), int(r), _aware(at), err))  # fmt: skip
-    rows.sort(key=lambda t: (t.done, -(t.updated_at or _EPOCH).timestamp()))
+    rows.sort(key=lambda t: (not t.troubled, -(t.updated_at or _EPOCH).timestamp()))
     return rows, totals, _aware(head[-1])
 
 
