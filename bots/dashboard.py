@@ -15,7 +15,6 @@ sheet answers without a session; every POST needs the session's CSRF token.
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import logging
 import secrets
 from collections.abc import Awaitable, Callable
@@ -24,7 +23,16 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 from jinja2 import Environment, PackageLoader
 
-from bots.dashboard_auth import COOKIE, NAME, PATH, Access, Session
+from bots.dashboard_auth import (
+    COOKIE,
+    NAME,
+    PATH,
+    SESSION_KEY,
+    Access,
+    Session,
+    headers,
+    same_origin,
+)
 from digest_core.clock import zoned_text
 from digest_core.errors import ConfigError
 
@@ -36,7 +44,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _LOGIN_COOKIE = "digest_login"
-_SESSION_KEY = "dashboard.session"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 #: paths answered without a session
 _OPEN = {PATH + "login", PATH + "static/style.css", PATH + "static/favicon.svg"}
@@ -45,22 +52,6 @@ _STATIC = {
     "deliveries.js": "text/javascript",
     "favicon.svg": "image/svg+xml",
 }
-
-
-def headers() -> dict[str, str]:
-    """Every answer's headers: no caching, no framing, only the dashboard's own files."""
-    return {
-        "Content-Security-Policy": (
-            "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self'; "
-            "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
-        ),
-        "Cache-Control": "no-store",
-        "X-Content-Type-Options": "nosniff",
-        # (no-referrer would make the browser send the forms' Origin as "null", and treat a
-        # POST from the dashboard itself as cross-site: no SameSite=Strict cookie)
-        "Referrer-Policy": "same-origin",
-        "X-Frame-Options": "DENY",
-    }
 
 
 def endpoint_routes(settings: Settings) -> list[RouteInstaller]:
@@ -133,12 +124,12 @@ class Pages:
             given = request.headers.get("X-CSRF-Token")
             if given is None and request.content_type == "application/x-www-form-urlencoded":
                 given = str((await request.post()).get("csrf", "")) or None
-            if not self.access.csrf_ok(session, given) or not _same_origin(request):
+            if not self.access.csrf_ok(session, given) or not same_origin(request):
                 log.warning(
                     "dashboard: a %s %s without its CSRF token refused", request.method, path
                 )
                 raise web.HTTPForbidden(text="CSRF 校验失败 / bad CSRF token\n", headers=headers())
-        request[_SESSION_KEY] = session
+        request[SESSION_KEY] = session
         return await handler(request)
 
     async def _home(self, request: web.Request) -> web.StreamResponse:
@@ -161,7 +152,7 @@ class Pages:
         form = await request.post()
         client = request.remote or ""
         token = str(form.get("token", ""))
-        if not token or token != request.cookies.get(_LOGIN_COOKIE) or not _same_origin(request):
+        if not token or token != request.cookies.get(_LOGIN_COOKIE) or not same_origin(request):
             raise web.HTTPForbidden(text="CSRF 校验失败 / bad CSRF token\n", headers=headers())
         if self.access.limited(client):
             return await self._login_page(
@@ -224,28 +215,3 @@ class Pages:
         """The chart ``draw(*args)`` makes, drawn in a worker thread (pygal takes tens of ms)."""
         body = await asyncio.to_thread(draw, *args)
         return web.Response(body=body, content_type="image/svg+xml", headers=headers())
-
-
-def session_of(request: web.Request) -> Session:
-    """The session the guard checked for this request."""
-    session = request.get(_SESSION_KEY)
-    assert isinstance(session, Session)
-    return session
-
-
-def _same_origin(request: web.Request) -> bool:
-    """No ``Origin`` (an older client) or this endpoint's own."""
-    origin = request.headers.get("Origin")
-    if origin is None or origin == "null":
-        return origin is None
-    return origin.split("://", 1)[-1] == request.host
-
-
-def day_of(value: str | None) -> dt.date | None:
-    """A ``YYYY-MM-DD`` query value, or None (missing or malformed)."""
-    if not value:
-        return None
-    try:
-        return dt.date.fromisoformat(value[:10])
-    except ValueError:
-        return None

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import collections
+import datetime as dt
 import hashlib
 import hmac
 import logging
@@ -23,11 +24,14 @@ import secrets
 import time
 from dataclasses import dataclass
 
+from aiohttp import web
 from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 
 log = logging.getLogger(__name__)
 
 COOKIE = "digest_admin"
+#: where the guard keeps a request's checked session
+SESSION_KEY = "dashboard.session"
 PATH = "/admin/"
 _SALT = "digest-bot dashboard session"
 #: failed logins one client may make per WINDOW, and all clients together
@@ -107,3 +111,44 @@ class Access:
     @staticmethod
     def csrf_ok(session: Session, given: str | None) -> bool:
         return given is not None and hmac.compare_digest(given.encode(), session.csrf.encode())
+
+
+def headers() -> dict[str, str]:
+    """Every answer's headers: no caching, no framing, only the dashboard's own files."""
+    return {
+        "Content-Security-Policy": (
+            "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self'; "
+            "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+        ),
+        "Cache-Control": "no-store",
+        "X-Content-Type-Options": "nosniff",
+        # (no-referrer would make the browser send the forms' Origin as "null", and treat a
+        # POST from the dashboard itself as cross-site: no SameSite=Strict cookie)
+        "Referrer-Policy": "same-origin",
+        "X-Frame-Options": "DENY",
+    }
+
+
+def session_of(request: web.Request) -> Session:
+    """The session the guard checked for this request."""
+    session = request.get(SESSION_KEY)
+    assert isinstance(session, Session)
+    return session
+
+
+def same_origin(request: web.Request) -> bool:
+    """No ``Origin`` (an older client) or this endpoint's own."""
+    origin = request.headers.get("Origin")
+    if origin is None or origin == "null":
+        return origin is None
+    return origin.split("://", 1)[-1] == request.host
+
+
+def day_of(value: str | None) -> dt.date | None:
+    """A ``YYYY-MM-DD`` query value, or None (missing or malformed)."""
+    if not value:
+        return None
+    try:
+        return dt.date.fromisoformat(value[:10])
+    except ValueError:
+        return None

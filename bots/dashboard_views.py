@@ -11,8 +11,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from bots import dashboard_charts as charts
-from bots.dashboard import day_of, session_of
-from bots.dashboard_auth import PATH
+from bots.dashboard_auth import PATH, day_of, headers, session_of
 
 if TYPE_CHECKING:
     from bots.dashboard import Pages
@@ -153,8 +152,6 @@ class Views:
 
     @staticmethod
     def _headers() -> dict[str, str]:
-        from bots.dashboard import headers
-
         return headers()
 
 
@@ -218,7 +215,7 @@ def _delivery(d: LatestDelivery, view: Deliveries) -> dict[str, Any]:
                 "error": (t.last_error or "")[:200],
             }
             for t in d.targets
-        ],  # fmt: skip
+        ],
     }
 
 

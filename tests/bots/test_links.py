@@ -11,8 +11,17 @@ from bots.links import LinkTokens, LinkTracker
 from bots.renderers import Flavor
 from digest_core.archive import Archive
 from digest_core.models import Issue
-from digest_core.rendering import Part, RenderOptions, render, with_links
-from digest_core.rendering import dingtalk, email, feishu, plain, wecom
+from digest_core.rendering import (
+    Part,
+    RenderOptions,
+    dingtalk,
+    email,
+    feishu,
+    plain,
+    render,
+    wecom,
+    with_links,
+)
 from digest_core.service.dashboard import stories_of
 from tests.samples import SAMPLE_ARCHIVE
 

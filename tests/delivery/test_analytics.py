@@ -43,8 +43,10 @@ async def test_counts_add_up_across_batches(ledger: Ledger) -> None:
     await ledger.add_usage({(DAY, "telegram", "command", "today"): 3,
                             (DAY, "discord", "section", "2026-11-27:briefs"): 1})  # fmt: skip
     await ledger.add_clicks({(DAY, "headline", 1, "telegram", DAY): 4})
-    await ledger.add_clicks({(DAY, "headline", 1, "telegram", DAY): 1,
-                             (DAY, "brief-2", 1, "discord", DAY + dt.timedelta(days=1)): 2})  # fmt: skip
+    later = DAY + dt.timedelta(days=1)
+    await ledger.add_clicks(
+        {(DAY, "headline", 1, "telegram", DAY): 1, (DAY, "brief-2", 1, "discord", later): 2}
+    )
     assert await ledger.usage("command", since=DAY) == [(DAY, "telegram", "today", 5)]
     assert await ledger.usage("section", since=DAY, prefix="2026-11-27:") == [
         (DAY, "discord", "2026-11-27:briefs", 1)
@@ -61,8 +63,8 @@ async def test_counts_add_up_across_batches(ledger: Ledger) -> None:
 
 async def test_the_audit_log_pages_by_who_what_and_day(ledger: Ledger, clock: ManualClock) -> None:
     for n in range(30):
-        await ledger.record_audit("telegram" if n % 2 else "dashboard", str(n % 3),
-                                  ("repost", "approve")[n % 2], allowed=True, outcome=str(n))  # fmt: skip
+        platform, action = ("dashboard", "repost") if n % 2 == 0 else ("telegram", "approve")
+        await ledger.record_audit(platform, str(n % 3), action, allowed=True, outcome=str(n))
         clock.advance(3600)
     page = await ledger.audit_page(limit=10)
     assert [e.outcome for e in page] == [str(n) for n in range(29, 19, -1)]
