@@ -260,17 +260,21 @@ async def logged_in(client: aiohttp.ClientSession, url: str) -> None:
     assert answer.status == 200 and answer.url.path == "/admin/today", answer.status
 
 
-async def page_times(client: aiohttp.ClientSession, url: str, runs: int) -> dict[str, float]:
-    """Median milliseconds per page (request to last byte)."""
+async def page_times(
+    client: aiohttp.ClientSession, url: str, runs: int
+) -> dict[str, tuple[float, float]]:
+    """(the first request's ms, the median of the next ``runs``) per page, request to last
+    byte: the first reads the ledger; later ones may find a finished delivery's figures and
+    the audience kept (nothing was written meanwhile)."""
     times: dict[str, list[float]] = {p: [] for p in PAGES}
-    for _ in range(runs):
+    for _ in range(runs + 1):
         for path in PAGES:
             t0 = time.perf_counter()
             async with client.get(url + path) as answer:
                 await answer.read()
                 assert answer.status == 200, (path, answer.status)
             times[path].append((time.perf_counter() - t0) * 1000)
-    return {p: statistics.median(v) for p, v in times.items()}
+    return {p: (v[0], statistics.median(v[1:])) for p, v in times.items()}
 
 
 async def post_stall(
@@ -310,14 +314,14 @@ async def run(args: argparse.Namespace) -> None:
             jar = aiohttp.CookieJar(unsafe=True)  # (cookies of 127.0.0.1)
             async with aiohttp.ClientSession(cookie_jar=jar) as client:
                 await logged_in(client, url)
-                await page_times(client, url, 1)  # warm: templates compiled, caches filled
+                await client.get(url + "/admin/login")  # (the templates' first compile)
                 times = await page_times(client, url, args.runs)
-                print(f"{'page':<44} {'ms':>7} {'ratio':>6}")
-                for path, ms in times.items():
-                    print(f"{path:<44} {ms:>7.1f} {ms / PAGE_TARGET_MS:>6.2f}")
-                worst = max(times.values())
-                print(f"worst page: {worst:.1f} ms (target {PAGE_TARGET_MS:.0f} ms, ratio "
-                      f"{worst / PAGE_TARGET_MS:.2f})")  # fmt: skip
+                print(f"{'page':<56} {'first ms':>9} {'then ms':>8} {'ratio':>6}")
+                for path, (first, then) in times.items():
+                    print(f"{path:<56} {first:>9.1f} {then:>8.1f} {first / PAGE_TARGET_MS:>6.2f}")
+                worst = max(first for first, _ in times.values())
+                print(f"worst page (first request): {worst:.1f} ms (target "
+                      f"{PAGE_TARGET_MS:.0f} ms, ratio {worst / PAGE_TARGET_MS:.2f})")  # fmt: skip
                 alone, wall0, _ = await post_stall(service, None, client)
                 read, wall1, reads = await post_stall(service, url, client)
                 n = args.subscribers

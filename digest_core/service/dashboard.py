@@ -43,6 +43,8 @@ log = logging.getLogger(__name__)
 
 #: how long a button waits for its action's answer before it goes on in the background
 ANSWER_WITHIN = 3.0
+#: how long the Audience page's figures are reused (seconds)
+AUDIENCE_FRESH = 30.0
 #: the commands the dashboard's buttons run
 ACTIONS = frozenset({"approve", "hold", "repost", "correct", "status", "reactivate"})
 
@@ -167,6 +169,7 @@ class Dashboard:
         #: the latest button actions, newest last
         self.jobs: collections.deque[Job] = collections.deque(maxlen=50)
         self._tasks: set[asyncio.Task[Reply]] = set()
+        self._audience: dict[int, tuple[float, Audience]] = {}
 
     @property
     def platforms(self) -> Mapping[str, Adapter]:
@@ -314,7 +317,17 @@ class Dashboard:
 
     async def audience(self, *, days: int = 90) -> Audience:
         """Subscribers per platform per day over ``days``, commands and button presses per
-        day, readers' choices, deactivations."""
+        day, readers' choices, deactivations; the same for :data:`AUDIENCE_FRESH` seconds
+        (the page and its charts ask for it together; it changes by the day)."""
+        now = self.clock.monotonic()
+        kept = self._audience.get(days)
+        if kept is not None and now - kept[0] < AUDIENCE_FRESH:
+            return kept[1]
+        view = await self._audience_now(days)
+        self._audience[days] = (now, view)
+        return view
+
+    async def _audience_now(self, days: int) -> Audience:
         await self.usage.flush(self.ledger)
         today = self.today_date()
         span = [today - dt.timedelta(days=days - 1 - i) for i in range(days)]

@@ -20,10 +20,11 @@ from __future__ import annotations
 import collections
 import contextlib
 import datetime as dt
+import functools
 import logging
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Date, case, cast, func, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -51,8 +52,11 @@ ClickKey = tuple[dt.date, str, int, str, dt.date]
 UsageKey = tuple[dt.date, str, str, str]
 #: the most rows one dashboard list shows
 MAX_ROWS = 500
-#: the targets a delivery's list shows besides the troubled ones: the latest changed
+#: the targets a delivery's list shows besides the troubled ones: the last planned
 RECENT = 50
+#: how long a delivery's figures are reused once it is done, and while it runs (seconds)
+KEEP_DONE, KEEP_LIVE = 30.0, 2.0
+_T = TypeVar("_T")
 #: the states a target's row counts, in :class:`TargetProgress`'s order
 _SHOWN = (
     PartState.SENT,
@@ -143,6 +147,9 @@ class Analytics:
 
     def __init__(self, state: LedgerState) -> None:
         self.state = state
+        #: (what, delivery id) -> (when, the answer); the deliveries seen done
+        self._cache: dict[tuple[str, int], tuple[float, object]] = {}
+        self._done: set[int] = set()
 
     # ------------------------------------------------------------ writing counts
 
@@ -318,7 +325,10 @@ class Analytics:
             ids = [i for (i,) in await conn.execute(latest)]
             heads = list(await conn.execute(select(deliveries).where(deliveries.c.id.in_(ids))))
             for head in heads:
-                rows, totals, at = await _targets_of(conn, head.id, head.platform)
+                read = functools.partial(_targets_of, conn, head.id, head.platform)
+                rows, totals, at = await self._kept(("targets", head.id), read)
+                live = totals["pending"] or totals["in_flight"] or totals["unknown"]
+                (self._done.discard if live else self._done.add)(head.id)
                 found.append(
                     LatestDelivery(
                         head.platform,
@@ -337,11 +347,32 @@ class Analytics:
         """(second, parts recorded sent in it) of one delivery, in order: its sends per
         second as the ledger saw them (the writer's group commits shift a send by at most a
         batch)."""
+        return await self._kept(("timeline", delivery_id), lambda: self._timeline(delivery_id))
+
+    async def _kept(self, key: tuple[str, int], compute: Callable[[], Awaitable[_T]]) -> _T:
+        """``compute()``'s answer about one delivery, kept :data:`KEEP_DONE` seconds once the
+        delivery is done (nothing pending, in flight or unknown: its rows change again only
+        by a repost or a correction), :data:`KEEP_LIVE` while it runs: a page polled every
+        second reads 100k rows at most that often."""
+        now = self.state.clock.monotonic()
+        ttl = KEEP_DONE if key[1] in self._done else KEEP_LIVE
+        kept = self._cache.get(key)
+        if kept is not None and now - kept[0] < ttl:
+            return kept[1]  # type: ignore[return-value]  # (the key names what was kept)
+        value = await compute()
+        if len(self._cache) > 64:
+            self._cache.clear()
+        self._cache[key] = (now, value)
+        return value
+
+    async def _timeline(self, delivery_id: int) -> list[tuple[dt.datetime, int]]:
         async with reading(self.state) as conn:
             if conn.dialect.name == "postgresql":
                 second: Any = func.date_trunc("second", parts.c.updated_at)
             else:
-                second = func.strftime("%Y-%m-%d %H:%M:%S", parts.c.updated_at)
+                # the stored text's first 19 characters ("YYYY-MM-DD HH:MM:SS"): a third of
+                # strftime()'s cost over a delivery of 100k rows
+                second = func.substr(parts.c.updated_at, 1, 19)
             query = (
                 select(second, func.count())
                 .where(parts.c.delivery_id == delivery_id, parts.c.state == PartState.SENT.value)
@@ -365,19 +396,24 @@ async def _targets_of(
     def n(state: PartState) -> Any:
         return func.sum(case((c.state == state.value, 1), else_=0))
 
-    states = list(PartState)
     retries = func.sum(case((c.attempts > 1, c.attempts - 1), else_=0))
-    first_parts = func.sum(case((c.part == 0, 1), else_=0))
-    head = (
-        await conn.execute(
-            select(*(n(st) for st in states), retries, first_parts, func.max(c.updated_at))
-            .where(mine)
-        )
-    ).one()  # fmt: skip
-    totals = {st.value: int(v or 0) for st, v in zip(states, head, strict=False)}
-    totals["retries"], totals["targets"] = int(head[-3] or 0), int(head[-2] or 0)
+    totals = dict.fromkeys([st.value for st in PartState], 0)
+    totals["retries"] = totals["targets"] = 0
+    last: dt.datetime | None = None
+    by_state = (
+        select(c.state, func.count(), retries, func.max(c.updated_at)).where(mine).group_by(c.state)
+    )  # (one pass, grouped by state: cheaper than a sum per state over every row)
+    for state, count, again, at in await conn.execute(by_state):
+        totals[str(state)] = int(count)
+        totals["retries"] += int(again or 0)
+        at = _aware(at)
+        last = at if last is None or (at is not None and at > last) else last
+    first_parts = select(func.count()).where(mine, c.part == 0)
+    totals["targets"] = int((await conn.execute(first_parts)).scalar_one())
     troubled = select(c.target).where(mine, c.state != PartState.SENT.value).limit(MAX_ROWS)
-    recent = select(c.target).where(mine).order_by(c.updated_at.desc()).limit(RECENT * 4)
+    # (the newest rows by id: its last planned targets; ordering 100k rows by their time
+    # would sort them all)
+    recent = select(c.target).where(mine).order_by(c.id.desc()).limit(RECENT * 4)
     chosen = list(dict.fromkeys([t for (t,) in await conn.execute(troubled)]))
     for (t,) in await conn.execute(recent):
         if t not in chosen and len(chosen) < MAX_ROWS + RECENT:
@@ -396,12 +432,13 @@ async def _targets_of(
             rows.append(TargetProgress(platform, t, k, int(s_), int(p), int(f), int(fl),
                                        int(g), int(u), int(r), _aware(at), err))  # fmt: skip
     rows.sort(key=lambda t: (not t.troubled, -(t.updated_at or _EPOCH).timestamp()))
-    return rows, totals, _aware(head[-1])
+    return rows, totals, last
 
 
 def _day(conn: AsyncConnection, column: Any) -> Any:
-    """The UTC day of a datetime column (SQLite stores text: ``date()``; a cast elsewhere)."""
-    return func.date(column) if conn.dialect.name == "sqlite" else cast(column, Date)
+    """The UTC day of a datetime column (SQLite stores text "YYYY-MM-DD HH:MM:SS…": its first
+    ten characters; a cast elsewhere)."""
+    return func.substr(column, 1, 10) if conn.dialect.name == "sqlite" else cast(column, Date)
 
 
 def _date(value: Any) -> dt.date:
