@@ -239,33 +239,27 @@ class Analytics:
         (platform, day, joined, left) from ``since`` on, by the UTC day of each
         subscription's start and end). A reader who subscribed again counts from the last
         time."""
-        start = dt.datetime.combine(since, dt.time(), dt.UTC)
+        c = subscribers.c
+        days: dict[tuple[str, dt.date], list[int]] = {}
+        base: dict[str, int] = {}
         async with reading(self.state) as conn:
-            joined_day, left_day = _day(conn, subscribers.c.since), _day(conn, subscribers.c.until)
-            before = (
-                select(subscribers.c.platform, func.count())
-                .where(
-                    subscribers.c.since < start,
-                    (subscribers.c.until.is_(None)) | (subscribers.c.until >= start),
-                )
-                .group_by(subscribers.c.platform)
-            )
-            joins = (
-                select(subscribers.c.platform, joined_day, func.count())
-                .where(subscribers.c.since >= start)
-                .group_by(subscribers.c.platform, joined_day)
-            )
+            # two passes over the (platform, since) and (platform, until) indexes alone:
+            # joins and leaves per day; those before ``since`` make the base
+            joined, left = _day(conn, c.since), _day(conn, c.until)
+            joins = select(c.platform, joined, func.count()).group_by(c.platform, joined)
             leaves = (
-                select(subscribers.c.platform, left_day, func.count())
-                .where(subscribers.c.until >= start)
-                .group_by(subscribers.c.platform, left_day)
+                select(c.platform, left, func.count())
+                .where(c.until.is_not(None))
+                .group_by(c.platform, left)
             )
-            days: dict[tuple[str, dt.date], list[int]] = {}
-            base = {p: int(n) for p, n in await conn.execute(before)}
-            for p, day, n in await conn.execute(joins):
-                days.setdefault((p, _date(day)), [0, 0])[0] += int(n)
-            for p, day, n in await conn.execute(leaves):
-                days.setdefault((p, _date(day)), [0, 0])[1] += int(n)
+            for column, query in ((0, joins), (1, leaves)):
+                for p, day, n in await conn.execute(query):
+                    d = _date(day)
+                    if d < since:
+                        base[p] = base.get(p, 0) + (int(n) if column == 0 else -int(n))
+                    else:
+                        days.setdefault((p, d), [0, 0])[column] += int(n)
+        base = {p: n for p, n in base.items() if n}
         rows = sorted((p, d, j, left) for (p, d), (j, left) in days.items())
         return base, rows
 

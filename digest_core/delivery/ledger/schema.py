@@ -166,6 +166,9 @@ subscribers = Table(
     Column("active", Boolean, nullable=False),
     Column("since", UTCDateTime, nullable=False),
     Column("until", UTCDateTime),
+    # the dashboard's audience per day, read from the indexes alone (schema 10)
+    Index("ix_subscribers_since", "platform", "since"),
+    Index("ix_subscribers_until", "platform", "until"),
 )
 
 #: Cross-process mutual exclusion (``deliver:<platform>``): one owner (a Ledger instance) at a

@@ -1,6 +1,6 @@
 """Schema 10: the editor's dashboard. Clicks on tracked links (``link_clicks``) and readers'
 commands, section buttons and search hits (``usage_counts``), counted per day and never per
-reader; indexes for the audit log's filters (who, what, day).
+reader; indexes for the audit log's filters (who, what, day) and the audience per day.
 
 (Numbered 10 on its branch; another branch's schema 10 makes this one 11 when both land.)
 
@@ -46,6 +46,12 @@ def upgrade() -> None:
     )
     op.create_index("ix_usage_counts_key", "usage_counts", ["kind", "key"], if_not_exists=True)
     op.create_index("ix_audit_at", "audit", ["at"], if_not_exists=True)
+    op.create_index(
+        "ix_subscribers_since", "subscribers", ["platform", "since"], if_not_exists=True
+    )
+    op.create_index(
+        "ix_subscribers_until", "subscribers", ["platform", "until"], if_not_exists=True
+    )
     op.create_index("ix_audit_action", "audit", ["action", "id"], if_not_exists=True)
     op.create_index("ix_audit_user", "audit", ["user_id", "id"], if_not_exists=True)
     set_schema_version(10)
