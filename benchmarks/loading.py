@@ -6,6 +6,11 @@ the outcome, and the ratio to the 1 s budget (a bot that spends longer on one fi
 frozen). The 200-brief rows show the work is linear: time per brief stays flat from 50 to 200.
 The "full" rows are the largest issue the caps allow (200 briefs of 200 paragraphs each).
 Before issue #8, a 189 KB text file with 20,000 briefs took 31-34 s (``list.index`` per brief).
+
+YAML is read with libyaml's parser when PyYAML has it (issue #24, item 7); each YAML row also
+shows the time with PyYAML's pure-Python loader (how YAML was read before, and still is
+without libyaml), and the last lines compare the full YAML issue with the same issue as text
+(7.4x with the pure-Python loader when the issue was filed).
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from digest_core.errors import IssueFormatError
-from digest_core.loading import load_issue
+from digest_core.loading import load_issue, yamlform
 from digest_core.models import MAX_BRIEFS, MAX_PARAGRAPHS
 
 BUDGET_MS = 1000.0
@@ -92,21 +97,43 @@ def measure(path: Path, runs: int) -> tuple[float, str]:
     return statistics.median(times), outcome
 
 
+def measure_pure(path: Path, runs: int) -> float:
+    """:func:`measure` with PyYAML's pure-Python loader alone (as without libyaml)."""
+    fast, yamlform._CLoader = yamlform._CLoader, None
+    try:
+        return measure(path, runs)[0]
+    finally:
+        yamlform._CLoader = fast
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=7, help="timed runs per case")
     args = parser.parse_args()
     print(f"load_issue, median of {args.runs} runs; budget {BUDGET_MS:.0f} ms per file")
-    print(f"{'case':<26}{'KB':>7}{'ms':>9}{'µs/brief':>10}{'/budget':>9}  outcome")
+    print(f"YAML parser: {yamlform.PARSER} (pure-Python ms: PyYAML's own loader)")
+    print(f"{'case':<26}{'KB':>7}{'ms':>9}{'µs/brief':>10}{'/budget':>9}{'pure ms':>9}  outcome")
+    full: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for name, suffix, make in CASES:
             path = Path(tmp) / f"2026-03-02{suffix}"
             path.write_text(make(), encoding="utf-8")
             ms, outcome = measure(path, args.runs)
+            pure = measure_pure(path, args.runs) if suffix == ".yaml" else ms
             briefs = int(name.split(", ")[1].split()[0].replace(",", ""))
             per = f"{ms * 1000 / min(briefs, MAX_BRIEFS + 1):.1f}"
             kb = path.stat().st_size / 1024
-            print(f"{name:<26}{kb:>7.0f}{ms:>9.2f}{per:>10}{ms / BUDGET_MS:>9.3f}  {outcome}")
+            shown = f"{pure:>9.2f}" if suffix == ".yaml" else " " * 9
+            print(
+                f"{name:<26}{kb:>7.0f}{ms:>9.2f}{per:>10}{ms / BUDGET_MS:>9.3f}{shown}  {outcome}"
+            )
+            if "full" in name:
+                full[suffix], full["pure"] = ms, pure
+    print(
+        f"{MAX_BRIEFS} full briefs, YAML / text: {full['.yaml'] / full['.txt']:.1f}x with "
+        f"{yamlform.PARSER}, {full['pure'] / full['.txt']:.1f}x with the pure-Python loader "
+        f"(7.4x when issue #24 was filed)"
+    )
 
 
 if __name__ == "__main__":

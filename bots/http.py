@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from digest_core.errors import ConfigError
+from digest_core.port import Tallied
 from digest_core.service.leadership import Leadership, Role
 
 if TYPE_CHECKING:
@@ -216,6 +217,7 @@ class HttpEndpoint:
             leading=probe.leadership.leading,
             terms=probe.leadership.terms,
             connected=probe.connected(),
+            tallied={n: p for n, p in service.platforms.items() if isinstance(p, Tallied)},
         )
         return web.Response(
             body=generate_latest(metrics.registry), headers={"Content-Type": CONTENT_TYPE_LATEST}

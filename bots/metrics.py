@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
+import re
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
@@ -24,6 +25,7 @@ from digest_core.delivery import Ledger, PartState
 
 if TYPE_CHECKING:
     from digest_core.delivery.resuming import Resumer
+    from digest_core.port import Tallied
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +37,8 @@ COMMAND_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
 SUBSCRIBERS_EVERY = 60.0
 #: a scrape waits at most this long for the ledger
 LEDGER_TIMEOUT = 2.0
+#: a platform's group of counts is exported as ``digest_<group>``
+_GROUP = re.compile(r"[a-z][a-z0-9_]{0,40}")
 
 
 class PrometheusMetrics:
@@ -127,6 +131,7 @@ class PrometheusMetrics:
             "1 when the ledger answered the last scrape's query, else 0.",
             registry=r,
         )
+        self._tallies: dict[str, Gauge] = {}  # platforms' own counts (Tallied), by group
         self._ledger_failures: Callable[[], Mapping[str, int]] = dict
         r.register(_LedgerErrors(lambda: self._ledger_failures()))
         self._subscribers_at: float | None = None
@@ -181,13 +186,17 @@ class PrometheusMetrics:
         leading: bool,
         terms: int,
         connected: Mapping[str, bool],
+        tallied: Mapping[str, Tallied] | None = None,
     ) -> bool:
-        """Update the states from their sources; False when the ledger did not answer."""
+        """Update the states from their sources; False when the ledger did not answer.
+        ``tallied``: the platforms that keep counts of their own, by name."""
         self.next_post.set(next_post.timestamp() if next_post is not None else float("nan"))
         self.leader.set(1 if leading else 0)
         self.leader_terms.set(terms)
         for name, up in connected.items():
             self.connected.labels(name).set(1 if up else 0)
+        for name, platform in (tallied or {}).items():
+            await self._tally(name, platform)
         try:
             async with asyncio.timeout(LEDGER_TIMEOUT):
                 await self._from_ledger(ledger, list(platforms))
@@ -197,6 +206,31 @@ class PrometheusMetrics:
             return False
         self.ledger_up.set(1)
         return True
+
+    async def _tally(self, platform: str, tallied: Tallied) -> None:
+        """``digest_<group>{platform, kind}`` from the platform's own counts (a group whose
+        name cannot be a metric's is left out, logged)."""
+        try:
+            async with asyncio.timeout(LEDGER_TIMEOUT):
+                groups = await tallied.tallies()
+        except Exception as exc:
+            log.warning("metrics: %s did not give its counts: %s", platform, exc)
+            return
+        for group, kinds in groups.items():
+            gauge = self._tallies.get(group)
+            if gauge is None:
+                if not _GROUP.fullmatch(group):
+                    log.warning("metrics: %s counts %r: not a metric's name", platform, group)
+                    continue
+                gauge = self._tallies[group] = Gauge(
+                    f"digest_{group}",
+                    f"The platform's own count of {group} by kind (e.g. email readers: "
+                    "confirmed, pending, deactivated; bounces: hard, soft, complaint).",
+                    ["platform", "kind"],
+                    registry=self.registry,
+                )
+            for kind, n in kinds.items():
+                gauge.labels(platform, kind).set(n)
 
     async def _from_ledger(self, ledger: Ledger, platforms: list[str]) -> None:
         now = time.monotonic()

@@ -13,18 +13,17 @@ Adding a platform: a folder ``bots/<name>/`` whose ``spec.py`` defines ``PLATFOR
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import importlib.util
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
-
-from pydantic import BaseModel
+from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from bots.inflight import InFlight
     from digest_core.clock import Clock
     from digest_core.port import Adapter, PlatformLimits
@@ -44,6 +43,34 @@ PLATFORMS: dict[str, str] = {
     "wecom": "bots.wecom.spec",
     "email": "bots.email.spec",
 }
+
+
+class PlatformCommand(NamedTuple):
+    """A platform's own ``digest-bot`` command (``digest-bot discord sync``)."""
+
+    #: the command, and the platform it belongs to
+    name: str
+    #: ``"module:function"`` adding its options and actions to its parser,
+    #: ``function(parser, common_parent)``
+    configure: str
+    #: its line in ``digest-bot --help``
+    help: str
+    #: the SDK's import name: the command is offered only when it is installed
+    sdk_module: str
+
+
+#: the platforms' own CLI commands, in registry order: a table beside :data:`PLATFORMS` and
+#: not in the declarations, so that ``digest-bot --help`` lists them importing no platform
+#: (a declaration imports its settings model, and with it pydantic)
+PLATFORM_COMMANDS = (
+    PlatformCommand(
+        "discord", "bots.discord.arguments:configure", "Discord set-up: sync, invite", "discord"
+    ),
+    PlatformCommand("email", "bots.cli.email:configure", "email readers: export, forget",
+                    "aiosmtplib"),
+    PlatformCommand("feishu", "bots.feishu.menu:configure", "Feishu app bot set-up: menu",
+                    "lark_oapi"),
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -87,11 +114,8 @@ class PlatformSpec:
     limits: PlatformLimits | None = None
     #: the SDK the adapter imports (the ``digest-bot[name]`` extra), for a missing-SDK error
     sdk: str | None = None
-    #: the SDK's import name: the platform's own CLI commands are offered only when installed
+    #: the SDK's import name: the platform's doctor checks run only when it is installed
     sdk_module: str | None = None
-    #: ``"module:function"`` adding the platform's own CLI commands,
-    #: ``register(subparsers, common_parent)`` (e.g. ``digest-bot discord sync``)
-    commands: str | None = None
     #: ``"module:function"`` of the platform's ``digest-bot doctor`` checks,
     #: ``async checks(settings_section, *, now) -> list[bots.doctor.Check]`` (an empty list
     #: when the section configures nothing); they MUST NOT send to any chat
@@ -138,15 +162,6 @@ def load_settings(
     return load(path, overrides=overrides, platforms=settings_models())
 
 
-def command_registrars() -> list[Callable[[Any, argparse.ArgumentParser], None]]:
-    """The ``register`` functions of the platforms' own CLI commands, of the platforms whose
-    SDK is installed (found without importing it)."""
-    found: list[Callable[[Any, argparse.ArgumentParser], None]] = []
-    for declared in specs():
-        if declared.commands is None:
-            continue
-        if declared.sdk_module and importlib.util.find_spec(declared.sdk_module) is None:
-            continue
-        module, _, function = declared.commands.partition(":")
-        found.append(getattr(importlib.import_module(module), function))
-    return found
+def platform_commands() -> list[PlatformCommand]:
+    """The platforms' own CLI commands whose SDK is installed (found without importing it)."""
+    return [c for c in PLATFORM_COMMANDS if importlib.util.find_spec(c.sdk_module) is not None]

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
-from bots import registry
+from bots import periodic, registry
 from bots.inflight import InFlight
 from bots.registry import BuildContext
 from bots.starting import PlatformStarts
@@ -448,8 +448,9 @@ def _install_jobs(
     scheduler: AsyncIOScheduler, service: DigestService, settings: Settings, retention: RetentionJob
 ) -> None:
     """The leader's jobs: the daily post, publishing, readers' own times (when the schedule
-    is enabled), the ledger's pruning, and a posted day's changed file, corrected (``corrections
-    = "auto"``) or told to the admins, never silently."""
+    is enabled), the ledger's pruning, the platforms' own (:mod:`bots.periodic`), and a posted
+    day's changed file, corrected (``corrections = "auto"``) or told to the admins, never
+    silently."""
     if settings.schedule.enabled:
         service.poster.install(scheduler)
         service.publishing.install(scheduler)
@@ -458,6 +459,7 @@ def _install_jobs(
             every=settings.schedule.personal_seconds,
         )  # fmt: skip
     retention.install(scheduler)
+    periodic.install(scheduler, service.platforms.values(), now=service.clock.now())
     if settings.schedule.corrections == "auto":
         scheduler.add_job(
             service.auto_correct, "interval", seconds=AUTO_CORRECT_SECONDS,
@@ -517,7 +519,7 @@ def _metrics(settings: Settings) -> PrometheusMetrics | None:
             "the HTTP endpoint needs prometheus-client: pip install 'digest-bot[http]'",
             key="http.listen",
         ) from exc
-    from bots.cli import version
+    from bots.cli.common import version
 
     return PrometheusMetrics(version=version())
 

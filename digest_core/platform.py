@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
@@ -22,11 +22,17 @@ class TargetKind(StrEnum):
 class Target:
     """Where a message goes: ``platform`` plus the platform's id (``-100123``, ``@name``, …).
 
+    A place inside a chat that is configured as such (a forum topic) is part of ``id``, in
+    the platform's own notation. ``thread`` is the thread the core opened for the issue being
+    sent or corrected on a :class:`Threads` platform (a forum post, a thread on the issue's
+    first message): the same target, so it takes no part in equality, hashing or order.
+
     (Slots: a delivery to 100k subscribers holds two of these per subscriber.)"""
 
     platform: str
     id: str
     kind: TargetKind = TargetKind.CHANNEL
+    thread: str | None = field(default=None, compare=False)
 
     def __str__(self) -> str:
         return f"{self.platform}:{self.id}"
@@ -208,4 +214,52 @@ class Pinner(Protocol):
             NotPermitted: the bot lacks the right to unpin there.
             the :meth:`Platform.send` errors otherwise.
         """
+        ...
+
+
+@dataclass(frozen=True)
+class Opened:
+    """A thread a :class:`Threads` platform opened (or found again) for one issue on one
+    target, with the issue's first message."""
+
+    #: the thread's id ("" when the first message went out but no thread could be opened on
+    #: it, as a platform may allow: the issue is delivered all the same)
+    thread_id: str
+    #: the issue's first message: what the ledger records for part 0
+    message_id: str
+
+
+@runtime_checkable
+class Threads(Protocol):
+    """An optional capability of a :class:`Platform`: targets that get one thread per issue
+    (a forum channel's post, or a thread opened on the issue's first message).
+
+    For such a target the core sends part 0 with :meth:`open_thread` instead of
+    :meth:`Platform.send`, after recording in the ledger that it is about to (the intent and
+    its time); it records the thread once opened, and gives every later part and every
+    correction of that issue the thread in :attr:`Target.thread`. A first part whose thread
+    may have been opened already (a crash or an unknown outcome after the intent) is looked
+    for with :meth:`find_thread` before anything is opened again, so one issue never gets two
+    threads. The error contract is :meth:`Platform.send`'s.
+    """
+
+    def threaded(self, target: Target) -> bool:
+        """Whether ``target`` gets a thread per issue (pure, from configuration)."""
+        ...
+
+    async def open_thread(
+        self, target: Target, message: Message, *, title: str, key: PartKey
+    ) -> Opened:
+        """Open the issue's thread on ``target`` named ``title`` (the platform shortens it to
+        its limit) with ``message``, the issue's first part, as its first message; ``key`` is
+        part 0's (:meth:`Platform.send`)."""
+        ...
+
+    async def find_thread(
+        self, target: Target, *, title: str, since: dt.datetime, known: frozenset[str]
+    ) -> Opened | None:
+        """The thread an earlier :meth:`open_thread` of ``title`` on ``target`` opened, if
+        any: one this bot opened there no earlier than ``since`` (the recorded intent, on the
+        core's clock; the platform allows for its clock differing), not among ``known`` (the
+        threads recorded for the target's other posts)."""
         ...

@@ -32,11 +32,20 @@ from digest_core.errors import (
     TargetMoved,
     TransientError,
 )
-from digest_core.platform import PartKey, Platform, PlatformLimits, Rate, Target, TargetKind
+from digest_core.platform import (
+    Opened,
+    PartKey,
+    Platform,
+    PlatformLimits,
+    Rate,
+    Target,
+    TargetKind,
+    Threads,
+)
 
 if TYPE_CHECKING:
     import datetime as dt
-    from collections.abc import Awaitable, Callable, Sequence
+    from collections.abc import Awaitable, Callable, Mapping, Sequence
 
     from digest_core.clock import Clock, SystemClock
     from digest_core.commands import (
@@ -79,6 +88,7 @@ if TYPE_CHECKING:
     from digest_core.service.port import ServicePort as ServicePort
     from digest_core.settings import Settings, TokenSettings
     from digest_core.subscriptions.commands import CHOICE_PREFIX, PRIVATE_COMMANDS, parse_choice
+    from digest_core.subscriptions.signup import AddressSignup
 
 #: everything an adapter (``bots/<platform>/``) may use of the core: it imports the core from
 #: here and from its own renderer module only (tests/bots/test_port.py checks the imports)
@@ -94,6 +104,7 @@ __all__ = [
     "PRIVATE_COMMANDS",
     "Action",
     "Adapter",
+    "AddressSignup",
     "Argument",
     "Article",
     "Capability",
@@ -111,6 +122,7 @@ __all__ = [
     "Message",
     "MessageGone",
     "NotPermitted",
+    "Opened",
     "OutcomeUnknown",
     "Part",
     "PartKey",
@@ -130,10 +142,12 @@ __all__ = [
     "Status",
     "Style",
     "SystemClock",
+    "Tallied",
     "Target",
     "TargetGone",
     "TargetKind",
     "TargetMoved",
+    "Threads",
     "TokenSettings",
     "TransientError",
     "UserRateLimiter",
@@ -210,6 +224,7 @@ _LAZY: dict[str, str] = {
         "digest_core.commands.replies": ("SendOnce",),
         "digest_core.settings": ("Settings", "TokenSettings"),
         "digest_core.service.port": ("ServicePort",),
+        "digest_core.subscriptions.signup": ("AddressSignup",),
     }.items()
     for name in names
 }
@@ -338,4 +353,16 @@ class Adapter(Platform, Protocol):
 
     async def alert_admins(self, text: str) -> None:
         """Tell this platform's admins something went wrong (best effort, never raises)."""
+        ...
+
+
+@runtime_checkable
+class Tallied(Protocol):
+    """An adapter that keeps counts of its own besides the ledger's (the email platform: its
+    readers by state, its bounces): ``status`` lists them under the platform, ``/metrics``
+    exports each group as ``digest_<group>{platform, kind}``."""
+
+    async def tallies(self) -> Mapping[str, Mapping[str, int]]:
+        """Counts by group (a lowercase word, a metric's name), then by kind. Counts only,
+        never an address or anything else that names a person."""
         ...

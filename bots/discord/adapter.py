@@ -20,6 +20,7 @@ from pydantic import SecretStr
 
 from bots.discord.client import DigestClient, ShardedDigestClient
 from bots.discord.settings import DiscordSettings
+from bots.discord.threads import THREAD_ARCHIVED, THREAD_LOCKED, UNKNOWN_CHANNEL, DiscordThreads
 from bots.discord.views import action_row
 from bots.inflight import InFlight
 from bots.network import network_reason
@@ -138,13 +139,15 @@ async def point_discord_py_at(api_base: str) -> AsyncIterator[None]:
 # --------------------------------------------------------------------------- the adapter
 
 
-class DiscordAdapter:
+class DiscordAdapter(DiscordThreads):
     """The Discord Platform and Adapter: posts to channels, answers commands and buttons.
 
     :meth:`send` posts the rendered create-message JSON as it is (discord.py paces it by the
     ``X-RateLimit-*`` headers); mentions are always disabled. Errors are translated to the
     core's tree; nothing is retried here beyond discord.py's own in-request retries, which are
-    cut off after ``request_timeout_seconds`` so the core's backoff stays in charge.
+    cut off after ``request_timeout_seconds`` so the core's backoff stays in charge. Forum
+    channels get a post per issue, text channels may get a thread on each issue's first
+    message (:class:`~bots.discord.threads.DiscordThreads`).
     """
 
     name = "discord"
@@ -196,12 +199,7 @@ class DiscordAdapter:
             Rejected: any other 4xx (the payload or the request is wrong); a bad channel id.
         """
         client = self._require_client()
-        try:
-            channel_id = int(target.id)
-        except ValueError:
-            raise Rejected(
-                f"not a Discord channel id: {target.id!r}", platform=self.name, target=target.id
-            ) from None
+        channel_id = self.channel_of(target)  # a forum post's thread, for its later parts
         payload = {
             **message.payload,
             "allowed_mentions": dict(ALLOWED_MENTIONS),  # pings nobody, whatever the text
@@ -213,8 +211,24 @@ class DiscordAdapter:
             async with asyncio.timeout(self.settings.request_timeout_seconds):
                 data = await client.http.request(route, json=payload)
         except Exception as exc:
-            raise translate_error(exc, platform=self.name, target=target.id) from exc
+            raise self._translate(exc, target) from exc
         return str(data["id"])
+
+    def _translate(self, exc: BaseException, target: Target) -> DeliveryError:
+        """:func:`translate_error`; in a forum post's thread, a thread deleted or locked is
+        that post's trouble (the part is refused), not the forum's (not gone)."""
+        if (
+            target.thread
+            and self.is_forum(target)
+            and isinstance(exc, discord.HTTPException)
+            and exc.code in (UNKNOWN_CHANNEL, THREAD_LOCKED, THREAD_ARCHIVED)
+        ):
+            return Rejected(
+                f"the post's thread {target.thread}: {exc.status} (code {exc.code}): {exc.text}",
+                platform=self.name,
+                target=target.id,
+            )
+        return translate_error(exc, platform=self.name, target=target.id)
 
     # ------------------------------------------------------------ Editor, Pinner
 
@@ -263,12 +277,17 @@ class DiscordAdapter:
         return True
 
     async def pin(self, target: Target, message_id: str) -> None:
-        """``PUT /channels/{c}/messages/pins/{m}`` (pins never notify on Discord).
+        """``PUT /channels/{c}/messages/pins/{m}`` (pins never notify on Discord). A forum
+        lists its newest post first and keeps one pinned post for its moderators: its posts
+        are not pinned.
 
         Raises:
             NotPermitted: 403 (no Pin Messages / Manage Messages permission there).
             MessageGone: 404 Unknown Message.
         """
+        if self.is_forum(target):
+            log.debug("discord: %s is a forum: its posts are not pinned", target.id)
+            return
         await self._message_call(
             target, "PUT", "/channels/{channel_id}/messages/pins/{message_id}", message_id
         )
@@ -279,6 +298,8 @@ class DiscordAdapter:
         Raises:
             NotPermitted: 403.
         """
+        if self.is_forum(target):
+            return
         try:
             await self._message_call(
                 target, "DELETE", "/channels/{channel_id}/messages/pins/{message_id}", message_id
@@ -289,20 +310,31 @@ class DiscordAdapter:
     async def _message_call(
         self, target: Target, method: str, path: str, message_id: str, *, json: Any = None
     ) -> None:
-        """One request about message ``message_id`` in channel ``target``: 404 Unknown
-        Message is :class:`MessageGone`, 403 :class:`NotPermitted`, the rest as for sends."""
+        """One request about message ``message_id`` in channel ``target`` (in a forum, in
+        the post's thread: an archived one is unarchived first, as Discord requires): 404
+        Unknown Message is :class:`MessageGone`, 403 :class:`NotPermitted`, the rest as for
+        sends."""
         client = self._require_client()
+        channel_id = self.channel_of(target)
         try:
-            route = Route(method, path, channel_id=int(target.id), message_id=int(message_id))
+            route = Route(method, path, channel_id=channel_id, message_id=int(message_id))
         except ValueError:
             raise Rejected(
-                f"not a Discord channel and message id: {target.id!r}, {message_id!r}",
-                platform=self.name,
-                target=target.id,
+                f"not a Discord message id: {message_id!r}", platform=self.name, target=target.id
             ) from None
         try:
             async with asyncio.timeout(self.settings.request_timeout_seconds):
-                await client.http.request(route, json=json)
+                try:
+                    await client.http.request(route, json=json)
+                except discord.HTTPException as exc:
+                    if exc.code != THREAD_ARCHIVED or channel_id == int(target.id):
+                        raise
+                    # "Thread is archived": edits and deletes need it open (a send opens it)
+                    await client.http.request(
+                        Route("PATCH", "/channels/{channel_id}", channel_id=channel_id),
+                        json={"archived": False},
+                    )
+                    await client.http.request(route, json=json)
         except discord.NotFound as exc:
             if exc.code == UNKNOWN_MESSAGE:
                 raise MessageGone(
@@ -310,7 +342,7 @@ class DiscordAdapter:
                     platform=self.name,
                     target=target.id,
                 ) from exc
-            raise translate_error(exc, platform=self.name, target=target.id) from exc
+            raise self._translate(exc, target) from exc
         except discord.Forbidden as exc:
             if exc.code == MISSING_PERMISSIONS:
                 raise NotPermitted(
@@ -318,9 +350,9 @@ class DiscordAdapter:
                     platform=self.name,
                     target=target.id,
                 ) from exc
-            raise translate_error(exc, platform=self.name, target=target.id) from exc
+            raise self._translate(exc, target) from exc
         except Exception as exc:
-            raise translate_error(exc, platform=self.name, target=target.id) from exc
+            raise self._translate(exc, target) from exc
 
     # ------------------------------------------------------------ Adapter
 

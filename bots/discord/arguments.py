@@ -4,15 +4,15 @@ the CLI start without importing it."""
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from digest_core.port import Settings
 
 
-def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
-    """Add ``discord sync [--guild ID]`` and ``discord invite [--client-id ID]``."""
-    p = subparsers.add_parser("discord", parents=[common], help="Discord set-up: sync, invite")
+def configure(p: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+    """``discord sync [--guild ID]`` and ``discord invite [--client-id ID]`` under ``discord``
+    (:data:`bots.registry.PLATFORM_COMMANDS`)."""
     sub = p.add_subparsers(title="discord commands", metavar="ACTION", required=True)
 
     s = sub.add_parser(

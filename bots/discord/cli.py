@@ -18,11 +18,17 @@ from digest_core.port import ConfigError, DigestError, Settings
 
 log = logging.getLogger(__name__)
 
-#: What the bot needs in a channel: see it, post, post in threads, and embeds that render.
-#: (Slash commands and buttons need no permission; the applications.commands scope covers
-#: them.) https://discord.com/developers/docs/topics/permissions
+#: What the bot needs in a channel: see it, post (in a forum: create posts), post in threads
+#: (a forum post's later messages), open a thread on an issue's first message
+#: (``thread_per_issue``), and embeds that render. (Slash commands and buttons need no
+#: permission; the applications.commands scope covers them.)
+#: https://discord.com/developers/docs/topics/permissions
 BOT_PERMISSIONS = discord.Permissions(
-    view_channel=True, send_messages=True, send_messages_in_threads=True, embed_links=True
+    view_channel=True,
+    send_messages=True,
+    send_messages_in_threads=True,
+    create_public_threads=True,
+    embed_links=True,
 )
 #: OAuth2 scopes of the invite: the bot user, and its slash commands.
 INVITE_SCOPES = ("bot", "applications.commands")

@@ -15,7 +15,7 @@ from typing import Any
 
 import aiohttp
 
-from bots.discord.settings import DiscordSettings
+from bots.discord.settings import DiscordChannel, DiscordSettings
 from bots.doctor import TIMEOUT_SECONDS, Check, clock_check, fail, ok, warn
 
 log = logging.getLogger(__name__)
@@ -32,10 +32,17 @@ VIEW_CHANNEL = 1 << 10
 SEND_MESSAGES = 1 << 11
 EMBED_LINKS = 1 << 14
 ALL = (1 << 53) - 1
+CREATE_PUBLIC_THREADS = 1 << 35
+SEND_MESSAGES_IN_THREADS = 1 << 38
 #: what posting the issue needs, with the name the server settings show
 NEEDED = {VIEW_CHANNEL: "View Channel", SEND_MESSAGES: "Send Messages", EMBED_LINKS: "Embed Links"}
+#: what a forum post per issue needs besides (a forum calls Send Messages "Create Posts")
+FORUM_NEEDED = {SEND_MESSAGES_IN_THREADS: "Send Messages in Threads"}
+#: what a thread on each issue's first message needs besides
+THREAD_NEEDED = {CREATE_PUBLIC_THREADS: "Create Public Threads"}
 #: channel types (https://discord.com/developers/docs/resources/channel#channel-object-channel-types)
 DM_TYPES = (1, 3)
+FORUM_TYPE = 15
 
 
 def channel_permissions(
@@ -124,7 +131,12 @@ async def checks(settings: DiscordSettings, *, now: Callable[[], dt.datetime]) -
                 warn(AREA, "channels", "no channels to post to", "list them in discord.channels")
             )
         for channel in settings.channels:
-            out.append(await _channel_check(api, channel, int(me["id"]), embeds=settings.embeds))
+            options = settings.threads_of(channel)
+            out.append(
+                await _channel_check(
+                    api, channel, int(me["id"]), embeds=settings.embeds, options=options
+                )
+            )
     return out
 
 
@@ -144,7 +156,11 @@ async def _interactions_check(api: _Api) -> Check:
     return ok(AREA, "interactions", "delivered over the gateway")
 
 
-async def _channel_check(api: _Api, channel: str, bot_id: int, *, embeds: bool) -> Check:
+async def _channel_check(
+    api: _Api, channel: str, bot_id: int, *, embeds: bool, options: DiscordChannel | None = None
+) -> Check:
+    """Whether the bot may post in ``channel`` as configured (a forum's posts and tags, a
+    thread on each issue)."""
     name = f"rights {channel}"
     status, data = await api.get(f"/channels/{channel}")
     if status == 404:
@@ -160,6 +176,9 @@ async def _channel_check(api: _Api, channel: str, bot_id: int, *, embeds: bool) 
         return fail(AREA, name, f"/channels: {_error(status, data)}", "try again later")
     if int(data.get("type", 0)) in DM_TYPES:
         return ok(AREA, name, "a direct-message channel")
+    kind = _kind_check(name, channel, data, options)
+    if kind is not None:
+        return kind
     guild_id = int(data["guild_id"])
     label = f"#{data.get('name', channel)}"
     g_status, guild = await api.get(f"/guilds/{guild_id}")
@@ -181,6 +200,10 @@ async def _channel_check(api: _Api, channel: str, bot_id: int, *, embeds: bool) 
         overwrites=data.get("permission_overwrites") or [],
     )
     needed = {bit: n for bit, n in NEEDED.items() if embeds or bit != EMBED_LINKS}
+    if options is not None and options.forum:
+        needed |= FORUM_NEEDED
+    elif options is not None and options.thread_per_issue:
+        needed |= THREAD_NEEDED
     missing = [n for bit, n in needed.items() if not perms & bit]
     if missing:
         return fail(
@@ -191,3 +214,39 @@ async def _channel_check(api: _Api, channel: str, bot_id: int, *, embeds: bool) 
             "role (or remove the overwrite that denies it)",
         )
     return ok(AREA, name, f"may post in {label} ({', '.join(needed.values())})")
+
+
+def _kind_check(
+    name: str, channel: str, data: dict[str, Any], options: DiscordChannel | None
+) -> Check | None:
+    """A forum configured as a text channel or the other way round, or a tag the forum lacks
+    (None: the channel is what the configuration says)."""
+    label = f"#{data.get('name', channel)}"
+    forum = int(data.get("type", 0)) == FORUM_TYPE
+    if forum and (options is None or not options.forum):
+        return fail(
+            AREA,
+            name,
+            f"{label} is a forum channel: it takes posts, not messages",
+            f'write it in discord.channels as {{ id = "{channel}", forum = true }}',
+        )
+    if options is None or not options.forum:
+        return None
+    if not forum:
+        return fail(
+            AREA,
+            name,
+            f"{label} is not a forum channel (type {data.get('type')})",
+            "drop forum = true (thread_per_issue = true opens a thread on each issue instead)",
+        )
+    tags = {t.get("name") for t in data.get("available_tags") or []}
+    missing = [t for t in options.tags if t not in tags]
+    if missing:
+        return fail(
+            AREA,
+            name,
+            f"{label} has no tag {', '.join(map(repr, missing))} (it has "
+            f"{', '.join(sorted(map(repr, tags))) or 'none'})",
+            f"{label} → Edit Channel → Tags: add it, or fix the name in discord.channels",
+        )
+    return None

@@ -3,15 +3,67 @@
 from __future__ import annotations
 
 import re
-from typing import ClassVar
+from typing import Any, ClassVar, Literal
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 from digest_core.port import ConfigError, TokenSettings
 
 #: a Discord bot token: three base64url parts joined by dots (the user id, a time, an HMAC),
 #: about 70 characters; anything else is refused before a request is made
 TOKEN_SHAPE = re.compile(r"[A-Za-z0-9_-]{17,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{20,}")
+
+
+#: Discord's limits on forum tags: a post carries at most 5, a tag's name at most 20 characters
+#: (https://discord.com/developers/docs/resources/channel#forum-tag-object)
+MAX_TAGS = 5
+MAX_TAG_NAME = 20
+
+
+class DiscordChannel(BaseModel):
+    """A ``channels`` entry written as a table: a forum channel, whose posts are one per issue,
+    or a text channel with a thread opened on each issue's first message."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    #: a forum channel: each issue is a forum post (titled with its date and headline)
+    forum: bool = False
+    #: the forum's tags (by name, as the forum lists them) each post gets: at most 5
+    tags: tuple[str, ...] = ()
+    #: a text channel: a thread for discussion opened on each issue's first message
+    thread_per_issue: bool = False
+    #: minutes of inactivity after which Discord archives the post or thread
+    auto_archive_minutes: Literal[60, 1440, 4320, 10080] = 1440
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _check_id(cls, v: Any) -> str:
+        if not re.fullmatch(r"\d{1,20}", str(v)):
+            raise ValueError(f"{v!r} is not a Discord channel id (digits)")
+        return str(v)
+
+    @field_validator("tags")
+    @classmethod
+    def _check_tags(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        if len(v) > MAX_TAGS:
+            raise ValueError(f"a forum post takes at most {MAX_TAGS} tags, not {len(v)}")
+        for tag in v:
+            if not 1 <= len(tag) <= MAX_TAG_NAME:
+                raise ValueError(f"tag {tag!r}: a tag's name has 1-{MAX_TAG_NAME} characters")
+        if len(set(v)) != len(v):
+            raise ValueError("a tag is listed twice")
+        return v
+
+    @model_validator(mode="after")
+    def _check_kind(self) -> DiscordChannel:
+        if self.forum and self.thread_per_issue:
+            raise ValueError(
+                "a forum channel's posts are threads already: set forum or thread_per_issue"
+            )
+        if self.tags and not self.forum:
+            raise ValueError("tags are a forum's: set forum = true (or drop them)")
+        return self
 
 
 class DiscordSettings(TokenSettings):
@@ -48,6 +100,34 @@ class DiscordSettings(TokenSettings):
     #: past that they get an ephemeral "slow down" instead. Admins are not limited.
     command_burst: int = Field(default=5, ge=1, le=1000)
     command_window_seconds: float = Field(default=10.0, gt=0, le=3600)
+    #: the ``channels`` written as tables ({ id = "…", forum = true, tags = […] } or
+    #: { id = "…", thread_per_issue = true }), by id: filled from ``channels``
+    channel_threads: dict[str, DiscordChannel] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _channel_tables(cls, data: Any) -> Any:
+        """Tables in ``channels`` become their ids there and entries of
+        :attr:`channel_threads`."""
+        if not isinstance(data, dict) or not isinstance(data.get("channels"), list):
+            return data
+        ids: list[Any] = []
+        tables = dict(data.get("channel_threads") or {})
+        for entry in data["channels"]:
+            if isinstance(entry, dict):
+                channel = DiscordChannel.model_validate(entry)
+                tables[channel.id] = channel
+                ids.append(channel.id)
+            else:
+                ids.append(entry)
+        return {**data, "channels": ids, "channel_threads": tables}
+
+    def threads_of(self, channel_id: str) -> DiscordChannel | None:
+        """The forum or thread-per-issue settings of a configured channel (None: plain)."""
+        channel = self.channel_threads.get(channel_id)
+        return (
+            channel if channel is not None and (channel.forum or channel.thread_per_issue) else None
+        )
 
     def checked_token(self) -> SecretStr | None:
         """:meth:`resolved_token`, refused unless it has a bot token's shape.

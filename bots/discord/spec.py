@@ -54,6 +54,5 @@ PLATFORM = PlatformSpec(
     needs_key="discord.token",
     sdk="discord.py",
     sdk_module="discord",
-    commands="bots.discord.arguments:register",
     doctor="bots.discord.doctor:checks",
 )

@@ -16,15 +16,17 @@ send after any failure.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import logging
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import aiosmtplib
 
-from bots.email import mime
+from bots.email import bounces, mime, signup, transfer
 from bots.email.addresses import AddressBook
+from bots.email.pacing import limits_of
 from bots.email.settings import EmailSettings
-from bots.email.spec import limits_of
 from bots.email.tokens import Tokens
 from digest_core.port import (
     Clock,
@@ -43,7 +45,8 @@ from digest_core.port import (
 from digest_core.rendering import email as email_render
 
 if TYPE_CHECKING:
-    from digest_core.port import Adapter, Port
+    from bots.periodic import PeriodicJob
+    from digest_core.port import Adapter, AddressSignup, Port, Tallied
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +93,10 @@ class EmailAdapter:
             self._slots.put_nowait(slot)
         #: connections opened so far (for tests)
         self.connections = 0
+        #: confirmation requests per address and requester, the web form's and the chats'
+        self.limiter = signup.Limiter()
+        #: the bounce mailbox's read under way (the scheduler's job), cancelled by stop()
+        self._polling: asyncio.Task[Any] | None = None
 
     # ------------------------------------------------------------ rendering
 
@@ -119,6 +126,74 @@ class EmailAdapter:
         base = self.settings.public_url or "/"
         return f"{base}email/confirm?t={self.tokens.confirm(address, fmt)}"
 
+    # ------------------------------------------------------------ readers
+
+    def checked_address(self, text: str) -> str | None:
+        """``text`` as the address mail goes to, or None (its syntax: nothing looked up)."""
+        return signup.checked(text)
+
+    async def request_signup(self, address: str, *, fmt: str, requester: str) -> None:
+        """The double opt-in's first step, for the web form and ``/email ADDRESS``
+        (:func:`bots.email.signup.request`): a confirmation link mailed unless limited."""
+        await signup.request(self, address, fmt=fmt, requester=requester)
+
+    async def tallies(self) -> Mapping[str, Mapping[str, int]]:
+        """Readers (confirmed, pending, deactivated) and what the bounce mailbox told (hard,
+        soft, complaint, unsubscribe): counts, never addresses (``status``, ``/metrics``)."""
+        since = self.clock.now() - dt.timedelta(hours=self.settings.confirm_hours)
+        n = await self.book.tallies(pending_since=since)
+        return {
+            "readers": {k: n[k] for k in ("confirmed", "pending", "deactivated")},
+            "bounces": {k: n[k] for k in ("hard", "soft", "complaint", "unsubscribe")},
+        }
+
+    # ------------------------------------------------------------ bounces
+
+    async def read_bounces(self) -> dict[str, int]:
+        """Read the bounce mailbox once and act on it (:func:`bots.email.bounces.apply`);
+        the counts by kind.
+
+        Raises:
+            TransientError: the adapter is not started, or the core refused an /unsubscribe.
+            ConfigError, OSError, TimeoutError, aioimaplib.Abort: see
+                :func:`bots.email.bounces.read_mailbox`.
+        """
+        if self.port is None:
+            raise TransientError("the email platform is not started", platform=NAME)
+        events = await bounces.read_mailbox(self.settings)
+
+        async def end(rid: str) -> None:
+            await self.subscription(rid, on=False)
+
+        return await bounces.apply(
+            events, self.book, end=end, soft_limit=self.settings.soft_bounce_limit
+        )
+
+    def periodic_jobs(self) -> list[PeriodicJob]:
+        """The bounce mailbox read every ``bounce_check_seconds`` while the bot runs (when
+        one is configured)."""
+        from bots.periodic import PeriodicJob
+
+        every = self.settings.bounce_check_seconds
+        if not (self.settings.imap_host and self.settings.imap_user) or every <= 0:
+            return []
+        return [PeriodicJob("email bounce mailbox", every, self._poll_bounces)]
+
+    async def _poll_bounces(self) -> None:
+        """One scheduled read; what the server answers is logged, tried again next time."""
+        if self.port is None:
+            return
+        self._polling = asyncio.current_task()
+        try:
+            counts = await self.read_bounces()
+        except Exception as exc:  # the mailbox unreachable, a login refused: next time
+            log.warning("email: the bounce mailbox could not be read: %s", _reason(exc))
+            return
+        finally:
+            self._polling = None
+        if any(counts.values()):
+            log.info("email bounce mailbox: %s", ", ".join(f"{k} {v}" for k, v in counts.items()))
+
     # ------------------------------------------------------------ Platform
 
     async def send(self, target: Target, message: Message, *, key: PartKey | None = None) -> str:
@@ -146,12 +221,9 @@ class EmailAdapter:
         if not address.isascii() or any(c in address for c in "\r\n<>"):
             # the web form accepts only such addresses (no SMTPUTF8 needed at any relay)
             raise Rejected("the reader's address is not plain ASCII", platform=NAME, target=rid)
-        msgid = mime.message_id(
-            key,
-            rid,
-            self._domain,
-            fallback=message.digest[:16],
-        )
+        # (a one-off mail is named by its content: hashing it costs more than the whole mail)
+        fallback = message.digest[:16] if key is None else ""
+        msgid = mime.message_id(key, rid, self._domain, fallback=fallback)
         envelope = mime.build(
             message,
             sender=settings.sender,
@@ -180,6 +252,7 @@ class EmailAdapter:
             use_tls=settings.security == "tls",
             start_tls=settings.security == "starttls",
             timeout=settings.timeout_seconds,
+            cert_bundle=str(settings.tls_ca_file) if settings.tls_ca_file else None,
         )
         try:
             await client.connect()
@@ -216,11 +289,11 @@ class EmailAdapter:
         client = await self._connection(slot, rid)
         phase = "MAIL FROM"
         try:
-            await client.mail(envelope.sender)
+            await transfer.mail(client, envelope.sender)
             phase = "RCPT TO"
-            await client.rcpt(envelope.recipient)
+            await transfer.rcpt(client, envelope.recipient)
             phase = "DATA"
-            await client.data(envelope.data)
+            await transfer.data(client, envelope.data)
         except aiosmtplib.SMTPResponseException as exc:
             await slot.reset(exc.code)
             # relays quote the address back: it never reaches a log
@@ -279,7 +352,13 @@ class EmailAdapter:
         self.port = port
 
     async def stop(self) -> None:
-        """QUIT and close the connections, close the address book (idempotent)."""
+        """Stop a read of the bounce mailbox under way, QUIT and close the connections,
+        close the address book (idempotent)."""
+        polling, self._polling = self._polling, None
+        if polling is not None and polling is not asyncio.current_task():
+            polling.cancel()
+            await asyncio.gather(polling, return_exceptions=True)
+        self.port = None
         await asyncio.gather(*(slot.drop() for slot in self._all))
         self.book.close()
 
@@ -330,4 +409,12 @@ if TYPE_CHECKING:
 
     def _is_an_adapter(adapter: EmailAdapter) -> Adapter:
         """mypy checks here that the email adapter is what the runtime runs."""
+        return adapter
+
+    def _is_a_signup(adapter: EmailAdapter) -> AddressSignup:
+        """... what the core's ``/email ADDRESS`` hands addresses to ..."""
+        return adapter
+
+    def _is_tallied(adapter: EmailAdapter) -> Tallied:
+        """... and what ``status`` and ``/metrics`` count."""
         return adapter

@@ -26,6 +26,13 @@ _SCHEMA = (
     " id TEXT PRIMARY KEY, address TEXT NOT NULL UNIQUE, confirmed_at TEXT NOT NULL)"
 )
 _SOFT = "CREATE TABLE IF NOT EXISTS soft_bounces (id TEXT PRIMARY KEY, count INTEGER NOT NULL)"
+#: confirmations mailed and not yet pressed, by reader id (no address): the pending count
+_PENDING = "CREATE TABLE IF NOT EXISTS pending (id TEXT PRIMARY KEY, requested_at TEXT NOT NULL)"
+#: what the bounce mailbox told, as counts only (hard, soft, complaint, unsubscribe, and
+#: deactivated: the readers it ended)
+_TALLIES = "CREATE TABLE IF NOT EXISTS tallies (kind TEXT PRIMARY KEY, count INTEGER NOT NULL)"
+#: the kinds :meth:`AddressBook.tallies` always reports (0 until counted)
+TALLY_KINDS = ("hard", "soft", "complaint", "unsubscribe", "deactivated")
 
 
 def normalise(address: str) -> str:
@@ -62,8 +69,8 @@ class AddressBook:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
                 conn.execute("PRAGMA journal_mode=WAL")
-                conn.execute(_SCHEMA)
-                conn.execute(_SOFT)
+                for schema in (_SCHEMA, _SOFT, _PENDING, _TALLIES):
+                    conn.execute(schema)
                 self._conn = conn
             with self._conn:
                 yield self._conn
@@ -82,6 +89,7 @@ class AddressBook:
                 "ON CONFLICT(id) DO NOTHING",
                 (rid, normalise(address), at.isoformat()),
             )
+            conn.execute("DELETE FROM pending WHERE id = ?", (rid,))
         return rid
 
     async def add(self, address: str, *, at: dt.datetime) -> str:
@@ -103,10 +111,12 @@ class AddressBook:
 
     def _remove(self, rid: str) -> bool:
         with self._connect() as conn:
+            conn.execute("DELETE FROM pending WHERE id = ?", (rid,))
             return conn.execute("DELETE FROM readers WHERE id = ?", (rid,)).rowcount > 0
 
     async def remove(self, rid: str) -> bool:
-        """Forget reader ``rid``'s address; False when there was none."""
+        """Forget reader ``rid``'s address (and a confirmation it was mailed); False when
+        there was no address."""
         return await asyncio.to_thread(self._remove, rid)
 
     def _soft_bounce(self, rid: str) -> int:
@@ -130,3 +140,52 @@ class AddressBook:
 
     async def count(self) -> int:
         return await asyncio.to_thread(self._count)
+
+    def _requested(self, rid: str, at: dt.datetime, expired: dt.datetime) -> None:
+        with self._connect() as conn:
+            conn.execute(
+                "DELETE FROM pending WHERE requested_at < ?",
+                (expired.astimezone(dt.UTC).isoformat(),),
+            )
+            if conn.execute("SELECT 1 FROM readers WHERE id = ?", (rid,)).fetchone() is None:
+                conn.execute(
+                    "INSERT INTO pending (id, requested_at) VALUES (?, ?) "
+                    "ON CONFLICT(id) DO UPDATE SET requested_at = excluded.requested_at",
+                    (rid, at.astimezone(dt.UTC).isoformat()),
+                )
+
+    async def requested(self, rid: str, *, at: dt.datetime, expired: dt.datetime) -> None:
+        """A confirmation was mailed to reader ``rid`` at ``at`` (nothing for a reader who is
+        confirmed already: that one is not pending); those mailed before ``expired`` (their
+        links no longer work) are dropped."""
+        await asyncio.to_thread(self._requested, rid, at, expired)
+
+    def _tally(self, kinds: dict[str, int]) -> None:
+        with self._connect() as conn:
+            conn.executemany(
+                "INSERT INTO tallies (kind, count) VALUES (?, ?) "
+                "ON CONFLICT(kind) DO UPDATE SET count = count + excluded.count",
+                [(k, n) for k, n in kinds.items() if n],
+            )
+
+    async def tally(self, kinds: dict[str, int]) -> None:
+        """Add ``kinds`` (kind -> how many) to the counts kept (:data:`TALLY_KINDS`)."""
+        await asyncio.to_thread(self._tally, kinds)
+
+    def _tallies(self, pending_since: dt.datetime) -> dict[str, int]:
+        with self._connect() as conn:
+            counts = {kind: 0 for kind in TALLY_KINDS}
+            counts.update((str(k), int(n)) for k, n in conn.execute("SELECT * FROM tallies"))
+            counts["confirmed"] = int(conn.execute("SELECT count(*) FROM readers").fetchone()[0])
+            counts["pending"] = int(
+                conn.execute(
+                    "SELECT count(*) FROM pending WHERE requested_at >= ?",
+                    (pending_since.astimezone(dt.UTC).isoformat(),),
+                ).fetchone()[0]
+            )
+        return counts
+
+    async def tallies(self, *, pending_since: dt.datetime) -> dict[str, int]:
+        """Counts, never addresses: ``confirmed`` readers, ``pending`` confirmations (mailed
+        since ``pending_since``: older links have expired), and :data:`TALLY_KINDS`."""
+        return await asyncio.to_thread(self._tallies, pending_since)

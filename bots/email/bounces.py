@@ -18,10 +18,12 @@ from __future__ import annotations
 import enum
 import logging
 import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from email import message_from_bytes, policy
 from email.message import EmailMessage, Message
 
+from bots.email.addresses import AddressBook
 from bots.email.settings import EmailSettings
 
 log = logging.getLogger(__name__)
@@ -155,3 +157,33 @@ async def read_mailbox(settings: EmailSettings) -> list[Event]:
         await client.logout()
     log.info("bounce mailbox: %d mails, %d events", len(uids), len(events))
     return events
+
+
+async def apply(
+    events: list[Event],
+    book: AddressBook,
+    *,
+    end: Callable[[str], Awaitable[None]],
+    soft_limit: int,
+) -> dict[str, int]:
+    """Act on ``events``: a hard bounce, a complaint or an unsubscribe mail ends the reader's
+    subscription (``end``: the core's /unsubscribe, which forgets the address too); soft
+    bounces are counted and end it at ``soft_limit``. Counts by kind, and ``deactivated``
+    (readers whose address was kept until now), added to the book's tallies too."""
+    counts = {kind.value: 0 for kind in Kind}
+    counts["deactivated"] = 0
+    for event in events:
+        counts[event.kind.value] += 1
+        if event.kind is Kind.SOFT:
+            seen = await book.soft_bounce(event.reader)
+            if seen < soft_limit:
+                log.info("reader %s: soft bounce %d (%s)", event.reader, seen, event.status)
+                continue
+        kept = await book.address(event.reader) is not None
+        await end(event.reader)
+        await book.remove(event.reader)
+        if kept:
+            counts["deactivated"] += 1
+        log.info("reader %s deactivated: %s %s", event.reader, event.kind, event.status)
+    await book.tally(counts)
+    return counts

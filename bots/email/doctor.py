@@ -36,6 +36,7 @@ async def checks(settings: EmailSettings, *, now: Callable[[], dt.datetime]) -> 
         use_tls=settings.security == "tls",
         start_tls=settings.security == "starttls",
         timeout=TIMEOUT_SECONDS,
+        cert_bundle=str(settings.tls_ca_file) if settings.tls_ca_file else None,
     )
     where = f"{settings.host}:{settings.port}"
     try:

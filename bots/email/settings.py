@@ -55,6 +55,9 @@ class EmailSettings(BaseModel):
     #: SMTP connections open at once, each reused for mail after mail (relays limit them:
     #: most allow a few; 1 sends one mail at a time)
     connections: int = Field(default=1, ge=1, le=32)
+    #: a PEM file of the CA that signed the relay's certificate, for a relay whose certificate
+    #: no public CA signed (default: the system's CAs); the certificate is always verified
+    tls_ca_file: Path | None = None
     #: seconds one SMTP command may take; a DATA cut past it may have been delivered
     timeout_seconds: float = Field(default=30.0, gt=0, le=600)
     #: optional DKIM signing (dkimpy): selector, domain and the PEM private key's file
@@ -65,8 +68,9 @@ class EmailSettings(BaseModel):
     address_book: Path = Path("var/email-readers.sqlite3")
     #: hours a confirmation link is valid
     confirm_hours: float = Field(default=48.0, gt=0)
-    #: the bounce mailbox (where the return path and the unsubscribe mailto deliver), read
-    #: by ``digest-bot email bounces``; imap_password from the environment or its file only
+    #: the bounce mailbox (where the return path and the unsubscribe mailto deliver), read by
+    #: the running bot (``bounce_check_seconds``) and ``digest-bot email bounces``;
+    #: imap_password from the environment or its file only
     imap_host: str | None = None
     imap_port: int = Field(default=993, ge=1, le=65535)
     imap_security: Literal["tls", "none"] = "tls"
@@ -74,6 +78,9 @@ class EmailSettings(BaseModel):
     imap_password: SecretStr | None = None
     imap_password_file: Path | None = None
     imap_mailbox: str = "INBOX"
+    #: how often the running bot reads the bounce mailbox (seconds; 0: never, leave it to
+    #: ``digest-bot email bounces`` from cron)
+    bounce_check_seconds: float = Field(default=300.0, ge=0, le=86400)
     #: soft bounces (4.x.x) of one reader before the address is deactivated
     soft_bounce_limit: int = Field(default=3, ge=1, le=100)
     #: the digest's zone, for the Date header

@@ -1,9 +1,9 @@
 """Readers' pages on the bot's HTTP server: subscribe (double opt-in), confirm, unsubscribe.
 
 - ``GET /email/subscribe``: a form; ``POST`` (``address``) mails a signed, expiring
-  confirmation link. The answer is the same whether the address is new, subscribed already or
-  refused, and requests for one address (or from one client) are limited, so the form tells
-  nothing about who reads.
+  confirmation link (:mod:`bots.email.signup`, as the chats' ``/email ADDRESS``). The answer
+  is the same whether the address is new, subscribed already or refused, and requests for one
+  address (or from one client) are limited, so the form tells nothing about who reads.
 - ``GET /email/confirm?t=``: a page with one button; its ``POST`` subscribes. (Link scanners
   fetch GETs; only a person presses.)
 - ``GET /email/unsubscribe?t=``: a page with one button; ``POST`` (RFC 8058 one-click, body
@@ -14,22 +14,18 @@ from __future__ import annotations
 
 import html
 import logging
-import time
 from typing import TYPE_CHECKING
 
 from aiohttp import web
 
 from bots import http
+from bots.email import signup
 
 if TYPE_CHECKING:
     from bots.email.adapter import EmailAdapter
 
 log = logging.getLogger(__name__)
 
-#: seconds between two confirmation mails to one address, and per client address
-ADDRESS_INTERVAL = 300.0
-CLIENT_BURST = 5
-CLIENT_WINDOW = 600.0
 _HEADERS = {
     "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'",
     "X-Content-Type-Options": "nosniff",
@@ -41,8 +37,6 @@ SENT = (
     "If the address is valid, a confirmation mail is on its way."
 )
 _installed = False
-#: the formats a reader may choose (the core's /subscribe formats)
-FORMATS = ("full", "compact", "headline")
 
 
 def _page(title: str, body: str, *, status: int = 200) -> web.Response:
@@ -66,25 +60,15 @@ def _button(action: str, label: str) -> str:
     )
 
 
-class Limiter:
-    """At most one confirmation mail per address per ADDRESS_INTERVAL and CLIENT_BURST
-    requests per client per CLIENT_WINDOW (in memory: a restart forgets)."""
-
-    def __init__(self) -> None:
-        self._addresses: dict[str, float] = {}
-        self._clients: dict[str, list[float]] = {}
-
-    def allow(self, rid: str, client: str, now: float) -> bool:
-        hits = [t for t in self._clients.get(client, []) if now - t < CLIENT_WINDOW]
-        if len(hits) >= CLIENT_BURST:
-            self._clients[client] = hits
-            return False
-        self._clients[client] = [*hits, now]
-        last = self._addresses.get(rid)
-        if last is not None and now - last < ADDRESS_INTERVAL:
-            return False
-        self._addresses[rid] = now
-        return True
+async def _form(request: web.Request) -> web.Response:
+    return _page(
+        "订阅 / Subscribe",
+        '<form method="post"><label>Email <input type="email" name="address" required>'
+        '</label> <select name="format"><option value="full">完整 / full</option>'
+        '<option value="compact">精简 / compact</option>'
+        '<option value="headline">只看重点 / headline</option></select> '
+        '<button type="submit">订阅 / Subscribe</button></form>',
+    )
 
 
 def routes(app: web.Application, probe: http.Probe) -> None:
@@ -93,43 +77,19 @@ def routes(app: web.Application, probe: http.Probe) -> None:
     and ``/unsubscribe`` commands on the adapter's Port, as a chat's would."""
     from bots.email.adapter import EmailAdapter
 
-    limiter = Limiter()
-
     def running() -> EmailAdapter:
         for started in probe.started:
             if isinstance(started, EmailAdapter) and started.port is not None:
                 return started
         raise web.HTTPServiceUnavailable(text="not ready; try again in a minute")
 
-    async def form(request: web.Request) -> web.Response:
-        return _page(
-            "订阅 / Subscribe",
-            '<form method="post"><label>Email <input type="email" name="address" required>'
-            '</label> <select name="format"><option value="full">完整 / full</option>'
-            '<option value="compact">精简 / compact</option>'
-            '<option value="headline">只看重点 / headline</option></select> '
-            '<button type="submit">订阅 / Subscribe</button></form>',
-        )
-
     async def subscribe(request: web.Request) -> web.Response:
-        from email_validator import EmailNotValidError, validate_email
-
         data = await request.post()
-        raw = str(data.get("address", ""))[:320]
-        fmt = str(data.get("format", ""))
-        fmt = fmt if fmt in FORMATS else ""
-        try:
-            address = validate_email(
-                raw, check_deliverability=False, allow_smtputf8=False
-            ).normalized
-        except EmailNotValidError:
-            return _page("订阅 / Subscribe", f"<p>{SENT}</p>")
-        adapter = running()
-        rid = adapter.book.id_of(address)
-        if limiter.allow(rid, request.remote or "", time.monotonic()):
-            await _send_confirmation(adapter, address, rid, fmt)
-        else:
-            log.info("confirmation for reader %s not sent: rate-limited", rid)
+        address = signup.checked(str(data.get("address", ""))[:320])
+        if address is not None:
+            await running().request_signup(
+                address, fmt=str(data.get("format", "")), requester=f"web:{request.remote or ''}"
+            )
         return _page("订阅 / Subscribe", f"<p>{SENT}</p>")
 
     async def confirm_page(request: web.Request) -> web.Response:
@@ -163,26 +123,12 @@ def routes(app: web.Application, probe: http.Probe) -> None:
         await adapter.subscription(rid, on=False)
         return _page("已退订 / Unsubscribed", "<p>你不会再收到本日报。</p>")
 
-    app.router.add_get("/email/subscribe", form)
+    app.router.add_get("/email/subscribe", _form)
     app.router.add_post("/email/subscribe", subscribe)
     app.router.add_get("/email/confirm", confirm_page)
     app.router.add_post("/email/confirm", confirm)
     app.router.add_get("/email/unsubscribe", unsubscribe_page)
     app.router.add_post("/email/unsubscribe", unsubscribe)
-
-
-async def _send_confirmation(adapter: EmailAdapter, address: str, rid: str, fmt: str) -> None:
-    text = (
-        "请点击下面的链接确认订阅（48 小时内有效）：\n"
-        f"{adapter.confirm_url(address, fmt)}\n\n"
-        "Confirm your subscription with the link above. "
-        "If you did not ask for it, ignore this mail."
-    )
-    message = adapter.notice("确认订阅 / Confirm your subscription\n\n" + text)[0]
-    try:
-        await adapter.send_to(address, rid, message)
-    except Exception as exc:  # the page's answer is the same whatever happens
-        log.warning("confirmation mail to reader %s failed: %s", rid, exc)
 
 
 def install() -> None:

@@ -47,10 +47,12 @@ FEISHU_ERRORS: dict[int, ErrorRule] = {
                      "use signing instead of keywords"),
     # 9499 "Bad Request" (GUIDE's example of a malformed body; also "fail to parse content")
     9499: ErrorRule(Outcome.REJECTED, "the message was refused as malformed"),
-    # NOT verified (as remembered): 19022 "Ip Not Allowed"; 19002 "param invalid: msg_type";
-    # 2200 "Internal Error", reported near the rate limit (github.com/openclaw/openclaw/
-    # issues/70879)
+    # 19022 "Ip Not Allowed" (GUIDE, 安全设置 → IP 白名单: "// IP校验失败 {"code": 19022, "msg":
+    # "Ip Not Allowed"}", as the guide is reproduced at blog.csdn.net/qq_43108153/article/
+    # details/136166075)
     19022: ErrorRule(Outcome.GONE, "this machine's IP is not on the robot's IP whitelist"),
+    # NOT verified (as remembered): 19002 "param invalid: msg_type"; 2200 "Internal Error",
+    # reported near the rate limit (github.com/openclaw/openclaw/issues/70879)
     19002: ErrorRule(Outcome.REJECTED, "a parameter of the message is invalid"),
     2200: ErrorRule(Outcome.TRANSIENT, "Feishu had an internal error"),
 }  # fmt: skip

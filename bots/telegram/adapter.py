@@ -28,6 +28,7 @@ from bots.telegram.wire import (
     may_have_arrived,
     split_payload,
     target_kind,
+    topic_of,
     translate,
 )
 from digest_core.port import (
@@ -167,12 +168,14 @@ class TelegramAdapter(TelegramEditing):
         return self.bot.username
 
     async def send(self, target: Target, message: Message, *, key: PartKey | None = None) -> str:
-        """One ``sendMessage`` with ``chat_id`` plus the payload exactly; the message id.
+        """One ``sendMessage`` with ``chat_id`` plus the payload exactly (and the
+        ``message_thread_id`` of a forum topic's target, ``-100…:42``); the message id.
         (``key`` is unused: the Bot API has no idempotent send.)
 
         Raises:
             RateLimited: 429, with Telegram's retry_after.
-            TargetGone: 403 (blocked, kicked), or "chat not found" and other no-rights 400s.
+            TargetGone: 403 (blocked, kicked), or "chat not found" and other no-rights 400s;
+                a forum topic closed, deleted or not found.
             TargetMoved: the group became a supergroup (``new_target`` is its id).
             Rejected: any other 400 (the payload is wrong), a 401/404/409.
             TransientError: timeouts (the message may have arrived), network errors, 5xx,
@@ -188,6 +191,9 @@ class TelegramAdapter(TelegramEditing):
                 "the Telegram adapter is not running", platform=self.name, target=target.id
             )
         kwargs, extra = split_payload(message.payload)
+        topic = topic_of(target.id)
+        if topic is not None:  # a forum topic's target: the message goes into the topic
+            kwargs["message_thread_id"] = topic
         try:
             sent = await app.bot.send_message(
                 chat_id=chat_id(target.id), **kwargs, **self._paid, api_kwargs=extra or None

@@ -1,7 +1,9 @@
-"""Telegram's `digest-bot doctor` checks: token, rights in each channel, webhook, clock.
+"""Telegram's `digest-bot doctor` checks: token, rights in each channel, topics, webhook, clock.
 
 Plain Bot API calls (getMe, getChat, getChatMember, getWebhookInfo) over httpx, so the
-``Date`` header can be read; nothing is sent to any chat.
+``Date`` header can be read; nothing is sent to any chat. A forum topic is checked with
+``sendChatAction`` in it (the Bot API has no call that reads a topic): members see the bot
+"typing" there for a few seconds, and no message.
 """
 
 from __future__ import annotations
@@ -13,9 +15,10 @@ from typing import Any
 
 import httpx
 
-from bots.doctor import TIMEOUT_SECONDS, Check, clock_check, fail, ok, warn
+from bots.doctor import TIMEOUT_SECONDS, Check, Status, clock_check, fail, ok, warn
 from bots.telegram.menus import RedactToken, sdk_loggers
 from bots.telegram.settings import TelegramSettings
+from bots.telegram.wire import chat_id, topic_of
 
 log = logging.getLogger(__name__)
 
@@ -93,27 +96,42 @@ async def _checks(
                 )
             )
         for channel in settings.channels:
-            out.append(await _channel_check(api, channel, int(me["id"]), str(me["username"])))
+            rights, chat = await _channel_check(api, channel, int(me["id"]), str(me["username"]))
+            out.append(rights)
+            topic = topic_of(channel)
+            if topic is not None and chat is not None:
+                out.append(await _topic_check(api, channel, topic, chat))
         out.append(await _webhook_check(api, settings))
     return out
 
 
-async def _channel_check(api: _Api, channel: str, bot_id: int, username: str) -> Check:
-    """Whether the bot may post in ``channel``: getChat, then its own getChatMember."""
-    name = f"rights {channel}"
-    good, chat, _ = await api.call("getChat", chat_id=channel)
+async def _channel_check(
+    api: _Api, channel: str, bot_id: int, username: str
+) -> tuple[Check, dict[str, Any] | None]:
+    """Whether the bot may post in ``channel`` (the chat of a topic's entry): getChat, then
+    its own getChatMember; and the chat, when the bot may."""
+    good, chat, _ = await api.call("getChat", chat_id=chat_id(channel))
     if not good:
         return fail(
             AREA,
-            name,
+            f"rights {channel}",
             f"getChat: {chat}",
             f"add @{username} to the chat (an administrator of a channel), or fix the id",
-        )
+        ), None
+    check = await _rights_check(api, channel, chat, bot_id, username)
+    return check, (chat if check.status is not Status.FAIL else None)
+
+
+async def _rights_check(
+    api: _Api, channel: str, chat: dict[str, Any], bot_id: int, username: str
+) -> Check:
+    """The bot's rights in ``chat`` (getChatMember)."""
+    name = f"rights {channel}"
     kind = chat.get("type")
     title = chat.get("title") or chat.get("first_name") or channel
     if kind == "private":
         return ok(AREA, name, f"private chat with {title}")
-    good, member, _ = await api.call("getChatMember", chat_id=channel, user_id=bot_id)
+    good, member, _ = await api.call("getChatMember", chat_id=chat_id(channel), user_id=bot_id)
     if not good:
         return fail(AREA, name, f"getChatMember: {member}", f"add @{username} to {title!r}")
     status = member.get("status")
@@ -142,6 +160,43 @@ async def _channel_check(api: _Api, channel: str, bot_id: int, username: str) ->
             f"group settings → Permissions → Exceptions → @{username}: allow Send Messages",
         )
     return ok(AREA, name, f"may post in {kind} {title!r} ({status})")
+
+
+async def _topic_check(api: _Api, channel: str, topic: int, chat: dict[str, Any]) -> Check:
+    """Whether forum topic ``topic`` of ``chat`` exists and is open (sendChatAction in it:
+    "typing" for a few seconds, no message)."""
+    name = f"topic {channel}"
+    title = chat.get("title") or channel
+    if not chat.get("is_forum"):
+        return fail(
+            AREA,
+            name,
+            f"{title!r} has no topics (not a forum supergroup)",
+            "turn Topics on in the group's settings, or list the chat without ':topic'",
+        )
+    good, answer, _ = await api.call(
+        "sendChatAction", chat_id=chat_id(channel), action="typing", message_thread_id=topic
+    )
+    if good:
+        return ok(AREA, name, f"topic {topic} of {title!r} is open")
+    detail = str(answer)
+    if "TOPIC_CLOSED" in detail.upper():
+        return fail(
+            AREA,
+            name,
+            f"topic {topic} of {title!r} is closed: posts there are refused",
+            "reopen the topic (its menu → Reopen), then /reactivate the target if it was "
+            "deactivated",
+        )
+    if "not found" in detail.lower() or "TOPIC_DELETED" in detail.upper():
+        return fail(
+            AREA,
+            name,
+            f"{title!r} has no topic {topic} ({detail})",
+            "open the topic in Telegram and copy its link (…/c/<chat>/<topic>): the number "
+            "after the chat is its thread id",
+        )
+    return fail(AREA, name, f"sendChatAction in topic {topic}: {detail}", "check the topic id")
 
 
 async def _webhook_check(api: _Api, settings: TelegramSettings) -> Check:

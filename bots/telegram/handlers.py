@@ -18,6 +18,7 @@ from telegram import (
     LinkPreviewOptions,
     Update,
 )
+from telegram import Message as TgMessage
 from telegram.constants import CallbackQueryLimit, ChatType, InlineKeyboardButtonLimit
 from telegram.error import TelegramError
 from telegram.ext import (
@@ -30,6 +31,7 @@ from telegram.ext import (
 
 from bots.inflight import RESTARTING
 from bots.renderers import Flavor
+from bots.telegram.wire import place
 from digest_core.port import (
     ADMIN,
     PRIVATE_COMMANDS,
@@ -158,11 +160,13 @@ class Handlers:
             if chat is None or chat.type == ChatType.CHANNEL:
                 await self.adapter.tell_restarting(query.from_user.id, TargetKind.PRIVATE)
             else:
-                await self.adapter.tell_restarting(chat.id, kind_of(chat.type))
+                here = place_of(query.message, chat.id)
+                await self.adapter.tell_restarting(here, kind_of(chat.type))
             return
         chat = update.effective_chat
         if chat is not None and chat.type != ChatType.CHANNEL:
-            await self.adapter.tell_restarting(chat.id, kind_of(chat.type))
+            here = place_of(update.effective_message, chat.id)
+            await self.adapter.tell_restarting(here, kind_of(chat.type))
 
     # ------------------------------------------------------------ commands
 
@@ -178,8 +182,9 @@ class Handlers:
         private = chat.type == ChatType.PRIVATE
         if not private and name not in self.port.command_names:
             return  # probably another bot's command
+        here = place_of(message, chat.id)  # a command in a forum topic is answered there
         admin = user.id in self.adapter.admins
-        if not admin and not await self._allowed(user.id, chat.id, private):
+        if not admin and not await self._allowed(user.id, here, private):
             return
         kind = TargetKind.PRIVATE if private else TargetKind.GROUP
         paced: list[float] = []
@@ -190,7 +195,7 @@ class Handlers:
                 f"To {name}, send /{name} to @{bot} in a private chat."
             )
             messages = notice(text, Flavor.TELEGRAM, mentions=True)  # the bot's own @name
-            await self._send(chat.id, kind, messages, paced)
+            await self._send(here, kind, messages, paced)
             self._timed(name, user.id, started, paced)
             return
         request = Request(
@@ -206,13 +211,13 @@ class Handlers:
         if reply.private and not private and reply.status is not Status.REFUSED:
             # admin output (status, repost prompts and reports) goes to the admin privately,
             # not to everyone in the group
-            await self._send_privately(user.id, chat.id, messages, paced)
+            await self._send_privately(user.id, here, messages, paced)
         else:
-            await self._send(chat.id, kind, messages, paced)
+            await self._send(here, kind, messages, paced)
         self._timed(name, user.id, started, paced)
 
     async def _send_privately(
-        self, user: int, group: int, messages: Sequence[Message], paced: list[float]
+        self, user: int, group: int | str, messages: Sequence[Message], paced: list[float]
     ) -> None:
         """Send ``messages`` to ``user``'s private chat; if the user never started the bot,
         say so in ``group`` without the private content."""
@@ -279,7 +284,7 @@ class Handlers:
             return True
         return head.split("@", 1)[1].lower() == self.adapter.username.lower()
 
-    async def _allowed(self, user: int, chat: int, private: bool) -> bool:
+    async def _allowed(self, user: int, chat: int | str, private: bool) -> bool:
         verdict = self.limiter.check(user)
         if verdict is Verdict.WARN:
             await self._send(
@@ -443,6 +448,7 @@ class Handlers:
             chat=str(chat), capabilities=ADMIN if admin else frozenset(),
         )  # fmt: skip
         prompt = (chat, message.message_id if message is not None else 0)
+        here = place_of(message, chat)  # a prompt in a forum topic: the answer there too
         confirmations = self.port.confirmations
         async with confirmations.press(data, by=by, prompt=prompt) as decision:
             if decision.action is Action.IGNORE:
@@ -453,12 +459,12 @@ class Handlers:
                 await _close_prompt(query, decision.note)
             if decision.action is Action.RUN:
                 reply = await confirmations.run(decision)
-                await self._send(chat, kind, reply.messages, [])
+                await self._send(here, kind, reply.messages, [])
 
     # ------------------------------------------------------------ plumbing
 
     async def _send(
-        self, chat: int, kind: TargetKind, messages: Sequence[Message], paced: list[float]
+        self, chat: int | str, kind: TargetKind, messages: Sequence[Message], paced: list[float]
     ) -> None:
         try:
             await self.adapter.reply(chat, kind, messages, paced=paced)
@@ -510,6 +516,15 @@ def with_choices(messages: Sequence[Message], rows: Sequence[Sequence[Choice]]) 
         keyboard = [[{"text": c.label, "callback_data": c.data} for c in row] for row in rows]
         out[-1].payload["reply_markup"] = {"inline_keyboard": keyboard}
     return out
+
+
+def place_of(message: object, chat: int) -> int | str:
+    """Where the answer to ``message`` (in ``chat``) goes: the chat, or the forum topic the
+    message was sent in (``chat:topic``: sent with its ``message_thread_id``). Only a topic
+    message counts: in other groups a message_thread_id names a reply thread."""
+    if isinstance(message, TgMessage) and message.is_topic_message and message.message_thread_id:
+        return place(chat, message.message_thread_id)
+    return chat
 
 
 def kind_of(chat_type: str) -> TargetKind:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 
@@ -17,6 +17,8 @@ class TelegramSettings(TokenSettings):
         "channels": '["@my_channel"]',
         "admins": "[123456789]",
     }
+    # channels: "@name" or a chat id; "-1001234567890:42" (or the table
+    # { id = "-1001234567890", thread_id = 42 }) is topic 42 of a forum supergroup
 
     #: user ids allowed to run admin commands
     admins: list[int] = Field(default_factory=list)
@@ -85,10 +87,46 @@ class TelegramSettings(TokenSettings):
             )
         return self
 
+    @field_validator("channels", mode="before")
+    @classmethod
+    def _stringify(cls, v: Any) -> Any:
+        """Each entry as text: a table ``{ id = "-100…", thread_id = 42 }`` names a forum
+        topic, written ``-100…:42`` (the target's id)."""
+        if isinstance(v, list):
+            return [_entry(x) for x in v]
+        return v
+
     @field_validator("channels")
     @classmethod
     def _check_channels(cls, v: list[str]) -> list[str]:
         for c in v:
-            if not re.fullmatch(r"-?\d+|@[A-Za-z][A-Za-z0-9_]{3,}", c):
+            chat, _, topic = c.partition(":")
+            if not re.fullmatch(r"-?\d+|@[A-Za-z][A-Za-z0-9_]{3,}", chat):
                 raise ValueError(f"{c!r} is neither a numeric chat id nor an @username")
+            if not topic:
+                continue
+            if not re.fullmatch(r"[1-9]\d{0,9}", topic):
+                raise ValueError(f"{c!r}: the topic after ':' must be a message_thread_id")
+            if not chat.startswith(("-100", "@")):
+                raise ValueError(f"{c!r}: topics exist in forum supergroups only (-100… ids)")
+            if topic == "1":
+                raise ValueError(
+                    f"{c!r}: 1 is the General topic, which takes no message_thread_id: "
+                    f"list {chat!r} without a topic"
+                )
         return v
+
+
+def _entry(value: Any) -> Any:
+    """A ``channels`` entry as text (see :meth:`TelegramSettings._stringify`)."""
+    if not isinstance(value, dict):
+        return str(value)
+    unknown = set(value) - {"id", "thread_id"}
+    if unknown or "id" not in value:
+        raise ValueError(
+            "a channel table takes id and thread_id, like "
+            '{ id = "-1001234567890", thread_id = 42 }'
+            + (f"; not {sorted(unknown)}" if unknown else "")
+        )
+    thread = value.get("thread_id")
+    return f"{value['id']}:{thread}" if thread is not None else str(value["id"])

@@ -46,6 +46,11 @@ GONE_DESCRIPTIONS = (
     "need administrator rights",
     "bot is not a member",
     "group chat was deactivated",
+    # a forum topic: closed by its admins (reopened, the target is /reactivate'd), deleted, or
+    # never there (https://core.telegram.org/bots/api#closeforumtopic)
+    "topic_closed",
+    "topic_deleted",
+    "message thread not found",
 )
 
 #: sendMessage parameters PTB's ``Bot.send_message`` takes by name; anything else in a payload
@@ -56,8 +61,21 @@ _SEND_PARAMS = frozenset(inspect.signature(Bot.send_message).parameters) - {
 
 
 def chat_id(target_id: str) -> int | str:
-    """Telegram's chat_id: an integer id, or an ``@channelusername`` as is."""
-    return target_id if target_id.startswith("@") else int(target_id)
+    """Telegram's chat_id of a target: an integer id, or an ``@channelusername`` as is (a
+    forum topic's target, ``-100…:42``, is in that chat)."""
+    chat = target_id.partition(":")[0]
+    return chat if chat.startswith("@") else int(chat)
+
+
+def topic_of(target_id: str) -> int | None:
+    """The forum topic (``message_thread_id``) a target names after ``:``, if any."""
+    _, _, topic = target_id.partition(":")
+    return int(topic) if topic else None
+
+
+def place(chat: int | str, topic: int | None) -> str:
+    """The target id of a chat, or of topic ``topic`` of a forum supergroup (``chat:topic``)."""
+    return f"{chat}:{topic}" if topic else str(chat)
 
 
 def target_kind(target_id: str) -> TargetKind:

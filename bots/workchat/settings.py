@@ -81,6 +81,11 @@ class WebhookSettings(BaseSettings):
         return v.rstrip("/")
 
     @property
+    def app(self) -> bool:
+        """Whether these settings configure an app bot (a platform's own settings say)."""
+        return False
+
+    @property
     def base(self) -> str:
         """``api_base``, or the platform's own address."""
         return self.api_base or self.default_api_base
@@ -138,7 +143,7 @@ class WebhookSettings(BaseSettings):
                 where it came from the environment, the variable).
         """
         table = dict(table or {})
-        for key in SECRET_KEYS:
+        for key in cls.secret_keys:
             if key in table:
                 raise ConfigError(
                     f"secrets must not be written in the config file; set "

@@ -19,13 +19,18 @@ def webhook_platform(
     renderer: str,
     adapter: str,
     limits: PlatformLimits,
+    app_adapter: str | None = None,
+    sdk: str | None = None,
+    doctor: str = "bots.workchat.doctor:checks",
 ) -> PlatformSpec:
     """The PlatformSpec of a send-only webhook platform named ``settings.platform``.
 
     ``renderer`` is its render module and ``adapter`` ``"module:Class"`` (a WebhookAdapter
     taking the settings and ``clock``), both imported on first use. It is built when its
     settings name targets (``targets`` or ``alert_target``). ``limits`` is its documented
-    pacing.
+    pacing. ``app_adapter`` (``"module:Class"``, taking the settings, ``clock`` and
+    ``in_flight``) is built instead when the settings configure an app bot (their ``app``
+    property); ``sdk`` names the SDK it needs.
     """
     name = settings.platform
 
@@ -33,6 +38,10 @@ def webhook_platform(
         return cast("Renderer", importlib.import_module(renderer))
 
     def build(section: WebhookSettings, ctx: BuildContext) -> Adapter | None:
+        if app_adapter is not None and section.app:
+            module, _, cls = app_adapter.partition(":")
+            factory = getattr(importlib.import_module(module), cls)
+            return cast("Adapter", factory(section, clock=ctx.clock, in_flight=ctx.in_flight))
         if not section.all_targets():
             return None
         module, _, cls = adapter.partition(":")
@@ -46,7 +55,9 @@ def webhook_platform(
         renderer=load_renderer,
         build=build,
         limits=limits,
-        needs=f"needs targets: set {name}.targets and {settings.env_name('webhooks')}",
+        needs=f"needs targets: set {name}.targets and {settings.env_name('webhooks')}"
+        + (f" (or {name}.app_id for the app bot)" if app_adapter else ""),
         needs_key=f"{name}.targets",
-        doctor="bots.workchat.doctor:checks",
+        doctor=doctor,
+        sdk=sdk,
     )

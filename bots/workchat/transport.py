@@ -152,7 +152,20 @@ class WebhookTransport(StartStop):
 
     async def post(self, url: str, body: bytes, *, target: str) -> tuple[int, dict[str, Any]]:
         """POST ``body`` to ``url``; return the HTTP status and the JSON answer (any status
-        below 500 but 429).
+        below 500 but 429). See :meth:`request`."""
+        return await self.request("POST", url, body, target=target)
+
+    async def request(
+        self,
+        method: str,
+        url: str,
+        body: bytes | None,
+        *,
+        target: str,
+        headers: Mapping[str, str] | None = None,
+    ) -> tuple[int, dict[str, Any]]:
+        """Send ``body`` to ``url`` with ``method`` (and ``headers``); return the HTTP status
+        and the JSON answer (any status below 500 but 429).
 
         Raises:
             TransientError: not started, a network failure or timeout, a 5xx, or an answer
@@ -163,7 +176,7 @@ class WebhookTransport(StartStop):
         if self._client is None:
             raise TransientError("not started", platform=self.platform, target=target)
         try:
-            response = await self._client.post(url, content=body)
+            response = await self._client.request(method, url, content=body, headers=headers)
         except httpx.TimeoutException as exc:
             # ``from None``: httpx's exception holds the request, whose URL is a secret
             raise TransientError(

@@ -5,6 +5,7 @@ checking the capability each needs; every action is audited and answered private
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -21,9 +22,12 @@ GIVE_A_TARGET = "请给出目标 ID / give the target id"
 
 
 def _target(word: str) -> tuple[str, str]:
-    """``[PLATFORM:]ID`` as (platform or "", id)."""
-    platform, _, target_id = word.rpartition(":")
-    return platform, target_id
+    """``[PLATFORM:]ID`` as (platform or "", id). A platform is a name (letters first); an id
+    may hold a ``:`` itself (a forum topic's ``-100…:42``)."""
+    platform, sep, target_id = word.partition(":")
+    if sep and re.fullmatch(r"[a-z][a-z0-9_~-]*", platform):
+        return platform, target_id
+    return "", word
 
 
 #: /repost's one target (``[PLATFORM:]ID``): words only (the dashboard's per-target button)

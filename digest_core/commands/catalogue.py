@@ -33,6 +33,7 @@ from digest_core.commands.declaration import (
 from digest_core.commands.declaration import help_text as _help_text
 from digest_core.commands.reading import Reading
 from digest_core.subscriptions.commands import ReaderCommands
+from digest_core.subscriptions.signup import SignupCommands
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +56,7 @@ __all__ = [
 #: every command, in the order ``/help`` and the menus list them
 CATALOGUE: tuple[CommandSpec, ...] = ordered(
     spec
-    for owner in (Reading, AdminCommands, editor_commands, ReaderCommands)
+    for owner in (Reading, AdminCommands, editor_commands, ReaderCommands, SignupCommands)
     for spec, _ in declared(owner)
 )
 

@@ -34,6 +34,7 @@ from digest_core.delivery.reports import (  # re-exported: the engine returns th
     due_of,
     waiting_error,
 )
+from digest_core.delivery.threads import Step, Threading
 from digest_core.errors import (
     DeliveryBusy,
     DeliveryError,
@@ -46,7 +47,7 @@ from digest_core.errors import (
 from digest_core.logcontext import log_fields
 from digest_core.metrics import NULL_METRICS, MetricsSink
 from digest_core.models import IssueRef
-from digest_core.platform import PartKey, Platform, Target
+from digest_core.platform import Opened, PartKey, Platform, Target
 from digest_core.rendering import Message
 
 log = logging.getLogger(__name__)
@@ -162,6 +163,7 @@ class DeliveryEngine:
         force: bool = False,
         progress: ProgressCallback | None = None,
         variant: str = FULL_VARIANT,
+        title: str | None = None,
     ) -> DeliveryReport:
         """Send ``messages`` (the rendered parts of ``ref``, in order) to every target.
 
@@ -183,6 +185,11 @@ class DeliveryEngine:
         (:func:`~digest_core.delivery.reports.due_of` reads it back), its later parts pending
         behind it; the report counts them ``waiting`` and the next delivery sends them.
 
+        On a platform with threads (:class:`~digest_core.platform.Threads`), a target that
+        gets a thread per post has it opened by part 0, named ``title`` (default: the date),
+        once however the delivery is cut and resumed (:mod:`digest_core.delivery.threads`);
+        its later parts go into it.
+
         Raises:
             ValueError: ``messages`` is empty or a target is on another platform.
             DeliveryBusy: another process holds this platform's delivery lease.
@@ -194,7 +201,7 @@ class DeliveryEngine:
             started = self.clock.monotonic()
             with frozen_heap():
                 report = await self._deliver(
-                    ref, platform, messages, targets, force, progress, variant
+                    ref, platform, messages, targets, force, progress, variant, title
                 )
             self.metrics.delivery(
                 platform.name,
@@ -240,6 +247,7 @@ class DeliveryEngine:
         force: bool,
         progress: ProgressCallback | None,
         variant: str = FULL_VARIANT,
+        title: str | None = None,
     ) -> DeliveryReport:
         plan = await self.ledger.plan(
             ref, platform.name, targets, len(messages), force=force, variant=variant
@@ -252,7 +260,10 @@ class DeliveryEngine:
         with log_fields(
             delivery_id=plan.delivery_id, platform=platform.name, issue_date=str(ref.date)
         ):
-            return await self._run_plan(plan, ref, platform, messages, progress)
+            threading = await Threading.of(
+                self.ledger, platform, plan.delivery_id, title or ref.date.isoformat()
+            )
+            return await self._run_plan(plan, ref, platform, messages, progress, threading)
 
     async def _honour_waits(self, ref: IssueRef, platform: Platform) -> None:
         """Targets an earlier delivery left waiting (a long 429, perhaps in another process:
@@ -276,6 +287,7 @@ class DeliveryEngine:
         platform: Platform,
         messages: Sequence[Message],
         progress: ProgressCallback | None,
+        threading: Threading | None = None,
     ) -> DeliveryReport:
         reports: list[TargetReport] = []
         runs: list[_Run] = []
@@ -308,7 +320,7 @@ class DeliveryEngine:
             resumed,
         )
         key = functools.partial(PartKey, ref.date, ref.revision, generation)
-        fanout = _Fanout(self, platform, messages, progress, key)
+        fanout = _Fanout(self, platform, messages, progress, key, threading)
         await fanout.run(runs)
         for reason, (waiting, parts, due) in fanout.waits.items():
             # one line per reason, however many targets (an outage is not 150 tracebacks)
@@ -366,7 +378,9 @@ class _Fanout:
         messages: Sequence[Message],
         progress: ProgressCallback | None,
         key: Callable[[Target, int], PartKey],
+        threading: Threading | None = None,
     ) -> None:
+        """``threading``: the delivery's threads, on a platform with threads."""
         self._engine = engine
         self._ledger = engine.ledger
         self._clock = engine.clock
@@ -374,6 +388,7 @@ class _Fanout:
         self._messages = messages
         self._progress = progress
         self._key = key
+        self._threading = threading
         self.pacer = engine.pacer(platform)
         self._waiting: list[tuple[float, int, _Run]] = []
         self._ready: list[tuple[int, _Run]] = []
@@ -523,8 +538,10 @@ class _Fanout:
             await self._clock.sleep(wait)
         run.attempts += 1
         key = self._key(target, row.part)  # the row's identity: the same after a restart
+        # part 0 of a threaded target: the intent to open its thread, recorded first
+        step = None if self._threading is None else await self._threading.prepare(target, row.part)
         try:
-            message_id = await self._platform.send(target, self._messages[row.part], key=key)
+            message_id = await self._send_part(target, row.part, key, step)
         except asyncio.CancelledError:
             self._ledger.abandon(row.id)  # the send may have happened: like a crash
             raise
@@ -552,21 +569,41 @@ class _Fanout:
             log.exception("%s: %s.send broke its contract", target, self._platform.name)
             await self._fail(run, row, exc)
         else:
-            # the record is committed with the next batch; the slot is free for the next send
-            recorded = self._ledger.mark_sent_soon(row.id, message_id)
-            self._unsettled.add(recorded)
-            recorded.add_done_callback(self._settled)
-            self._engine.metrics.part(self._platform.name, metrics.SENT)
-            run.report.sent += 1
-            if run.is_uncertain(row.id):
-                run.report.maybe_twice += 1
-            self._tell(target, row.part, PartState.SENT, message_id=message_id)
-            run.pos += 1
-            run.attempts = 0
-            if run.pos < len(run.parts):
-                if not recorded.done():
-                    run.recorded = recorded
-                self._push(run, self._clock.monotonic())
+            if isinstance(message_id, Opened):
+                assert step is not None and self._threading is not None
+                message_id = await self._threading.settle(step, message_id)
+            self._sent(run, row, message_id)
+
+    async def _send_part(
+        self, target: Target, part: int, key: PartKey, step: Step | None
+    ) -> str | Opened:
+        """Part ``part`` sent to ``target``: part 0 of a threaded target opens (or finds) its
+        thread (``step``), a later part goes into it."""
+        message = self._messages[part]
+        if self._threading is None:
+            return await self._platform.send(target, message, key=key)
+        if step is not None:
+            return await self._threading.open(step, message, key)
+        return await self._platform.send(self._threading.placed(target, part), message, key=key)
+
+    def _sent(self, run: _Run, row: PlannedPart, message_id: str) -> None:
+        """``row`` went out as ``message_id``: recorded soon, the target's next part pushed."""
+        target = run.target
+        # the record is committed with the next batch; the slot is free for the next send
+        recorded = self._ledger.mark_sent_soon(row.id, message_id)
+        self._unsettled.add(recorded)
+        recorded.add_done_callback(self._settled)
+        self._engine.metrics.part(self._platform.name, metrics.SENT)
+        run.report.sent += 1
+        if run.is_uncertain(row.id):
+            run.report.maybe_twice += 1
+        self._tell(target, row.part, PartState.SENT, message_id=message_id)
+        run.pos += 1
+        run.attempts = 0
+        if run.pos < len(run.parts):
+            if not recorded.done():
+                run.recorded = recorded
+            self._push(run, self._clock.monotonic())
 
     async def _retry(self, run: _Run, row: PlannedPart, exc: Exception, *, backoff: bool) -> None:
         policy = self._engine.backoff

@@ -28,9 +28,10 @@ from digest_core.delivery.ledger import (
     PlannedPart,
 )
 from digest_core.delivery.reports import ProgressCallback, TargetReport
+from digest_core.delivery.threads import placed_in
 from digest_core.errors import MessageGone
 from digest_core.models import IssueRef
-from digest_core.platform import Editor, PartKey, Platform, PlatformLimits, Target
+from digest_core.platform import Editor, PartKey, Platform, PlatformLimits, Target, Threads
 from digest_core.rendering import Message
 
 log = logging.getLogger(__name__)
@@ -239,21 +240,7 @@ async def _run(
     # what the fan-out hands each row (the row's own variant is chosen when it is acted on)
     deepest = max((row[1] for _, _, rows in plan.entries for row in rows), default=0)
     padded = [*marked[FULL_VARIANT], *[note] * max(0, deepest + 1 - len(marked[FULL_VARIANT]))]
-    actions: dict[tuple[str, int], tuple[Action, str | None, str]] = {}
-    runs: list[_Run] = []
-    for order, (target, rows) in enumerate(plan.target_rows()):
-        if order % _YIELD_EVERY == 0:
-            refreeze()  # what is built here lives as long as the run (see heap.py)
-            await asyncio.sleep(0)  # 100k subscribers must not stall the loop
-        for r in rows:
-            actions[(target.id, r.part)] = (r.action, r.message_id, r.variant)
-        todo = [PlannedPart(r.id, r.part, r.state, r.attempts) for r in rows]
-        told = TargetReport(target)
-        report.targets.append(told)
-        uncertain = {p.id for p in todo if p.state in MAYBE_SENT}
-        if plan.resumed:
-            report.resumed += len(todo)
-        runs.append(_Run(order, target, todo, told, uncertain=uncertain))
+    actions, runs = await _runs(engine, plan, platform, report)
     log.info(
         "%s %s: correcting to revision %s: %d rows for %d targets%s",
         platform.name,
@@ -279,6 +266,34 @@ async def _run(
         del actions[key_]
         if i % (4 * _YIELD_EVERY) == 0:
             await asyncio.sleep(0)
+
+
+async def _runs(
+    engine: DeliveryEngine, plan: CorrectionPlan, platform: Platform, report: CorrectionReport
+) -> tuple[dict[tuple[str, int], tuple[Action, str | None, str]], list[_Run]]:
+    """The fan-out's runs of ``plan``, one per target, and each row's action by (target id,
+    part); a post in a thread is corrected there (its edits, and the parts it lacked)."""
+    threads = (
+        await engine.ledger.day_threads(plan.ref.date, platform.name)
+        if isinstance(platform, Threads)
+        else {}
+    )
+    actions: dict[tuple[str, int], tuple[Action, str | None, str]] = {}
+    runs: list[_Run] = []
+    for order, (target, rows) in enumerate(plan.target_rows()):
+        if order % _YIELD_EVERY == 0:
+            refreeze()  # what is built here lives as long as the run (see heap.py)
+            await asyncio.sleep(0)  # 100k subscribers must not stall the loop
+        for r in rows:
+            actions[(target.id, r.part)] = (r.action, r.message_id, r.variant)
+        todo = [PlannedPart(r.id, r.part, r.state, r.attempts) for r in rows]
+        told = TargetReport(target)
+        report.targets.append(told)
+        uncertain = {p.id for p in todo if p.state in MAYBE_SENT}
+        if plan.resumed:
+            report.resumed += len(todo)
+        runs.append(_Run(order, placed_in(target, threads), todo, told, uncertain=uncertain))
+    return actions, runs
 
 
 def _note_of(platform: Platform) -> Message:

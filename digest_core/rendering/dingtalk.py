@@ -7,12 +7,15 @@ https://open.dingtalk.com/document/orgapp/custom-robot-access (message types: ma
 from __future__ import annotations
 
 import logging
+import urllib.parse
+from collections.abc import Sequence
 from typing import Any
 
-from digest_core.models import Issue
+from digest_core.models import Issue, Section
 from digest_core.rendering.robots.markdown import ZWSP, stray_markup, visible
 from digest_core.rendering.robots.texts import notice_texts, render_texts, utf8_len
 from digest_core.rendering.types import (
+    BUTTON_SECTIONS,
     Message,
     Part,
     RenderOptions,
@@ -57,8 +60,9 @@ def render(
     The layout is :func:`~digest_core.rendering.robots.texts.render_texts`'s; the title is
     masthead · date.
     ``at`` is ``{"isAtAll": false}`` and names nobody, and every "@" in the text is defused,
-    so a post never pings. Of ``options`` only ``site_url`` counts (a "全文 / web" link
-    after the masthead).
+    so a post never pings. ``options.site_url`` adds a "全文 / web" link after the masthead;
+    ``options.buttons`` makes the last message an ActionCard with a button per section
+    (:func:`action_card`: pressing one sends the section's command to the app robot).
 
     Raises:
         ValueError: ``part`` is BRIEF and ``brief`` is None.
@@ -69,6 +73,8 @@ def render(
     web = web_url(options or RenderOptions(), issue, part, brief)
     texts = render_texts(issue, part, brief, limit=TEXT_LIMIT, measure=utf8_len, web=web)
     messages = [Message(_payload(title, t)) for t in texts]
+    if (options or RenderOptions()).buttons:
+        messages[-1] = action_card(messages[-1], section_actions(issue))
     for n, m in enumerate(messages):
         problems = check_message(m.payload)
         if problems:
@@ -86,16 +92,67 @@ def notice(text: str, *, mentions: bool = False) -> list[Message]:
 
 
 def preview(message: Message) -> str:
-    """The title, then the text as a reader sees it (links as ``text <url>``)."""
-    md = message.payload["markdown"]
+    """The title, then the text as a reader sees it (links as ``text <url>``), then an
+    ActionCard's buttons as ``[label]``."""
+    md = message.payload.get("markdown") or message.payload["actionCard"]
     title = str(md["title"]).replace("@" + ZWSP, "@")
-    return title + "\n" + visible(md["text"], links=True)
+    buttons = [f"[{b['title']}]" for b in md.get("btns", [])]
+    return (
+        title
+        + "\n"
+        + visible(md["text"], links=True)
+        + ("\n" + " ".join(buttons) if buttons else "")
+    )
+
+
+#: the most buttons an ActionCard of the app robot's send API takes (sampleActionCard2…5)
+MAX_ACTIONS = 5
+#: the link that makes the DingTalk client send ``content`` in the chat as the reader
+#: (the 消息链接 ``dtmd://dingtalkclient/sendMessage``; as developers use it in robots'
+#: markdown and ActionCards, not on DingTalk's own pages)
+SEND_MESSAGE_LINK = "dtmd://dingtalkclient/sendMessage?content="
+
+
+def section_actions(issue: Issue) -> list[tuple[str, str]]:
+    """(label, command) of a button per section ``issue`` has: ``/classic 2026-11-27``."""
+    present = {section for section, _ in issue.items()}
+    return [
+        (s.label, f"/{s.value} {issue.date.isoformat()}")
+        for s in BUTTON_SECTIONS
+        if s in present and s in (Section.HEADLINE, Section.BRIEFS, Section.CLASSIC)
+    ]
+
+
+def action_card(message: Message, buttons: Sequence[tuple[str, str]]) -> Message:
+    """``message`` (markdown) as an ActionCard whose buttons send their commands (at most
+    :data:`MAX_ACTIONS`; none: the message unchanged)."""
+    buttons = list(buttons)[:MAX_ACTIONS]
+    if not buttons or "markdown" not in message.payload:
+        return message
+    md = message.payload["markdown"]
+    btns = [
+        {
+            "title": _title(label),
+            "actionURL": SEND_MESSAGE_LINK + urllib.parse.quote(command, safe=""),
+        }
+        for label, command in buttons
+    ]
+    card = {"title": md["title"], "text": md["text"], "btnOrientation": "1", "btns": btns}
+    return Message({"msgtype": "actionCard", "actionCard": card, "at": {"isAtAll": False}})
+
+
+def as_markdown(message: Message) -> Message:
+    """An ActionCard back as plain markdown (where its buttons could not work)."""
+    card = message.payload.get("actionCard")
+    if card is None:
+        return message
+    return Message(_payload(card["title"], card["text"]))
 
 
 def check_message(payload: dict[str, Any]) -> list[str]:
     """Every way ``payload`` breaks the limits above or our rules (empty when fine)."""
     problems: list[str] = []
-    md = payload["markdown"]
+    md = payload.get("markdown") or payload["actionCard"]
     if utf8_len(md["text"]) > TEXT_LIMIT:
         problems.append(f"text is {utf8_len(md['text'])} > {TEXT_LIMIT} bytes")
     if len(md["title"]) > TITLE_LIMIT:
@@ -111,7 +168,7 @@ def check_message(payload: dict[str, Any]) -> list[str]:
 
 def live(payload: dict[str, Any]) -> list[str]:
     """Markup or mentions in the text that do not come from the renderer (tests)."""
-    return stray_markup(payload["markdown"]["text"])
+    return stray_markup((payload.get("markdown") or payload["actionCard"])["text"])
 
 
 def _title(text: str) -> str:

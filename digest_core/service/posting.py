@@ -26,6 +26,7 @@ from digest_core.delivery import DeliveryEngine, DeliveryReport, Ledger, Progres
 from digest_core.delivery.health import is_transient, short_error
 from digest_core.delivery.ledger.preferences import Format
 from digest_core.delivery.resuming import Resumer
+from digest_core.delivery.threads import thread_title
 from digest_core.errors import DeliveryBusy, IssueNotFound
 from digest_core.metrics import MetricsSink
 from digest_core.models import Issue
@@ -228,7 +229,13 @@ class Posting:
             return None
         groups = await self._groups(issue, platform, targets, force)
         report: DeliveryReport | None = None
-        deliver = functools.partial(self.engine.deliver, force=force, progress=progress)
+        deliver = functools.partial(
+            self.engine.deliver,
+            force=force,
+            progress=progress,
+            # the post's thread, where a target gets one (a forum post): date and headline
+            title=thread_title(issue.date, issue.headline.title),
+        )
         async with self.deliveries.lock(issue.date, platform.name):
             for fmt, parts, group in groups:
                 if group:

@@ -40,6 +40,7 @@ from digest_core.service.status import StatusReport, describe_report
 from digest_core.service.usage import Usage
 from digest_core.subscriptions.commands import ReaderCommands
 from digest_core.subscriptions.delivery import Personal, Visibility
+from digest_core.subscriptions.signup import AddressSignup, SignupCommands
 
 __all__ = ["RESUME_CAP_SECONDS", "DigestService", "describe_report"]
 
@@ -183,6 +184,10 @@ class DigestService(ServicePort):
         ReaderCommands(
             self.commands, ledger, zone_name=str(zone), post_time=schedule.post_time
         ).install()
+        #: ``/email ADDRESS`` through the first platform that mails the digest (none: the
+        #: command says it is not available)
+        signups = [p for p in platforms if isinstance(p, AddressSignup)]
+        SignupCommands(self.commands, signups[0] if signups else None).install()
         self.changes = FileChanges(
             archive=archive,
             ledger=ledger,

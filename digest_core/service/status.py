@@ -13,7 +13,7 @@ from digest_core.delivery import DeliveryReport, Ledger, PartState
 from digest_core.delivery.health import is_transient, read_trouble, short_error
 from digest_core.delivery.reports import due_of
 from digest_core.platform import Target
-from digest_core.port import Adapter
+from digest_core.port import Adapter, Tallied
 from digest_core.publishing.approval import Publishing
 from digest_core.publishing.schedule import DailyPoster
 
@@ -103,6 +103,9 @@ class StatusReport:
         """A platform's targets: the last delivery of each (the first ones), the inactive."""
         targets = await self.targets(platform)
         lines = [f"{platform.name}: {len(targets)} 个目标 / targets"]
+        if isinstance(platform, Tallied):  # its own counts (never an address)
+            for group, kinds in (await platform.tallies()).items():
+                lines.append(f"  {group}: " + ", ".join(f"{k} {n}" for k, n in kinds.items()))
         for target in targets[:LISTED_TARGETS]:
             last = await self.ledger.last_sent(platform.name, target.id)
             when = "—"

@@ -63,6 +63,18 @@ _WORD = Argument(
 )  # fmt: skip
 
 
+#: a reader's format: the whole issue, the headline and the briefs' titles, or the headline
+FORMAT = Argument(
+    "format",
+    "full, compact (headline and titles) or headline",
+    "full 完整、compact 精简（重点和标题）或 headline 只看重点",
+    "full 完整、compact 精簡（重點和標題）或 headline 只看重點",
+    "格式",
+    "格式",
+    kind=one_of(*(f.value for f in Format)),
+)
+
+
 class ReaderStore(Protocol):
     """Where preferences and follows are kept (the ledger)."""
 
@@ -201,15 +213,7 @@ class ReaderCommands:
                 "時間",
                 kind=text(4, 5, read=_clock_time),
             ),
-            Argument(
-                "format",
-                "full, compact (headline and titles) or headline",
-                "full 完整、compact 精简（重点和标题）或 headline 只看重点",
-                "full 完整、compact 精簡（重點和標題）或 headline 只看重點",
-                "格式",
-                "格式",
-                kind=one_of(*(f.value for f in Format)),
-            ),
+            FORMAT,
         ),
         label_zh="订阅",
         label_zh_tw="訂閱",

@@ -16,8 +16,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 BOTS = Path(__file__).resolve().parents[2] / "bots"
-#: every platform folder and the shared work-chat one
-FOLDERS = sorted(p for p in BOTS.iterdir() if (p / "__init__.py").exists())
+#: every platform folder and the shared work-chat one (not the CLI: bots/cli/ is the
+#: composition side, like runtime.py, and uses the core as a whole)
+FOLDERS = sorted(p for p in BOTS.iterdir() if (p / "__init__.py").exists() and p.name != "cli")
+assert {"telegram", "discord", "email", "workchat"} <= {f.name for f in FOLDERS}
 MODULES = sorted(m for folder in FOLDERS for m in folder.rglob("*.py"))
 
 #: the service's parts that are the core's own, never an adapter's to touch

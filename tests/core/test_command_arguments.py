@@ -93,6 +93,10 @@ def read(command: str, *words: str, values: Mapping[str, object] | None = None) 
         # a target, and a hidden argument (no typed option)
         ("reactivate", ("telegram:42",), {"target": ("telegram", "42")}),
         ("reactivate", ("42",), {"target": ("", "42")}),
+        # a forum topic's target holds a ':' of its own
+        ("reactivate", ("-1001234:42",), {"target": ("", "-1001234:42")}),
+        ("reactivate", ("telegram:-1001234:42",), {"target": ("telegram", "-1001234:42")}),
+        ("reactivate", ("@forum:7",), {"target": ("", "@forum:7")}),
         ("reactivate", (), "请给出目标 ID / give the target id"),
         ("approve", ("2026-11-27", "r1"), {"date": DAY, "revision": "r1"}),
         ("approve", ("r1",), "“r1” 不是日期 / is not a date"),

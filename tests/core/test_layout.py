@@ -131,10 +131,11 @@ def test_the_core_is_its_top_modules_and_its_packages() -> None:
     assert packages == PACKAGES
 
 
-@pytest.mark.parametrize("package", sorted(PACKAGES))
+@pytest.mark.parametrize("package", [*sorted(PACKAGES), "../bots"])
 def test_no_module_name_prefix_families(package: str) -> None:
     """``archive_add``, ``archive_files`` beside ``archive``: a package, not a prefix."""
-    for folder in [CORE / package, *(p.parent for p in (CORE / package).rglob("*/__init__.py"))]:
+    top = (CORE / package).resolve()
+    for folder in [top, *(p.parent for p in top.rglob("*/__init__.py"))]:
         stems = {p.stem for p in folder.glob("*.py")} | {
             p.parent.name for p in folder.glob("*/__init__.py")
         }

@@ -7,6 +7,13 @@ exempt: they may describe a platform as an example, they cannot dispatch on one.
 renderer modules ``digest_core/rendering/<platform>.py`` (one per platform, holding its
 markup, text and size limits) and ``html.py`` (the Telegram HTML subset): renderers a platform
 may choose, named after their markup. No other core module may import one by name.
+
+A command's own word is exempt too, and only where it is declared: the name and the usage
+line of a ``command(...)`` declaration. ``/email ADDRESS`` is the word readers type for what
+they give (a mail address), which happens to be a platform's name; it dispatches on nothing
+(the core hands the address to whichever platform it was given,
+:mod:`digest_core.subscriptions.signup`), and its handler, arguments and texts are checked
+like any other code.
 """
 
 from __future__ import annotations
@@ -43,10 +50,21 @@ def _docstrings(tree: ast.AST) -> set[int]:
     return found
 
 
+def _command_words(tree: ast.AST) -> set[int]:
+    """ids of the string constants that are a ``command(...)`` declaration's name or usage."""
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and ast.unparse(node.func) == "command"):
+            continue
+        words = [*node.args[:1], *(k.value for k in node.keywords if k.arg == "usage")]
+        found.update(id(w) for w in words if isinstance(w, ast.Constant))
+    return found
+
+
 def platform_names_in(source: str) -> list[str]:
     """``line: what`` for each place ``source`` names a platform (see the module doc)."""
     tree = ast.parse(source)
-    docs = _docstrings(tree)
+    docs = _docstrings(tree) | _command_words(tree)
     hits: list[str] = []
 
     def identifier(node: ast.AST, name: str | None) -> None:
@@ -93,6 +111,14 @@ def test_the_rule_catches_what_it_should() -> None:
     assert len(platform_names_in(bad)) == 6
     fine = '"""Posts to Telegram."""\n# like Discord\ndef f():\n    """For DingTalk."""\n'
     assert platform_names_in(fine) == []
+    # a command's word where it is declared, and only there
+    declared = '@command("email", usage="/email ADDRESS", en="By mail")\ndef by_mail(): ...\n'
+    assert platform_names_in(declared) == []
+    elsewhere = (
+        '@command("email", en="Get it by email")\ndef email(): ...\n'
+        'spec("email")\nx = {"usage": "/email"}\n'
+    )
+    assert len(platform_names_in(elsewhere)) == 4
 
 
 @pytest.mark.parametrize("path", core_modules(), ids=lambda p: str(p.relative_to(CORE)))

@@ -1,4 +1,4 @@
-"""The dashboard's ledger reads and counts (schema 10), on SQLite and PostgreSQL: counts add
+"""The dashboard's ledger reads and counts (schema 11), on SQLite and PostgreSQL: counts add
 up across batches, the audit log pages by who, what and day, the audience's history, and a
 day's latest delivery per platform (its totals, its troubled targets first, its timeline)."""
 

@@ -23,7 +23,15 @@ import yarl
 from aiohttp import web
 
 from tests.fakes import discord_payloads as p
+from tests.fakes import discord_threads as t
 from tests.fakes.discord_payloads import Json
+from tests.fakes.discord_threads import (
+    CREATE_PUBLIC_THREADS,
+    HAS_THREAD,
+    MANAGE_THREADS,
+    SEND_MESSAGES_IN_THREADS,
+    ThreadRefused,
+)
 
 log = logging.getLogger(__name__)
 
@@ -734,8 +742,11 @@ class FakeDiscord:
         channel["permission_overwrites"] = kept
 
     def bot_permissions(self, channel_id: int) -> int:
-        """The bot's permissions in a guild channel, as Discord computes them."""
+        """The bot's permissions in a guild channel, as Discord computes them (a thread's are
+        its parent channel's)."""
         channel = self._channels[channel_id]
+        if t.is_thread(channel):
+            channel = self._channels[int(channel["parent_id"])]
         guild = self._guilds[int(channel["guild_id"])]
         bot_id = int(self.bot_user["id"])
         return channel_permissions(
@@ -806,6 +817,53 @@ class FakeDiscord:
         self._keep(msg)
         await self.dispatch("MESSAGE_CREATE", msg.as_payload())
         return msg
+
+    async def add_forum(
+        self,
+        guild_id: int,
+        channel_id: int,
+        name: str,
+        *,
+        tags: Iterable[str] = (),
+        require_tag: bool = False,
+    ) -> Json:
+        """Add a forum channel (type 15) with these tags; a connected client gets
+        CHANNEL_CREATE. ``require_tag``: a post without a tag is refused (40067)."""
+        guild = self._guilds[guild_id]
+        available = [
+            {"id": str(p.snowflake()), "name": n, "moderated": False, "emoji_id": None,
+             "emoji_name": None}
+            for n in tags
+        ]  # fmt: skip
+        data = t.forum_payload(
+            channel_id, name, guild_id=guild_id, tags=available, require_tag=require_tag
+        )
+        self._store_channel(guild, data)
+        await self.dispatch("CHANNEL_CREATE", data)
+        return data
+
+    def threads(self, parent_id: int | None = None) -> list[Json]:
+        """The threads (forum posts included) of a channel, or of every channel, oldest first."""
+        return sorted(
+            (
+                c
+                for c in self._channels.values()
+                if t.is_thread(c) and (parent_id is None or int(c["parent_id"]) == parent_id)
+            ),
+            key=lambda c: int(c["id"]),
+        )
+
+    async def moderate_thread(
+        self, thread_id: int, *, archived: bool | None = None, locked: bool | None = None
+    ) -> None:
+        """A moderator archives or locks a thread (THREAD_UPDATE to connected clients)."""
+        meta = self._channels[thread_id]["thread_metadata"]
+        if archived is not None:
+            meta["archived"] = archived
+            meta["archive_timestamp"] = p.iso_now()
+        if locked is not None:
+            meta["locked"] = locked
+        await self.dispatch("THREAD_UPDATE", self._channels[thread_id])
 
     def set_bot_permissions(self, channel_id: int, permissions: int) -> None:
         """The bot's permissions in a guild channel (pins need Pin Messages or Manage
@@ -1248,6 +1306,11 @@ class FakeDiscord:
             add("GET", path, self._get_commands)
             add("PUT", path, self._put_commands)
         add("GET", "/channels/{channel_id}", self._get_channel)
+        add("PATCH", "/channels/{channel_id}", self._modify_channel)
+        add("POST", "/channels/{channel_id}/threads", self._create_thread)
+        add("POST", "/channels/{channel_id}/messages/{message_id}/threads", self._thread_on_message)
+        add("GET", "/guilds/{guild_id}/threads/active", self._active_threads)
+        add("GET", "/channels/{channel_id}/threads/archived/public", self._archived_threads)
         add("GET", "/guilds/{guild_id}", self._get_guild)
         add("GET", "/guilds/{guild_id}/members/{user_id}", self._get_member)
         add(
@@ -1598,14 +1661,19 @@ class FakeDiscord:
         channel = self._channel_or_404(int(request.match_info["channel_id"]))
         body = await self._read_body(request)
         validate_message(body)
+        if int(channel.get("type", 0)) == t.FORUM:  # a forum takes posts (threads) only
+            raise ApiError(400, 40058, "Cannot send a message in a forum channel")
         if channel.get("guild_id") is not None:
             perms = self.bot_permissions(int(channel["id"]))
+            needed = SEND_MESSAGES_IN_THREADS if t.is_thread(channel) else SEND_MESSAGES
             if not perms & VIEW_CHANNEL:
                 raise ApiError(403, 50001, "Missing Access")
-            if not perms & SEND_MESSAGES:
+            if not perms & needed:
                 raise ApiError(403, 50013, "Missing Permissions")
             if not perms & EMBED_LINKS and body.get("embeds"):
                 body = {**body, "embeds": []}  # Discord drops them silently
+        if t.is_thread(channel):
+            await self._send_into_thread(channel)
         nonce = _valid_nonce(body)
         # "If true and nonce is present, it will be checked for uniqueness in the past few
         # minutes. If another message was created by the same author with the same nonce, that
@@ -1620,6 +1688,7 @@ class FakeDiscord:
         msg = self._new_message(channel, body)
         msg.flags &= ~EPHEMERAL  # only interaction replies can be ephemeral
         self._keep(msg)
+        self._counted(channel, msg)
         if nonce is not None:
             self._nonces[key] = (msg, self.clock())
         await self.dispatch("MESSAGE_CREATE", msg.as_payload(with_guild=True))
@@ -1645,6 +1714,7 @@ class FakeDiscord:
         msg = self._message_or_404(request)
         if int(msg.author["id"]) != self.application_id:
             raise ApiError(403, 50005, "Cannot edit a message authored by another user")
+        self._thread_writable(msg.channel_id)
         body = await self._read_body(request)
         await self._edit(msg, body)
         return _json(msg.as_payload())
@@ -1687,6 +1757,7 @@ class FakeDiscord:
 
     async def _delete_message(self, request: web.Request) -> web.Response:
         msg = self._message_or_404(request)
+        self._thread_writable(msg.channel_id)
         if int(msg.author["id"]) != self.application_id:
             self._require(msg.channel_id, MANAGE_MESSAGES)
         msg.pinned = False
@@ -1696,6 +1767,185 @@ class FakeDiscord:
             event["guild_id"] = str(msg.guild_id)
         await self.dispatch("MESSAGE_DELETE", event)
         return web.Response(status=204)
+
+    # -- threads and forums ------------------------------------------------------------------
+
+    async def _create_thread(self, request: web.Request) -> web.Response:
+        """``POST /channels/{id}/threads``: a forum post (a thread with its first message) in
+        a forum, a thread without a message in a text channel."""
+        channel = self._channel_or_404(int(request.match_info["channel_id"]))
+        body = await self._read_body(request)
+        kind = int(channel.get("type", 0))
+        if kind == t.FORUM:
+            return await self._forum_post(channel, body)
+        if kind not in (t.TEXT, t.ANNOUNCEMENT):
+            raise ApiError(400, 50024, "Cannot execute action on this channel type")
+        self._thread_rights(channel, CREATE_PUBLIC_THREADS)
+        self._invalid(t.validate(body, "CreateTextThreadWithMessageRequest"))
+        thread = self._new_thread(channel, body, kind=int(body.get("type") or t.PRIVATE_THREAD))
+        await self.dispatch("THREAD_CREATE", {**thread, "newly_created": True})
+        return t.created(thread)
+
+    async def _forum_post(self, forum: Json, body: Json) -> web.Response:
+        self._thread_rights(forum, SEND_MESSAGES)  # a forum's "Create Posts"
+        self._invalid(t.validate(body, "CreateForumThreadRequest"))
+        message = body["message"]
+        try:
+            validate_message(message)
+        except ApiError as exc:
+            nested = {"message": exc.errors} if exc.errors else None
+            raise ApiError(exc.status, exc.code, exc.message, nested) from None
+        try:
+            t.check_tags(forum, list(body.get("applied_tags") or []))
+        except ThreadRefused as exc:
+            raise ApiError(exc.status, exc.code, exc.message, exc.errors) from None
+        thread = self._new_thread(forum, body)
+        first = self._new_message(thread, message)
+        first.id = int(thread["id"])  # a post's first message has the post's id
+        first.flags &= ~EPHEMERAL
+        self._keep(first)
+        self._counted(thread, first)
+        await self.dispatch("THREAD_CREATE", {**thread, "newly_created": True})
+        await self.dispatch("MESSAGE_CREATE", first.as_payload(with_guild=True))
+        return await self._created_late({**thread, "message": first.as_payload()})
+
+    async def _thread_on_message(self, request: web.Request) -> web.Response:
+        """``POST /channels/{c}/messages/{m}/threads``: a thread started from a message, with
+        the message's id; one per message."""
+        channel = self._channel_or_404(int(request.match_info["channel_id"]))
+        if int(channel.get("type", 0)) not in (t.TEXT, t.ANNOUNCEMENT):
+            raise ApiError(400, 50024, "Cannot execute action on this channel type")
+        msg = self._message_or_404(request)
+        body = await self._read_body(request)
+        self._invalid(t.validate(body, "CreateTextThreadWithMessageRequest"))
+        self._thread_rights(channel, CREATE_PUBLIC_THREADS)
+        if msg.flags & HAS_THREAD:
+            raise ApiError(400, 160004, "A thread has already been created for this message")
+        thread = self._new_thread(channel, body, thread_id=msg.id)
+        msg.flags |= HAS_THREAD
+        msg.extra["thread"] = thread
+        await self.dispatch("THREAD_CREATE", {**thread, "newly_created": True})
+        return await self._created_late(thread)
+
+    async def _active_threads(self, request: web.Request) -> web.Response:
+        guild = self._guild_or_404(request)
+        threads = [
+            c
+            for c in self.threads()
+            if int(c["guild_id"]) == guild.id and not c["thread_metadata"]["archived"]
+        ]
+        return _json({"threads": threads, "members": []})
+
+    async def _archived_threads(self, request: web.Request) -> web.Response:
+        channel_id = int(request.match_info["channel_id"])
+        self._channel_or_404(channel_id)
+        threads = [
+            c
+            for c in reversed(self.threads(channel_id))
+            if c["thread_metadata"]["archived"] and c["type"] == t.PUBLIC_THREAD
+        ]
+        return _json({"threads": threads, "members": [], "has_more": False})
+
+    async def _modify_channel(self, request: web.Request) -> web.Response:
+        """``PATCH /channels/{id}`` of a thread (the double models no other channel edit):
+        unarchiving needs Send Messages unless the thread is locked; locking, flags and tags
+        need Manage Threads; an archived thread takes no change but being unarchived."""
+        channel = self._channel_or_404(int(request.match_info["channel_id"]))
+        if not t.is_thread(channel):
+            raise ApiError(403, 50013, "Missing Permissions")
+        body = await self._read_body(request)
+        self._invalid(t.validate(body, "UpdateThreadRequestPartial"))
+        meta = channel["thread_metadata"]
+        manage = bool(self.bot_permissions(int(channel["id"])) & MANAGE_THREADS)
+        mine = str(channel["owner_id"]) == str(self.bot_user["id"])
+        if (meta["locked"] or {"locked", "flags", "applied_tags"} & set(body)) and not manage:
+            raise ApiError(403, 50013, "Missing Permissions")
+        if not (mine or manage):
+            raise ApiError(403, 50013, "Missing Permissions")
+        if meta["archived"] and body.get("archived") is not False:
+            raise ApiError(400, 50083, "Thread is archived")
+        if "applied_tags" in body:
+            parent = self._channels[int(channel["parent_id"])]
+            try:
+                t.check_tags(parent, list(body["applied_tags"] or []))
+            except ThreadRefused as exc:
+                raise ApiError(exc.status, exc.code, exc.message, exc.errors) from None
+            channel["applied_tags"] = [str(x) for x in body["applied_tags"] or []]
+        for key in ("archived", "locked", "auto_archive_duration"):
+            if body.get(key) is not None:
+                meta[key] = body[key]
+        for key in ("name", "flags"):
+            if body.get(key) is not None:
+                channel[key] = body[key]
+        await self.dispatch("THREAD_UPDATE", channel)
+        return _json(channel)
+
+    def _new_thread(
+        self, parent: Json, body: Json, *, thread_id: int | None = None, kind: int = t.PUBLIC_THREAD
+    ) -> Json:
+        thread = t.thread_payload(
+            thread_id or p.snowflake(),
+            parent,
+            str(body["name"]),
+            str(self.bot_user["id"]),
+            auto_archive=int(
+                body.get("auto_archive_duration")
+                or parent.get("default_auto_archive_duration")
+                or 1440
+            ),
+            applied_tags=[str(x) for x in body.get("applied_tags") or []],
+            kind=kind,
+        )
+        self._channels[int(thread["id"])] = thread
+        return thread
+
+    def _thread_rights(self, channel: Json, needed: int) -> None:
+        perms = self.bot_permissions(int(channel["id"]))
+        if not perms & VIEW_CHANNEL:
+            raise ApiError(403, 50001, "Missing Access")
+        if not perms & needed:
+            raise ApiError(403, 50013, "Missing Permissions")
+
+    @staticmethod
+    def _invalid(errors: Json) -> None:
+        if errors:
+            raise ApiError(400, 50035, "Invalid Form Body", errors)
+
+    async def _send_into_thread(self, thread: Json) -> None:
+        """A message to a thread: refused in a locked one (without Manage Threads); an archived
+        one is unarchived by it."""
+        meta = thread["thread_metadata"]
+        if meta["locked"] and not self.bot_permissions(int(thread["id"])) & MANAGE_THREADS:
+            raise ApiError(400, 160005, "Thread is locked")
+        if meta["archived"]:
+            meta["archived"] = False
+            meta["archive_timestamp"] = p.iso_now()
+            await self.dispatch("THREAD_UPDATE", thread)
+
+    def _thread_writable(self, channel_id: int) -> None:
+        """Edits and deletes in a thread: 50083 while it is archived, 160005 while it is locked
+        (without Manage Threads)."""
+        channel = self._channels.get(channel_id)
+        if channel is None or not t.is_thread(channel):
+            return
+        meta = channel["thread_metadata"]
+        if meta["archived"]:
+            raise ApiError(400, 50083, "Thread is archived")
+        if meta["locked"] and not self.bot_permissions(channel_id) & MANAGE_THREADS:
+            raise ApiError(400, 160005, "Thread is locked")
+
+    def _counted(self, channel: Json, msg: StoredMessage) -> None:
+        if t.is_thread(channel):
+            channel["message_count"] += 1
+            channel["total_message_sent"] += 1
+            channel["last_message_id"] = str(msg.id)
+
+    async def _created_late(self, data: Json) -> web.Response:
+        """201 with ``data``, ``create_latency`` late (as message creates are)."""
+        if self.create_latency > 0:
+            self._changed.set()  # done already; only the answer is late
+            await asyncio.sleep(self.create_latency)
+        return t.created(data)
 
     # -- interaction handlers ----------------------------------------------------------------
 

@@ -19,8 +19,9 @@ DISCORD_EPOCH_MS = 1_420_070_400_000
 # Upload limit reported in INTERACTION_CREATE for a guild without boosts (10 MiB).
 DEFAULT_ATTACHMENT_SIZE_LIMIT = 10 * 1024 * 1024
 # A plain member: add reactions, view channel, send, embed links, attach files, read history,
-# use application commands (https://discord.com/developers/docs/topics/permissions).
-DEFAULT_MEMBER_PERMISSIONS = sum(1 << bit for bit in (6, 10, 11, 14, 15, 16, 31))
+# use application commands, create public threads, send messages in threads (these two on by
+# default for @everyone: https://discord.com/developers/docs/topics/permissions).
+DEFAULT_MEMBER_PERMISSIONS = sum(1 << bit for bit in (6, 10, 11, 14, 15, 16, 31, 35, 38))
 ADMINISTRATOR = 1 << 3
 
 _counter = itertools.count()

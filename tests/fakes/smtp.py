@@ -6,7 +6,11 @@ without SMTPUTF8, or with a line over 998 characters (550), or over ``size_limit
 SIZE limit it announces). Answers on demand: ``refuse_rcpt[address] = ["450 …", …]`` answers
 the next RCPTs of one address in turn (then it is accepted), ``refuse_data`` a queue of
 answers for the next messages' DATA, and ``close_next`` drops the connection (421) at the next
-MAIL FROM.
+MAIL FROM; ``stall_data`` leaves the next messages' DATA unanswered (a relay that hangs after
+taking the content: the sender cannot know whether it was delivered). With ``starttls`` (a
+server-side SSL context) it requires STARTTLS before anything else (530), as a submission port
+does; with ``logins`` (user -> password) it requires AUTH, offered only once TLS is on. Each
+message records whether it came over TLS and who logged in.
 
 Known problems avoided: the Controller is given ``hostname="127.0.0.1"`` (its default ``::1``
 fails where IPv6 is off, aiosmtpd #248) and ``server_hostname`` (else each session's
@@ -15,7 +19,9 @@ fails where IPv6 is off, aiosmtpd #248) and ``server_hostname`` (else each sessi
 
 from __future__ import annotations
 
+import asyncio
 import socket
+import ssl
 import threading
 from dataclasses import dataclass, field
 from email import message_from_bytes
@@ -23,7 +29,7 @@ from email.message import Message
 from typing import Any
 
 from aiosmtpd.controller import Controller
-from aiosmtpd.smtp import SMTP, Envelope, Session
+from aiosmtpd.smtp import SMTP, AuthResult, Envelope, LoginPassword, Session
 
 
 @dataclass
@@ -32,6 +38,10 @@ class Received:
     recipients: list[str]
     data: bytes
     session: int
+    #: the message came over a connection that had switched to TLS (STARTTLS)
+    tls: bool = False
+    #: the user that logged in on its connection (None: no AUTH)
+    user: str | None = None
 
     @property
     def message(self) -> Message:
@@ -45,7 +55,9 @@ class _Handler:
     refuse_rcpt: dict[str, list[str]] = field(default_factory=dict)
     refuse_data: list[str] = field(default_factory=list)
     close_next: bool = False
+    stall_data: int = 0
     sessions: int = 0
+    logins: dict[str, str] | None = None
     cond: threading.Condition = field(default_factory=threading.Condition)
 
     async def handle_EHLO(
@@ -80,6 +92,9 @@ class _Handler:
 
     async def handle_DATA(self, server: SMTP, session: Session, envelope: Envelope) -> str:
         data = envelope.original_content or b""
+        if self.stall_data:
+            self.stall_data -= 1
+            await asyncio.Event().wait()  # until the relay stops (its tasks are cancelled)
         if self.refuse_data:
             return self.refuse_data.pop(0)
         head = data.split(b"\r\n\r\n", 1)[0]
@@ -94,10 +109,23 @@ class _Handler:
                     list(envelope.rcpt_tos),
                     data,
                     getattr(session, "number", 0),
+                    tls=session.ssl is not None,
+                    user=session.auth_data if session.authenticated else None,
                 )
             )
             self.cond.notify_all()
         return "250 2.0.0 queued"
+
+    def authenticate(
+        self, server: SMTP, session: Session, envelope: Envelope, mechanism: str, data: Any
+    ) -> AuthResult:
+        """AUTH PLAIN/LOGIN against ``logins`` (the user is kept as the session's auth data)."""
+        if not isinstance(data, LoginPassword) or self.logins is None:
+            return AuthResult(success=False, handled=False)
+        user, password = data.login.decode(), data.password.decode()
+        if self.logins.get(user) != password:
+            return AuthResult(success=False, handled=False)
+        return AuthResult(success=True, auth_data=user)
 
 
 def _free_port() -> int:
@@ -109,9 +137,21 @@ def _free_port() -> int:
 class FakeRelay:
     """``with FakeRelay(senders={...}) as relay:`` a relay on ``relay.port``."""
 
-    def __init__(self, *, senders: set[str], size_limit: int = 10 * 1024 * 1024) -> None:
-        self.handler = _Handler(senders=senders)
+    def __init__(
+        self,
+        *,
+        senders: set[str],
+        size_limit: int = 10 * 1024 * 1024,
+        starttls: ssl.SSLContext | None = None,
+        logins: dict[str, str] | None = None,
+    ) -> None:
+        self.handler = _Handler(senders=senders, logins=logins)
         self.port = _free_port()
+        auth: dict[str, Any] = (
+            {"authenticator": self.handler.authenticate, "auth_require_tls": True}
+            if logins is not None
+            else {}
+        )
         self._controller = Controller(
             self.handler,
             hostname="127.0.0.1",
@@ -119,6 +159,9 @@ class FakeRelay:
             server_hostname="relay.test",
             data_size_limit=size_limit,
             decode_data=False,
+            tls_context=starttls,
+            require_starttls=starttls is not None,
+            **auth,
         )
 
     def __enter__(self) -> FakeRelay:

@@ -67,7 +67,13 @@ ADMIN_RIGHTS: Params = {
     "can_post_messages": True,
     "can_edit_messages": True,
     "can_pin_messages": True,
+    "can_manage_topics": True,
 }
+#: forum topics (https://core.telegram.org/bots/api#createforumtopic): name length, the
+#: colours a topic icon may have, and the General topic's id (which no method takes)
+MAX_TOPIC_NAME = 128
+TOPIC_COLORS = (0x6FB9F0, 0xFFD67E, 0xCB86DB, 0x8EEE98, 0xFF93B2, 0xFB6F5F)
+GENERAL_TOPIC = 1
 _COMMAND_RE = re.compile(r"^[a-z0-9_]{1,32}$")
 _BOT_COMMAND_IN_TEXT = re.compile(r"(?<!\S)/[A-Za-z0-9_]{1,32}(?:@[A-Za-z0-9_]{3,32})?")
 _BUTTON_ACTIONS = (
@@ -108,6 +114,22 @@ class ApiError(Exception):
 
 
 @dataclass
+class FakeTopic:
+    """A topic of a forum supergroup: its ``message_thread_id`` is the id of the service
+    message that created it, as on Telegram."""
+
+    id: int
+    name: str
+    icon_color: int = TOPIC_COLORS[0]
+    closed: bool = False
+    deleted: bool = False
+
+    def as_dict(self) -> Params:
+        """The ForumTopic object."""
+        return {"message_thread_id": self.id, "name": self.name, "icon_color": self.icon_color}
+
+
+@dataclass
 class FakeChat:
     """A chat known to the double."""
 
@@ -131,6 +153,10 @@ class FakeChat:
     #: the bot's ChatMember in this chat (getChatMember), by default an administrator who
     #: may post; sendMessage is refused as Telegram refuses it when these rights are missing
     bot_member: Params = field(default_factory=lambda: dict(ADMIN_RIGHTS))
+    #: a supergroup with topics on (a forum): messages go to a topic (message_thread_id) or,
+    #: without one, to its General topic
+    is_forum: bool = False
+    topics: dict[int, FakeTopic] = field(default_factory=dict)
 
     def as_dict(self) -> Params:
         """The Chat object as Telegram serialises it."""
@@ -141,6 +167,8 @@ class FakeChat:
             out["title"] = self.title or f"Chat {self.id}"
         if self.username:
             out["username"] = self.username
+        if self.is_forum:
+            out["is_forum"] = True
         return out
 
 
@@ -160,6 +188,8 @@ class SentMessage:
     date: int
     edits: list[Params] = field(default_factory=list)  # earlier versions, oldest first
     deleted: bool = False  # by deleteMessage
+    #: the forum topic it was sent in (None: the chat itself, or a forum's General topic)
+    message_thread_id: int | None = None
 
 
 @dataclass
@@ -320,6 +350,11 @@ class FakeTelegram:
                 "getMyCommands": self._get_my_commands,
                 "deleteMyCommands": self._delete_my_commands,
                 "pinChatMessage": self._pin_chat_message,
+                "sendChatAction": self._send_chat_action,
+                "createForumTopic": self._create_forum_topic,
+                "closeForumTopic": self._close_forum_topic,
+                "reopenForumTopic": self._reopen_forum_topic,
+                "deleteForumTopic": self._delete_forum_topic,
                 "unpinChatMessage": self._unpin_chat_message,
                 "getChat": self._get_chat,
                 "getChatMember": self._get_chat_member,
@@ -384,10 +419,14 @@ class FakeTelegram:
         username: str | None = None,
         first_name: str | None = None,
         rate: tuple[int, float] | None = None,
+        forum: bool = False,
     ) -> FakeChat:
-        """Register a chat the bot can write to; ``rate`` overrides its flood limit."""
+        """Register a chat the bot can write to; ``rate`` overrides its flood limit; ``forum``
+        turns topics on (supergroups only, as on Telegram)."""
         if type not in ("private", "group", "supergroup", "channel"):
             raise ValueError(f"unknown chat type {type!r}")
+        if forum and type != "supergroup":
+            raise ValueError("only supergroups can have topics")
         chat = FakeChat(
             chat_id,
             type,
@@ -395,9 +434,32 @@ class FakeTelegram:
             username=username.lstrip("@") if username else None,
             first_name=first_name,
             rate=rate,
+            is_forum=forum,
         )
+        if forum:  # message 1 made the group: no topic can have General's id (1)
+            chat.next_message_id = GENERAL_TOPIC + 1
         self.chats[chat_id] = chat
         return chat
+
+    def add_topic(self, chat_id: int, name: str) -> FakeTopic:
+        """Create a topic in a forum supergroup, as an admin of it would (createForumTopic)."""
+        chat = self.chats[chat_id]
+        if not chat.is_forum:
+            raise ValueError(f"chat {chat_id} is not a forum")
+        return self._new_topic(chat, name, TOPIC_COLORS[len(chat.topics) % len(TOPIC_COLORS)])
+
+    def close_topic(self, chat_id: int, topic: int, *, closed: bool = True) -> None:
+        """Close (or reopen) a topic: sends to it are refused with TOPIC_CLOSED."""
+        self.chats[chat_id].topics[topic].closed = closed
+
+    def delete_topic(self, chat_id: int, topic: int) -> None:
+        """Delete a topic with its messages: sends to it are refused with TOPIC_DELETED."""
+        chat = self.chats[chat_id]
+        chat.topics[topic].deleted = True
+        for sent in self._sent:
+            if sent.chat_id == chat_id and sent.message_thread_id == topic:
+                sent.deleted = True
+                chat.messages.pop(sent.message_id, None)
 
     def set_rate(self, chat_id: int, count: int, window: float) -> None:
         """Override the flood limit of one chat: ``count`` messages per ``window`` seconds."""
@@ -463,11 +525,14 @@ class FakeTelegram:
         text: str,
         *,
         reply_to_message_id: int | None = None,
+        message_thread_id: int | None = None,
     ) -> Params:
         """Queue an incoming message (a channel_post in channels) and return the Update.
 
         ``/command`` and ``/command@botname`` get bot_command entities as Telegram adds them.
-        Unknown positive chat ids become private chats with that user.
+        Unknown positive chat ids become private chats with that user. ``message_thread_id``
+        sends it in that topic of a forum (as Telegram shows it: ``is_topic_message``, and a
+        reply to the topic's creation message).
         """
         user = self._user_dict(from_user)
         chat = self.chats.get(chat_id)
@@ -497,6 +562,11 @@ class FakeTelegram:
             message["entities"] = entities
         if reply_to_message_id is not None and reply_to_message_id in chat.messages:
             message["reply_to_message"] = chat.messages[reply_to_message_id]
+        if message_thread_id is not None:
+            topic = self._topic_or_error(chat, message_thread_id)
+            message["message_thread_id"] = topic.id
+            message["is_topic_message"] = True
+            message.setdefault("reply_to_message", chat.messages[topic.id])
         chat.messages[message["message_id"]] = message
         kind = "channel_post" if chat.type == "channel" else "message"
         return self._push_update({kind: message})
@@ -1103,6 +1173,7 @@ class FakeTelegram:
     async def _send_message(self, params: Params) -> Params:
         chat = self._resolve_chat(params)
         self._check_writable(chat)
+        topic = self._send_topic(chat, params)
         text, entities, raw = self._parse_text(params)
         reply_markup = _decode_json(params, "reply_markup")
         _validate_markup(reply_markup)
@@ -1113,6 +1184,9 @@ class FakeTelegram:
             self.paid_broadcasts += 1
         message_id = self._next_message_id(chat)
         message = self._message_dict(chat, message_id, text, entities, reply_markup, link_preview)
+        if topic is not None:
+            message["message_thread_id"] = topic.id
+            message["is_topic_message"] = True
         chat.messages[message_id] = message
         self._sent.append(
             SentMessage(
@@ -1126,10 +1200,105 @@ class FakeTelegram:
                 link_preview_options=link_preview,
                 params=_decoded(params),
                 date=message["date"],
+                message_thread_id=topic.id if topic is not None else None,
             )
         )
         self._notify_sent()
         return message
+
+    def _send_topic(self, chat: FakeChat, params: Params) -> FakeTopic | None:
+        """The topic a send names (``message_thread_id``), refused as Telegram refuses it."""
+        thread = _int(params, "message_thread_id")
+        if thread is None:
+            return None
+        if not chat.is_forum:
+            # outside forums a message_thread_id names a reply thread; the double has none
+            raise ApiError(400, "Bad Request: message thread not found")
+        return self._topic_or_error(chat, thread)
+
+    def _topic_or_error(self, chat: FakeChat, thread: int, *, writing: bool = True) -> FakeTopic:
+        """Topic ``thread`` of a forum: "message thread not found" for none (the General
+        topic takes no id: tdlib/telegram-bot-api#798), TOPIC_DELETED for a deleted one and,
+        when ``writing``, TOPIC_CLOSED for a closed one."""
+        topic = chat.topics.get(thread)
+        if topic is None or thread == GENERAL_TOPIC:
+            raise ApiError(400, "Bad Request: message thread not found")
+        if topic.deleted:
+            raise ApiError(400, "Bad Request: TOPIC_DELETED")
+        if writing and topic.closed:
+            raise ApiError(400, "Bad Request: TOPIC_CLOSED")
+        return topic
+
+    def _new_topic(self, chat: FakeChat, name: str, color: int) -> FakeTopic:
+        """A topic and the service message that opens it (whose id the topic's is)."""
+        message_id = self._next_message_id(chat)
+        topic = FakeTopic(message_id, name, color)
+        chat.topics[message_id] = topic
+        chat.messages[message_id] = {
+            "message_id": message_id,
+            "date": self._now(),
+            "chat": chat.as_dict(),
+            "from": self._bot_user(),
+            "message_thread_id": message_id,
+            "forum_topic_created": {"name": name, "icon_color": color},
+            "is_topic_message": True,
+        }
+        return topic
+
+    def _check_topic_rights(self, chat: FakeChat) -> None:
+        if not chat.is_forum:
+            raise ApiError(400, "Bad Request: the chat is not a forum")
+        member = chat.bot_member
+        status = member.get("status")
+        if status != "creator" and not (
+            status == "administrator" and member.get("can_manage_topics")
+        ):
+            raise ApiError(400, "Bad Request: not enough rights to manage forum topics")
+
+    async def _send_chat_action(self, params: Params) -> bool:
+        """``sendChatAction``: checked like a send (rights, the topic), then nothing shown
+        to the test but the request record."""
+        chat = self._resolve_chat(params)
+        self._check_writable(chat)
+        self._send_topic(chat, params)
+        if not str(params.get("action") or ""):
+            raise ApiError(400, "Bad Request: action is empty")
+        return True
+
+    async def _create_forum_topic(self, params: Params) -> Params:
+        chat = self._resolve_chat(params)
+        self._check_writable(chat)
+        self._check_topic_rights(chat)
+        name = str(params.get("name") or "")
+        # (the wording of these two refusals is the double's: Telegram documents the limits)
+        if not 1 <= len(name) <= MAX_TOPIC_NAME:
+            raise ApiError(400, f"Bad Request: topic name must be 1-{MAX_TOPIC_NAME} characters")
+        color = _int(params, "icon_color")
+        if color is not None and color not in TOPIC_COLORS:
+            raise ApiError(400, "Bad Request: invalid icon_color")
+        return self._new_topic(chat, name, TOPIC_COLORS[0] if color is None else color).as_dict()
+
+    async def _close_forum_topic(self, params: Params) -> bool:
+        return self._topic_closed(params, closed=True)
+
+    async def _reopen_forum_topic(self, params: Params) -> bool:
+        return self._topic_closed(params, closed=False)
+
+    def _topic_closed(self, params: Params, *, closed: bool) -> bool:
+        chat = self._resolve_chat(params)
+        self._check_topic_rights(chat)
+        topic = self._topic_or_error(chat, _int(params, "message_thread_id") or 0, writing=False)
+        if topic.closed == closed:
+            raise ApiError(400, "Bad Request: TOPIC_NOT_MODIFIED")
+        topic.closed = closed
+        return True
+
+    async def _delete_forum_topic(self, params: Params) -> bool:
+        chat = self._resolve_chat(params)
+        self._check_topic_rights(chat)
+        topic = self._topic_or_error(chat, _int(params, "message_thread_id") or 0, writing=False)
+        self.delete_topic(chat.id, topic.id)
+        return True
 
     async def _edit_message_text(self, params: Params) -> Params:
         if params.get("inline_message_id"):
@@ -1159,6 +1328,9 @@ class FakeTelegram:
         edited = self._message_dict(chat, message_id, text, entities, reply_markup, link_preview)
         edited["date"] = message["date"]
         edited["edit_date"] = self._now()
+        for kept in ("message_thread_id", "is_topic_message"):  # an edit stays in its topic
+            if kept in message:
+                edited[kept] = message[kept]
         chat.messages[message_id] = edited
         for sent in self._sent:
             if sent.chat_id == chat.id and sent.message_id == message_id:

@@ -782,3 +782,158 @@ def _collect(into: list[discord.Message]) -> Any:
         into.append(message)
 
     return on_message
+
+
+# ---------------------------------------------------------------- forums and threads
+
+FORUM = 900_000_000_000_000_020
+
+
+async def _forum(dc: FakeDiscord, **options: Any) -> dict[str, Any]:
+    return await dc.add_forum(GUILD, FORUM, "digest-forum", tags=["日报", "AI"], **options)
+
+
+async def _refused(client: discord.Client, route: Route, body: Any) -> discord.HTTPException:
+    with pytest.raises(discord.HTTPException) as refused:
+        await client.http.request(route, json=body)
+    return refused.value
+
+
+async def test_a_forum_post_and_a_thread_on_a_message_as_discord_py_makes_them(
+    dc: FakeDiscord,
+) -> None:
+    await _forum(dc)
+    async with connected(dc) as client:
+        forum = client.get_channel(FORUM)
+        assert isinstance(forum, discord.ForumChannel)
+        assert [t.name for t in forum.available_tags] == ["日报", "AI"]
+        post = await forum.create_thread(
+            name="2026-11-30 头条", content="第一条", applied_tags=[forum.available_tags[0]]
+        )
+        assert post.thread.id == post.message.id and post.thread.parent_id == FORUM
+        assert [t.name for t in post.thread.applied_tags] == ["日报"]
+        await post.thread.send("第二条")
+        channel = client.get_channel(CHANNEL)
+        assert isinstance(channel, discord.TextChannel)
+        message = await channel.send("今日")
+        thread = await message.create_thread(name="讨论")
+        assert thread.id == message.id and thread.parent_id == CHANNEL
+    assert [m.content for m in dc.messages(post.thread.id)] == ["第一条", "第二条"]
+    assert dc.threads(FORUM)[0]["message_count"] == 2 and len(dc.threads()) == 2
+    assert dc.messages(CHANNEL)[0].content == "今日"  # the thread's starter stays in its channel
+
+
+async def test_the_double_refuses_forum_posts_as_discord_does(dc: FakeDiscord) -> None:
+    """The limits are those of Discord's OpenAPI schemas (discord_threads_spec.json)."""
+    from tests.fakes.discord_threads import SCHEMAS
+
+    rules = SCHEMAS["CreateForumThreadRequest"]["properties"]
+    longest, most = rules["name"]["maxLength"], rules["applied_tags"]["maxItems"]
+    forum = await _forum(dc)
+    tags = [t["id"] for t in forum["available_tags"]]
+    message = {"content": "hi"}
+    async with logged_in(dc) as client:  # (a Route takes discord.py's base when made)
+        route = Route("POST", "/channels/{channel_id}/threads", channel_id=FORUM)
+        cases = {
+            "name": {"message": message},
+            "message": {"name": "x"},
+            "auto_archive_duration": {"name": "x", "message": message, "auto_archive_duration": 5},
+        }
+        for field, body in cases.items():
+            error = await _refused(client, route, body)
+            assert (error.status, error.code) == (400, 50035) and field in error.text, body
+        too_long = await _refused(client, route, {"name": "x" * (longest + 1), "message": message})
+        assert too_long.code == 50035 and f"between 1 and {longest}" in too_long.text
+        many = [str(p.snowflake()) for _ in range(most + 1)]
+        too_many = await _refused(
+            client, route, {"name": "x", "message": message, "applied_tags": many}
+        )
+        assert too_many.code == 50035 and "applied_tags" in too_many.text
+        unknown = await _refused(
+            client, route, {"name": "x", "message": message, "applied_tags": [str(p.snowflake())]}
+        )
+        assert unknown.code == 50035 and "applied_tags" in unknown.text
+        empty = await _refused(client, route, {"name": "x", "message": {}})
+        assert empty.code == 50006  # a post's message is checked as a message
+        into_forum = await _refused(
+            client, Route("POST", "/channels/{channel_id}/messages", channel_id=FORUM), message
+        )
+        assert into_forum.code == 40058
+        fine = {"name": "x" * longest, "message": message, "applied_tags": tags}
+        assert (await client.http.request(route, json=fine))["applied_tags"] == tags
+    assert len(dc.threads(FORUM)) == 1
+
+
+async def test_a_forum_that_requires_a_tag_and_a_bot_without_thread_rights(
+    dc: FakeDiscord,
+) -> None:
+    from tests.fakes.discord_threads import CREATE_PUBLIC_THREADS, SEND_MESSAGES_IN_THREADS
+
+    await _forum(dc, require_tag=True)
+    async with logged_in(dc) as client:
+        post = Route("POST", "/channels/{channel_id}/threads", channel_id=FORUM)
+        untagged = await _refused(client, post, {"name": "x", "message": {"content": "hi"}})
+        assert (untagged.status, untagged.code) == (400, 40067)
+        sent = await client.http.request(
+            Route("POST", "/channels/{channel_id}/messages", channel_id=CHANNEL),
+            json={"content": "m"},
+        )
+        dc.set_overwrite(CHANNEL, GUILD, deny=CREATE_PUBLIC_THREADS)
+        on_message = Route(
+            "POST",
+            "/channels/{channel_id}/messages/{message_id}/threads",
+            channel_id=CHANNEL,
+            message_id=int(sent["id"]),
+        )
+        denied = await _refused(client, on_message, {"name": "t"})
+        assert (denied.status, denied.code) == (403, 50013)
+        dc.set_overwrite(CHANNEL, GUILD, deny=SEND_MESSAGES_IN_THREADS)
+        thread = await client.http.request(on_message, json={"name": "t"})
+        again = await _refused(client, on_message, {"name": "t"})
+        assert (again.status, again.code) == (400, 160004)  # one thread per message
+        muted = await _refused(
+            client,
+            Route("POST", "/channels/{channel_id}/messages", channel_id=int(thread["id"])),
+            {"content": "in the thread"},
+        )
+        assert (muted.status, muted.code) == (403, 50013)
+
+
+async def test_archived_and_locked_threads(dc: FakeDiscord) -> None:
+    await _forum(dc)
+    async with logged_in(dc) as client:
+        created = await client.http.request(
+            Route("POST", "/channels/{channel_id}/threads", channel_id=FORUM),
+            json={"name": "post", "message": {"content": "first"}},
+        )
+        thread_id = int(created["id"])
+        first = Route(
+            "PATCH",
+            "/channels/{channel_id}/messages/{message_id}",
+            channel_id=thread_id,
+            message_id=thread_id,
+        )
+        send = Route("POST", "/channels/{channel_id}/messages", channel_id=thread_id)
+        await dc.moderate_thread(thread_id, archived=True)
+        archived = await _refused(client, first, {"content": "edited"})
+        assert (archived.status, archived.code) == (400, 50083)
+        assert (await client.http.request(
+            Route("GET", "/channels/{channel_id}/threads/archived/public", channel_id=FORUM)
+        ))["threads"][0]["id"] == str(thread_id)  # fmt: skip
+        await client.http.request(send, json={"content": "a send unarchives it"})
+        assert not dc.channel(thread_id)["thread_metadata"]["archived"]
+        await client.http.request(first, json={"content": "edited"})
+        active = await client.http.request(
+            Route("GET", "/guilds/{guild_id}/threads/active", guild_id=GUILD)
+        )
+        assert [t["id"] for t in active["threads"]] == [str(thread_id)]
+        await dc.moderate_thread(thread_id, archived=True, locked=True)
+        locked = await _refused(client, send, {"content": "x"})
+        assert locked.code == 160005
+        unarchive = Route("PATCH", "/channels/{channel_id}", channel_id=thread_id)
+        refused = await _refused(client, unarchive, {"archived": False})
+        assert refused.status == 403  # a locked thread: Manage Threads only
+        await dc.moderate_thread(thread_id, locked=False)
+        await client.http.request(unarchive, json={"archived": False})
+        await client.http.request(first, json={"content": "edited again"})
+    assert dc.message(thread_id).content == "edited again"

@@ -768,3 +768,58 @@ async def test_a_next_offset_over_64_bytes_is_refused(tg: FakeTelegram, bot: Bot
     query_id = tg.inject_inline_query(ANN, "x")
     with pytest.raises(BadRequest, match=r"(?i)NEXT_OFFSET_INVALID"):
         await bot.answer_inline_query(query_id, [_article("a")], next_offset="o" * 65)
+
+
+# ------------------------------------------------------------------ forum topics
+
+FORUM = -1007770001
+
+
+async def test_forum_topics_as_ptb_sees_them(tg: FakeTelegram, bot: Bot) -> None:
+    """createForumTopic gives the topic's message_thread_id (its creation message's id); a
+    send into it comes back as a topic message; getChat says the chat is a forum."""
+    tg.add_chat(FORUM, "supergroup", title="Forum", forum=True)
+    topic = await bot.create_forum_topic(FORUM, "日报", icon_color=0xFFD67E)
+    sent = await bot.send_message(FORUM, "hi", message_thread_id=topic.message_thread_id)
+    chat = await bot.get_chat(FORUM)
+
+    assert topic.name == "日报" and topic.message_thread_id in tg.chats[FORUM].topics
+    assert sent.message_thread_id == topic.message_thread_id and sent.is_topic_message
+    assert sent.message_id > topic.message_thread_id and chat.is_forum
+    assert tg.sent(FORUM)[0].message_thread_id == topic.message_thread_id
+    general = await bot.send_message(FORUM, "in General")
+    assert general.message_thread_id is None and not general.is_topic_message
+
+
+async def test_the_double_refuses_what_telegram_refuses_of_topics(
+    tg: FakeTelegram, bot: Bot
+) -> None:
+    tg.add_chat(FORUM, "supergroup", title="Forum", forum=True)
+    topic = tg.add_topic(FORUM, "日报")
+    gone = tg.add_topic(FORUM, "旧")
+    tg.delete_topic(FORUM, gone.id)
+    refusals = [
+        ("TOPIC_CLOSED", dict(chat_id=FORUM, message_thread_id=topic.id)),
+        ("TOPIC_DELETED", dict(chat_id=FORUM, message_thread_id=gone.id)),
+        ("Message thread not found", dict(chat_id=FORUM, message_thread_id=9999)),
+        # the General topic takes no id (tdlib/telegram-bot-api#798), nor do other chats
+        ("Message thread not found", dict(chat_id=FORUM, message_thread_id=1)),
+        ("Message thread not found", dict(chat_id=GROUP, message_thread_id=topic.id)),
+    ]
+    await bot.close_forum_topic(FORUM, topic.id)
+    for text, where in refusals:
+        with pytest.raises(BadRequest) as refused:
+            await bot.send_message(text="x", **where)  # type: ignore[arg-type]
+        assert refused.value.message.lower() == text.lower(), where  # (PTB capitalises)
+        with pytest.raises(BadRequest):
+            await bot.send_chat_action(action="typing", **where)  # type: ignore[arg-type]
+    with pytest.raises(BadRequest, match=r"(?i)TOPIC_NOT_MODIFIED"):
+        await bot.close_forum_topic(FORUM, topic.id)
+    await bot.reopen_forum_topic(FORUM, topic.id)
+    assert await bot.send_chat_action(FORUM, "typing", message_thread_id=topic.id)
+    with pytest.raises(BadRequest, match="not a forum"):
+        await bot.create_forum_topic(GROUP, "x")
+    tg.set_bot_member(FORUM, "administrator", can_manage_topics=False)
+    with pytest.raises(BadRequest, match=r"(?i)not enough rights to manage forum topics"):
+        await bot.create_forum_topic(FORUM, "x")
+    assert tg.sent() == []

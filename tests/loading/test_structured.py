@@ -21,6 +21,7 @@ from digest_core.loading import (
     load_issue,
     load_structured,
     parse_text,
+    shape,
     structured,
 )
 from digest_core.loading.structured import MAX_NESTING, StructuredSuffix
@@ -361,7 +362,9 @@ def test_nesting_up_to_the_cap_reaches_the_schema_check(suffix: StructuredSuffix
 def test_recursion_error_from_the_parser_is_a_format_error(
     suffix: StructuredSuffix, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(structured, "MAX_NESTING", 10**9)  # let the parser itself overflow
+    # let the parser itself overflow (the JSON reader's cap, and the YAML reader's)
+    monkeypatch.setattr(structured, "MAX_NESTING", 10**9)
+    monkeypatch.setattr(shape, "MAX_NESTING", 10**9)
     err = load_error("[" * 100_000, suffix)
     assert err.detail.startswith("nested too deeply")
     assert isinstance(err.__cause__, RecursionError)

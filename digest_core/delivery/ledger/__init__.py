@@ -8,7 +8,8 @@ with a small public surface: :mod:`.core` (opening, checkpoints, closing), :mod:
 :mod:`.writer` (group commit), :mod:`.corrections` around :mod:`.diffing` (its pure
 decisions), :mod:`.leases` (rows, or the OS locks of :mod:`.oslocks`), :mod:`.targets`,
 :mod:`.subscribers`, :mod:`.readers` (preferences, follows and follow checks),
-:mod:`.audit`, :mod:`.queries`, :mod:`.retention`. Beside them: :mod:`.schema` (every table,
+:mod:`.audit`, :mod:`.queries`, :mod:`.retention`, :mod:`.threads` (a thread per issue: the
+intent, then the thread). Beside them: :mod:`.schema` (every table,
 declared once; states), :mod:`.migrate` (Alembic upgrades, revisions in ``migrations/``),
 :mod:`.records` (what it returns), :mod:`.engine` (engine factory, open errors),
 :mod:`.backup`.
@@ -55,7 +56,9 @@ from digest_core.delivery.ledger.schema import (
     schema_version,
     subscribers,
     targets,
+    threads,
 )
+from digest_core.delivery.ledger.threads import ThreadRecord
 
 __all__ = [
     "CONFIG_KEY",
@@ -81,6 +84,7 @@ __all__ = [
     "PlannedPart",
     "PruneReport",
     "TargetPlan",
+    "ThreadRecord",
     "audit",
     "day_summaries",
     "deliveries",
@@ -93,4 +97,5 @@ __all__ = [
     "schema_version",
     "subscribers",
     "targets",
+    "threads",
 ]

@@ -93,7 +93,7 @@ class Audit:
         """A page of the audit log, newest first: entries by ``who`` (``platform:user``, or
         a user id alone), of ``action``, at ``since`` <= at < ``until``, older than entry
         ``before_id`` (the last of the previous page); at most ``limit`` (≤ 200). Each filter
-        has its index (schema 10), and the page is a range of ids: no offset is scanned."""
+        has its index (schema 11), and the page is a range of ids: no offset is scanned."""
         query = select(audit).order_by(audit.c.id.desc()).limit(max(1, min(limit, 200)))
         if who:
             platform, sep, user = who.rpartition(":")

@@ -29,6 +29,7 @@ from digest_core.delivery.ledger.schema import DEFAULT_LEDGER_URL
 from digest_core.delivery.ledger.state import LedgerState
 from digest_core.delivery.ledger.subscribers import Subscribers
 from digest_core.delivery.ledger.targets import Targets
+from digest_core.delivery.ledger.threads import ThreadBook
 from digest_core.delivery.ledger.writer import Writer
 
 _P = ParamSpec("_P")
@@ -81,6 +82,7 @@ class Ledger:
         self._queries = Queries(state)
         self._retention = Retention(state)
         self._corrections = Corrections(state)
+        self._threads = ThreadBook(state)
         self._analytics = Analytics(state)
 
     @classmethod
@@ -276,6 +278,11 @@ class Ledger:
     plan_correction = _via("_corrections", Corrections.plan_correction)
     first_messages = _via("_corrections", Corrections.first_messages)
 
+    intend_thread = _via("_threads", ThreadBook.intend_thread)
+    thread_opened = _via("_threads", ThreadBook.thread_opened)
+    threads_of = _via("_threads", ThreadBook.threads_of)
+    day_threads = _via("_threads", ThreadBook.day_threads)
+    known_threads = _via("_threads", ThreadBook.known_threads)
     add_clicks = _via("_analytics", Analytics.add_clicks)
     add_usage = _via("_analytics", Analytics.add_usage)
     clicks = _via("_analytics", Analytics.clicks)

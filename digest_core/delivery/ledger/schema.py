@@ -40,8 +40,8 @@ log = logging.getLogger(__name__)
 #: Where the ledger lives unless config says otherwise (relative to the working directory).
 DEFAULT_LEDGER_URL = "sqlite+aiosqlite:///var/ledger.sqlite3"
 #: Bumped with every schema change: the number of the newest Alembic revision in
-#: ``migrations/versions`` (``v0010_…``), also kept in the ``schema_version`` table.
-SCHEMA_VERSION = 10
+#: ``migrations/versions`` (``v0011_…``), also kept in the ``schema_version`` table.
+SCHEMA_VERSION = 11
 #: The settings key the ledger URL comes from (named in configuration errors).
 CONFIG_KEY = "database_url"
 #: How long a lease lasts unless renewed; a crashed holder blocks others at most this long
@@ -166,7 +166,7 @@ subscribers = Table(
     Column("active", Boolean, nullable=False),
     Column("since", UTCDateTime, nullable=False),
     Column("until", UTCDateTime),
-    # the dashboard's audience per day, read from the indexes alone (schema 10)
+    # the dashboard's audience per day, read from the indexes alone (schema 11)
     Index("ix_subscribers_since", "platform", "since"),
     Index("ix_subscribers_until", "platform", "until"),
 )
@@ -192,7 +192,7 @@ audit = Table(
     Column("args", Text, nullable=False),
     Column("allowed", Boolean, nullable=False),
     Column("outcome", Text, nullable=False),
-    # the dashboard's filters (who, what, day), newest first (schema 10)
+    # the dashboard's filters (who, what, day), newest first (schema 11)
     Index("ix_audit_at", "at"),
     Index("ix_audit_action", "action", "id"),
     Index("ix_audit_user", "user_id", "id"),
@@ -279,10 +279,28 @@ follow_checks = Table(
     PrimaryKeyConstraint("platform", "issue_date"),
 )
 
+#: the thread one delivery opened on one target, a forum post or a thread on the issue's first
+#: message (schema 10; see :mod:`digest_core.delivery.threads`): recorded, with ``title`` and
+#: ``opened_at``, before the platform is asked to open it (the intent), and ``thread_id`` and
+#: ``message_id`` (the issue's first message) once it is open (``thread_id`` "" when the first
+#: message went out but the platform opened no thread on it), so a crash between opening it
+#: and recording part 0 sent never opens a second one for the same post
+threads = Table(
+    "threads",
+    metadata,
+    Column("delivery_id", Integer, ForeignKey("deliveries.id"), primary_key=True),
+    Column("target", String(128), primary_key=True),
+    Column("title", String(256), nullable=False),
+    Column("thread_id", String(128)),
+    Column("message_id", String(128)),
+    Column("opened_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+)
+
 
 #: clicks on tracked links (``[analytics] track_links``), counted per issue, story
 #: (``headline``, ``brief-3``, ``classic``), link (1-based in the story), platform and day
-#: (the digest's zone); never who clicked (schema 10)
+#: (the digest's zone); never who clicked (schema 11)
 link_clicks = Table(
     "link_clicks",
     metadata,
@@ -297,7 +315,7 @@ link_clicks = Table(
 )
 
 #: what readers did, counted per day (the digest's zone), platform, kind and key, never who
-#: (schema 10): ``command`` (key: the command's name), ``section`` (a section button of an
+#: (schema 11): ``command`` (key: the command's name), ``section`` (a section button of an
 #: issue: ``2026-11-27:briefs``), ``found`` (a story a search showed: ``2026-11-27:brief-3``)
 usage_counts = Table(
     "usage_counts",

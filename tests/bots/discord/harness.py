@@ -83,17 +83,18 @@ def make_settings(
     monkeypatch: pytest.MonkeyPatch,
     fake: FakeDiscord,
     *,
-    channels: tuple[int, ...] = CHANNELS,
+    channels: tuple[int | dict[str, Any], ...] = CHANNELS,
     schedule: bool = False,
     **discord: Any,
 ) -> Settings:
     """Settings from a TOML file in ``tmp_path``: a copy of the bundled archive, a fresh SQLite
-    ledger, the token in the environment and ``api_base_url`` at ``fake``."""
+    ledger, the token in the environment and ``api_base_url`` at ``fake``. A channel given as
+    a dict is written as a table (``{ id = "…", forum = true }``)."""
     archive = tmp_path / "archive"
     if not archive.exists():
         shutil.copytree(SAMPLE_ARCHIVE, archive)
     values: dict[str, Any] = {
-        "channels": [str(c) for c in channels],
+        "channels": [c if isinstance(c, dict) else str(c) for c in channels],
         "admin_roles": [ADMIN_ROLE],
         "admin_users": [],
         "api_base_url": fake.api_base,
@@ -124,8 +125,10 @@ def _toml(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, str):
         return f'"{value}"'
-    if isinstance(value, list):
+    if isinstance(value, list | tuple):
         return "[" + ", ".join(_toml(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {_toml(v)}" for k, v in value.items()) + " }"
     return str(value)
 
 

@@ -37,9 +37,10 @@ KILL_AFTER = 25
 
 
 @contextlib.contextmanager
-def discord_in_thread(**options: object) -> Iterator[FakeDiscord]:
-    """The double with :data:`CHANNELS` on an event loop in a thread of this process (the test
-    reads its messages directly; the process killed is the bot's)."""
+def discord_in_thread(*, forums: tuple[int, ...] = (), **options: object) -> Iterator[FakeDiscord]:
+    """The double with :data:`CHANNELS` (and ``forums``, forum channels) on an event loop in a
+    thread of this process (the test reads its messages directly; the process killed is the
+    bot's)."""
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, name="fake-discord", daemon=True)
     thread.start()
@@ -49,6 +50,8 @@ def discord_in_thread(**options: object) -> Iterator[FakeDiscord]:
         await fake.__aenter__()
         channels = [(c, f"digest-{i}") for i, c in enumerate(CHANNELS)]
         await fake.add_guild(GUILD, "AI 技术日报 readers", channels=channels)
+        for i, forum in enumerate(forums):
+            await fake.add_forum(GUILD, forum, f"forum-{i}", tags=["日报"])
 
     try:
         asyncio.run_coroutine_threadsafe(start(), loop).result(10)
@@ -158,3 +161,49 @@ def test_past_the_nonce_window_a_restart_repeats_at_most_one_part_per_channel(
     # duplicates are the parts the kill left in flight: at most one per channel
     assert 1 <= sum(extra.values()) <= left
     assert set(extra.values()) == {1}
+
+
+#: forum channels: each gets one post per issue
+FORUMS = tuple(930_000_000_000_000_000 + i for i in range(4))
+
+
+def threads_recorded(db: Path) -> dict[str, str | None]:
+    """target -> the thread the ledger records for it (None: only the intent)."""
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        return dict(conn.execute("SELECT target, thread_id FROM threads").fetchall())
+
+
+def test_sigkill_between_opening_forum_posts_and_posting_into_them_opens_none_twice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue #23: the bot is killed while Discord has opened the forum posts and not answered
+    yet (the ledger holds the intents only, part 0 in flight, part 1 unsent). The restart finds
+    each post, records it and posts the rest into it: one post per forum, every part once."""
+    log = tmp_path / "bot.log"
+    db = tmp_path / "ledger.sqlite3"
+    with discord_in_thread(create_latency=LATENCY, forums=FORUMS) as fake:
+        channels = tuple({"id": str(f), "forum": True, "tags": ["日报"]} for f in FORUMS)
+        make_settings(tmp_path, monkeypatch, fake, channels=channels)
+        config = tmp_path / "digest-bot.toml"
+        first = post(config, fake.token, log)
+        try:
+            wait_for(lambda: len(fake.threads()) == len(FORUMS), 30, log)
+        finally:
+            first.send_signal(signal.SIGKILL)
+            first.wait(10)
+        at_kill = threads_recorded(db)
+        assert at_kill and all(t is None for t in at_kill.values()), at_kill  # intents only
+        assert sum(len(fake.messages(int(t["id"]))) for t in fake.threads()) == len(FORUMS)
+
+        second = post(config, fake.token, log)
+        assert second.wait(60) == 0, log.read_text()[-3000:]
+
+    recorded = threads_recorded(db)
+    for forum in FORUMS:
+        [thread] = fake.threads(forum)  # found again, not opened twice
+        messages = fake.messages(int(thread["id"]))
+        assert len(messages) == PARTS and messages[0].id == int(thread["id"])
+        assert not messages[0].components and messages[-1].components  # in order
+        assert recorded[str(forum)] == thread["id"]
+        assert fake.messages(forum) == []
+    assert fake.counters.requests["POST /channels/{channel_id}/threads"] == len(FORUMS)

@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo
 import httpx
 import pytest
 
-from bots.cli import EXIT_FAILED
+from bots.cli.common import EXIT_FAILED
 from bots.runtime import run
 from digest_core.testing import PinnedClock, SettableClock
 from tests.bots.telegram.harness import (

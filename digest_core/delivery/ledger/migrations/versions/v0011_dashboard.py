@@ -1,11 +1,9 @@
-"""Schema 10: the editor's dashboard. Clicks on tracked links (``link_clicks``) and readers'
+"""Schema 11: the editor's dashboard. Clicks on tracked links (``link_clicks``) and readers'
 commands, section buttons and search hits (``usage_counts``), counted per day and never per
 reader; indexes for the audit log's filters (who, what, day) and the audience per day.
 
-(Numbered 10 on its branch; another branch's schema 10 makes this one 11 when both land.)
-
-Revision ID: 0010
-Revises: 0009
+Revision ID: 0011
+Revises: 0010
 """
 
 from __future__ import annotations
@@ -15,8 +13,8 @@ from alembic import op
 
 from digest_core.delivery.ledger.migrations import set_schema_version
 
-revision: str = "0010"
-down_revision: str | None = "0009"
+revision: str = "0011"
+down_revision: str | None = "0010"
 branch_labels: str | None = None
 depends_on: str | None = None
 
@@ -54,4 +52,4 @@ def upgrade() -> None:
     )
     op.create_index("ix_audit_action", "audit", ["action", "id"], if_not_exists=True)
     op.create_index("ix_audit_user", "audit", ["user_id", "id"], if_not_exists=True)
-    set_schema_version(10)
+    set_schema_version(11)

@@ -7,7 +7,6 @@ import datetime as dt
 import logging
 import sys
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
@@ -26,9 +25,9 @@ _NEEDS_EXTRA = (
 )
 
 
-def register(sub: Any, common: argparse.ArgumentParser) -> None:
-    """Add ``site build`` and ``site serve`` to the ``digest-bot`` parser's subcommands."""
-    p = sub.add_parser("site", parents=[common], help="build or serve the web archive")
+def configure(p: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+    """``site build`` and ``site serve`` under ``site`` (its line in ``--help`` is in
+    :data:`bots.cli.COMMANDS`)."""
     ssub = p.add_subparsers(title="site commands", metavar="ACTION", required=True)
     b = ssub.add_parser(
         "build",
@@ -49,7 +48,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         help="links to folders (2026/11/27/) and a fetched search index, for a web server "
         "only; by default the site works both served and opened from disk",
     )
-    b.set_defaults(handler=cmd_site_build)
+    b.set_defaults(handler=cmd_site_build, reports=True)
     s = ssub.add_parser(
         "serve", parents=[common], help="serve the web archive on this machine (Ctrl-C stops)"
     )
@@ -88,7 +87,7 @@ def _base_url(args: argparse.Namespace, settings: Settings) -> str | None:
 def _rule(settings: Settings, clock: Clock) -> PublishRule:
     """The embargo as the settings and the ledger make it: each issue from its post time on,
     or since an admin published it early."""
-    from bots.cli_editor import early_publishes_of
+    from bots.cli.editor import early_publishes_of
 
     return Embargo(
         zone=settings.zone,

@@ -5,18 +5,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 from pathlib import Path
-from typing import Any
 
 from digest_core.settings import Settings
 
 EXIT_OK = 0
 
 
-def register(sub: Any, common: argparse.ArgumentParser) -> None:
-    """Add ``db`` and its actions to the ``digest-bot`` subcommands ``sub``."""
-    p = sub.add_parser(
-        "db", parents=[common], help="the ledger database: upgrade, backup, status, prune"
-    )
+def configure(p: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+    """The actions of ``db`` (its line in ``--help`` is in :data:`bots.cli.COMMANDS`)."""
     dsub = p.add_subparsers(title="db commands", metavar="ACTION", required=True)
     a = dsub.add_parser(
         "upgrade",

@@ -1,4 +1,8 @@
-"""The editor's commands: `archive list`, `archive add`, `new` and `schema`."""
+"""The editor's commands: `archive list`, `archive add`, `archive search`, `new` and `schema`.
+
+``archive search`` imports only the archive: the scheduler (what ``add`` and ``new`` ask for
+a post time) is imported by the commands that need it.
+"""
 
 from __future__ import annotations
 
@@ -9,69 +13,68 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from bots.cli.common import EXIT_USAGE, parse_date
 from digest_core.archive import Archive
 from digest_core.archive.adding import MAX_ADD_BYTES, add_issue
 from digest_core.archive.template import issue_template
-from digest_core.clock import zoned_text
 from digest_core.errors import IssueFormatError, IssuePublished
 from digest_core.models import Issue, issue_json_schema, shorten
-from digest_core.publishing.schedule import post_time_of
-from digest_core.settings import Settings
+
+if TYPE_CHECKING:
+    from digest_core.settings import Settings
 
 log = logging.getLogger(__name__)
 
 EXIT_OK, EXIT_FAILED = 0, 1
 
 
-def _date(text: str) -> dt.date:
-    try:
-        return dt.date.fromisoformat(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a date (YYYY-MM-DD)") from None
-
-
-def register_archive(asub: Any, common: argparse.ArgumentParser) -> None:
-    """``archive list`` and ``archive add`` under the ``archive`` command."""
+def configure_archive(p: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+    """``archive list``, ``archive add`` and ``archive search`` under ``archive``."""
+    asub = p.add_subparsers(title="archive commands", metavar="ACTION", required=True)
     a = asub.add_parser(
         "list",
         parents=[common],
         help="every issue: date, published/scheduled/invalid, headline, briefs (exit 1 if any "
         "file is invalid)",
     )
-    a.set_defaults(handler=cmd_archive_list)
+    a.set_defaults(handler=cmd_archive_list, reports=True)
     a = asub.add_parser(
         "add",
         parents=[common],
         help="check an issue file and store it in the archive as YYYY-MM-DD.<type>",
     )
     a.add_argument("file", type=Path, metavar="FILE", help="the issue file (.txt, .json, .yaml)")
-    a.add_argument("--date", type=_date, help="the issue's date when the name carries none")
+    a.add_argument("--date", type=parse_date, help="the issue's date when the name carries none")
     a.add_argument(
         "--correct",
         action="store_true",
         help="replace an issue that is already published (a correction)",
     )
-    a.set_defaults(handler=cmd_archive_add)
+    a.set_defaults(handler=cmd_archive_add, reports=True)
+    a = asub.add_parser("search", parents=[common], help="find a word in titles and bodies")
+    a.add_argument("word", help="word to look for (substring match)")
+    a.add_argument("--limit", type=int, default=20, help="at most this many hits (default 20)")
+    a.set_defaults(handler=cmd_archive_search, reports=True)
 
 
-def register(sub: Any, common: argparse.ArgumentParser) -> None:
-    """``new`` and ``schema``."""
-    p = sub.add_parser(
-        "new", parents=[common], help="write a commented template of an issue (YAML) to fill in"
-    )
+def configure_new(p: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+    """The argument and option of ``new``."""
     p.add_argument(
         "date",
         nargs="?",
-        type=_date,
+        type=parse_date,
         metavar="DATE",
         help="the issue's date YYYY-MM-DD (default: the day of the next post)",
     )
     p.add_argument("-o", "--output", type=Path, help="where to write it (default: ./DATE.yaml)")
-    p.set_defaults(handler=cmd_new)
-    p = sub.add_parser("schema", parents=[common], help="print the JSON schema of an issue file")
-    p.set_defaults(handler=cmd_schema)
+    p.set_defaults(handler=cmd_new, reports=True)
+
+
+def configure_schema(p: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+    """``schema`` has no options of its own."""
+    p.set_defaults(handler=cmd_schema, reports=True)
 
 
 # ---------------------------------------------------------------- archive list
@@ -156,6 +159,27 @@ def cmd_archive_list(args: argparse.Namespace, settings: Settings) -> int:
     return EXIT_FAILED if invalid else EXIT_OK
 
 
+# ---------------------------------------------------------------- archive search
+
+
+def cmd_archive_search(args: argparse.Namespace, settings: Settings) -> int:
+    """The issues that mention ``args.word``, newest first; exit 1 when none does."""
+    # one search in a fresh process: no index to build, the raw text narrows what is parsed
+    if not args.word.strip():
+        print("digest-bot: archive search: give a word to look for, e.g. 模型", file=sys.stderr)
+        return EXIT_USAGE
+    archive = Archive(settings.archive_dir, index=False)
+    hits = archive.search(args.word, limit=args.limit)
+    for hit in hits:
+        print(hit.describe())
+    for problem in archive.known_problems():
+        print(f"skipped: {problem}", file=sys.stderr)
+    if not hits:
+        print(f"no issue mentions {args.word!r}", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK
+
+
 # ---------------------------------------------------------------- archive add
 
 
@@ -197,6 +221,9 @@ def cmd_archive_add(args: argparse.Namespace, settings: Settings) -> int:
         return EXIT_FAILED
     for hint in added.hints:
         print(hint, file=sys.stderr)
+    from digest_core.clock import zoned_text
+    from digest_core.publishing.schedule import post_time_of
+
     issue = added.issue
     when = post_time_of(issue.date, zone=settings.zone, post_time=settings.schedule.time)
     if added.unchanged:
@@ -234,6 +261,8 @@ def cmd_new(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _next_post_day(settings: Settings) -> dt.date:
+    from digest_core.publishing.schedule import post_time_of
+
     now = dt.datetime.now(dt.UTC)
     today = now.astimezone(settings.zone).date()
     due = post_time_of(today, zone=settings.zone, post_time=settings.schedule.time)

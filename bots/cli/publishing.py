@@ -25,7 +25,7 @@ def add_options(parser: argparse.ArgumentParser) -> None:
 
 def cmd_preview_to_admins(args: argparse.Namespace, settings: Settings) -> int:
     """Exit 0 when at least one admin got the preview, else 1 (the reason on stderr)."""
-    from bots.cli import EXIT_FAILED, EXIT_OK, _run_async
+    from bots.cli.common import EXIT_FAILED, EXIT_OK, run_async
 
     async def send() -> int:
         from bots.runtime import open_service
@@ -50,4 +50,4 @@ def cmd_preview_to_admins(args: argparse.Namespace, settings: Settings) -> int:
             return EXIT_FAILED
         return EXIT_OK
 
-    return _run_async(send())
+    return run_async(send())

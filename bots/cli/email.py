@@ -21,9 +21,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
-    """Add ``email export ADDRESS`` and ``email forget ADDRESS``."""
-    p = subparsers.add_parser("email", parents=[common], help="email readers: export, forget")
+def configure(p: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+    """``email export|forget ADDRESS``, ``email bounces`` and ``email notify-correction DATE``
+    under ``email`` (:data:`bots.registry.PLATFORM_COMMANDS`)."""
     sub = p.add_subparsers(title="email commands", metavar="ACTION", required=True)
     e = sub.add_parser(
         "export", parents=[common], help="print what is kept about one reader (JSON)"
@@ -72,33 +72,22 @@ def _bounces(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def bounces(settings: Settings) -> dict[str, int]:
-    """Read the bounce mailbox once and act on it: a hard bounce, a complaint or an
-    unsubscribe mail ends the reader's subscription and forgets the address; soft bounces are
-    counted and end it at ``email.soft_bounce_limit``. Counts by kind, and ``deactivated``."""
-    from bots.email.bounces import Kind, read_mailbox
-    from bots.email.settings import EmailSettings
+    """Read the bounce mailbox once and act on it, as the running bot does every
+    ``email.bounce_check_seconds`` (:meth:`bots.email.adapter.EmailAdapter.read_bounces`): a
+    hard bounce, a complaint or an unsubscribe mail ends the reader's subscription and forgets
+    the address; soft bounces are counted and end it at ``email.soft_bounce_limit``. Counts by
+    kind, and ``deactivated``."""
+    from bots.email.adapter import EmailAdapter
     from bots.runtime import open_service
 
-    section = settings.platforms["email"]
-    assert isinstance(section, EmailSettings)
-    events = await read_mailbox(section)
-    book, _ = _book(settings)
-    counts = {kind.value: 0 for kind in Kind}
-    counts["deactivated"] = 0
     async with open_service(settings, only="email", out=io.StringIO()) as service:
-        for event in events:
-            counts[event.kind.value] += 1
-            if event.kind is Kind.SOFT:
-                seen = await book.soft_bounce(event.reader)
-                if seen < section.soft_bounce_limit:
-                    log.info("reader %s: soft bounce %d (%s)", event.reader, seen, event.status)
-                    continue
-            if await service.subscribe("email", event.reader, on=False):
-                counts["deactivated"] += 1
-            await book.remove(event.reader)
-            log.info("reader %s deactivated: %s %s", event.reader, event.kind, event.status)
-    book.close()
-    return counts
+        adapter = service.platforms["email"]
+        assert isinstance(adapter, EmailAdapter)
+        await adapter.start(service, receive=False)
+        try:
+            return await adapter.read_bounces()
+        finally:
+            await adapter.stop()
 
 
 def _date(text: str) -> dt.date:

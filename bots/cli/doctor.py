@@ -5,21 +5,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-from typing import Any
 
 from digest_core.settings import Settings
 
 log = logging.getLogger(__name__)
 
 
-def register(sub: Any, common: argparse.ArgumentParser) -> None:
-    """Add ``doctor`` to the CLI's subcommands."""
-    p = sub.add_parser(
-        "doctor",
-        parents=[common],
-        help="check config, archive, ledger, tokens, channel rights, webhook and clock; "
-        "print a table with the fix for each failure (exit 1 if any fails)",
-    )
+def configure(p: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+    """``doctor`` has no options of its own (its line in ``--help``: :data:`bots.cli.COMMANDS`)."""
     p.set_defaults(handler=cmd_doctor)
 
 

@@ -1,0 +1,207 @@
+"""The DingTalk app robot: the custom-robot webhooks plus an app's robot that answers readers.
+
+With ``[dingtalk] client_id`` set, the adapter is this one: it still posts to the named webhook
+targets, and through the app to the group conversations of ``chats`` and to readers one to one
+(:mod:`bots.dingtalk.api`); it receives messages in Stream mode or over the HTTP callback
+(:mod:`bots.dingtalk.receiving`) and answers through the core (:mod:`bots.dingtalk.handlers`).
+Readers can subscribe: their target is their staff id. Posts to readers carry an ActionCard
+whose buttons send the section's command (``/classic 2026-11-27``); in groups, where such a
+message would not reach the robot (it hears only @-mentions), posts stay markdown.
+
+Sends are at least once: DingTalk's send APIs take no idempotency key, so a part whose
+outcome was unknown (a crash mid-send) may arrive twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from bots.dingtalk.adapter import DingTalkAdapter
+from bots.dingtalk.api import DingTalkApi
+from bots.dingtalk.handlers import DingTalkHandlers
+from bots.dingtalk.receiving import CallbackServer, StreamConnection
+from bots.dingtalk.settings import DingTalkSettings
+from bots.inflight import RESTARTING, InFlight
+from bots.workchat.transport import WebhookTransport
+from digest_core.port import (
+    Clock,
+    Message,
+    PartKey,
+    PlatformLimits,
+    RenderOptions,
+    Target,
+    TargetKind,
+    TransientError,
+)
+from digest_core.rendering import dingtalk as dingtalk_render
+
+if TYPE_CHECKING:
+    from digest_core.port import Port
+
+log = logging.getLogger(__name__)
+
+
+class DingTalkAppAdapter(DingTalkAdapter):
+    """DingTalk's app robot (see the module doc)."""
+
+    subscriptions = True
+
+    def __init__(
+        self,
+        settings: DingTalkSettings,
+        *,
+        clock: Clock,
+        limits: PlatformLimits | None = None,
+        time_scale: float = 1.0,
+        in_flight: InFlight | None = None,
+    ) -> None:
+        super().__init__(settings, clock=clock, limits=limits, time_scale=time_scale)
+        assert settings.client_id is not None
+        self.settings: DingTalkSettings = settings
+        self.in_flight = in_flight if in_flight is not None else InFlight()
+        self.admins = frozenset(settings.admins)
+        self.post_options = RenderOptions(buttons=True)
+        self._secret = settings.resolved_client_secret().get_secret_value()
+        self._app_transport = WebhookTransport(
+            platform=self.name, timeout=settings.request_timeout_seconds, secrets=[self._secret]
+        )
+        self.api = DingTalkApi(
+            base=settings.openapi_base,
+            client_id=settings.client_id,
+            client_secret=self._secret,
+            robot_code=settings.robot,
+            transport=self._app_transport,
+            clock=clock,
+        )
+        self._port: Port | None = None
+        self._receiver: StreamConnection | CallbackServer | None = None
+
+    async def send(self, target: Target, message: Message, *, key: PartKey | None = None) -> str:
+        """To a webhook target by name, else through the app: a group conversation (its
+        buttons left out) or a reader one to one.
+
+        Raises:
+            the Platform contract's errors (:meth:`DingTalkApi.send`).
+        """
+        if target.id in self._webhooks:
+            return await super().send(target, dingtalk_render.as_markdown(message), key=key)
+        group = target.kind is not TargetKind.PRIVATE
+        sent = dingtalk_render.as_markdown(message) if group else message
+        await self.api.send(target.id, sent, group=group)
+        return self.message_id(target.id, message, key)
+
+    def channel_targets(self) -> list[Target]:
+        chats = [Target(self.name, c, TargetKind.GROUP) for c in self.settings.chats]
+        return [*super().channel_targets(), *chats]
+
+    async def alert_admins(self, text: str) -> None:
+        """The webhook alert target (if any), and each admin one to one (best effort).
+
+        Raises:
+            TransientError: nobody got it and DingTalk could not be reached.
+        """
+        await super().alert_admins(text)
+        reached, unreachable = 0, ""
+        for admin in sorted(self.admins):
+            try:
+                await self.reply(admin, TargetKind.PRIVATE, self.flavor.notice(text))
+                reached += 1
+            except TransientError as exc:
+                unreachable = str(exc)
+            except Exception as exc:
+                log.warning("could not alert dingtalk admin %s: %s", admin, exc)
+        if self.admins and not reached and unreachable:
+            raise TransientError(f"no admin got the alert: {unreachable}", platform=self.name)
+
+    async def reply(
+        self,
+        chat: str,
+        kind: TargetKind,
+        messages: Sequence[Message],
+        *,
+        paced: list[float] | None = None,
+    ) -> list[str]:
+        """Send ``messages`` to ``chat`` as a reply, paced by the core with the deliveries.
+
+        Raises:
+            DeliveryError: a message could not be sent (the rest are not attempted).
+        """
+        target = Target(self.name, chat, kind)
+        port = self._require_port(target)
+        return await port.reply(
+            self, target, messages, send=functools.partial(self.send, key=None), paced=paced
+        )
+
+    async def tell_restarting(self, chat: str, kind: TargetKind) -> None:
+        target = Target(self.name, chat, kind)
+        self._require_port(target).account(self, target)
+        for message in self.flavor.notice(RESTARTING):
+            await self.send(target, message)
+
+    def _require_port(self, target: Target) -> Port:
+        if self._port is None:
+            raise TransientError(
+                "the DingTalk app robot is not running", platform=self.name, target=target.id
+            )
+        return self._port
+
+    @property
+    def connected(self) -> bool:
+        receiver = self._receiver
+        if isinstance(receiver, StreamConnection):
+            return receiver.connected
+        return self._port is not None
+
+    async def start(self, port: Port | None = None, *, receive: bool = True) -> None:
+        """Open the HTTP clients, fetch the token; with ``receive``, open the stream (or the
+        callback server).
+
+        Raises:
+            ConfigError: DingTalk refused the app's credentials, or the callback address.
+            TransientError: DingTalk could not be reached.
+        """
+        await super().start(port, receive=receive)
+        await self._app_transport.start()
+        self._port = port
+        await self.api.token()
+        if not receive or port is None:
+            return
+        handlers = DingTalkHandlers(self, port)
+        s = self.settings
+        assert s.client_id is not None
+        receiver: StreamConnection | CallbackServer
+        if s.mode == "http":
+            receiver = CallbackServer(
+                listen=s.listen_address(),
+                path=s.callback_path,
+                client_secret=self._secret,
+                receiver=handlers.on_message,
+            )
+            await receiver.start()
+            log.info("dingtalk: robot callback on %s%s", s.callback_listen, s.callback_path)
+        else:
+            receiver = StreamConnection(
+                client_id=s.client_id,
+                client_secret=self._secret,
+                openapi_base=s.openapi_base,
+                receiver=handlers.on_message,
+            )
+            await receiver.start(asyncio.get_running_loop())
+            log.info("dingtalk: stream open")
+        self._receiver = receiver
+
+    async def stop(self) -> None:
+        receiver, self._receiver = self._receiver, None
+        if receiver is not None:
+            await receiver.stop()
+        self.in_flight.close()
+        if not await self.in_flight.idle(3.0):
+            await self.in_flight.cancel(within=1.0)
+        await self.in_flight.apologise(within=1.5)
+        self._port = None
+        await self._app_transport.stop()
+        await super().stop()

@@ -1,0 +1,130 @@
+"""The app robot's answers: a message turned into a core Request, its Reply into markdown (or
+an ActionCard whose buttons send the commands they name, as a reader would type them).
+
+DingTalk delivers group messages to a robot only when it is @-mentioned; a private chat's
+target is the reader's staff id (one-to-one messages), a group's its openConversationId.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from bots.dingtalk.receiving import RobotMessage
+from digest_core.port import (
+    ADMIN,
+    PRIVATE_COMMANDS,
+    DeliveryError,
+    Message,
+    Reply,
+    Request,
+    Status,
+    TargetKind,
+    UserRateLimiter,
+    Verdict,
+    parse_command_line,
+)
+from digest_core.rendering import dingtalk as dingtalk_render
+
+if TYPE_CHECKING:
+    from bots.dingtalk.app import DingTalkAppAdapter
+    from digest_core.port import Port
+
+log = logging.getLogger(__name__)
+
+HELP_HINT = "发送 /help 查看全部命令。\nSend /help to see what I can do."
+FAILED = "出错了，请稍后再试。/ Something went wrong; please try again later."
+
+
+def choice_buttons(reply: Reply) -> list[tuple[str, str]]:
+    """A reply's choices (``/settings``) as ActionCard buttons sending their commands."""
+    return [(c.label, "/" + c.data.split(":", 1)[1]) for row in reply.choices for c in row]
+
+
+class DingTalkHandlers:
+    """Commands of one running app robot."""
+
+    def __init__(self, adapter: DingTalkAppAdapter, port: Port) -> None:
+        self.adapter = adapter
+        self.port = port
+        s = adapter.settings
+        self.limiter = UserRateLimiter(
+            burst=s.command_burst, window=s.command_window_seconds, clock=port.clock
+        )
+
+    async def on_message(self, message: RobotMessage) -> None:
+        where = self._where(message)
+        await self.adapter.in_flight.run(
+            f"dingtalk message {message.message_id}",
+            lambda: self._on_message(message),
+            apologise=lambda: self.adapter.tell_restarting(*where),
+        )
+
+    @staticmethod
+    def _where(message: RobotMessage) -> tuple[str, TargetKind]:
+        if message.private:
+            return message.sender, TargetKind.PRIVATE
+        return message.conversation, TargetKind.GROUP
+
+    async def _on_message(self, message: RobotMessage) -> None:
+        if not message.private and not message.mentioned:
+            return
+        where = self._where(message)
+        user = message.sender
+        parsed = parse_command_line(message.text)
+        if parsed is None:
+            if message.private and await self._allowed(user, where):
+                await self._send(*where, self.adapter.flavor.notice(HELP_HINT))
+            return
+        name, args = parsed
+        if not message.private and name not in self.port.command_names:
+            return
+        if not await self._allowed(user, where):
+            return
+        if name in PRIVATE_COMMANDS and not message.private:
+            text = f"请私信机器人发送 /{name}。\nTo {name}, send /{name} to the robot privately."
+            await self._send(*where, self.adapter.flavor.notice(text))
+            return
+        admin = user in self.adapter.admins
+        request = Request(
+            name,
+            args,
+            platform=self.adapter.name,
+            flavor=self.adapter.flavor,
+            user=user,
+            chat=where[0],
+            capabilities=ADMIN if admin else frozenset(),
+            # DingTalk has no callback buttons: an admin confirms by sending the command again
+            # with its answer typed (the console's way), so a request is taken as confirmed
+            confirmed=admin,
+        )
+        reply = await self._handle(request)
+        messages = list(reply.messages)
+        if reply.choices and messages:
+            messages[-1] = dingtalk_render.action_card(messages[-1], choice_buttons(reply))
+        if reply.private and not message.private and reply.status is not Status.REFUSED:
+            await self._send(user, TargetKind.PRIVATE, messages)
+        else:
+            await self._send(*where, messages)
+
+    async def _allowed(self, user: str, where: tuple[str, TargetKind]) -> bool:
+        if user in self.adapter.admins:
+            return True
+        verdict = self.limiter.check(user)
+        if verdict is Verdict.WARN:
+            await self._send(*where, self.adapter.flavor.notice(self.limiter.slow_down()))
+        return verdict is Verdict.ALLOW
+
+    async def _handle(self, request: Request) -> Reply:
+        try:
+            return await self.port.handle(request)
+        except Exception:  # a broken command must not take the bot down
+            log.exception("dingtalk: /%s failed", request.command)
+            return Reply(self.adapter.flavor.notice(FAILED), status=Status.ERROR)
+
+    async def _send(self, chat: str, kind: TargetKind, messages: Sequence[Message]) -> None:
+        try:
+            await self.adapter.reply(chat, kind, messages)
+        except DeliveryError as exc:
+            log.warning("dingtalk: reply to %s not sent: %s", chat, exc)

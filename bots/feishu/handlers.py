@@ -1,0 +1,281 @@
+"""The app bot's answers: a message, a card press or a menu choice turned into core Requests,
+and their Replies into cards (buttons as in Telegram's inline keyboards).
+
+What is Feishu's is decided here: a group message counts when it @-mentions the bot; a private
+chat's target is the reader's open_id (``ou_…``), a group's its chat id (``oc_…``); a section
+button's answer goes to the presser privately (Feishu lets an app's bot write to anyone within
+its availability, so no "start the bot first" step), and the press shows a toast.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from bots.feishu.receiving import CardPress, MenuChoice, Receivers, TextMessage
+from digest_core.port import (
+    ADMIN,
+    PRIVATE_COMMANDS,
+    Action,
+    Choice,
+    DeliveryError,
+    Message,
+    Reply,
+    Request,
+    Section,
+    Status,
+    TargetGone,
+    TargetKind,
+    UserRateLimiter,
+    Verdict,
+    parse_action_data,
+    parse_button_data,
+    parse_choice,
+    parse_command_line,
+    plain_renderer,
+    preview,
+    spec,
+)
+from digest_core.rendering import feishu as feishu_render
+
+if TYPE_CHECKING:
+    from bots.feishu.app import FeishuAppAdapter
+    from digest_core.port import Port
+
+log = logging.getLogger(__name__)
+
+HELP_HINT = "发送 /help 查看全部命令。\nSend /help to see what I can do."
+FAILED = "出错了，请稍后再试。/ Something went wrong; please try again later."
+SENT_PRIVATELY = "已私信发送 / sent to you in private"
+#: the longest button data we make (Feishu documents no limit for a button's value; ours,
+#: so a confirmation's data stays as short as Telegram's would not have to be)
+MAX_BUTTON_DATA = 200
+
+
+def menu_command(key: str) -> str | None:
+    """The command a bot-menu item runs: its event_key names a listed command of the
+    catalogue that needs no argument (``today``, ``headline``, …), else None."""
+    try:
+        declared = spec(key)
+    except KeyError:
+        return None
+    if not declared.menu or any(a.required for a in declared.args):
+        return None
+    return declared.name
+
+
+def with_choices(messages: Sequence[Message], rows: Sequence[Sequence[Choice]]) -> list[Message]:
+    """``messages`` with the reply's choice buttons on the last card."""
+    out = list(messages)
+    if out and rows:
+        out[-1] = feishu_render.with_buttons(
+            out[-1], [[(c.label, c.data) for c in r] for r in rows]
+        )
+    return out
+
+
+class FeishuHandlers:
+    """Commands, buttons and menu choices of one running app bot."""
+
+    def __init__(self, adapter: FeishuAppAdapter, port: Port) -> None:
+        self.adapter = adapter
+        self.port = port
+        s = adapter.settings
+        self.limiter = UserRateLimiter(
+            burst=s.command_burst, window=s.command_window_seconds, clock=port.clock
+        )
+
+    @property
+    def receivers(self) -> Receivers:
+        return Receivers(message=self.on_message, press=self.on_press, menu=self.on_menu)
+
+    def _request(self, name: str, args: tuple[str, ...], user: str, chat: str) -> Request:
+        admin = user in self.adapter.admins
+        return Request(
+            name,
+            args,
+            platform=self.adapter.name,
+            flavor=self.adapter.flavor,
+            user=user,
+            chat=chat,
+            capabilities=ADMIN if admin else frozenset(),
+        )
+
+    async def _allowed(self, user: str, target: tuple[str, TargetKind]) -> bool:
+        if user in self.adapter.admins:
+            return True
+        verdict = self.limiter.check(user)
+        if verdict is Verdict.WARN:
+            await self._send(*target, self.adapter.flavor.notice(self.limiter.slow_down()))
+        return verdict is Verdict.ALLOW
+
+    # ------------------------------------------------------------ messages
+
+    async def on_message(self, message: TextMessage) -> None:
+        await self.adapter.in_flight.run(
+            f"feishu message {message.message_id}",
+            lambda: self._on_message(message),
+            apologise=lambda: self._apologise(message),
+        )
+
+    async def _apologise(self, message: TextMessage) -> None:
+        where = self._where(message)
+        await self.adapter.tell_restarting(*where)
+
+    def _where(self, message: TextMessage) -> tuple[str, TargetKind]:
+        if message.chat_type == "p2p":
+            return message.sender, TargetKind.PRIVATE
+        return message.chat_id, TargetKind.GROUP
+
+    async def _on_message(self, message: TextMessage) -> None:
+        private = message.chat_type == "p2p"
+        if not private and self.adapter.bot_open_id not in message.mentioned:
+            return  # not addressed to us (groups deliver only @-mentions to the bot anyway)
+        where = self._where(message)
+        parsed = parse_command_line(message.text)
+        if parsed is None:
+            if private and await self._allowed(message.sender, where):
+                await self._send(*where, self.adapter.flavor.notice(HELP_HINT))
+            return
+        name, args = parsed
+        if not private and name not in self.port.command_names:
+            return
+        if not await self._allowed(message.sender, where):
+            return
+        if name in PRIVATE_COMMANDS and not private:
+            text = (
+                f"请私信机器人发送 /{name}。\nTo {name}, send /{name} to the bot in a private chat."
+            )
+            await self._send(*where, self.adapter.flavor.notice(text))
+            return
+        request = self._request(name, args, message.sender, where[0])
+        reply = await self._handle(request)
+        messages = self._drawn(reply, prompt_chat=where[0])
+        if reply.private and not private and reply.status is not Status.REFUSED:
+            await self._send(message.sender, TargetKind.PRIVATE, messages)
+        else:
+            await self._send(*where, messages)
+
+    def _drawn(self, reply: Reply, *, prompt_chat: str) -> list[Message]:
+        """The reply's messages with its buttons: a confirmation's, or its choices."""
+        if reply.confirm is not None:
+            prompt = self.port.confirmations.prompt(reply, limit=MAX_BUTTON_DATA)
+            messages = list(prompt.messages)
+            if prompt.buttons and messages:
+                row = [(b.label, b.data) for b in prompt.buttons]
+                messages[-1] = feishu_render.with_buttons(messages[-1], [row])
+            return messages
+        if reply.choices:
+            return with_choices(reply.messages, reply.choices)
+        return list(reply.messages)
+
+    async def _handle(self, request: Request) -> Reply:
+        try:
+            return await self.port.handle(request)
+        except Exception:  # a broken command must not take the bot down
+            log.exception("feishu: /%s failed", request.command)
+            return Reply(self.adapter.flavor.notice(FAILED), status=Status.ERROR)
+
+    # ------------------------------------------------------------ buttons and menu
+
+    async def on_press(self, press: CardPress) -> str | None:
+        """A card button: the toast to show (the answer itself comes as messages)."""
+        return await self.adapter.in_flight.run(
+            f"feishu press {press.message_id}",
+            lambda: self._on_press(press),
+            apologise=lambda: self.adapter.tell_restarting(press.operator, TargetKind.PRIVATE),
+        )
+
+    async def _on_press(self, press: CardPress) -> str | None:
+        data, user = press.data, press.operator
+        if self.port.confirmations.is_ours(data):
+            return await self._on_confirm(press)
+        if user not in self.adapter.admins:
+            verdict = self.limiter.check(user)
+            if verdict is not Verdict.ALLOW:
+                return self.limiter.slow_down() if verdict is Verdict.WARN else None
+        action = parse_action_data(data)
+        if action is not None:
+            return await self._on_action(user, *action)
+        choice = parse_choice(data)
+        if choice is not None:
+            reply = await self._handle(self._request(*choice, user, user))
+            await self._send(user, TargetKind.PRIVATE, with_choices(reply.messages, reply.choices))
+            return "✓" if reply.status is Status.OK else None
+        parsed = parse_button_data(data)
+        if parsed is None:
+            return None  # not ours (or from an older version)
+        return await self._on_section(user, *parsed)
+
+    async def _on_section(self, user: str, date: dt.date, section: Section) -> str | None:
+        request = self._request(section.value, (), user, user)
+        reply = await self.port.section(request, date, section)
+        if reply.status is Status.NOT_FOUND:
+            return str(reply.extra.get("problem", ""))[:200] or None
+        try:
+            await self.adapter.reply(user, TargetKind.PRIVATE, reply.messages)
+        except TargetGone:
+            return "无法私信你：请联系管理员把你加入应用的可用范围。/ The bot cannot message you."
+        except DeliveryError as exc:
+            log.warning("feishu: section %s for %s failed: %s", section, user, exc)
+            return "发送失败，请稍后再试。/ Could not send; try again later."
+        return f"{section.label}：{SENT_PRIVATELY}"
+
+    async def _on_action(self, user: str, command: str, args: tuple[str, ...]) -> str | None:
+        request = replace(self._request(command, args, user, user), confirmed=True)
+        if user not in self.adapter.admins:
+            plain = plain_renderer()
+            refused = await self._handle(replace(request, flavor=plain))
+            return preview(refused.messages[0], plain)[:200] if refused.messages else None
+        reply = await self._handle(request)
+        await self._send(user, TargetKind.PRIVATE, reply.messages)
+        return "✓"
+
+    async def _on_confirm(self, press: CardPress) -> str | None:
+        """A confirmation button (on a prompt sent to an admin privately): the core decides;
+        the outcome goes to the presser's private chat, the decision's text to the toast."""
+        user = press.operator
+        by = self._request("", (), user, user)
+        confirmations = self.port.confirmations
+        prompt = (press.chat_id, press.message_id)
+        async with confirmations.press(press.data, by=by, prompt=prompt) as d:
+            if d.action is Action.IGNORE:
+                return None
+            if d.action is Action.RUN:
+                reply = await confirmations.run(d)
+                await self._send(user, TargetKind.PRIVATE, reply.messages)
+            return d.text or d.note or None
+
+    async def on_menu(self, choice: MenuChoice) -> None:
+        """A bot-menu item: the command its event_key names, answered privately."""
+        name = menu_command(choice.key)
+        user = choice.operator
+        if name is None:
+            log.info("feishu: a menu item with event_key %r names no command", choice.key[:30])
+            return
+
+        async def run() -> None:
+            if not await self._allowed(user, (user, TargetKind.PRIVATE)):
+                return
+            reply = await self._handle(self._request(name, (), user, user))
+            await self._send(user, TargetKind.PRIVATE, self._drawn(reply, prompt_chat=user))
+
+        await self.adapter.in_flight.run(
+            f"feishu menu {name}",
+            run,
+            apologise=lambda: self.adapter.tell_restarting(user, TargetKind.PRIVATE),
+        )
+
+    # ------------------------------------------------------------ plumbing
+
+    async def _send(self, chat: str, kind: TargetKind, messages: Sequence[Message]) -> None:
+        try:
+            await self.adapter.reply(chat, kind, messages)
+        except DeliveryError as exc:
+            log.warning("feishu: reply to %s not sent: %s", chat, exc)
+
+
+__all__ = ["FeishuHandlers", "menu_command", "with_choices"]
