@@ -45,7 +45,7 @@ from benchmarks.archive import TODAY, make_archive
 from benchmarks.fanout import StallProbe
 from benchmarks.scale import UNLIMITED
 from bots.dashboard import Pages
-from bots.dashboard_auth import Access
+from bots.dashboard.auth import Access
 from bots.http import HttpEndpoint, Probe
 from bots.renderers import Flavor
 from digest_core.archive import Archive

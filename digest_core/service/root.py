@@ -70,9 +70,7 @@ class DigestService(ServicePort):
     ):
         """``publishing``: approval and alert times (default: no approval needed); call
         :meth:`load` before serving so early publishes recorded earlier count."""
-        #: readers' commands, buttons, searches and clicks counted for the dashboard, and
-        #: the sends of a post as they happen
-        self.usage = Usage(clock=clock, zone=zone)
+        self.usage = Usage(clock=clock, zone=zone)  # readers' counts, a post's live sends
         metrics = Tee(metrics, self.usage)
         engine.metrics = Tee(engine.metrics, self.usage)
         self.archive, self.ledger, self.engine, self.clock = archive, ledger, engine, clock

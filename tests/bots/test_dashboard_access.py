@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bots.dashboard_auth import ALL_FAILURES, CLIENT_FAILURES, WINDOW, Access
+from bots.dashboard.auth import ALL_FAILURES, CLIENT_FAILURES, WINDOW, Access
 from bots.registry import load_settings
 from digest_core.errors import ConfigError
 

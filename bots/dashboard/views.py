@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from bots import dashboard_charts as charts
-from bots.dashboard_auth import PATH, day_of, headers, session_of
+from bots.dashboard import charts
+from bots.dashboard.auth import PATH, day_of, headers, session_of
 
 if TYPE_CHECKING:
     from bots.dashboard import Pages

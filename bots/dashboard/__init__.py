@@ -7,8 +7,8 @@ page polls ``deliveries.json``; 429s and retries; a timeline of sends per second
 the platform's limit), **Audience**, **Stories** and the **audit log** (filtered by who, what
 and day, paged). The core answers each page and runs each button as its chat command
 (:class:`digest_core.service.dashboard.Dashboard`); this module is the web side: templates
-(Jinja2, every text escaped), charts (:mod:`bots.dashboard_charts`), access
-(:mod:`bots.dashboard_auth`). Nothing under ``/admin/`` but the login page and its style
+(Jinja2, every text escaped), charts (:mod:`bots.dashboard.charts`), access
+(:mod:`bots.dashboard.auth`). Nothing under ``/admin/`` but the login page and its style
 sheet answers without a session; every POST needs the session's CSRF token.
 """
 
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 from jinja2 import Environment, PackageLoader
 
-from bots.dashboard_auth import (
+from bots.dashboard.auth import (
     COOKIE,
     NAME,
     PATH,
@@ -82,7 +82,7 @@ class Pages:
         self.probe = probe
         self.access = access
         self.env = Environment(
-            loader=PackageLoader("bots", "dashboard_files/templates"),
+            loader=PackageLoader("bots.dashboard", "files/templates"),
             autoescape=True,
             trim_blocks=True,
             lstrip_blocks=True,
@@ -94,7 +94,7 @@ class Pages:
         return self.probe.service.dashboard
 
     def install(self) -> None:
-        from bots import dashboard_views as views
+        from bots.dashboard import views
 
         self.app.middlewares.append(self._guard)
         r = self.app.router
@@ -187,7 +187,7 @@ class Pages:
         name = request.match_info["name"]
         if name not in _STATIC:
             raise web.HTTPNotFound(headers=headers())
-        body = (files("bots") / "dashboard_files" / "static" / name).read_bytes()
+        body = (files("bots.dashboard") / "files" / "static" / name).read_bytes()
         return web.Response(
             body=body, content_type=_STATIC[name], charset="utf-8",
             headers={**headers(), "Cache-Control": "private, max-age=300"},
