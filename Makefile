@@ -87,10 +87,10 @@ lock: $(BIN)/python
 	@$(call quiet,$(BIN)/python -m pip install uv)
 	$(BIN)/uv pip compile pyproject.toml --python-version 3.11 -q --no-header \
 		--extra telegram --extra discord --extra http --extra site --extra email --extra feishu \
-		--extra dingtalk -o requirements/run.lock
+		--extra dingtalk --extra dashboard -o requirements/run.lock
 	$(BIN)/uv pip compile pyproject.toml --python-version 3.11 -q --no-header \
 		--extra telegram --extra discord --extra postgres --extra http --extra site --extra email \
-		--extra feishu --extra dingtalk --extra dev \
+		--extra feishu --extra dingtalk --extra dashboard --extra dev \
 		-o requirements/dev.lock
 
 clean:

@@ -8,7 +8,7 @@ import datetime as dt
 import logging
 import os
 import signal
-from collections.abc import AsyncIterator, Coroutine, Iterator
+from collections.abc import AsyncIterator, Coroutine, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
@@ -161,6 +161,7 @@ async def open_service(
     if settings.site.base_url is not None:  # posts and replies link to the web archive
         for adapter in adapters:
             adapter.post_options = replace(adapter.post_options, site_url=settings.site.base_url)
+    _track_links(settings, adapters)
     d = settings.delivery
     async with Ledger.open(
         settings.database_url,
@@ -208,6 +209,20 @@ async def open_service(
         yield service
 
 
+def _track_links(settings: Settings, adapters: Sequence[Adapter]) -> None:
+    """With ``[analytics] track_links``, every post's source links go through the bot's
+    counting redirect (:mod:`bots.links`), each platform's own."""
+    key, base = settings.analytics.resolved_secret_key(), settings.redirect_base
+    if not settings.analytics.track_links or key is None or base is None:
+        return
+    from bots.links import LinkTokens, LinkTracker
+
+    tokens = LinkTokens(key)
+    for adapter in adapters:
+        tracker = LinkTracker(tokens, base, adapter.name)
+        adapter.post_options = replace(adapter.post_options, links=tracker)
+
+
 def retention_job(service: DigestService, settings: Settings) -> RetentionJob:
     """The daily pruning of the ledger, as ``[ledger]`` configures it."""
     s = settings.ledger
@@ -223,6 +238,8 @@ def retention_job(service: DigestService, settings: Settings) -> RetentionJob:
 #: how often the archive is checked for a posted day's new file (corrected with ``corrections =
 #: "auto"``, else told to the admins)
 AUTO_CORRECT_SECONDS = 60.0
+#: how often readers' counts are added to the ledger (the dashboard flushes before it reads)
+USAGE_FLUSH_SECONDS = 15.0
 
 
 def _hours(h: float) -> dt.timedelta:
@@ -455,6 +472,11 @@ def _install_jobs(
             service.check_posted_files, "interval", seconds=AUTO_CORRECT_SECONDS,
             id="posted-files", max_instances=1, coalesce=True,
         )  # fmt: skip
+    # readers' counts (commands, buttons, searches, clicks) into the ledger, for the dashboard
+    scheduler.add_job(
+        service.usage.flush, "interval", args=[service.ledger], seconds=USAGE_FLUSH_SECONDS,
+        id="usage-counts", max_instances=1, coalesce=True,
+    )  # fmt: skip
 
 
 def _scheduler(settings: Settings) -> AsyncIOScheduler:
@@ -531,10 +553,18 @@ async def _endpoint(
         waiting=starts.waiting,
     )
     routes: list[RouteInstaller] = []
-    if settings.http.site:  # the web archive at the root
+    if settings.http.admin:  # the editor's dashboard at /admin/
+        from bots import dashboard
+
+        routes += dashboard.endpoint_routes(settings)
+    if settings.analytics.track_links:  # /r/<token>: tracked links
+        from bots import links
+
+        routes += links.endpoint_routes(settings)
+    if settings.http.site:  # the web archive at the root (last: it takes every other path)
         from bots.site_http import endpoint_routes
 
-        routes = endpoint_routes(settings)
+        routes += endpoint_routes(settings)
     endpoint = HttpEndpoint(probe, host=address[0], port=address[1], routes=routes)
     await endpoint.start()
     try:

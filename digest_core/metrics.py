@@ -64,3 +64,54 @@ class NullMetrics:
 
 
 NULL_METRICS: MetricsSink = NullMetrics()
+
+
+class Tee:
+    """Every event to each of ``sinks`` in turn (the Prometheus exporter and the dashboard's
+    counts, say)."""
+
+    def __init__(self, *sinks: MetricsSink) -> None:
+        self.sinks = sinks
+
+    def part(self, platform: str, outcome: str) -> None:
+        for sink in self.sinks:
+            sink.part(platform, outcome)
+
+    def rate_limited(self, platform: str) -> None:
+        for sink in self.sinks:
+            sink.rate_limited(platform)
+
+    def delivery(self, platform: str, seconds: float, *, ok: bool, at: dt.datetime) -> None:
+        for sink in self.sinks:
+            sink.delivery(platform, seconds, ok=ok, at=at)
+
+    def command(self, platform: str, command: str, seconds: float, *, status: str) -> None:
+        for sink in self.sinks:
+            sink.command(platform, command, seconds, status=status)
+
+
+class ReadersSink(Protocol):
+    """Where the core reports what readers looked at, for the dashboard's counts (never who:
+    no method is given a reader). Every method MUST return at once and MUST NOT raise."""
+
+    def section(self, platform: str, date: dt.date, section: str) -> None:
+        """A section button of the post of ``date`` was pressed."""
+        ...
+
+    def found(self, platform: str, stories: list[tuple[dt.date, str]]) -> None:
+        """A search showed these stories (issue date, ``headline`` / ``brief-3`` / ``classic``
+        / ``lede``)."""
+        ...
+
+
+class NullReaders:
+    """The sink that counts nothing (the default)."""
+
+    def section(self, platform: str, date: dt.date, section: str) -> None:
+        pass
+
+    def found(self, platform: str, stories: list[tuple[dt.date, str]]) -> None:
+        pass
+
+
+NULL_READERS: ReadersSink = NullReaders()

@@ -127,13 +127,52 @@ class DeliverySettings(_Section):
     ledger_check_seconds: float = Field(default=20.0, gt=0, le=300)
 
 
+def _secret(value: SecretStr | None, path: Path | None, key: str) -> str | None:
+    """A secret from its environment value or, else, the file named by ``key``; None when
+    neither is set.
+
+    Raises:
+        ConfigError: the file cannot be read or is empty.
+    """
+    if value is not None and value.get_secret_value().strip():
+        return value.get_secret_value().strip()
+    if path is None:
+        return None
+    try:
+        text = path.read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}", key=key) from exc
+    if not text:
+        raise ConfigError(f"{path} is empty; write the secret into it", key=key)
+    return text
+
+
 class HttpSettings(_Section):
     """The operator's HTTP endpoint: /healthz, /readyz, /metrics (off unless ``listen`` is set)."""
+
+    #: keys refused in the TOML file: secrets come from the environment or a file
+    secret_keys: ClassVar[tuple[str, ...]] = ("admin_password",)
 
     #: "HOST:PORT" to serve on, e.g. "127.0.0.1:9464"; unset (the default): no endpoint
     listen: str | None = None
     #: serve the web archive at the endpoint's root too (built live, published issues only)
     site: bool = False
+    #: the editor's dashboard at /admin/ (log in with ``admin_password``)
+    admin: bool = False
+    #: the dashboard's password or token: DIGEST_BOT_HTTP__ADMIN_PASSWORD, never the file
+    admin_password: SecretStr | None = None
+    #: a file holding it (Docker/Kubernetes secrets); read at start
+    admin_password_file: Path | None = None
+    #: a dashboard session ends this many hours after its login
+    session_hours: float = Field(default=12, gt=0, le=24 * 30)
+
+    def resolved_admin_password(self) -> str | None:
+        """The dashboard's password from the environment or ``admin_password_file``.
+
+        Raises:
+            ConfigError: the file cannot be read or is empty.
+        """
+        return _secret(self.admin_password, self.admin_password_file, "http.admin_password_file")
 
     @field_validator("listen")
     @classmethod
@@ -151,6 +190,13 @@ class HttpSettings(_Section):
             raise ValueError(
                 'site = true serves the web archive on the endpoint: set listen = "HOST:PORT" '
                 "too (or use `digest-bot site serve`)"
+            )
+        if self.admin and self.listen is None:
+            raise ValueError('admin = true serves the dashboard: set listen = "HOST:PORT" too')
+        if self.admin and self.admin_password is None and self.admin_password_file is None:
+            raise ValueError(
+                "admin = true needs a password: set DIGEST_BOT_HTTP__ADMIN_PASSWORD or "
+                "http.admin_password_file"
             )
         return self
 
@@ -208,17 +254,52 @@ class SiteSettings(_Section):
     @field_validator("base_url")
     @classmethod
     def _check_base_url(cls, v: str | None) -> str | None:
-        if v is None or not v.strip():
-            return None
-        v = v.strip()
-        if len(v) > 300:
-            raise ValueError(f"is {len(v)} characters long; at most 300 are allowed")
-        if not re.fullmatch(r"https?://[^/\s?#@]+(/[^\s?#]*)?", v):
-            raise ValueError(
-                f"expected the site's http(s) address without a query, like "
-                f"https://digest.example.org/ (got {v!r})"
-            )
-        return v if v.endswith("/") else v + "/"
+        return _base_url(v)
+
+
+def _base_url(v: str | None) -> str | None:
+    """A site's http(s) address ending with ``/`` (None when blank)."""
+    if v is None or not v.strip():
+        return None
+    v = v.strip()
+    if len(v) > 300:
+        raise ValueError(f"is {len(v)} characters long; at most 300 are allowed")
+    if not re.fullmatch(r"https?://[^/\s?#@]+(/[^\s?#]*)?", v):
+        raise ValueError(
+            f"expected the site's http(s) address without a query, like "
+            f"https://digest.example.org/ (got {v!r})"
+        )
+    return v if v.endswith("/") else v + "/"
+
+
+class AnalyticsSettings(_Section):
+    """What readers do with posts, counted without naming any reader (``[analytics]``)."""
+
+    secret_keys: ClassVar[tuple[str, ...]] = ("secret_key",)
+
+    #: links in posts go through the bot's own redirect (``/r/<signed token>``), which counts
+    #: clicks per issue, story, link, platform and day; off: the links are the originals
+    track_links: bool = False
+    #: the public address of the bot's HTTP endpoint the redirects are at (default:
+    #: ``[site] base_url``, where ``[http] site = true`` serves the archive)
+    base_url: str | None = None
+    #: the key the redirect tokens are signed with: DIGEST_BOT_ANALYTICS__SECRET_KEY or a file
+    #: (keep it: posted links carry tokens signed with it)
+    secret_key: SecretStr | None = None
+    secret_key_file: Path | None = None
+
+    @field_validator("base_url")
+    @classmethod
+    def _check_base_url(cls, v: str | None) -> str | None:
+        return _base_url(v)
+
+    def resolved_secret_key(self) -> str | None:
+        """The links' signing key from the environment or ``secret_key_file``.
+
+        Raises:
+            ConfigError: the file cannot be read or is empty.
+        """
+        return _secret(self.secret_key, self.secret_key_file, "analytics.secret_key_file")
 
 
 class TokenSettings(_Section):
@@ -290,6 +371,7 @@ class Settings(BaseSettings):
     delivery: DeliverySettings = DeliverySettings()
     ledger: LedgerSettings = LedgerSettings()
     site: SiteSettings = SiteSettings()
+    analytics: AnalyticsSettings = AnalyticsSettings()
 
     #: the names of the platform tables (fields) of this class; set by :func:`load_settings`
     platform_names: ClassVar[tuple[str, ...]] = ()
@@ -311,6 +393,32 @@ class Settings(BaseSettings):
     def platforms(self) -> dict[str, BaseModel]:
         """Every platform's settings by name, in registry order."""
         return {name: self.platform(name) for name in self.platform_names}
+
+    @model_validator(mode="after")
+    def _tracking_needs_a_redirect(self) -> Settings:
+        a = self.analytics
+        if not a.track_links:
+            return self
+        if self.http.listen is None:
+            raise ValueError(
+                "analytics.track_links counts clicks at the HTTP endpoint: set [http] listen"
+            )
+        if a.base_url is None and self.site.base_url is None:
+            raise ValueError(
+                "analytics.track_links needs the endpoint's public address: set "
+                "[analytics] base_url (or [site] base_url)"
+            )
+        if a.secret_key is None and a.secret_key_file is None:
+            raise ValueError(
+                "analytics.track_links signs its links: set DIGEST_BOT_ANALYTICS__SECRET_KEY "
+                "or analytics.secret_key_file"
+            )
+        return self
+
+    @property
+    def redirect_base(self) -> str | None:
+        """Where the link redirects are (``[analytics] base_url`` or ``[site] base_url``)."""
+        return self.analytics.base_url or self.site.base_url
 
     @field_validator("timezone")
     @classmethod
@@ -395,6 +503,13 @@ class _TomlData(PydanticBaseSettingsSource):
         return dict(self._data)
 
 
+#: the core's tables that hold secrets (refused in the file, as a platform's token is)
+_CORE_SECRETS: dict[str, type[BaseModel]] = {
+    "http": HttpSettings,
+    "analytics": AnalyticsSettings,
+}
+
+
 def _read_toml(path: Path, platforms: Mapping[str, type[BaseModel]]) -> dict[str, Any]:
     try:
         with path.open("rb") as fh:
@@ -403,7 +518,7 @@ def _read_toml(path: Path, platforms: Mapping[str, type[BaseModel]]) -> dict[str
         raise ConfigError(f"not valid TOML: {exc}", file=path) from exc
     except OSError as exc:
         raise ConfigError(f"cannot read config: {exc.strerror}", file=path) from exc
-    for name, model in platforms.items():
+    for name, model in {**_CORE_SECRETS, **platforms}.items():
         section = data.get(name)
         if not isinstance(section, dict):
             continue

@@ -30,6 +30,19 @@ def _target(word: str) -> tuple[str, str]:
     return "", word
 
 
+#: /repost's one target (``[PLATFORM:]ID``): words only (the dashboard's per-target button)
+ONE_TARGET = Argument(
+    "target",
+    "Only this target",
+    "只推送到这个目标",
+    "只推送到這個目標",
+    "目标",
+    "目標",
+    kind=text(1, 160, read=_target),
+    hidden=True,
+)
+
+
 class AdminCommands:
     """The admins' commands over ``commands`` (its archive, backend and replies)."""
 
@@ -46,7 +59,7 @@ class AdminCommands:
         zh="管理员：把某一期重新推送到所有频道",
         zh_tw="管理員：把某一期重新推送到所有頻道",
         en="Admins: post an issue to every channel again",
-        usage="/repost [YYYY-MM-DD] [force]",
+        usage="/repost [YYYY-MM-DD] [force] [PLATFORM:ID]",
         args=(
             DATE_TODAY,
             Argument(
@@ -58,13 +71,25 @@ class AdminCommands:
                 "全部重發",
                 kind=flag("force"),
             ),
+            ONE_TARGET,
         ),
         needs=Capability.REPOST,
         label_zh="重新推送",
         label_zh_tw="重新推送",
     )
-    async def repost(self, request: Request, date: dt.date | None, force: bool) -> Reply:
+    async def repost(
+        self,
+        request: Request,
+        date: dt.date | None,
+        force: bool,
+        target: tuple[str, str] | None,
+    ) -> Reply:
+        """``/repost [DATE] [force] [PLATFORM:ID]``: the day to every target again (only what
+        is missing unless ``force``), or to one target (the dashboard's per-target button;
+        words only), after a confirmation."""
         date = date or self.commands.today_date()
+        if target is not None:
+            target = (target[0] or request.platform, target[1])
         # IssueNotFound → a clear reply before anything is asked
         await self.commands.off_loop(self.commands.archive.on, date)
         backend = self.commands.running()
@@ -72,16 +97,21 @@ class AdminCommands:
             what = (
                 "全部重发 / resend everything" if force else "只补发缺失部分 / send what is missing"
             )
+            where = "" if target is None else f"（只推送到 / only to {target[0]}:{target[1]}）"
             return Reply(
                 notice(
-                    f"确认重新推送 {date} 的日报？{what}\nRepost the issue of {date}?",
+                    f"确认重新推送 {date} 的日报？{what}{where}\nRepost the issue of {date}?",
                     request.flavor,
                 ),
                 # the resolved date goes into the confirmation: pressed after midnight, it
                 # still reposts the day that was asked about; a confirmation is words
                 confirm=replace(
                     request,
-                    args=(date.isoformat(), *(("force",) if force else ())),
+                    args=(
+                        date.isoformat(),
+                        *(("force",) if force else ()),
+                        *(() if target is None else (f"{target[0]}:{target[1]}",)),
+                    ),
                     values=None,
                     confirmed=True,
                 ),
@@ -89,7 +119,7 @@ class AdminCommands:
                 private=True,
             )
         requested_by = f"{request.platform}:{request.user}"
-        summary = await backend.repost(date, force=force, requested_by=requested_by)
+        summary = await backend.repost(date, force=force, requested_by=requested_by, target=target)
         return await self._done(request, "repost", summary)
 
     @command(

@@ -39,7 +39,7 @@ from digest_core.commands.requests import (
     Status,
 )
 from digest_core.errors import BadArgument, CommandRefused, IssueNotFound, NotRunning
-from digest_core.metrics import NULL_METRICS, MetricsSink
+from digest_core.metrics import NULL_METRICS, NULL_READERS, MetricsSink, ReadersSink
 from digest_core.models import Section
 from digest_core.publishing.embargo import Embargo, VisibleArchive
 from digest_core.rendering import (
@@ -96,11 +96,13 @@ class Commands:
         subscribable: frozenset[str] = frozenset(),
         metrics: MetricsSink = NULL_METRICS,
         embargo: Embargo | None = None,
+        readers: ReadersSink = NULL_READERS,
     ):
         """``post_options`` are the platforms' channel-post options by platform name;
         ``subscribable`` names the platforms that can send the daily issue privately;
         ``metrics`` hears how long each command took; ``embargo`` decides what readers may
-        see (default: a day from its local midnight). Every reader command reads the archive
+        see (default: a day from its local midnight); ``readers`` hears which sections and
+        stories readers looked at (counted, never who). Every reader command reads the archive
         through :meth:`view`, never directly."""
         self.archive = archive
         self.clock = clock
@@ -110,6 +112,7 @@ class Commands:
         self.post_options = post_options or {}
         self.subscribable = subscribable
         self.metrics = metrics
+        self.readers = readers
         self._in_threads = 0
         watch = getattr(clock, "watch", None)
         if callable(watch):  # a ManualClock must not jump while a thread works for a command

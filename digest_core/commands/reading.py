@@ -29,6 +29,7 @@ from digest_core.commands.requests import Reply, Request, Status
 from digest_core.errors import BadArgument, IssueNotFound
 from digest_core.models import Issue, Section, counted
 from digest_core.rendering import Message, Part, RenderOptions, notice, render
+from digest_core.site.links import anchor
 
 if TYPE_CHECKING:
     from digest_core.commands.dispatch import Answer, Commands
@@ -246,6 +247,7 @@ class Reading:
             reply.extra["problem"] = str(exc)
             return reply
         part = PART_OF_SECTION[section]
+        self.commands.readers.section(request.platform, date, section.value)
         return Reply(await self.commands.off_loop(self._render, request, issue, part), private=True)
 
     @command(
@@ -402,6 +404,13 @@ class Reading:
                 f"往期中没有找到“{shown}”。\nNo issue mentions “{shown}”.",
                 status=Status.NOT_FOUND,
             )
+        self.commands.readers.found(
+            request.platform,
+            [
+                (h.date, anchor(h.section, h.index if h.section is Section.BRIEFS else None))
+                for h in hits
+            ],
+        )
         lines = [f"“{shown}” — {len(hits)} 条结果 / hits:"]
         lines += [hit.describe() for hit in hits]
         lines.append("用 /issue 日期 查看全文 / use /issue DATE to read one")

@@ -96,8 +96,16 @@ class Reply:
 class AdminBackend(Protocol):
     """What admin commands need from the running bot (delivery and bookkeeping)."""
 
-    async def repost(self, date: dt.date, *, force: bool, requested_by: str) -> str:
-        """Deliver the issue of ``date`` again (only missing parts unless ``force``); a summary."""
+    async def repost(
+        self,
+        date: dt.date,
+        *,
+        force: bool,
+        requested_by: str,
+        target: tuple[str, str] | None = None,
+    ) -> str:
+        """Deliver the issue of ``date`` again (only missing parts unless ``force``), to every
+        target or only ``target`` (platform, id); a summary."""
         ...
 
     async def correct_issue(self, date: dt.date, *, requested_by: str) -> str:

@@ -19,6 +19,7 @@ from digest_core.rendering import plain
 from digest_core.rendering.types import (
     BUTTON_PREFIX,
     BUTTON_SECTIONS,
+    LinkMap,
     Message,
     Part,
     Renderer,
@@ -26,11 +27,13 @@ from digest_core.rendering.types import (
     TextLimits,
     button_data,
     parse_button_data,
+    with_links,
 )
 
 __all__ = [
     "BUTTON_PREFIX",
     "BUTTON_SECTIONS",
+    "LinkMap",
     "Message",
     "Part",
     "RenderOptions",
@@ -42,6 +45,7 @@ __all__ = [
     "plain_renderer",
     "preview",
     "render",
+    "with_links",
 ]
 
 
@@ -59,7 +63,10 @@ def render(
         IndexError: ``part`` is BRIEF and the issue has no brief number ``brief``.
         ValueError: ``part`` is BRIEF without ``brief``, or an unknown part.
     """
-    return flavor.render(issue, Part(part), brief=brief, options=options or RenderOptions())
+    options = options or RenderOptions()
+    if options.links is not None:  # the counting redirects, in every renderer's output
+        issue = with_links(issue, options.links)
+    return flavor.render(issue, Part(part), brief=brief, options=options)
 
 
 def preview(message: Message, flavor: Renderer) -> str:

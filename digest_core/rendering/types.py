@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, ClassVar, Protocol
 
-from digest_core.models import Issue, Section
-from digest_core.site.links import issue_url
+from digest_core.models import Issue, Item, Section
+from digest_core.site.links import anchor, issue_url
 
 
 def encode_body(body: Mapping[str, Any]) -> bytes:
@@ -45,6 +45,42 @@ class RenderOptions:
     #: carries a "全文 / web" link to the issue's page (to the item, for one part; see
     #: :func:`web_url`). None: no link.
     site_url: str | None = None
+    #: Where each source link of a story goes instead (``[analytics] track_links``: the bot's
+    #: counting redirect): applied to the issue before any renderer sees it
+    #: (:func:`with_links`), so every renderer emits the mapped URLs. None: the originals.
+    links: LinkMap | None = None
+
+
+class LinkMap(Protocol):
+    """What a post's source links become: ``(issue date, story, link number from 1, url)``
+    -> the URL to show (the story is the item's id on its page: ``headline``, ``brief-3``,
+    ``classic``)."""
+
+    def __call__(self, date: dt.date, story: str, number: int, url: str) -> str: ...
+
+
+def with_links(issue: Issue, links: LinkMap) -> Issue:
+    """``issue`` with every story's source links mapped by ``links`` (the same revision: the
+    ledger and corrections still name the file's)."""
+
+    def mapped(item: Item, story: str) -> Item:
+        if not item.links:
+            return item
+        new = tuple(links(issue.date, story, n, url) for n, url in enumerate(item.links, 1))
+        return item.model_copy(update={"links": new})
+
+    briefs = tuple(
+        mapped(b, anchor(Section.BRIEFS, n)) for n, b in enumerate(issue.briefs, start=1)
+    )
+    changed = issue.model_copy(
+        update={
+            "headline": mapped(issue.headline, anchor(Section.HEADLINE)),
+            "briefs": briefs,
+            "classic": None if issue.classic is None else mapped(issue.classic, "classic"),
+        }
+    )
+    changed.__dict__["revision"] = issue.revision  # (a cached_property: the file's revision)
+    return changed
 
 
 @dataclass(frozen=True)

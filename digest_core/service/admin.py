@@ -28,9 +28,24 @@ class Admin:
     publishing: Publishing
     ledger: Ledger
 
-    async def repost(self, date: dt.date, *, force: bool, requested_by: str) -> str:
+    async def repost(
+        self,
+        date: dt.date,
+        *,
+        force: bool,
+        requested_by: str,
+        target: tuple[str, str] | None = None,
+    ) -> str:
         log.info("repost of %s (force=%s) requested by %s", date, force, requested_by)
-        reports = await self.posting.post(date, force=force, requested_by=requested_by)
+        if target is not None and target[0] not in self.posting.platforms:
+            return f"{target[0]} 没有运行 / {target[0]} is not running"
+        reports = await self.posting.post(
+            date,
+            force=force,
+            requested_by=requested_by,
+            platforms=None if target is None else [target[0]],
+            only_target=None if target is None else target[1],
+        )
         if not reports:
             return "没有配置推送目标 / no targets are configured"
         return "\n".join([await self.report.describe(r) for r in reports])

@@ -24,7 +24,7 @@ from digest_core.delivery import DeliveryEngine, Ledger
 from digest_core.delivery.health import Trouble
 from digest_core.delivery.resuming import Resumer
 from digest_core.errors import LedgerLost
-from digest_core.metrics import NULL_METRICS, MetricsSink
+from digest_core.metrics import NULL_METRICS, MetricsSink, Tee
 from digest_core.port import Adapter
 from digest_core.publishing.approval import Publishing, PublishingConfig
 from digest_core.publishing.changes import FileChanges
@@ -33,9 +33,11 @@ from digest_core.publishing.pins import Pins
 from digest_core.publishing.schedule import DailyPoster, ScheduleConfig
 from digest_core.service.admin import Admin
 from digest_core.service.alerts import Alerts, ledger_health_text
+from digest_core.service.dashboard import Dashboard
 from digest_core.service.port import ServicePort
 from digest_core.service.posting import Deliveries, Posting
 from digest_core.service.status import StatusReport, describe_report
+from digest_core.service.usage import Usage
 from digest_core.subscriptions.commands import ReaderCommands
 from digest_core.subscriptions.delivery import Personal, Visibility
 from digest_core.subscriptions.signup import AddressSignup, SignupCommands
@@ -68,6 +70,9 @@ class DigestService(ServicePort):
     ):
         """``publishing``: approval and alert times (default: no approval needed); call
         :meth:`load` before serving so early publishes recorded earlier count."""
+        self.usage = Usage(clock=clock, zone=zone)  # readers' counts, a post's live sends
+        metrics = Tee(metrics, self.usage)
+        engine.metrics = Tee(engine.metrics, self.usage)
         self.archive, self.ledger, self.engine, self.clock = archive, ledger, engine, clock
         self.zone, self.metrics = zone, metrics
         self.platforms = {p.name: p for p in platforms}
@@ -167,8 +172,13 @@ class DigestService(ServicePort):
             subscribable=subscribable,
             metrics=metrics,
             embargo=self.embargo,
+            readers=self.usage,
         )
         self.confirmations = Confirmations(self.commands)
+        self.dashboard = Dashboard(
+            archive=archive, ledger=ledger, publishing=self.publishing, posting=self.posting,
+            usage=self.usage, commands=self.commands, confirmations=self.confirmations, zone=zone,
+        )  # fmt: skip
         ReaderCommands(
             self.commands, ledger, zone_name=str(zone), post_time=schedule.post_time
         ).install()

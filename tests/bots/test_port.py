@@ -16,9 +16,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 BOTS = Path(__file__).resolve().parents[2] / "bots"
-#: every platform folder and the shared work-chat one (not the CLI: bots/cli/ is the
-#: composition side, like runtime.py, and uses the core as a whole)
-FOLDERS = sorted(p for p in BOTS.iterdir() if (p / "__init__.py").exists() and p.name != "cli")
+#: every platform folder and the shared work-chat one (not the CLI nor the editor's dashboard:
+#: bots/cli/ and bots/dashboard/ are the composition side, like runtime.py, and use the core
+#: as a whole)
+COMPOSITION = {"cli", "dashboard"}
+FOLDERS = sorted(
+    p for p in BOTS.iterdir() if (p / "__init__.py").exists() and p.name not in COMPOSITION
+)
 assert {"telegram", "discord", "email", "workchat"} <= {f.name for f in FOLDERS}
 MODULES = sorted(m for folder in FOLDERS for m in folder.rglob("*.py"))
 

@@ -54,10 +54,16 @@ def read(command: str, *words: str, values: Mapping[str, object] | None = None) 
         ("brief", (), GIVE_A_NUMBER),
         ("brief", ("2", "someday"), "“someday” 不是日期 / is not a date"),
         # a flag, anywhere and in any case
-        ("repost", (), {"date": None, "force": False}),
-        ("repost", ("force", "2026-11-27"), {"date": DAY, "force": True}),
-        ("repost", ("2026-11-27", "FORCE"), {"date": DAY, "force": True}),
-        ("repost", ("force", "a", "b"), "参数太多 / too many arguments"),
+        ("repost", (), {"date": None, "force": False, "target": None}),
+        ("repost", ("force", "2026-11-27"), {"date": DAY, "force": True, "target": None}),
+        ("repost", ("2026-11-27", "FORCE"), {"date": DAY, "force": True, "target": None}),
+        # one target (the dashboard's per-target button): words only, after the date
+        (
+            "repost",
+            ("2026-11-27", "telegram:-100"),
+            {"date": DAY, "force": False, "target": ("telegram", "-100")},
+        ),
+        ("repost", ("force", "2026-11-27", "a", "b"), "参数太多 / too many arguments"),
         # the rest of the line
         ("search", ("KV", "缓存"), {"keyword": "KV 缓存"}),
         ("search", (), "请给出关键词 / give a keyword"),
@@ -115,7 +121,7 @@ def test_words_are_read_by_the_declared_kinds(
         ("briefs", {"n": None, "date": " 2026-11-27 "}, {"n": None, "date": DAY}),
         ("briefs", {"n": 3, "date": "soon"}, "“soon” 不是日期 / is not a date"),
         ("issue", {"date": None}, "请给出日期 / give a date"),
-        ("repost", {"date": None, "force": True}, {"date": None, "force": True}),
+        ("repost", {"date": None, "force": True}, {"date": None, "force": True, "target": None}),
         ("reactivate", {"target": "discord:42"}, {"target": ("discord", "42")}),
         ("search", {"keyword": "KV  缓存"}, {"keyword": "KV  缓存"}),  # one value, as typed
         ("subscribe", {"time": "25:00"}, "“25:00” 不是时间或格式 / is not a time or format"),
@@ -145,7 +151,7 @@ def test_words_and_typed_values_give_the_same_values(day: dt.date, n: int, force
     assert read("briefs", iso) == read("briefs", values={"date": iso}) == {"n": None, "date": day}
     words = [iso, *(["force"] if force else [])]
     typed = read("repost", values={"date": iso, "force": force})
-    assert typed == {"date": day, "force": force}
+    assert typed == {"date": day, "force": force, "target": None}
     for order in itertools.permutations(words):
         assert read("repost", *order) == typed
 

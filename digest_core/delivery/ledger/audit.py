@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import logging
 from collections.abc import (
@@ -15,6 +16,7 @@ from sqlalchemy import (
     select,
 )
 
+from digest_core.delivery.ledger.analytics import reading
 from digest_core.delivery.ledger.records import (
     AuditEntry,
 )
@@ -76,16 +78,47 @@ class Audit:
         if actions is not None:
             query = query.where(audit.c.action.in_(list(actions)))
         async with self.state.tx() as conn:
-            return [
-                AuditEntry(
-                    r.id,
-                    r.at,
-                    r.platform,
-                    r.user_id,
-                    r.action,
-                    json.loads(r.args),
-                    r.allowed,
-                    r.outcome,
-                )
-                for r in await conn.execute(query)
-            ]
+            return [_entry(r) for r in await conn.execute(query)]
+
+    async def audit_page(
+        self,
+        *,
+        who: str | None = None,
+        action: str | None = None,
+        since: dt.datetime | None = None,
+        until: dt.datetime | None = None,
+        before_id: int | None = None,
+        limit: int = 50,
+    ) -> list[AuditEntry]:
+        """A page of the audit log, newest first: entries by ``who`` (``platform:user``, or
+        a user id alone), of ``action``, at ``since`` <= at < ``until``, older than entry
+        ``before_id`` (the last of the previous page); at most ``limit`` (≤ 200). Each filter
+        has its index (schema 11), and the page is a range of ids: no offset is scanned."""
+        query = select(audit).order_by(audit.c.id.desc()).limit(max(1, min(limit, 200)))
+        if who:
+            platform, sep, user = who.rpartition(":")
+            query = query.where(audit.c.user_id == (user if sep else who))
+            if platform:
+                query = query.where(audit.c.platform == platform)
+        if action:
+            query = query.where(audit.c.action == action)
+        if since is not None:
+            query = query.where(audit.c.at >= since)
+        if until is not None:
+            query = query.where(audit.c.at < until)
+        if before_id is not None:
+            query = query.where(audit.c.id < before_id)
+        async with reading(self.state) as conn:
+            return [_entry(r) for r in await conn.execute(query)]
+
+    async def audit_actions(self) -> list[str]:
+        """The actions the audit log holds (for a filter's choices; the action index)."""
+        query = select(audit.c.action).distinct().order_by(audit.c.action).limit(200)
+        async with self.state.tx() as conn:
+            return [str(a) for (a,) in await conn.execute(query)]
+
+
+def _entry(r: Any) -> AuditEntry:
+    return AuditEntry(
+        r.id, r.at, r.platform, r.user_id, r.action, json.loads(r.args), r.allowed, r.outcome
+    )

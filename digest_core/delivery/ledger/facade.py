@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from digest_core.clock import Clock, SystemClock
 from digest_core.delivery.health import LedgerHealth, RetryPolicy
+from digest_core.delivery.ledger.analytics import Analytics
 from digest_core.delivery.ledger.audit import Audit
 from digest_core.delivery.ledger.core import Lifecycle
 from digest_core.delivery.ledger.corrections import Corrections
@@ -82,6 +83,7 @@ class Ledger:
         self._retention = Retention(state)
         self._corrections = Corrections(state)
         self._threads = ThreadBook(state)
+        self._analytics = Analytics(state)
 
     @classmethod
     @asynccontextmanager
@@ -254,6 +256,8 @@ class Ledger:
 
     record_audit = _via("_audit", Audit.record_audit)
     audit_log = _via("_audit", Audit.audit_log)
+    audit_page = _via("_audit", Audit.audit_page)
+    audit_actions = _via("_audit", Audit.audit_actions)
 
     records = _via("_queries", Queries.records)
     failures = _via("_queries", Queries.failures)
@@ -279,3 +283,12 @@ class Ledger:
     threads_of = _via("_threads", ThreadBook.threads_of)
     day_threads = _via("_threads", ThreadBook.day_threads)
     known_threads = _via("_threads", ThreadBook.known_threads)
+    add_clicks = _via("_analytics", Analytics.add_clicks)
+    add_usage = _via("_analytics", Analytics.add_usage)
+    clicks = _via("_analytics", Analytics.clicks)
+    usage = _via("_analytics", Analytics.usage)
+    subscriber_days = _via("_analytics", Analytics.subscriber_days)
+    choices = _via("_analytics", Analytics.choices)
+    deactivations = _via("_analytics", Analytics.deactivations)
+    latest_deliveries = _via("_analytics", Analytics.latest_deliveries)
+    timeline = _via("_analytics", Analytics.timeline)

@@ -40,8 +40,8 @@ log = logging.getLogger(__name__)
 #: Where the ledger lives unless config says otherwise (relative to the working directory).
 DEFAULT_LEDGER_URL = "sqlite+aiosqlite:///var/ledger.sqlite3"
 #: Bumped with every schema change: the number of the newest Alembic revision in
-#: ``migrations/versions`` (``v0010_…``), also kept in the ``schema_version`` table.
-SCHEMA_VERSION = 10
+#: ``migrations/versions`` (``v0011_…``), also kept in the ``schema_version`` table.
+SCHEMA_VERSION = 11
 #: The settings key the ledger URL comes from (named in configuration errors).
 CONFIG_KEY = "database_url"
 #: How long a lease lasts unless renewed; a crashed holder blocks others at most this long
@@ -166,6 +166,9 @@ subscribers = Table(
     Column("active", Boolean, nullable=False),
     Column("since", UTCDateTime, nullable=False),
     Column("until", UTCDateTime),
+    # the dashboard's audience per day, read from the indexes alone (schema 11)
+    Index("ix_subscribers_since", "platform", "since"),
+    Index("ix_subscribers_until", "platform", "until"),
 )
 
 #: Cross-process mutual exclusion (``deliver:<platform>``): one owner (a Ledger instance) at a
@@ -189,6 +192,10 @@ audit = Table(
     Column("args", Text, nullable=False),
     Column("allowed", Boolean, nullable=False),
     Column("outcome", Text, nullable=False),
+    # the dashboard's filters (who, what, day), newest first (schema 11)
+    Index("ix_audit_at", "at"),
+    Index("ix_audit_action", "action", "id"),
+    Index("ix_audit_user", "user_id", "id"),
 )
 
 #: One row: the id of this ledger, also kept in a marker file beside it (see
@@ -288,6 +295,38 @@ threads = Table(
     Column("message_id", String(128)),
     Column("opened_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
+)
+
+
+#: clicks on tracked links (``[analytics] track_links``), counted per issue, story
+#: (``headline``, ``brief-3``, ``classic``), link (1-based in the story), platform and day
+#: (the digest's zone); never who clicked (schema 11)
+link_clicks = Table(
+    "link_clicks",
+    metadata,
+    Column("issue_date", Date, nullable=False),
+    Column("story", String(16), nullable=False),
+    Column("link", Integer, nullable=False),
+    Column("platform", String(32), nullable=False),
+    Column("day", Date, nullable=False),
+    Column("clicks", Integer, nullable=False),
+    PrimaryKeyConstraint("issue_date", "story", "link", "platform", "day"),
+    Index("ix_link_clicks_day", "day"),
+)
+
+#: what readers did, counted per day (the digest's zone), platform, kind and key, never who
+#: (schema 11): ``command`` (key: the command's name), ``section`` (a section button of an
+#: issue: ``2026-11-27:briefs``), ``found`` (a story a search showed: ``2026-11-27:brief-3``)
+usage_counts = Table(
+    "usage_counts",
+    metadata,
+    Column("day", Date, nullable=False),
+    Column("platform", String(32), nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("key", String(64), nullable=False),
+    Column("n", Integer, nullable=False),
+    PrimaryKeyConstraint("day", "platform", "kind", "key"),
+    Index("ix_usage_counts_key", "kind", "key"),
 )
 
 
