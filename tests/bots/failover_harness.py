@@ -19,6 +19,7 @@ from zoneinfo import ZoneInfo
 
 import aiohttp
 
+from tests import forkserver
 from tests.fakes.telegram_api import DEFAULT_TOKEN, FakeTelegram
 from tests.samples import SAMPLE_ARCHIVE
 
@@ -71,7 +72,7 @@ class Bot:
             # ``host``: in a UTS namespace of its own under that host name, so that the other
             # process cannot see it die and must wait for its lease to lapse
             other_host = ["unshare", "--uts", "sh", "-c", 'hostname "$0" && exec "$@"', host]
-            self.proc = subprocess.Popen(
+            self.proc = forkserver.Popen(
                 [
                     *(other_host if host else []),
                     sys.executable,

@@ -21,6 +21,7 @@ from digest_core.errors import IssueFormatError
 from digest_core.loading import Hint, parse_text
 from digest_core.rendering import preview
 from digest_core.testing import ManualClock
+from tests import forkserver
 from tests.bots.test_cli import ROOT, cli, cli_env
 from tests.samples import SAMPLE_ARCHIVE
 
@@ -207,7 +208,7 @@ def test_a_missed_post_alert_is_printed_once(workdir: Path) -> None:
         shutil.copy(workdir / "archive" / "2026-11-27.txt", workdir / "archive" / f"{day}.txt")
     out_path, err_path = workdir / "out.txt", workdir / "err.txt"
     with out_path.open("w") as out_file, err_path.open("w") as err_file:
-        proc = subprocess.Popen(
+        proc = forkserver.Popen(
             [sys.executable, "-m", "bots.cli", "run"], cwd=workdir, stdin=subprocess.DEVNULL,
             stdout=out_file, stderr=err_file, text=True, env=cli_env(),
         )  # fmt: skip

@@ -1586,7 +1586,9 @@ def running_process(
     """The double as its own process (real flood limits; ``args``: :func:`main`'s options),
     with ``chats`` (id -> type) added; its root URL (the Bot API's base is ``root + "/bot"``).
     Stopped with SIGTERM on exit."""
-    proc = subprocess.Popen(
+    from tests import forkserver  # (not imported when the double itself runs as a process)
+
+    proc = forkserver.Popen(
         [sys.executable, "-m", "tests.fakes.telegram_api", *args],
         cwd=Path(__file__).resolve().parents[2],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,

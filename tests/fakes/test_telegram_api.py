@@ -43,6 +43,7 @@ from telegram.ext import (
 )
 from telegram.request import HTTPXRequest
 
+from tests import forkserver
 from tests.fakes.telegram_api import DEFAULT_TOKEN, FakeTelegram, FloodLimits
 from tests.fakes.tg_html import HtmlParseError, parse_html, utf16_len
 
@@ -616,7 +617,7 @@ def test_telegram_html_parser_reports_byte_offsets() -> None:
 
 
 async def test_standalone_server_runs_in_a_subprocess() -> None:
-    proc = await asyncio.create_subprocess_exec(
+    proc = await forkserver.create_subprocess_exec(
         *(sys.executable, "-m", "tests.fakes.telegram_api", "--port", "0", "--chat", "42:private"),
         cwd=REPO,
         stdout=asyncio.subprocess.PIPE,

@@ -12,6 +12,7 @@ from email import policy
 from email.parser import BytesParser
 from pathlib import Path
 
+from tests import forkserver
 from tests.bots.email.test_exactly_once import (
     READERS,
     env,
@@ -26,7 +27,7 @@ DAY = "2026-11-26"
 
 
 async def cli(config: Path, *args: str) -> tuple[int, str]:
-    proc = await asyncio.create_subprocess_exec(
+    proc = await forkserver.create_subprocess_exec(
         sys.executable, "-m", "bots.cli", *args, "--config", str(config),
         cwd=ROOT, env=env(), stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
