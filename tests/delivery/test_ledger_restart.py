@@ -135,7 +135,11 @@ async def test_a_post_waits_out_a_postgresql_restart_and_completes(
             "a new connection refused by the server shutting down",
         )
         assert not post.done(), "the post ended instead of waiting for the server"
-    await asyncio.sleep(0.2)  # the port closed: refused connections, waited out too
+    # the port closed: refused connections, waited out too
+    await wait_for(
+        lambda: post.done() or health.failures.get("ConnectionRefusedError", 0) >= 2,
+        "connections refused by the closed port, tried again",
+    )
     assert not post.done(), "the post ended instead of waiting for the server"
     own_server.start_again()
 
