@@ -6,7 +6,7 @@ from collections.abc import Iterator
 import pytest
 
 from bots import logs
-from tests import bytecode, quick  # noqa: F401 - quick: the Hypothesis profile of make check
+from tests import bytecode, quick, ramdisk  # noqa: F401 - quick: make check's Hypothesis profile
 from tests.pg import pg_server, pg_url
 
 __all__ = ["no_settle_wait", "pg_server", "pg_url", "undo_logging_setup"]
@@ -16,9 +16,11 @@ SETTLE_ENV = "DIGEST_BOT_SCHEDULE__SETTLE_SECONDS"
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """The controller (not an xdist worker) compiles the checkout's bytecode for all of them
+    """The controller (not an xdist worker) puts the run's temporary files in RAM
+    (tests/ramdisk.py) and compiles the checkout's bytecode for all of them
     (tests/bytecode.py)."""
     if not hasattr(config, "workerinput"):
+        ramdisk.use_ram_for_temporary_files()
         bytecode.precompile(config)
 
 
