@@ -15,6 +15,8 @@ import pytest
 
 from tests import forkserver
 
+pytestmark = pytest.mark.slow  # real processes
+
 ROOT = Path(__file__).resolve().parents[1]
 #: a module that reports what a fresh ``python -m`` sees, then exits as told
 PROBE = """\

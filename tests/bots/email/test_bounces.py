@@ -13,6 +13,8 @@ from email.message import EmailMessage
 from email.parser import BytesParser
 from pathlib import Path
 
+import pytest
+
 from bots.email.addresses import reader_id
 from tests import forkserver
 from tests.bots.email.helpers import SECRET
@@ -26,6 +28,8 @@ from tests.bots.email.test_exactly_once import (
 from tests.bots.workchat_helpers import ROOT
 from tests.fakes.smtp import FakeRelay
 from tests.imap import PASSWORD, USER, dovecot
+
+pytestmark = pytest.mark.slow  # real processes, servers or a browser
 
 
 def report(kind: str, *, to: str, status: str = "", action: str = "", original: str) -> bytes:

@@ -12,6 +12,8 @@ from email import policy
 from email.parser import BytesParser
 from pathlib import Path
 
+import pytest
+
 from tests import forkserver
 from tests.bots.email.test_exactly_once import (
     READERS,
@@ -22,6 +24,8 @@ from tests.bots.email.test_exactly_once import (
 )
 from tests.bots.workchat_helpers import ARCHIVE, ROOT
 from tests.fakes.smtp import FakeRelay
+
+pytestmark = pytest.mark.slow  # real processes, servers or a browser
 
 DAY = "2026-11-26"
 

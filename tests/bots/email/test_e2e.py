@@ -21,6 +21,7 @@ from pathlib import Path
 
 import aiohttp
 import dkim
+import pytest
 import yarl
 
 from bots.email.addresses import reader_id
@@ -28,6 +29,8 @@ from tests import forkserver
 from tests.bots.email.helpers import SECRET, SENDER, dkim_keys
 from tests.bots.workchat_helpers import ARCHIVE, ROOT
 from tests.fakes.smtp import FakeRelay, Received
+
+pytestmark = pytest.mark.slow  # real processes, servers or a browser
 
 DAY = "2026-11-30"
 ADDRESS = "reader@example.net"

@@ -15,6 +15,8 @@ from email import policy
 from email.parser import BytesParser
 from pathlib import Path
 
+import pytest
+
 from bots import registry
 from bots.email.addresses import AddressBook
 from bots.runtime import open_service
@@ -23,6 +25,8 @@ from tests import forkserver
 from tests.bots.email.helpers import SECRET, SENDER
 from tests.bots.workchat_helpers import ARCHIVE, ROOT
 from tests.fakes.smtp import FakeRelay
+
+pytestmark = pytest.mark.slow  # real processes, servers or a browser
 
 DAY = "2026-11-26"
 READERS = [f"reader{n:02d}@example.net" for n in range(40)]

@@ -22,7 +22,8 @@ from tests.samples import SAMPLE_ARCHIVE
 from tests.site.browser import CHROMIUM_ARGS, chromium
 
 playwright_api = pytest.importorskip("playwright.sync_api")
-pytestmark = pytest.mark.xdist_group("browser")
+#: one worker runs every browser test (make test: --dist loadgroup)
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("browser")]
 
 ROOT = Path(__file__).resolve().parents[3]
 SHOTS = ROOT / "var" / "screenshots"

@@ -9,6 +9,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests import forkserver
 from tests.bots.email.test_exactly_once import (
     READERS,
@@ -19,6 +21,8 @@ from tests.bots.email.test_exactly_once import (
 )
 from tests.bots.workchat_helpers import ROOT
 from tests.fakes.smtp import FakeRelay
+
+pytestmark = pytest.mark.slow  # real processes, servers or a browser
 
 
 async def cli(config: Path, *args: str) -> tuple[int, str, str]:
