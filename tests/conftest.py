@@ -6,13 +6,22 @@ from collections.abc import Iterator
 import pytest
 
 from bots import logs
-from tests import quick  # noqa: F401 - loads the Hypothesis profile of make check
+from tests import bytecode, quick, ramdisk  # noqa: F401 - quick: make check's Hypothesis profile
 from tests.pg import pg_server, pg_url
 
 __all__ = ["no_settle_wait", "pg_server", "pg_url", "undo_logging_setup"]
 
 #: the setting that makes a scheduled post wait for a file saved moments ago
 SETTLE_ENV = "DIGEST_BOT_SCHEDULE__SETTLE_SECONDS"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The controller (not an xdist worker) puts the run's temporary files in RAM
+    (tests/ramdisk.py) and compiles the checkout's bytecode for all of them
+    (tests/bytecode.py)."""
+    if not hasattr(config, "workerinput"):
+        ramdisk.use_ram_for_temporary_files()
+        bytecode.precompile(config)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

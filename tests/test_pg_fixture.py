@@ -10,6 +10,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from tests import forkserver
 from tests.pg import PgServer
 
 pytestmark = pytest.mark.slow  # real processes, servers or a browser
@@ -56,7 +57,7 @@ def test_the_server_does_not_run_as_root(pg_server: PgServer) -> None:
 
 async def test_a_script_can_start_a_server_of_its_own(pg_server: PgServer) -> None:
     """``python -m tests.pg``, for tests of several processes (pg_server: skip without one)."""
-    proc = await asyncio.create_subprocess_exec(
+    proc = await forkserver.create_subprocess_exec(
         sys.executable, "-m", "tests.pg",
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
     )  # fmt: skip

@@ -19,6 +19,7 @@ from zoneinfo import ZoneInfo
 
 import aiohttp
 
+from tests import forkserver
 from tests.fakes.telegram_api import DEFAULT_TOKEN, FakeTelegram
 from tests.samples import SAMPLE_ARCHIVE
 
@@ -47,7 +48,7 @@ def zone_at_noon(now: dt.datetime) -> str:
     return "UTC" if offset == 0 else f"Etc/GMT{-offset:+d}"
 
 
-async def eventually(condition: Callable[[], bool], *, within: float, step: float = 0.2) -> None:
+async def eventually(condition: Callable[[], bool], *, within: float, step: float = 0.05) -> None:
     """Wait until ``condition()`` holds (it is asserted at the end, so a timeout fails)."""
     for _ in range(int(within / step)):
         if condition():
@@ -71,7 +72,7 @@ class Bot:
             # ``host``: in a UTS namespace of its own under that host name, so that the other
             # process cannot see it die and must wait for its lease to lapse
             other_host = ["unshare", "--uts", "sh", "-c", 'hostname "$0" && exec "$@"', host]
-            self.proc = subprocess.Popen(
+            self.proc = forkserver.Popen(
                 [
                     *(other_host if host else []),
                     sys.executable,
@@ -113,12 +114,12 @@ class Bot:
 
     async def wait_ready(self, *, within: float) -> str:
         """Wait until /readyz says ready; the role."""
-        for _ in range(int(within / 0.2)):
+        for _ in range(int(within / 0.05)):
             assert self.proc.poll() is None, f"{self.name} exited:\n{self.log.read_text()}"
             seen = await self.readyz()
             if seen is not None and seen[0] == 200:
                 return str(seen[1]["role"])
-            await asyncio.sleep(0.2)
+            await asyncio.sleep(0.05)
         raise AssertionError(f"{self.name} not ready within {within} s")
 
     async def wait_role(self, role: str, *, within: float) -> float:
@@ -129,7 +130,7 @@ class Bot:
             seen = await self.readyz()
             if seen is not None and seen[0] == 200 and seen[1]["role"] == role:
                 return time.monotonic() - start
-            await asyncio.sleep(0.2)
+            await asyncio.sleep(0.05)
         raise AssertionError(f"{self.name} not ready as {role} within {within} s: {seen}")
 
     def records(self) -> list[dict[str, Any]]:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import forkserver
 from tests.fakes.discord_api import FAKE_TOKEN
 from tests.samples import SAMPLE_ARCHIVE
 
@@ -42,7 +43,7 @@ def cli_env() -> dict[str, str]:
 
 
 def cli(cwd: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return forkserver.run(
         [sys.executable, "-m", "bots.cli", *args],
         cwd=cwd,
         input=stdin,
@@ -260,7 +261,7 @@ def test_post_twice_sends_once(workdir: Path) -> None:
 def test_run_console_answers_typed_commands_and_stops_on_sigterm(workdir: Path) -> None:
     out_path, err_path = workdir / "out.txt", workdir / "err.txt"
     with out_path.open("w") as out_file, err_path.open("w") as err_file:
-        proc = subprocess.Popen(
+        proc = forkserver.Popen(
             [sys.executable, "-m", "bots.cli", "run"],
             cwd=workdir,
             stdin=subprocess.PIPE,
@@ -292,7 +293,7 @@ def test_run_console_answers_typed_commands_and_stops_on_sigterm(workdir: Path) 
 
 def cli_with(cwd: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     """:func:`cli` with extra environment variables."""
-    return subprocess.run(
+    return forkserver.run(
         [sys.executable, "-m", "bots.cli", *args],
         cwd=cwd, input="", capture_output=True, text=True, env={**cli_env(), **env}, timeout=60,
     )  # fmt: skip

@@ -14,6 +14,7 @@ import pytest
 from digest_core.clock import SystemClock
 from digest_core.delivery import SCHEMA_VERSION, Ledger
 from digest_core.platform import Target, TargetKind
+from tests import forkserver
 from tests.bots.test_cli import ROOT, cli_env
 from tests.delivery.test_migrations import old_ledger
 from tests.pg import PgServer
@@ -23,7 +24,7 @@ pytestmark = pytest.mark.slow  # real processes, servers or a browser
 
 
 def cli(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return forkserver.run(
         [sys.executable, "-m", "bots.cli", *args],
         cwd=cwd,
         capture_output=True,

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import forkserver
 from tests.samples import SAMPLE_ARCHIVE
 
 pytestmark = pytest.mark.slow  # real processes, servers or a browser
@@ -19,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def run_cli(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("DIGEST_BOT_")}
-    return subprocess.run(
+    return forkserver.run(
         [sys.executable, "-m", "bots.cli", *args],
         cwd=cwd, capture_output=True, text=True, timeout=60,
         env={**clean, "PYTHONPATH": str(ROOT), **env},

@@ -13,6 +13,7 @@ import pytest
 
 from bots.doctor import Check, Status, run_checks
 from bots.registry import load_settings
+from tests import forkserver
 from tests.fakes.discord_api import EMBED_LINKS, SEND_MESSAGES, FakeDiscord
 from tests.fakes.telegram_api import DEFAULT_TOKEN, FakeTelegram
 from tests.samples import SAMPLE_ARCHIVE
@@ -197,7 +198,7 @@ async def test_doctor_command_prints_the_table_with_fixes_and_exits_1(tmp_path: 
             "DIGEST_BOT_DISCORD__TOKEN": dc.token,
         }
         config = write_config(tmp_path, telegram=tg, discord=dc)
-        proc = await asyncio.create_subprocess_exec(
+        proc = await forkserver.create_subprocess_exec(
             sys.executable, "-m", "bots.cli", "doctor", "--config", str(config),
             cwd=tmp_path, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         )  # fmt: skip

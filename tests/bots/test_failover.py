@@ -96,8 +96,11 @@ async def test_sigkill_the_leader_mid_post_and_the_standby_finishes_it(
     roles = await asyncio.gather(*(bot.wait_ready(within=30) for bot in bots))
     assert sorted(roles) == ["leader", "standby"]
     first, second = bots if roles[0] == "leader" else reversed(bots)
-    # both are up and only the leader polls: no getUpdates was ever answered 409 Conflict
-    await asyncio.sleep(2)
+    # both are up and only the leader polls: the standby has told it is one, the leader has
+    # polled since, and no getUpdates was ever answered 409 Conflict
+    await eventually(lambda: any("standby: " in str(r["msg"]) for r in second.records()), within=30)
+    polls = len(tg.calls("getUpdates"))
+    await eventually(lambda: len(tg.calls("getUpdates")) > polls, within=30)
     assert tg.calls("getUpdates") and not [c for c in tg.calls("getUpdates") if c.status == 409]
     status, body = (await second.readyz()) or (0, {})
     assert status == 200 and body["leader"] == (await first.readyz() or (0, {}))[1]["owner"]

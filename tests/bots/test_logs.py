@@ -19,6 +19,7 @@ from bots import logs
 from digest_core.delivery import DeliveryEngine
 from digest_core.logcontext import log_fields
 from digest_core.testing import FakePlatform, ManualClock, make_issue, make_messages, open_ledger
+from tests import forkserver
 from tests.samples import SAMPLE_ARCHIVE
 
 pytestmark = pytest.mark.slow  # real processes, servers or a browser
@@ -139,7 +140,7 @@ async def test_a_delivery_s_records_carry_its_id(stream: io.StringIO, tmp_path: 
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DIGEST_BOT_")}
-    return subprocess.run(
+    return forkserver.run(
         [sys.executable, "-m", "bots.cli", *args],
         cwd=cwd,
         env={**env, "PYTHONPATH": str(ROOT)},
@@ -187,7 +188,7 @@ def test_a_test_running_digest_bot_leaves_no_handler_on_its_closed_capture() -> 
     """tests/conftest.py undoes a test's logging set-up: before, every later record of the
     worker printed "--- Logging error ---" (I/O operation on closed file) into the output."""
     cases = Path(__file__).with_name("logs_isolation_cases.py")
-    done = subprocess.run(
+    done = forkserver.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-o", "addopts=", str(cases)],
         cwd=ROOT,
         capture_output=True,

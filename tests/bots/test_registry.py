@@ -15,6 +15,7 @@ from digest_core.errors import ConfigError
 from digest_core.platform import Platform
 from digest_core.rendering import Part, render
 from digest_core.settings import load_settings as core_load_settings
+from tests import forkserver
 from tests.bots.workchat_helpers import ROOT, load_golden_issue
 
 ALL = ("console", "telegram", "discord", "feishu", "dingtalk", "wecom", "email")
@@ -136,7 +137,7 @@ def test_cli_choices_come_from_the_registry_and_help_imports_no_platform() -> No
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == ""
-    helped = subprocess.run(
+    helped = forkserver.run(
         [sys.executable, "-m", "bots.cli", "run", "--help"],
         cwd=ROOT, capture_output=True, text=True, timeout=60,
     )  # fmt: skip

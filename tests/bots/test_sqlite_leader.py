@@ -16,7 +16,6 @@ import contextlib
 import os
 import shutil
 import signal
-import subprocess
 import sys
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -27,6 +26,7 @@ import pytest
 from bots import registry
 from digest_core.loading import load_issue
 from digest_core.rendering import Part, RenderOptions, render
+from tests import forkserver
 from tests.bots.failover_harness import ROOT, SAMPLE, Bot, eventually, write_config
 from tests.clockskew import skewed_env
 from tests.fakes.telegram_api import DEFAULT_TOKEN, FakeTelegram
@@ -164,7 +164,7 @@ async def test_a_second_post_with_its_clock_120_s_ahead_sends_nothing_twice(
     post_env.update(PYTHONPATH=str(ROOT), DIGEST_BOT_TELEGRAM__TOKEN=DEFAULT_TOKEN, **env)
     command = [sys.executable, "-m", "bots.cli", "post", "--config", str(config)]
     post = await asyncio.to_thread(
-        subprocess.run, command, cwd=tmp_path, env=post_env, capture_output=True, timeout=60
+        forkserver.run, command, cwd=tmp_path, env=post_env, capture_output=True, timeout=60
     )
     sent_then, out, err = len(tg.sent()), post.stdout.decode(), post.stderr.decode()
     refusal = f"another process is delivering on telegram: lease held by {owner}"

@@ -26,6 +26,7 @@ from digest_core.delivery import PartState
 from digest_core.publishing.schedule import Outcome
 from digest_core.rendering import render
 from digest_core.testing import ManualClock
+from tests import forkserver
 from tests.bots.workchat_helpers import ARCHIVE, ROOT
 from tests.fakes.dingtalk_api import FakeDingTalk
 from tests.fakes.feishu_api import FakeFeishu
@@ -108,7 +109,7 @@ async def test_a_scheduled_post_arrives_once(
 
 
 async def cli_post(config: Path, platform: str, env: dict[str, str]) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(
+    return await forkserver.create_subprocess_exec(
         sys.executable, "-m", "bots.cli", "post", "--config", str(config),
         "--platform", platform, "--date", CRASH_DAY.isoformat(),
         cwd=ROOT, env=env, stdin=asyncio.subprocess.DEVNULL,

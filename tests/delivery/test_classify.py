@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from digest_core.delivery.ledger import PartState
 from digest_core.delivery.ledger.classify import Classification, FoundRow, Situation, classify
+from tests.quick import examples
 
 #: the delivery being completed; 2 and 3 are other deliveries of the day
 CURRENT = 1
@@ -197,7 +198,7 @@ TIED = Case(
 )
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(cases(), st.randoms(use_true_random=False))
 @example(TIED, random.Random(0))
 def test_the_result_does_not_depend_on_row_order(case: Case, rnd: random.Random) -> None:

@@ -14,6 +14,7 @@ import pytest
 from digest_core.clock import SystemClock
 from digest_core.delivery import Ledger, PartState
 from digest_core.testing import make_issue
+from tests import forkserver
 from tests.clockskew import skewed_env
 from tests.delivery.crash_run import EXIT_BUSY
 
@@ -31,7 +32,7 @@ async def victim(
     env: dict[str, str] | None = None,
 ) -> asyncio.subprocess.Process:
     """The victim process; ``env``: more environment variables (a skewed clock)."""
-    return await asyncio.create_subprocess_exec(
+    return await forkserver.create_subprocess_exec(
         sys.executable,
         "-m",
         "tests.delivery.crash_run",

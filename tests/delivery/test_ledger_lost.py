@@ -21,6 +21,7 @@ from digest_core.delivery.watchdog import LedgerWatchdog
 from digest_core.errors import LedgerError, LedgerLost
 from digest_core.platform import PlatformLimits, Rate
 from digest_core.testing import FakePlatform, make_issue, make_messages, make_targets
+from tests import forkserver
 from tests.samples import SAMPLE_ARCHIVE
 
 pytestmark = pytest.mark.slow  # real processes, servers or a browser
@@ -284,7 +285,7 @@ def workdir(tmp_path: Path) -> Path:
 def start_bot(workdir: Path, *args: str) -> tuple[subprocess.Popen[str], Path, Path]:
     out, err = workdir / "out.txt", workdir / "err.txt"
     with out.open("w") as out_file, err.open("w") as err_file:
-        proc = subprocess.Popen(
+        proc = forkserver.Popen(
             [sys.executable, "-m", "bots.cli", "run", *args],
             cwd=workdir,
             stdin=subprocess.DEVNULL,
@@ -313,7 +314,7 @@ def test_digest_bot_run_exits_when_its_ledger_is_deleted_and_refuses_to_restart(
     assert "⚠ alert" in out.read_text() and "was deleted" in out.read_text()  # the admins
     assert "Traceback" not in err.read_text()
 
-    refused = subprocess.run(
+    refused = forkserver.run(
         [sys.executable, "-m", "bots.cli", "run"],
         cwd=workdir,
         stdin=subprocess.DEVNULL,
@@ -347,7 +348,7 @@ def test_digest_bot_run_exits_when_its_ledger_is_replaced(workdir: Path) -> None
 def test_digest_bot_status_on_a_corrupt_ledger_is_one_line(workdir: Path) -> None:
     (workdir / "var").mkdir()
     (workdir / "var" / "digest-bot.db").write_bytes(b"SQLite format 2\x00" + os.urandom(8000))
-    out = subprocess.run(
+    out = forkserver.run(
         [sys.executable, "-m", "bots.cli", "status"],
         cwd=workdir,
         capture_output=True,

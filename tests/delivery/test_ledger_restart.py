@@ -29,6 +29,7 @@ from digest_core.platform import PlatformLimits, Rate, Target, TargetKind
 from digest_core.publishing.schedule import ScheduleConfig
 from digest_core.rendering import Part, render
 from digest_core.service.root import DigestService
+from tests import forkserver
 from tests.bots.telegram.harness import ARCHIVE, REPO, TODAY, write_config
 from tests.bots.telegram.harness import ZONE as TG_ZONE
 from tests.delivery.test_ledger_small_disk import sent_keys, wait_until
@@ -134,7 +135,11 @@ async def test_a_post_waits_out_a_postgresql_restart_and_completes(
             "a new connection refused by the server shutting down",
         )
         assert not post.done(), "the post ended instead of waiting for the server"
-    await asyncio.sleep(0.2)  # the port closed: refused connections, waited out too
+    # the port closed: refused connections, waited out too
+    await wait_for(
+        lambda: post.done() or health.failures.get("ConnectionRefusedError", 0) >= 2,
+        "connections refused by the closed port, tried again",
+    )
     assert not post.done(), "the post ended instead of waiting for the server"
     own_server.start_again()
 
@@ -177,7 +182,7 @@ def test_the_real_bot_rides_out_a_postgresql_restart(own_server: PgServer, tmp_p
     """The issue's case: `digest-bot run` posting to 150 channels of the Telegram double while
     its PostgreSQL restarts; every part arrives once, with no rerun."""
     channels = [-1005000000 - i for i in range(CHANNELS)]
-    double = subprocess.Popen(
+    double = forkserver.Popen(
         [sys.executable, "-m", "tests.fakes.telegram_api"],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
     )  # fmt: skip
@@ -200,7 +205,7 @@ def test_the_real_bot_rides_out_a_postgresql_restart(own_server: PgServer, tmp_p
         config.write_text(text.replace(f"sqlite+aiosqlite:///{tmp_path / 'digest.db'}", url))
         env = {**os.environ, "DIGEST_BOT_TELEGRAM__TOKEN": DEFAULT_TOKEN}
         with log.open("ab") as out:
-            bot = subprocess.Popen(
+            bot = forkserver.Popen(
                 [sys.executable, "-m", "bots.cli", "run", "--config", str(config)],
                 cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             )  # fmt: skip

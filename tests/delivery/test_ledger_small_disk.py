@@ -30,6 +30,7 @@ from digest_core.delivery.health import RetryPolicy
 from digest_core.delivery.ledger.engine import WAL_LIMIT_BYTES
 from digest_core.platform import PlatformLimits, Rate
 from digest_core.testing import FakePlatform, make_issue, make_messages, make_targets
+from tests import forkserver
 from tests.bots.telegram.harness import ARCHIVE, REPO, TODAY, ZONE, write_config
 from tests.delivery.test_ledger_trouble import wait_for
 from tests.fakes.telegram_api import DEFAULT_TOKEN, running_process
@@ -156,7 +157,7 @@ def test_sigterm_stops_the_bot_while_its_ledger_cannot_write(
 
     def start() -> subprocess.Popen[bytes]:
         with log.open("ab") as out:
-            return subprocess.Popen(
+            return forkserver.Popen(
                 [sys.executable, "-m", "bots.cli", "run", "--config", str(config)],
                 cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             )  # fmt: skip

@@ -28,6 +28,7 @@ from digest_core.publishing.schedule import ScheduleConfig
 from digest_core.rendering import Part, render
 from digest_core.service.root import DigestService
 from digest_core.testing import FakePlatform, make_issue, make_messages, make_targets
+from tests import forkserver
 from tests.samples import SAMPLE_ARCHIVE
 from tests.tmpfs import tmpfs
 
@@ -128,7 +129,7 @@ async def cli_status(tmp_path: Path) -> str:
     cfg = tmp_path / "bot.toml"
     env = {k: v for k, v in os.environ.items() if not k.startswith("DIGEST_BOT_")}
     env["PYTHONPATH"] = str(ROOT)
-    proc = await asyncio.create_subprocess_exec(
+    proc = await forkserver.create_subprocess_exec(
         sys.executable,
         "-m",
         "bots.cli",

@@ -174,17 +174,20 @@ def _runs_until_sigterm(
     ledger: Path,
     while_up: Callable[[], None] | None = None,
 ) -> str:
-    """Start the bot, wait until its ledger exists (it is up), run ``while_up``, SIGTERM it:
-    exit 0; its stderr."""
+    """Start the bot, wait until its ledger exists and it says it runs (it is up), run
+    ``while_up``, SIGTERM it: exit 0; its stderr."""
     err_path = cwd / "stderr.txt"
     with err_path.open("w") as err:
         proc = subprocess.Popen(
             argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err
         )
         deadline = time.monotonic() + 60
-        while not ledger.exists() and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.1)
-        time.sleep(0.5)
+        while (
+            not (ledger.exists() and "digest-bot running on" in err_path.read_text())
+            and proc.poll() is None
+            and time.monotonic() < deadline
+        ):
+            time.sleep(0.05)
         assert proc.poll() is None, err_path.read_text()
         try:
             if while_up is not None:

@@ -892,6 +892,11 @@ class FakeDiscord:
     def channel(self, channel_id: int) -> Json:
         return self._channels[channel_id]
 
+    def gateway_frames(self) -> list[list[Json]]:
+        """The DISPATCH frames (READY included) sent to each live gateway session, in order
+        (its last 1000)."""
+        return [list(s.frames) for s in self._sessions.values() if not s.ended]
+
     async def wait_until(self, predicate: Callable[[], bool], *, within: float = 5.0) -> None:
         """Wait until `predicate()` holds; re-checked after every request and gateway frame.
 

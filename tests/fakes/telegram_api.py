@@ -750,6 +750,28 @@ class FakeTelegram:
         raises TimeoutError when it did not within ``timeout`` real seconds."""
         await _until(check, timeout, lambda: self._activity)
 
+    @property
+    def open_connections(self) -> int:
+        """Client connections to the double still open (keep-alive ones included)."""
+        server = self._runner.server if self._runner is not None else None
+        return len(server.connections) if server is not None else 0
+
+    async def wait_disconnected(
+        self,
+        timeout: float = 5.0,  # noqa: ASYNC109 - a bounded helper, not a cancellable op
+    ) -> None:
+        """Wait until no client holds a connection to the double (so none has a request, a
+        long poll included, under way): a bot that stopped has let go of the API.
+
+        Raises:
+            TimeoutError: when some connection was still open after ``timeout`` real seconds.
+        """
+        for _ in range(int(timeout / 0.01)):  # (aiohttp tells of a closed one no other way)
+            if not self.open_connections:
+                return
+            await asyncio.sleep(0.01)
+        raise TimeoutError(f"{self.open_connections} connections still open after {timeout} s")
+
     def _active(self) -> None:
         self._activity.set()
         self._activity = asyncio.Event()
@@ -1758,7 +1780,9 @@ def running_process(
     """The double as its own process (real flood limits; ``args``: :func:`main`'s options),
     with ``chats`` (id -> type) added; its root URL (the Bot API's base is ``root + "/bot"``).
     Stopped with SIGTERM on exit."""
-    proc = subprocess.Popen(
+    from tests import forkserver  # (not imported when the double itself runs as a process)
+
+    proc = forkserver.Popen(
         [sys.executable, "-m", "tests.fakes.telegram_api", *args],
         cwd=Path(__file__).resolve().parents[2],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,

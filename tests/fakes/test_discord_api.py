@@ -772,7 +772,15 @@ async def test_a_users_dm_with_a_file_reaches_only_a_client_with_the_dm_intent(
             assert (attachment.filename, attachment.size) == ("a.txt", 5)
             assert await attachment.read() == b"bytes"  # from the double's CDN, no token
         else:
-            await asyncio.sleep(0.2)
+            # the double sent no MESSAGE_CREATE to the session without the intent, and the
+            # client has taken every frame it did send: nothing of the DM can reach it now
+            [frames] = dc.gateway_frames()
+            assert [f["t"] for f in frames if f["t"].startswith("MESSAGE_")] == []
+            for _ in range(500):  # (the double's wait_until wakes on its own changes only)
+                if client.ws is not None and client.ws.sequence == frames[-1]["s"]:
+                    break
+                await asyncio.sleep(0.01)
+            assert client.ws is not None and client.ws.sequence == frames[-1]["s"]
             assert got == []
     assert dc.messages(sent.channel_id) == [sent]
 

@@ -43,6 +43,7 @@ from telegram.ext import (
 )
 from telegram.request import HTTPXRequest
 
+from tests import forkserver
 from tests.fakes.telegram_api import DEFAULT_TOKEN, FakeTelegram, FloodLimits
 from tests.fakes.tg_html import HtmlParseError, parse_html, utf16_len
 
@@ -414,8 +415,9 @@ async def test_get_updates_long_polls_and_confirms_with_offset(tg: FakeTelegram,
     assert await bot.get_updates(timeout=0) == ()
     loop = asyncio.get_running_loop()
     started = loop.time()
+    polls = len(tg.calls("getUpdates"))
     poll = asyncio.create_task(bot.get_updates(timeout=5))
-    await asyncio.sleep(0.05)
+    await tg.wait_for(lambda: len(tg.calls("getUpdates")) > polls)  # the long poll waits
     tg.inject_message(ANN, ANN, "/today extra")
     updates = await asyncio.wait_for(poll, 3)
     assert loop.time() - started < 2  # woken by the update, not by the 5 s timeout
@@ -452,8 +454,9 @@ async def test_webhook_and_a_second_poller_conflict(tg: FakeTelegram, bot: Bot) 
     assert await bot.delete_webhook()
     # PTB keeps getUpdates on its own one-connection pool: a second poller needs a second Bot.
     async with Bot(tg.token, base_url=tg.base_url) as other_instance:
+        polls = len(tg.calls("getUpdates"))
         first = asyncio.create_task(bot.get_updates(timeout=3))
-        await asyncio.sleep(0.05)
+        await tg.wait_for(lambda: len(tg.calls("getUpdates")) > polls)  # the first one waits
         assert await other_instance.get_updates(timeout=0) == ()
         with pytest.raises(Conflict, match="terminated by other getUpdates request"):
             await asyncio.wait_for(first, 2)
@@ -616,7 +619,7 @@ def test_telegram_html_parser_reports_byte_offsets() -> None:
 
 
 async def test_standalone_server_runs_in_a_subprocess() -> None:
-    proc = await asyncio.create_subprocess_exec(
+    proc = await forkserver.create_subprocess_exec(
         *(sys.executable, "-m", "tests.fakes.telegram_api", "--port", "0", "--chat", "42:private"),
         cwd=REPO,
         stdout=asyncio.subprocess.PIPE,

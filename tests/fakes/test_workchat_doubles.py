@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from bots.workchat.signing import dingtalk_query, feishu_sign
+from tests import forkserver
 from tests.fakes.dingtalk_api import FakeDingTalk
 from tests.fakes.feishu_api import FakeFeishu
 from tests.fakes.wecom_api import FakeWeCom
@@ -183,7 +184,7 @@ async def test_wecom_records_mentions_but_not_defused_ones() -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("module", ["feishu_api", "dingtalk_api", "wecom_api"])
 def test_standalone_double_prints_its_url(module: str) -> None:
-    proc = subprocess.Popen(
+    proc = forkserver.Popen(
         [sys.executable, "-m", f"tests.fakes.{module}", "--robot", "g:tok-standalone-1"],
         stdout=subprocess.PIPE,
         text=True,

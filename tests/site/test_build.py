@@ -34,6 +34,7 @@ from digest_core.site.search import (
     shard,
 )
 from digest_core.testing import ManualClock, make_issue
+from tests import forkserver
 from tests.samples import SAMPLE_ARCHIVE
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -330,7 +331,7 @@ async def test_the_site_app_serves_pages_mounted_under_a_prefix() -> None:
 
 
 def _cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return forkserver.run(
         [sys.executable, "-m", "bots.cli", *args],
         cwd=cwd,
         capture_output=True,
@@ -437,7 +438,7 @@ def test_cli_serves_the_site_until_terminated(tmp_path: Path) -> None:
         port = probe.getsockname()[1]
     bad = _cli(tmp_path, "site", "serve", "--listen", "nowhere")
     assert bad.returncode == 1 and "HOST:PORT" in bad.stderr
-    server = subprocess.Popen(
+    server = forkserver.Popen(
         [sys.executable, "-m", "bots.cli", "site", "serve", "--listen", f"127.0.0.1:{port}"],
         cwd=tmp_path,
         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},

@@ -21,6 +21,7 @@ from bots.discord.cli import sync_commands
 from bots.runtime import run
 from digest_core.commands.catalogue import CATALOGUE
 from digest_core.rendering.discord import check_message
+from tests import forkserver
 from tests.bots.discord.harness import (
     CHANNELS,
     GUILD,
@@ -113,7 +114,7 @@ def test_sigterm_tells_a_deferred_interaction_to_try_again_before_exiting(
         assert main(["discord", "sync", "--guild", str(GUILD), "--config", config]) == 0
         env = {**os.environ, "DIGEST_BOT_DISCORD__TOKEN": fake.token}
         with log.open("wb") as out:
-            bot = subprocess.Popen(
+            bot = forkserver.Popen(
                 [sys.executable, "-m", "bots.cli", "run", "--only", "discord", "--config", config],
                 cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,

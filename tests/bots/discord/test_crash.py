@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import forkserver
 from tests.bots.discord.harness import GUILD, REPO, TWO_PARTS, make_settings
 from tests.fakes.discord_api import NONCE_WINDOW, FakeDiscord
 
@@ -67,7 +68,7 @@ def post(config: Path, token: str, log: Path) -> subprocess.Popen[bytes]:
     env = {**os.environ, "DIGEST_BOT_DISCORD__TOKEN": token}
     argv = ["post", "--config", str(config), "--platform", "discord", "--date", str(TWO_PARTS)]
     with log.open("ab") as out:
-        return subprocess.Popen(
+        return forkserver.Popen(
             [sys.executable, "-m", "bots.cli", *argv],
             cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
         )  # fmt: skip

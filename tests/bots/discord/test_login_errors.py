@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import shutil
 import socket
-import subprocess
 import sys
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import pytest
 from bots.registry import load_settings
 from bots.runtime import open_service
 from digest_core.errors import TransientError
+from tests import forkserver
 from tests.bots.discord.harness import TODAY, clock_on
 from tests.fakes.discord_api import FAKE_TOKEN
 from tests.samples import SAMPLE_ARCHIVE
@@ -65,7 +65,7 @@ def test_a_token_that_is_not_token_shaped_is_refused_before_any_request(tmp_path
     env = {k: v for k, v in os.environ.items() if not k.startswith("DIGEST_BOT_")}
     env |= {"DIGEST_BOT_DISCORD__TOKEN": "garbage", "DIGEST_BOT_DISCORD__API_BASE_URL": base}
     with listener:
-        done = subprocess.run(
+        done = forkserver.run(
             [sys.executable, "-m", "bots.cli", "--config", str(cfg), "post", "--date",
              "2026-11-30", "--platform", "discord"],
             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,

@@ -258,7 +258,9 @@ async def test_pointing_is_undone_on_stop(tmp_path: Path, monkeypatch: pytest.Mo
 async def test_a_resent_part_carries_its_nonce_so_discord_creates_it_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async with fake_discord() as fake:
+    # (the sixth message to a channel waited out the real 5 s window: shrunk, as this test is
+    # about nonces, not rate limits)
+    async with fake_discord(rate_scale=0.02) as fake:
         settings = make_settings(tmp_path, monkeypatch, fake)
         async with running_bot(settings, receive=False) as (_, adapter):
             target = Target("discord", str(CHANNELS[0]))

@@ -13,7 +13,10 @@ from email.message import EmailMessage
 from email.parser import BytesParser
 from pathlib import Path
 
+import pytest
+
 from bots.email.addresses import reader_id
+from tests import forkserver
 from tests.bots.email.helpers import SECRET
 from tests.bots.email.test_exactly_once import (
     READERS,
@@ -25,6 +28,8 @@ from tests.bots.email.test_exactly_once import (
 from tests.bots.workchat_helpers import ROOT
 from tests.fakes.smtp import FakeRelay
 from tests.imap import PASSWORD, USER, dovecot
+
+pytestmark = pytest.mark.slow  # real processes, servers or a browser
 
 
 def report(kind: str, *, to: str, status: str = "", action: str = "", original: str) -> bytes:
@@ -55,7 +60,7 @@ def report(kind: str, *, to: str, status: str = "", action: str = "", original: 
 
 
 async def cli(config: Path, *args: str) -> tuple[int, str]:
-    proc = await asyncio.create_subprocess_exec(
+    proc = await forkserver.create_subprocess_exec(
         sys.executable, "-m", "bots.cli", *args, "--config", str(config),
         cwd=ROOT, env=env(), stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
@@ -117,7 +122,7 @@ async def test_bounces_from_a_real_imap_mailbox_deactivate_readers(tmp_path: Pat
         assert "hard 0, soft 0, complaint 0, unsubscribe 0, deactivated 0" in out
 
         before = len(relay.received)
-        forced = await asyncio.create_subprocess_exec(
+        forced = await forkserver.create_subprocess_exec(
             sys.executable, "-m", "bots.cli", "post", "--config", str(config),
             "--platform", "email", "--date", "2026-11-26", "--force",
             cwd=ROOT, env=env(), stdin=asyncio.subprocess.DEVNULL,

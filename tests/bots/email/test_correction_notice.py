@@ -12,6 +12,9 @@ from email import policy
 from email.parser import BytesParser
 from pathlib import Path
 
+import pytest
+
+from tests import forkserver
 from tests.bots.email.test_exactly_once import (
     READERS,
     env,
@@ -22,11 +25,13 @@ from tests.bots.email.test_exactly_once import (
 from tests.bots.workchat_helpers import ARCHIVE, ROOT
 from tests.fakes.smtp import FakeRelay, Received
 
+pytestmark = pytest.mark.slow  # real processes, servers or a browser
+
 DAY = "2026-11-26"
 
 
 async def cli(config: Path, *args: str) -> tuple[int, str]:
-    proc = await asyncio.create_subprocess_exec(
+    proc = await forkserver.create_subprocess_exec(
         sys.executable, "-m", "bots.cli", *args, "--config", str(config),
         cwd=ROOT, env=env(), stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,

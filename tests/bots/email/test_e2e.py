@@ -22,12 +22,16 @@ from pathlib import Path
 
 import aiohttp
 import dkim
+import pytest
 import yarl
 
 from bots.email.addresses import reader_id
+from tests import forkserver
 from tests.bots.email.helpers import SECRET, SENDER, dkim_keys
 from tests.bots.workchat_helpers import ARCHIVE, ROOT
 from tests.fakes.smtp import FakeRelay, Received
+
+pytestmark = pytest.mark.slow  # real processes, servers or a browser
 
 DAY = "2026-11-30"
 ADDRESS = "reader@example.net"
@@ -47,7 +51,7 @@ def body_of(received: Received, kind: str) -> str:
 
 
 async def post(config: Path, env: dict[str, str], *extra: str, code: int = 0) -> str:
-    proc = await asyncio.create_subprocess_exec(
+    proc = await forkserver.create_subprocess_exec(
         sys.executable, "-m", "bots.cli", "post", "--config", str(config),
         "--platform", "email", "--date", DAY, *extra,
         cwd=ROOT, env=env, stdin=asyncio.subprocess.DEVNULL,
@@ -83,7 +87,7 @@ async def test_subscribe_confirm_receive_unsubscribe_through_real_processes(
             **{k: v for k, v in os.environ.items() if not k.startswith("DIGEST_BOT_")},
             "DIGEST_BOT_EMAIL__SECRET_KEY": SECRET,
         }
-        run = await asyncio.create_subprocess_exec(
+        run = await forkserver.create_subprocess_exec(
             sys.executable, "-m", "bots.cli", "run", "--config", str(config),
             cwd=ROOT, env=env, stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,

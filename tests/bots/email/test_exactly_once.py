@@ -15,13 +15,18 @@ from email import policy
 from email.parser import BytesParser
 from pathlib import Path
 
+import pytest
+
 from bots import registry
 from bots.email.addresses import AddressBook
 from bots.runtime import open_service
 from digest_core.clock import SystemClock
+from tests import forkserver
 from tests.bots.email.helpers import SECRET, SENDER
 from tests.bots.workchat_helpers import ARCHIVE, ROOT
 from tests.fakes.smtp import FakeRelay
+
+pytestmark = pytest.mark.slow  # real processes, servers or a browser
 
 DAY = "2026-11-26"
 READERS = [f"reader{n:02d}@example.net" for n in range(40)]
@@ -66,7 +71,7 @@ def env() -> dict[str, str]:
 
 
 async def start_post(config: Path) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(
+    return await forkserver.create_subprocess_exec(
         sys.executable, "-m", "bots.cli", "post", "--config", str(config),
         "--platform", "email", "--date", DAY,
         cwd=ROOT, env=env(), stdin=asyncio.subprocess.DEVNULL,

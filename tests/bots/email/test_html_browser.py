@@ -6,6 +6,7 @@ and dark, go to var/screenshots/ (mail-phone-light.png, mail-phone-dark.png)."""
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterator
 from email import policy
 from email.parser import BytesParser
 from pathlib import Path
@@ -21,7 +22,8 @@ from tests.samples import SAMPLE_ARCHIVE
 from tests.site.browser import CHROMIUM_ARGS, chromium
 
 playwright_api = pytest.importorskip("playwright.sync_api")
-pytestmark = pytest.mark.xdist_group("browser")
+#: one worker runs every browser test (make test: --dist loadgroup)
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("browser")]
 
 ROOT = Path(__file__).resolve().parents[3]
 SHOTS = ROOT / "var" / "screenshots"
@@ -48,36 +50,45 @@ def html_part() -> str:
     return str(part.get_content())
 
 
-@pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_the_html_part_on_a_phone(tmp_path: Path, scheme: str) -> None:
+@pytest.fixture(scope="module")
+def phone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One Chromium at phone width for the module's pages, with a fresh profile."""
     path = chromium()
     if path is None:
         pytest.fail("no chromium: apt-get install chromium (.ci/run does)")
-    page_file = tmp_path / "mail.html"
-    page_file.write_text(html_part(), encoding="utf-8")
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    requests: list[str] = []
     with playwright_api.sync_playwright() as pw:
-        context: Any = pw.chromium.launch_persistent_context(
-            str(tmp_path / "profile"),
+        context = pw.chromium.launch_persistent_context(
+            str(tmp_path_factory.mktemp("profile")),
             executable_path=path,
             headless=True,
             args=CHROMIUM_ARGS,
             viewport=PHONE,
         )
         try:
-            page = context.new_page()
-            page.on("request", lambda r: requests.append(r.url))
-            page.emulate_media(color_scheme=scheme)
-            page.goto(page_file.as_uri())
-            page.screenshot(path=str(SHOTS / f"mail-phone-{scheme}.png"), full_page=True)
-            overflow = page.evaluate(
-                "document.documentElement.scrollWidth - document.documentElement.clientWidth"
-            )
-            background = page.evaluate("getComputedStyle(document.body).backgroundColor")
-            links = page.evaluate("[...document.querySelectorAll('a[href^=http]')].length")
+            yield context
         finally:
             context.close()
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_the_html_part_on_a_phone(tmp_path: Path, scheme: str, phone: Any) -> None:
+    page_file = tmp_path / "mail.html"
+    page_file.write_text(html_part(), encoding="utf-8")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    requests: list[str] = []
+    page = phone.new_page()
+    try:
+        page.on("request", lambda r: requests.append(r.url))
+        page.emulate_media(color_scheme=scheme)
+        page.goto(page_file.as_uri())
+        page.screenshot(path=str(SHOTS / f"mail-phone-{scheme}.png"), full_page=True)
+        overflow = page.evaluate(
+            "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+        )
+        background = page.evaluate("getComputedStyle(document.body).backgroundColor")
+        links = page.evaluate("[...document.querySelectorAll('a[href^=http]')].length")
+    finally:
+        page.close()
     assert requests == [page_file.as_uri()]  # nothing remote: fonts, scripts, images
     assert overflow <= 0, "the mail scrolls sideways on a phone"
     assert (background == "rgb(13, 17, 23)") == (scheme == "dark"), background

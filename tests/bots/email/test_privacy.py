@@ -9,6 +9,9 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
+from tests import forkserver
 from tests.bots.email.test_exactly_once import (
     READERS,
     env,
@@ -19,9 +22,11 @@ from tests.bots.email.test_exactly_once import (
 from tests.bots.workchat_helpers import ROOT
 from tests.fakes.smtp import FakeRelay
 
+pytestmark = pytest.mark.slow  # real processes, servers or a browser
+
 
 async def cli(config: Path, *args: str) -> tuple[int, str, str]:
-    proc = await asyncio.create_subprocess_exec(
+    proc = await forkserver.create_subprocess_exec(
         sys.executable, "-m", "bots.cli", "email", *args, "--config", str(config),
         cwd=ROOT, env=env(), stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
@@ -58,7 +63,7 @@ async def test_export_then_forget_a_reader(tmp_path: Path) -> None:
         assert len(data["mails"]) == 1  # the count stays, under the id alone
 
         before = len(relay.received)
-        forced = await asyncio.create_subprocess_exec(
+        forced = await forkserver.create_subprocess_exec(
             sys.executable, "-m", "bots.cli", "post", "--config", str(config),
             "--platform", "email", "--date", "2026-11-26", "--force",
             cwd=ROOT, env=env(), stdin=asyncio.subprocess.DEVNULL,

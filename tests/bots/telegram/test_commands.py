@@ -303,7 +303,7 @@ async def test_digest_bot_run_answers_and_stops_cleanly(
         await asyncio.wait_for(task, 10)
     assert task.exception() is None
     before = len(fake.requests)
-    await asyncio.sleep(0.2)
+    await fake.wait_disconnected()  # the bot let go of the API: nothing of it can poll now
     assert len(fake.requests) == before  # stopped: no more polling
 
 

@@ -18,6 +18,7 @@ import pytest
 from bots.cli import EXIT_OK, main
 from digest_core.clock import SystemClock
 from digest_core.delivery import Ledger
+from tests import forkserver
 from tests.bots.telegram.harness import REPO, TODAY, until_answered, write_config
 from tests.bots.telegram.test_crash import CHANNELS, SUBSCRIBERS, fake_url  # noqa: F401
 from tests.fakes.telegram_api import DEFAULT_TOKEN
@@ -39,7 +40,7 @@ SLOW_S = 3.0
 def _correct(config: Path, log: Path) -> subprocess.Popen[bytes]:
     env = {**os.environ, "DIGEST_BOT_TELEGRAM__TOKEN": DEFAULT_TOKEN}
     with log.open("ab") as out:
-        return subprocess.Popen(
+        return forkserver.Popen(
             [sys.executable, "-m", "bots.cli", "correct", "--config", str(config),
              "--date", str(TODAY)],
             cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,

@@ -21,6 +21,7 @@ import pytest
 
 from digest_core.clock import SystemClock
 from digest_core.delivery import Ledger
+from tests import forkserver
 from tests.bots.telegram.harness import ARCHIVE, REPO, TODAY, ZONE, until_answered, write_config
 from tests.fakes.telegram_api import DEFAULT_TOKEN, running_process
 
@@ -46,7 +47,7 @@ def fake_url() -> Iterator[str]:
 def _bot(config: Path, log: Path) -> subprocess.Popen[bytes]:
     env = {**os.environ, "DIGEST_BOT_TELEGRAM__TOKEN": DEFAULT_TOKEN}
     with log.open("ab") as out:
-        return subprocess.Popen(
+        return forkserver.Popen(
             [sys.executable, "-m", "bots.cli", "run", "--config", str(config)],
             cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
         )  # fmt: skip

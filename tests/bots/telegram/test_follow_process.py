@@ -21,6 +21,7 @@ from zoneinfo import ZoneInfo
 import httpx
 import pytest
 
+from tests import forkserver
 from tests.bots.telegram.harness import ADMIN, ARCHIVE, REPO, TODAY, ZONE, write_config
 from tests.fakes.telegram_api import DEFAULT_TOKEN, running_process
 
@@ -58,7 +59,7 @@ def _bot(config: Path, log: Path) -> subprocess.Popen[bytes]:
         "DIGEST_BOT_SCHEDULE__PERSONAL_SECONDS": str(JOB_SECONDS),
     }
     with log.open("ab") as out:
-        return subprocess.Popen(
+        return forkserver.Popen(
             [sys.executable, "-m", "bots.cli", "run", "--config", str(config)],
             cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
         )  # fmt: skip

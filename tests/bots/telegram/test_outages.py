@@ -19,6 +19,7 @@ import pytest
 from bots.cli.common import EXIT_FAILED
 from bots.runtime import run
 from digest_core.testing import PinnedClock, SettableClock
+from tests import forkserver
 from tests.bots.telegram.harness import (
     ADMIN,
     ARCHIVE,
@@ -154,7 +155,7 @@ async def test_post_leaves_an_hour_long_429_waiting_and_the_running_bot_sends_it
     shutil.copy(ARCHIVE / f"{TODAY}.txt", tmp_path / "archive" / f"{day}.txt")
     fake.fail_next(CHANNEL, "flood", retry_after=3600)
     env = {**os.environ, "DIGEST_BOT_TELEGRAM__TOKEN": fake.token}
-    post = await asyncio.create_subprocess_exec(
+    post = await forkserver.create_subprocess_exec(
         sys.executable, "-m", "bots.cli", "post", "--config", str(path),
         "--platform", "telegram", "--date", str(day),
         cwd=REPO, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
@@ -167,7 +168,7 @@ async def test_post_leaves_an_hour_long_429_waiting_and_the_running_bot_sends_it
     assert len(fake.sent(BY_NAME)) == PARTS and fake.sent(CHANNEL) == []
     [alert] = fake.sent(ADMIN)
     assert f"parts of the post of {day} wait" in alert.text and str(CHANNEL) in alert.text
-    status = await asyncio.create_subprocess_exec(
+    status = await forkserver.create_subprocess_exec(
         sys.executable, "-m", "bots.cli", "status", "--config", str(path),
         cwd=REPO, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip

@@ -12,13 +12,25 @@ import pytest
 from bots.runtime import run
 from digest_core.clock import SystemClock
 from digest_core.delivery import Ledger
-from digest_core.service.leadership import LEADER_LEASE
+from digest_core.service.leadership import LEADER_LEASE, LOCK_POLL_SECONDS
 from tests.bots.telegram.harness import ANN, CHANNEL, settings_for, write_config
 from tests.fakes.telegram_api import FakeTelegram
 
 pytestmark = pytest.mark.slow  # real processes, servers or a browser
 
 LEADER = "leader-host.example:1:abcd"
+
+
+class TriesClock(SystemClock):
+    """The real clock, counting the standby's election tries by the sleeps between them."""
+
+    def __init__(self) -> None:
+        self.tries = 0
+
+    async def sleep(self, seconds: float) -> None:
+        if seconds == LOCK_POLL_SECONDS:
+            self.tries += 1
+        await super().sleep(seconds)
 
 
 def free_port() -> int:
@@ -34,11 +46,17 @@ async def test_a_polling_standby_never_polls(
     settings = settings_for(
         write_config(tmp_path, base_url=fake.base_url, channels=[str(CHANNEL)]), fake, monkeypatch
     )
+    clock = TriesClock()
     async with Ledger.open(settings.database_url, clock=SystemClock(), owner=LEADER) as other:
         await other.acquire_lease(LEADER_LEASE, ttl=600)
         stop = asyncio.Event()
-        task = asyncio.create_task(run(settings, only="telegram", stop=stop))
-        await asyncio.sleep(1.5)  # several election tries (every lease_seconds / 3)
+        task = asyncio.create_task(run(settings, only="telegram", stop=stop, clock=clock))
+        # several election tries (an SQLite ledger's leadership is an OS lock: tried every
+        # LOCK_POLL_SECONDS), each followed by the standby's sleep until the next
+        async with asyncio.timeout(30):
+            while clock.tries < 3:
+                assert not task.done(), task
+                await asyncio.sleep(0.01)
         assert not task.done()
         # not even logged in: the leader holds the bot's connection
         assert fake.calls("getUpdates") == [] and fake.calls("getMe") == []

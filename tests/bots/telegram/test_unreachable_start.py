@@ -25,6 +25,7 @@ from bots.runtime import open_service
 from bots.starting import PlatformStarts
 from digest_core.port import Adapter
 from digest_core.testing import PinnedClock
+from tests import forkserver
 from tests.bots.telegram.harness import (
     ARCHIVE,
     CHANNEL,
@@ -71,7 +72,7 @@ def _config(tmp_path: Path, api_port: int, http_port: int) -> Path:
 def _bot(config: Path, log: Path) -> subprocess.Popen[bytes]:
     env = {**os.environ, "DIGEST_BOT_TELEGRAM__TOKEN": DEFAULT_TOKEN}
     with log.open("ab") as out:
-        return subprocess.Popen(
+        return forkserver.Popen(
             [sys.executable, "-m", "bots.cli", "run", "--config", str(config)],
             cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
         )  # fmt: skip

@@ -12,6 +12,7 @@ import pytest
 
 from digest_core.loading import load_issue
 from digest_core.rendering import wecom as wecom_render
+from tests import forkserver
 from tests.bots.wecom.crash_run import ISSUE, SCALE, key
 from tests.fakes.wecom_api import FakeWeCom
 
@@ -22,7 +23,7 @@ TARGETS = 10
 
 
 async def victim(api_base: str, ledger: str) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(
+    return await forkserver.create_subprocess_exec(
         sys.executable, "-m", "tests.bots.wecom.crash_run", "--api-base", api_base,
         "--ledger", ledger, f"--targets={TARGETS}", cwd=ROOT,
     )  # fmt: skip

@@ -1,0 +1,43 @@
+"""The checkout's bytecode, compiled once at the start of a test run.
+
+Where ``PYTHONDONTWRITEBYTECODE`` is set (this machine's shells set it), no interpreter writes
+``__pycache__``: every xdist worker compiled the bot's modules and pytest rewrote the asserts of
+every test module again (about 4 s of each worker's collection), and every process a test
+exec'd compiled the bot from source. :func:`precompile` (run by the controller, before any
+worker starts) writes what they read: the modules' ``.pyc`` (``compileall``, which only
+rewrites the stale ones) and pytest's cache of rewritten test modules, under the same names
+pytest uses itself. ``__pycache__`` folders are ignored by git.
+"""
+
+from __future__ import annotations
+
+import compileall
+import contextlib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+#: the folders of the bot's own modules, and of the tests' helpers
+PACKAGES = ("digest_core", "bots", "tests", "benchmarks")
+
+
+def precompile(config: pytest.Config) -> None:
+    """Compile the checkout's modules and pytest's rewritten test modules, where stale."""
+    for name in PACKAGES:
+        if (ROOT / name).is_dir():
+            compileall.compile_dir(ROOT / name, quiet=2)
+    # pytest's own cache of test modules with their asserts rewritten (private, so: best
+    # effort; a pytest that changed it only rewrites them in each worker again)
+    with contextlib.suppress(ImportError, AttributeError, KeyError):
+        from _pytest.assertion import rewrite
+
+        state = config.stash[rewrite.assertstate_key]
+        for source in sorted(ROOT.glob("tests/**/*.py")):
+            if not (source.name.startswith("test_") or source.name == "conftest.py"):
+                continue
+            pyc = rewrite.get_cache_dir(source) / (source.name[:-3] + rewrite.PYC_TAIL)
+            if rewrite._read_pyc(source, pyc, state.trace) is None:
+                source_hash, code = rewrite._rewrite_test(source, config)
+                rewrite.try_makedirs(pyc.parent)
+                rewrite._write_pyc(state, code, source_hash, pyc)
