@@ -11,6 +11,7 @@ import logging
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from digest_core import metrics
 from digest_core.clock import Clock
@@ -23,6 +24,7 @@ from digest_core.delivery.ledger import (
     PartState,
     Plan,
     PlannedPart,
+    Recorded,
     delivery_lease,
 )
 from digest_core.delivery.pacing import Backoff, Pacer
@@ -85,7 +87,7 @@ class _Run:
     #: the commit of the "sent" record of the part before the current one, while pending:
     #: the current part is claimed only after it, so a crash leaves at most one part of a
     #: target in flight (as when senders waited for their records)
-    recorded: asyncio.Future[bool] | None = None
+    recorded: Recorded | None = None
 
     def was_claimed(self, row_id: int) -> bool:
         return self.claimed == row_id
@@ -396,8 +398,9 @@ class _Fanout:
         self._started = 0
         self._wake = asyncio.Event()
         #: records of sends not yet committed (a sender does not wait for its own: see
-        #: ``Ledger.mark_sent_soon``), and the first of them that failed
-        self._unsettled: set[asyncio.Future[bool]] = set()
+        #: ``Ledger.mark_sent_soon``), by the future of the writer's batch they settle with;
+        #: and the first of them that failed
+        self._unsettled: dict[asyncio.Future[Any], list[Recorded]] = {}
         self._broken: BaseException | None = None
         #: why targets were left waiting: reason -> (targets, parts, first due)
         self.waits: dict[str, tuple[int, int, dt.datetime]] = {}
@@ -427,11 +430,11 @@ class _Fanout:
         if self._broken is not None:
             raise self._broken
 
-    def _settled(self, done: asyncio.Future[bool]) -> None:
-        self._unsettled.discard(done)
-        if not done.cancelled() and done.exception() is not None and self._broken is None:
-            self._broken = done.exception()
-            self._wake.set()
+    def _settled(self, done: asyncio.Future[Any]) -> None:
+        for recorded in self._unsettled.pop(done, ()):
+            if recorded.error is not None and self._broken is None:
+                self._broken = recorded.error
+                self._wake.set()
 
     async def _dispatch(self, tasks: asyncio.TaskGroup) -> None:
         clock, pacer = self._clock, self.pacer
@@ -524,7 +527,7 @@ class _Fanout:
             resumed = None  # released by this run since: pending
         if run.recorded is not None:
             recorded, run.recorded = run.recorded, None
-            await recorded  # the part before is recorded sent (a failure stops the delivery)
+            await recorded.wait()  # the part before is recorded sent (a failure stops it)
         if not await self._ledger.claim(row.id, resumed_attempts=resumed):
             # another delivery has it: it sends this target's later parts too, in order
             left = len(run.parts) - run.pos
@@ -591,8 +594,11 @@ class _Fanout:
         target = run.target
         # the record is committed with the next batch; the slot is free for the next send
         recorded = self._ledger.mark_sent_soon(row.id, message_id)
-        self._unsettled.add(recorded)
-        recorded.add_done_callback(self._settled)
+        if (mine := self._unsettled.get(recorded.done)) is None:
+            # the first of this fan-out's records in the writer's batch
+            self._unsettled[recorded.done] = mine = []
+            recorded.done.add_done_callback(self._settled)
+        mine.append(recorded)
         self._engine.metrics.part(self._platform.name, metrics.SENT)
         run.report.sent += 1
         if run.is_uncertain(row.id):
@@ -601,7 +607,7 @@ class _Fanout:
         run.pos += 1
         run.attempts = 0
         if run.pos < len(run.parts):
-            if not recorded.done():
+            if not recorded.done.done():
                 run.recorded = recorded
             self._push(run, self._clock.monotonic())
 

@@ -58,6 +58,7 @@ from digest_core.delivery.ledger.schema import (
     targets,
     threads,
 )
+from digest_core.delivery.ledger.state import Recorded
 from digest_core.delivery.ledger.threads import ThreadRecord
 
 __all__ = [
@@ -83,6 +84,7 @@ __all__ = [
     "Plan",
     "PlannedPart",
     "PruneReport",
+    "Recorded",
     "TargetPlan",
     "ThreadRecord",
     "audit",

@@ -42,6 +42,7 @@ from digest_core.delivery.ledger.classify import (
     new_rows,
     split_unsent,
 )
+from digest_core.delivery.ledger.driver import DriverStatement, driver_value
 from digest_core.delivery.ledger.engine import generic_plans
 from digest_core.delivery.ledger.leases import (
     _foreign_holder,
@@ -83,6 +84,26 @@ _PG_FRESH = text(
 
 #: the most target ids a plan keeps of the rows the day already has (see ``_Batch.known``)
 _KNOWN_LIMIT = 20_000
+
+#: the columns of a part row as planning inserts it, in the order of its parameter tuples
+_ROW_COLUMNS = (
+    "delivery_id", "target", "kind", "part", "state", "attempts", "created_at", "updated_at",
+    "variant",
+)  # fmt: skip
+#: the insert of new rows (a day that has rows already), run by the driver (see .driver)
+_INSERT_ROWS = insert(parts).values({name: bindparam(f"p_{name}") for name in _ROW_COLUMNS})
+
+
+@functools.cache
+def _sqlite_fresh(rows: int) -> str:
+    """The insert of ``rows`` fresh part rows on SQLite in one statement, returning the ids
+    of those inserted (``executemany`` returns no rows), as SQLAlchemy's own batched insert
+    does, with the parameters as one flat tuple."""
+    one = "(" + ", ".join(["?"] * len(_ROW_COLUMNS)) + ")"
+    return (
+        f"INSERT INTO {parts.name} ({', '.join(_ROW_COLUMNS)}) VALUES {', '.join([one] * rows)} "
+        "ON CONFLICT DO NOTHING RETURNING id, target, part"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +181,8 @@ class Planning:
 
     def __init__(self, state: LedgerState) -> None:
         self.state = state
+        #: the inserts as the engine's driver runs them (None: through SQLAlchemy)
+        self._statements: dict[str, DriverStatement | None] = {}
 
     @retried  # its first transaction; each batch retries on its own
     async def plan(
@@ -352,7 +375,7 @@ class Planning:
         if inserts:
             # the row-by-row insert planned once (the batch's IN (...) queries keep custom plans)
             async with generic_plans(conn):
-                await conn.execute(insert(parts), inserts)
+                await self._insert_rows(conn, inserts, batch.now)
             stats.rows_inserted += len(inserts)
         for new_id, ids in found.retarget.items():
             for chunk in _chunks(ids):
@@ -365,6 +388,27 @@ class Planning:
                 .values(state=PartState.PENDING.value, updated_at=batch.now)
             )
             stats.rows_updated += len(chunk)
+
+    async def _insert_rows(
+        self, conn: AsyncConnection, inserts: list[dict[str, Any]], now: dt.datetime
+    ) -> None:
+        """Insert the rows :func:`new_rows` made (all created at ``now``): one
+        ``executemany`` of the driver (see :mod:`.driver`)."""
+        if "insert" not in self._statements:
+            names = [f"p_{name}" for name in _ROW_COLUMNS]
+            self._statements["insert"] = DriverStatement.compile(
+                _INSERT_ROWS, conn.dialect, names, converted=["p_created_at", "p_updated_at"]
+            )
+        statement = self._statements["insert"]
+        if statement is None:
+            await conn.execute(insert(parts), inserts)
+            return
+        at = driver_value(parts.c.created_at.type, now, conn.dialect)
+        values = [
+            (*(row[name] for name in _ROW_COLUMNS[:6]), at, at, row.get("variant"))
+            for row in inserts
+        ]
+        await conn.exec_driver_sql(statement.sql, statement.rows(values))
 
     async def _plan_fresh(
         self, conn: AsyncConnection, batch: _Batch, pairs: list[tuple[Target, Target]]
@@ -391,7 +435,7 @@ class Planning:
                     numbers.append(part)
             expected = len(targets_)
             async with generic_plans(conn):  # and its foreign-key check of each row
-                found = await conn.execute(
+                found: Iterable[Any] = await conn.execute(
                     _PG_FRESH,
                     {
                         "delivery_id": batch.delivery_id,
@@ -404,24 +448,50 @@ class Planning:
                     },
                 )
         else:
-            kind_of = {t.id: t.kind.value for _, t in pairs}
-            keys = [(t.id, part) for _, t in pairs for part in range(n_parts)]
-            inserts = new_rows(
-                keys, kind_of, delivery_id=batch.delivery_id, now=now, variant=batch.variant
-            )
-            expected = len(inserts)
-            found = await conn.execute(
-                sqlite_insert(parts)
-                .on_conflict_do_nothing()
-                .returning(parts.c.id, parts.c.target, parts.c.part),
-                inserts,
-            )
+            found, expected = await self._insert_fresh(conn, batch, pairs)
         ids = {(target, part): row_id for row_id, target, part in found}
         self.state.stats.rows_inserted += len(ids)
         if len(ids) < expected:
             log.info("planning met rows another delivery inserted meanwhile; reading them")
             return None
         return fresh_entries(pairs, ids, n_parts)
+
+    async def _insert_fresh(
+        self, conn: AsyncConnection, batch: _Batch, pairs: list[tuple[Target, Target]]
+    ) -> tuple[Iterable[Any], int]:
+        """Insert every part of ``pairs`` pending on SQLite: (the (id, target, part) of each row
+        inserted, the rows there were to insert)."""
+        n_parts, dialect = batch.n_parts, conn.dialect
+        if dialect.paramstyle != "qmark" or not dialect.insert_returning:  # through SQLAlchemy
+            kind_of = {t.id: t.kind.value for _, t in pairs}
+            keys = [(t.id, part) for _, t in pairs for part in range(n_parts)]
+            inserts = new_rows(
+                keys, kind_of, delivery_id=batch.delivery_id, now=batch.now, variant=batch.variant
+            )
+            found = await conn.execute(
+                sqlite_insert(parts)
+                .on_conflict_do_nothing()
+                .returning(parts.c.id, parts.c.target, parts.c.part),
+                inserts,
+            )
+            return found, len(inserts)
+        now = driver_value(parts.c.created_at.type, batch.now, dialect)
+        pending, d_id, variant = PartState.PENDING.value, batch.delivery_id, batch.variant
+        params = [
+            value
+            for _, t in pairs
+            for part in range(n_parts)
+            for value in (d_id, t.id, t.kind.value, part, pending, 0, now, now, variant)
+        ]
+        width = len(_ROW_COLUMNS)  # rows per statement: as many as SQLAlchemy's batches take
+        most = dialect.insertmanyvalues_max_parameters // width
+        per = max(1, min(dialect.insertmanyvalues_page_size, most))
+        rows: list[Any] = []
+        for start in range(0, len(params), per * width):
+            chunk = params[start : start + per * width]
+            result = await conn.exec_driver_sql(_sqlite_fresh(len(chunk) // width), tuple(chunk))
+            rows += result.all()
+        return rows, len(params) // width
 
     async def _delivery_for(
         self,

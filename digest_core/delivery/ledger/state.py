@@ -29,13 +29,48 @@ log = logging.getLogger(__name__)
 WRITERS = 2
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Op:
-    """One per-part state change waiting for the group-commit writer (see :mod:`.writer`)."""
+    """One per-part state change waiting for the group-commit writer (see :mod:`.writer`).
+    Its time is the batch's, taken when the batch is written.
+
+    A send recorded with ``mark_sent_soon`` is ``shared``: its caller holds the op itself
+    (:meth:`wait`), and ``done`` is the one future of the sends queued for the same batch,
+    done (never failed) once the batch is settled; the op's own failure is ``error``. Every
+    other op has its own future, whose result (a claim's: claimed) or error is the op's."""
 
     kind: str
-    params: dict[str, Any]
-    done: asyncio.Future[bool]
+    row_id: int
+    #: the message id (``sent``), the error (``release``, ``unknown``, ``failed``, ``skip``),
+    #: or a resumed claim's planned attempts (None: a plain claim)
+    value: Any
+    done: asyncio.Future[Any]
+    shared: bool = False
+    error: BaseException | None = None
+
+    def fail(self, error: BaseException) -> None:
+        """Settle the op with ``error`` (a shared op's future is settled with its batch)."""
+        if self.shared:
+            self.error = error
+        elif not self.done.done():
+            self.done.set_exception(error)
+
+    async def wait(self) -> None:
+        """Until a shared op is committed; raises its error (the ledger's)."""
+        if not self.done.done():
+            await asyncio.shield(self.done)  # (shared: a cancelled waiter leaves it alone)
+        if self.error is not None:
+            raise self.error
+
+
+#: what ``Ledger.mark_sent_soon`` returns: the queued change itself (see :class:`Op`)
+Recorded = Op
+
+
+def settle_sends(sends: asyncio.Future[None] | None) -> None:
+    """Tell the waiters of a batch's shared ops (:class:`Op`) that each op is settled."""
+    if sends is not None and not sends.done():
+        sends.set_result(None)
 
 
 def new_owner() -> str:
@@ -85,6 +120,8 @@ class LedgerState:
         #: one gathers (the engine's CPU and the server's overlap instead of taking turns)
         self.writers = 1 if engine.dialect.name == "sqlite" else WRITERS
         self.queue: list[Op] = []
+        #: the future the shared ops in ``queue`` settle with (see :class:`Op`), if any
+        self.queued_sends: asyncio.Future[None] | None = None
         self.kick = asyncio.Event()
         self.closing = False
         #: set by :meth:`stop_retrying` (a shutdown): retries give up, waits are cut short
@@ -156,9 +193,15 @@ class LedgerState:
         self.health.lose(error)
         queued, self.queue = self.queue, []
         for op in queued:
-            if not op.done.done():
-                op.done.set_exception(error)
+            op.fail(error)
+        settle_sends(self.take_sends())
         self.kick.set()
+
+    def take_sends(self) -> asyncio.Future[None] | None:
+        """The future of the shared ops queued so far (see :class:`Op`); the next ones get
+        a new one."""
+        sends, self.queued_sends = self.queued_sends, None
+        return sends
 
     def stop_retrying(self) -> None:
         """Stop waiting out database trouble (a shutdown whose grace is over): every retried

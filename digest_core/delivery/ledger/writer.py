@@ -1,4 +1,10 @@
-"""The group-commit writer: per-part state changes batched in few transactions."""
+"""The group-commit writer: per-part state changes batched in few transactions.
+
+A batch costs the database, not SQLAlchemy, per row: it takes one timestamp (the clock is
+read once per batch, not per change), and each kind of change is one driver-level
+``executemany`` of plain tuples (:mod:`.driver`), so no row goes through SQLAlchemy's
+parameter and type processing.
+"""
 
 from __future__ import annotations
 
@@ -19,13 +25,14 @@ from sqlalchemy import (
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from digest_core.delivery.health import is_transient, short_error
+from digest_core.delivery.ledger.driver import DriverStatement, driver_value
 from digest_core.delivery.ledger.engine import generic_plans
 from digest_core.delivery.ledger.schema import (
     PartState,
     _chunks,
     parts,
 )
-from digest_core.delivery.ledger.state import LedgerState, Op
+from digest_core.delivery.ledger.state import LedgerState, Op, settle_sends
 from digest_core.errors import LedgerLost
 
 log = logging.getLogger(__name__)
@@ -119,11 +126,23 @@ _CLAIM_RESUMED = _state_update(
 )
 
 
+#: the parameter of each kind of change that carries the op's value
+_VALUE_PARAM = {
+    "sent": "b_message_id",
+    "release": "b_error",
+    "unknown": "b_error",
+    "failed": "b_error",
+    "skip": "b_error",
+}
+
+
 class Writer:
     """Per-part state changes, batched by one writer task (see :class:`Ledger`)."""
 
     def __init__(self, state: LedgerState) -> None:
         self.state = state
+        #: each kind of change as the engine's driver runs it (None: through SQLAlchemy)
+        self._statements: dict[str, DriverStatement | None] = {}
 
     async def claim(self, row_id: int, *, resumed_attempts: int | None = None) -> bool:
         """Mark a row in flight (and count the attempt) if no one else has it; returns once
@@ -135,66 +154,71 @@ class Writer:
         has the row (or sent it): the caller MUST NOT send it. The caller MUST await this before
         sending, so a crash can only repeat in-flight rows.
         """
-        params: dict[str, Any] = {"b_id": row_id}
-        if resumed_attempts is not None:
-            params["b_attempts"] = resumed_attempts
-        return await self._submit("claim", params)
+        return await self._enqueue("claim", row_id, resumed_attempts)
 
     async def mark_sent(self, row_id: int, message_id: str) -> None:
         """Record a successful send and the platform's message id."""
-        await self._submit("sent", {"b_id": row_id, "b_message_id": message_id})
+        await self._enqueue("sent", row_id, message_id)
 
-    def mark_sent_soon(self, row_id: int, message_id: str) -> asyncio.Future[bool]:
-        """Queue the record of a successful send and return at once: the future is done
-        once it is committed (or fails with the ledger's error). The sender need not wait,
-        since the row is in flight until then (a crash meanwhile makes it a possible
-        duplicate, like a crash during the send); the caller MUST wait for every such
-        future before it reports its delivery done.
+    def mark_sent_soon(self, row_id: int, message_id: str) -> Op:
+        """Queue the record of a successful send and return at once: ``await op.wait()``
+        returns once it is committed (or raises the ledger's error); ``op.done`` is done
+        then, and is the same future for every send recorded in the same batch, so a caller
+        with many sends may wait for each batch once (the op's own outcome is ``op.error``).
+        The sender need not wait, since the row is in flight until then (a crash meanwhile
+        makes it a possible duplicate, like a crash during the send); the caller MUST wait
+        for every such record before it reports its delivery done.
 
         Raises:
             LedgerLost: the database was deleted or replaced.
             RuntimeError: the ledger is not open.
         """
-        return self._enqueue("sent", {"b_id": row_id, "b_message_id": message_id})
+        state = self.state
+        self._check_open()
+        if state.queued_sends is None:
+            state.queued_sends = asyncio.get_running_loop().create_future()
+        op = Op("sent", row_id, message_id, state.queued_sends, shared=True)
+        state.queue.append(op)
+        state.kick.set()
+        return op
 
     async def release(self, row_id: int, error: str) -> None:
         """Put an in-flight row back to pending after an attempt failed and will be retried.
 
         Only for a send known not to have reached the platform; MUST NOT be used when it may
         have (use :meth:`mark_unknown`)."""
-        await self._submit("release", {"b_id": row_id, "b_error": error})
+        await self._enqueue("release", row_id, error)
 
     async def mark_unknown(self, row_id: int, error: str) -> None:
         """Record that an in-flight row's send was cut after the request may have left: the
         row is ``UNKNOWN`` (a possible duplicate, counted with the rows in flight) and is
         claimed again like a pending one, so it is sent at least once."""
-        await self._submit("unknown", {"b_id": row_id, "b_error": error})
+        await self._enqueue("unknown", row_id, error)
 
     async def mark_failed(self, row_id: int, error: str) -> None:
         """Give up on a claimed row (retries exhausted, rejected payload); a sent row stays."""
-        await self._submit("failed", {"b_id": row_id, "b_error": error})
+        await self._enqueue("failed", row_id, error)
 
     async def skip(self, row_id: int, error: str) -> None:
         """Mark an unclaimed row failed (not attempted after an earlier part failed), unless
         it is in flight or sent meanwhile."""
-        await self._submit("skip", {"b_id": row_id, "b_error": error})
+        await self._enqueue("skip", row_id, error)
 
     def abandon(self, row_id: int) -> None:
         """Forget that this instance has a row in flight (its delivery was cancelled): the
         next plan takes it for a crashed run's and sends it again."""
         self.state.live.discard(row_id)
 
-    async def _submit(self, kind: str, params: dict[str, Any]) -> bool:
-        return await self._enqueue(kind, params)
-
-    def _enqueue(self, kind: str, params: dict[str, Any]) -> asyncio.Future[bool]:
+    def _check_open(self) -> None:
         if self.state.health.lost is not None:
             raise self.state.health.lost
         if self.state.writer is None or self.state.closing:
             raise RuntimeError("the ledger is not open")
-        params["b_now"] = self.state.clock.now()
+
+    def _enqueue(self, kind: str, row_id: int, value: Any) -> asyncio.Future[bool]:
+        self._check_open()
         done: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-        self.state.queue.append(Op(kind, params, done))
+        self.state.queue.append(Op(kind, row_id, value, done))
         self.state.kick.set()
         return done
 
@@ -216,36 +240,42 @@ class Writer:
             # while this one is written)
             await slots.acquire()
             batch, self.state.queue = self.state.queue, []
+            sends = self.state.take_sends()
             if not batch:  # lost meanwhile (see ``lose``)
                 slots.release()
                 continue
-            task = asyncio.create_task(self._apply(batch), name="ledger-write")
+            task = asyncio.create_task(self._apply(batch, sends), name="ledger-write")
             writing.add(task)
             task.add_done_callback(writing.discard)
             task.add_done_callback(lambda _: slots.release())
 
-    async def _apply(self, batch: list[Op]) -> None:
-        """Write one batch and settle its callers' futures (never raises)."""
+    async def _apply(self, batch: list[Op], sends: asyncio.Future[None] | None) -> None:
+        """Write one batch and settle its callers' futures, ``sends`` (that of its shared ops)
+        last (never raises)."""
         self.state.active += 1  # a batch taken off the queue keeps the ledger busy until settled
         try:
             await self._apply_batch(batch)
         finally:
+            settle_sends(sends)
             self.state.active -= 1
 
     async def _apply_batch(self, batch: list[Op]) -> None:
         claims: list[Op] = []
-        grouped: dict[str, list[dict[str, Any]]] = {}
+        grouped: dict[str, list[Op]] = {}
         for op in batch:
             if op.kind == "claim":
                 claims.append(op)
             else:
-                grouped.setdefault(op.kind, []).append(op.params)
+                grouped.setdefault(op.kind, []).append(op)
+        # one time for the whole batch, the same in every attempt, so a retry can tell its
+        # own claims (see _claimed_before)
+        now = self.state.clock.now()
         tries = 0
 
         async def write() -> set[Op]:
             nonlocal tries
             tries += 1
-            return await self._write_batch(claims, grouped, again=tries > 1)
+            return await self._write_batch(claims, grouped, now=now, again=tries > 1)
 
         try:
             # a database that does not answer (locked, full, gone away) is waited out:
@@ -266,103 +296,107 @@ class Writer:
             if not isinstance(exc, LedgerLost):
                 log.exception("ledger write of %d changes failed", len(batch))
             for op in batch:
-                if not op.done.done():
-                    op.done.set_exception(exc)
+                op.fail(exc)
             return
+        self._settle(batch, claims, won)
+
+    def _settle(self, batch: list[Op], claims: list[Op], won: set[Op]) -> None:
+        """Tell each caller of a written batch its outcome; keep the rows in flight here."""
         self.state.stats.rows_updated += len(batch) - len(claims) + len(won)
+        live = self.state.live
         for op in batch:
-            row_id = op.params["b_id"]
             ok = op.kind != "claim" or op in won
             if op.kind == "claim":
                 # a claim whose caller was cancelled is in flight with no one to send it:
                 # left for the next plan, like a crashed run's
                 if ok and not op.done.cancelled():
-                    self.state.live.add(row_id)
+                    live.add(op.row_id)
             else:
-                self.state.live.discard(row_id)
-            if not op.done.done():
+                live.discard(op.row_id)
+            if not op.shared and not op.done.done():
                 op.done.set_result(ok)
 
     async def _write_batch(
-        self, claims: list[Op], grouped: dict[str, list[dict[str, Any]]], *, again: bool = False
+        self, claims: list[Op], grouped: dict[str, list[Op]], *, now: Any, again: bool = False
     ) -> set[Op]:
-        """One transaction of the writer; returns the claims that won their row. ``again``:
-        an earlier attempt at the same batch failed, perhaps after its commit (see
-        :meth:`_claimed_before`)."""
+        """One transaction of the writer, every row written at ``now``; returns the claims
+        that won their row. ``again``: an earlier attempt at the same batch failed, perhaps
+        after its commit (see :meth:`_claimed_before`)."""
         async with self.state.tx(exclusive=False) as conn, generic_plans(conn, restore=False):
             # (all by primary key: planning each of 200k updates anew cost more than running it)
-            # the same time in every attempt, so a retry can tell its own claims
-            now = max((op.params["b_now"] for op in claims), default=None)
             done = await self._claimed_before(conn, claims, now) if again else []
             rest = [op for op in claims if op not in done]
             won = set(done) | set(await self._claim_batch(conn, rest, now=now))
-            for kind, params in grouped.items():
-                if kind == "sent" and conn.dialect.name == "postgresql" and len(params) > 1:
-                    # one statement for the batch's sends, not one execution per row
-                    await conn.execute(
-                        _PG_SENT,
-                        {
-                            "ids": [p["b_id"] for p in params],
-                            "mids": [p["b_message_id"] for p in params],
-                            "now": max(p["b_now"] for p in params),
-                        },
-                    )
-                    continue
-                await conn.execute(_STATE_STATEMENTS[kind], params)
+            for kind, ops in grouped.items():
+                await self._write_changes(conn, kind, ops, now)
         return won
+
+    async def _write_changes(
+        self, conn: AsyncConnection, kind: str, ops: list[Op], now: Any
+    ) -> None:
+        """The batch's changes of one ``kind``: one statement, run once per row by the
+        driver (on PostgreSQL, the sends as one statement of arrays)."""
+        if kind == "sent" and conn.dialect.name == "postgresql" and len(ops) > 1:
+            # one statement for the batch's sends, not one execution per row
+            ids, mids = [op.row_id for op in ops], [op.value for op in ops]
+            await conn.execute(_PG_SENT, {"ids": ids, "mids": mids, "now": now})
+            return
+        value = _VALUE_PARAM[kind]
+        if kind not in self._statements:
+            self._statements[kind] = DriverStatement.compile(
+                _STATE_STATEMENTS[kind], conn.dialect, ("b_id", value, "b_now"), converted=["b_now"]
+            )
+        statement = self._statements[kind]
+        if statement is None:  # a driver taking named parameters: through SQLAlchemy
+            params = [{"b_id": op.row_id, value: op.value, "b_now": now} for op in ops]
+            await conn.execute(_STATE_STATEMENTS[kind], params)
+            return
+        at = driver_value(parts.c.updated_at.type, now, conn.dialect)
+        rows = statement.rows([(op.row_id, op.value, at) for op in ops])
+        await conn.exec_driver_sql(statement.sql, rows)
 
     async def _claimed_before(self, conn: AsyncConnection, claims: list[Op], now: Any) -> list[Op]:
         """The claims an earlier attempt at this batch committed although its caller saw an
         error (the connection was cut after the server's COMMIT, a server restarting): their
-        rows are in flight with the very time that attempt wrote (``now`` for plain claims, a
-        resumed one's own ``b_now``: the same in every attempt), so they are this batch's, not
-        another delivery's."""
+        rows are in flight with the very time that attempt wrote (the batch's ``now``, the
+        same in every attempt), so they are this batch's, not another delivery's."""
         if not claims:
             return []
-        times = {
-            op.params["b_id"]: op.params["b_now"] if "b_attempts" in op.params else now
-            for op in claims
-        }
         found: set[int] = set()
-        for at in set(times.values()):
-            ids = [row_id for row_id, t in times.items() if t == at]
-            for chunk in _chunks(ids):
-                result = await conn.execute(
-                    select(parts.c.id).where(
-                        parts.c.id.in_(chunk),
-                        parts.c.state == PartState.IN_FLIGHT.value,
-                        parts.c.updated_at == at,
-                    )
+        for chunk in _chunks(list({op.row_id for op in claims})):
+            result = await conn.execute(
+                select(parts.c.id).where(
+                    parts.c.id.in_(chunk),
+                    parts.c.state == PartState.IN_FLIGHT.value,
+                    parts.c.updated_at == now,
                 )
-                found.update(row_id for (row_id,) in result)
+            )
+            found.update(row_id for (row_id,) in result)
         if found:
             log.warning("ledger: %d claims were committed before the error", len(found))
         won: list[Op] = []
         for op in claims:
-            if op.params["b_id"] in found:
-                found.discard(op.params["b_id"])  # a second claim of the row loses
+            if op.row_id in found:
+                found.discard(op.row_id)  # a second claim of the row loses
                 won.append(op)
         return won
 
-    async def _claim_batch(
-        self, conn: AsyncConnection, claims: list[Op], *, now: Any = None
-    ) -> list[Op]:
-        """Run the claims of one batch (plain ones written with ``now``, default the latest
-        of their times); returns those that won their row (one per row)."""
+    async def _claim_batch(self, conn: AsyncConnection, claims: list[Op], *, now: Any) -> list[Op]:
+        """Run the claims of one batch, written with ``now``; returns those that won their
+        row (one per row)."""
         if not claims:
             return []
-        if now is None:
-            now = max(op.params["b_now"] for op in claims)
         won: list[Op] = []
         seen: set[int] = set()
         plain: dict[int, Op] = {}
         for op in claims:
-            row_id = op.params["b_id"]
+            row_id = op.row_id
             if row_id in seen:
                 continue  # a second claim of a row in one batch: the first one decides
             seen.add(row_id)
-            if "b_attempts" in op.params:  # resuming a dead run's row: rare, one by one
-                if (await conn.execute(_CLAIM_RESUMED, op.params)).rowcount:
+            if op.value is not None:  # resuming a dead run's row: rare, one by one
+                params = {"b_id": row_id, "b_attempts": op.value, "b_now": now}
+                if (await conn.execute(_CLAIM_RESUMED, params)).rowcount:
                     won.append(op)
             else:
                 plain[row_id] = op
