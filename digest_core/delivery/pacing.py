@@ -140,7 +140,10 @@ class Pacer:
     def forget_idle_steps(self, now: float, *, step: int = 1000) -> Iterator[None]:
         """:meth:`forget_idle` in steps of ``step`` targets, yielding between them (a caller
         in the event loop sleeps there: 100k targets' state is not dropped in one go)."""
-        for i, (target, bucket) in enumerate(list(self._buckets.items()), start=1):
+        # (a list of the keys, not of items: 100k (target, bucket) tuples made at once set off
+        # the collector's passes, a full one among them, with the loop stalled)
+        for i, target in enumerate(list(self._buckets), start=1):
+            bucket = self._buckets[target]
             bucket.delay(now)
             if bucket.full and self._not_before.get(target, now) <= now:
                 del self._buckets[target]
