@@ -116,14 +116,20 @@ class GcWatch:
 
 class StallProbe:
     """A task that sleeps :data:`PROBE_TICK` in a loop and keeps the largest overshoot: how long
-    the event loop was blocked at worst while it ran."""
+    the event loop was blocked at worst while it ran.
+
+    ``worst_cpu`` is the part of it the event loop's thread ran (its CPU time over the tick,
+    at most the overshoot): on a machine whose other processes keep the cores busy, a process
+    waiting for a core overshoots without running, and ``worst`` grows with their load;
+    ``worst_cpu`` is what this process's own work (and its garbage collector) blocked."""
 
     def __init__(self) -> None:
         self.worst = 0.0
+        self.worst_cpu = 0.0
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[StallProbe]:
-        self.worst = 0.0
+        self.worst = self.worst_cpu = 0.0
         task = asyncio.create_task(self._probe())
         await asyncio.sleep(0)
         try:
@@ -134,9 +140,12 @@ class StallProbe:
 
     async def _probe(self) -> None:
         while True:
-            before = time.perf_counter()
+            before, cpu_before = time.perf_counter(), time.thread_time()
             await asyncio.sleep(PROBE_TICK)
-            self.worst = max(self.worst, time.perf_counter() - before - PROBE_TICK)
+            over = time.perf_counter() - before - PROBE_TICK
+            ran = time.thread_time() - cpu_before - PROBE_TICK
+            self.worst = max(self.worst, over)
+            self.worst_cpu = max(self.worst_cpu, min(over, ran))
 
 
 def _rss_mb() -> float:
