@@ -15,7 +15,10 @@ Figures: ``ratio`` = ideal time / measured send phase (first to last accepted se
 double's clock), where the ideal is set by the double's overall limit of 30 messages per
 second in any sliding window (per-chat limits do not bind: 2 parts per chat); ``wall_ratio``
 uses the whole call instead (planning, ledger); ``flood_429s`` as counted by the double;
-``lost`` = messages that never arrived.
+``lost`` = messages that never arrived; ``cpu_ms_per_msg``: the CPU time of the bot's process
+(the client, with the engine and ledger: the double runs in a process of its own) over the
+post, per message sent, and ``cpu_ratio`` its ratio to the target of 1 ms (issue #24, item 5;
+the engine and ledger alone cost about 0.05 ms: benchmarks/scale.py).
 """
 
 from __future__ import annotations
@@ -47,6 +50,8 @@ log = logging.getLogger(__name__)
 
 REPO = Path(__file__).resolve().parents[1]
 ISSUE_DATE = "2026-11-27"  # two messages on Telegram
+#: the bot's CPU per message sent (issue #24, item 5)
+CPU_TARGET_MS = 1.0
 PRIVATE_BASE = 10_000
 CHANNEL_BASE = -1_005_000_000
 
@@ -149,9 +154,9 @@ async def run_ours(args: argparse.Namespace, limits: PlatformLimits) -> dict[str
             adapter.limits = limits.scaled(args.scale)
             await adapter.start(service, receive=False)
             try:
-                wall0 = time.perf_counter()
+                cpu0, wall0 = time.process_time(), time.perf_counter()
                 reports = await service.post(dt.date.fromisoformat(ISSUE_DATE))
-                wall = time.perf_counter() - wall0
+                cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
             finally:
                 await adapter.stop()
         phase, sent, floods = send_phase(control)
@@ -168,7 +173,14 @@ async def run_ours(args: argparse.Namespace, limits: PlatformLimits) -> dict[str
         "wall_ratio": ideal / wall,
         "flood_429s": floods,
         "lost": expected - report.sent,
+        **_cpu(cpu, report.sent),
     }
+
+
+def _cpu(seconds: float, messages: int) -> dict[str, float]:
+    """The bot process's CPU per message sent, and its ratio to :data:`CPU_TARGET_MS`."""
+    per = seconds * 1000 / max(messages, 1)
+    return {"cpu_ms_per_msg": per, "cpu_ratio": per / CPU_TARGET_MS}
 
 
 async def run_ptb_loop(args: argparse.Namespace) -> dict[str, float]:
@@ -199,7 +211,7 @@ async def run_ptb_loop(args: argparse.Namespace) -> dict[str, float]:
         )
         lost = 0
         async with app:
-            wall0 = time.perf_counter()
+            cpu0, wall0 = time.process_time(), time.perf_counter()
             for chat in [*chans, *users]:
                 for message in messages:
                     kwargs, extra = split_payload(message.payload)
@@ -208,7 +220,7 @@ async def run_ptb_loop(args: argparse.Namespace) -> dict[str, float]:
                     except Exception as exc:  # the obvious loop logs and moves on
                         log.warning("%s: %s", chat, exc)
                         lost += 1
-            wall = time.perf_counter() - wall0
+            cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
         phase, sent, floods = send_phase(control)
     expected = (args.privates + args.channels) * len(messages)
     ideal = ideal_seconds(expected, args.scale)
@@ -221,6 +233,7 @@ async def run_ptb_loop(args: argparse.Namespace) -> dict[str, float]:
         "wall_ratio": ideal / wall,
         "flood_429s": floods,
         "lost": lost,
+        **_cpu(cpu, expected - lost),
     }
 
 
