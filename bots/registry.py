@@ -8,7 +8,8 @@ mypy and ruff, and costs nothing: ``names()`` imports no platform, and ``spec()`
 the platform's small declaration module (its settings model; never its SDK).
 
 Adding a platform: a folder ``bots/<name>/`` whose ``spec.py`` defines ``PLATFORM``, a
-:class:`PlatformSpec`, and one line in :data:`PLATFORMS`.
+:class:`PlatformSpec`, and one line in :data:`PLATFORMS` (and one in
+:data:`PLATFORM_COMMANDS` for CLI commands of its own, ``digest-bot <name> …``).
 """
 
 from __future__ import annotations
