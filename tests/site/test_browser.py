@@ -290,7 +290,7 @@ def test_search_pages_through_days_and_years_as_the_documents_say(
     page.goto(root + "search/?q=" + urllib.parse.quote(word))
     shown: list[str] = []
     pages = 0
-    while True:  # a page: at most 30 hits, from at most 8 days' files
+    while True:  # a page: at most 30 hits, from at most 5 days' files
         pages += 1
         page.wait_for_function(
             "n => Number(document.body.getAttribute('data-search-pages')) >= n",

@@ -8,7 +8,7 @@
 (function () {
   "use strict";
   var PAGE = 30;  // hits a page shows at most
-  var DAYS = 8;  // and days' files it loads at most (a word found once a day: ~70 kB)
+  var DAYS = 5;  // and days' files it loads at most (a word found once a day: <100 kB)
   var list = document.getElementById("results");
   var status = document.getElementById("status");
   var more = document.getElementById("more");
