@@ -208,3 +208,87 @@ async def test_the_http_callback_verifies_decrypts_and_answers(
             assert "【经典回顾】" in text_of(answer)
             await bot.settled()
             assert len(fs.sent(ANN)) == 1  # the forged one did nothing
+
+
+def buttons(message: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The buttons of a sent card by label: their values."""
+    elements = message["content"]["elements"]
+    actions = [a for e in elements if e["tag"] == "action" for a in e["actions"]]
+    return {a["text"]["content"]: a["value"] for a in actions}
+
+
+PREVIOUS = "← 上一期 / previous"
+NEXT_ISSUE = "下一期 / next →"
+
+
+async def press(bot: Bot, user: str, message: dict[str, Any], label: str) -> Any:
+    """``user`` presses the button ``label`` of ``message`` (in their private chat)."""
+    value = buttons(message)[label]
+    event = bot.fs.card_event(user, value, chat_id=user, message_id=message["message_id"])
+    return await bot.fs.push(event)
+
+
+async def test_previous_issue_on_todays_card_and_no_next_past_the_embargo(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with FakeFeishuApp() as fs, app_bot(tmp_path, monkeypatch, fs) as bot:
+        await bot.say(ANN, ANN, "/today")
+        sent = await fs.wait_for_messages(ANN, 2)
+        await bot.settled()
+        sent = fs.sent(ANN)
+        last = buttons(sent[-1])
+        # 2026-11-28 is in the archive but embargoed at 09:00 of the 27th: never offered
+        assert PREVIOUS in last and NEXT_ISSUE not in last
+        assert all("2026-11-28" not in v["data"] for m in sent for v in buttons(m).values())
+        assert last[PREVIOUS] == {"data": "rd:issue 2026-11-26"}
+        delivery = await press(bot, ANN, sent[-1], PREVIOUS)
+        assert delivery.answer() == {"toast": {"type": "info", "content": "✓"}}
+        await bot.settled()
+        got = fs.sent(ANN)[len(sent) :]
+        assert got and "AI 技术日报 · 2026-11-26" in text_of(got[0])
+        older = buttons(got[-1])
+        # the 26th is the oldest: no previous; its next is the 27th
+        assert PREVIOUS not in older and older[NEXT_ISSUE] == {"data": "rd:issue 2026-11-27"}
+
+
+async def test_an_admin_sees_the_next_issue_the_embargo_holds_from_readers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with FakeFeishuApp() as fs, app_bot(tmp_path, monkeypatch, fs) as bot:
+        await bot.say(ADMIN, ADMIN, "/issue 2026-11-27")
+        await fs.wait_for_messages(ADMIN, 1)
+        await bot.settled()
+        sent = fs.sent(ADMIN)
+        assert buttons(sent[-1])[NEXT_ISSUE] == {"data": "rd:issue 2026-11-28"}
+        await bot.say(BOB, BOB, "/issue 2026-11-27")
+        await fs.wait_for_messages(BOB, 1)
+        await bot.settled()
+        assert NEXT_ISSUE not in buttons(fs.sent(BOB)[-1])
+        # a reader who types the data of the admin's button gets no embargoed issue
+        forged = {"data": "rd:issue 2026-11-28"}
+        await fs.push(fs.card_event(BOB, forged, chat_id=BOB, message_id=sent[-1]["message_id"]))
+        await bot.settled()
+        texts = [text_of(m) for m in fs.sent(BOB)]
+        assert not any("AI 技术日报 · 2026-11-28" in t for t in texts)
+
+
+async def test_a_brief_button_under_the_briefs_shows_that_brief(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with FakeFeishuApp() as fs, app_bot(tmp_path, monkeypatch, fs) as bot:
+        await bot.say(ANN, ANN, "/briefs")
+        await fs.wait_for_messages(ANN, 1)
+        await bot.settled()
+        sent = fs.sent(ANN)
+        last = buttons(sent[-1])
+        briefs = [label for label in last if label.startswith("简讯 ")]
+        assert briefs and briefs[0] == "简讯 1"
+        assert last["简讯 2"] == {"data": "rd:brief 2 2026-11-27"}
+        for message in sent:  # within the card limits, buttons and all
+            assert feishu_render.check_card({"card": message["content"]}, buttons=True) == []
+        issue = bot.service.archive.on(TODAY)
+        await press(bot, ANN, sent[-1], "简讯 2")
+        await bot.settled()
+        [answer] = fs.sent(ANN)[len(sent) :]
+        assert issue.brief(2).title in text_of(answer)
+        assert issue.brief(1).title not in text_of(answer)
