@@ -101,6 +101,8 @@ def text_of(message: dict[str, Any]) -> str:
 def buttons(message: dict[str, Any]) -> dict[str, str]:
     """An ActionCard's buttons: label -> the command its link sends."""
     param = message["msgParam"]
+    if "singleTitle" in param:  # the one-button template
+        param = {"actionTitle1": param["singleTitle"], "actionURL1": param["singleURL"]}
     out = {}
     for n in range(1, 6):
         if f"actionTitle{n}" in param:
