@@ -11,8 +11,9 @@ import zoneinfo
 from typing import Protocol
 
 from digest_core.commands import Choice, Commands, Reply, Request, Status
-from digest_core.commands.requests import CHOICE_PREFIX, READING_CHOICES
 from digest_core.commands.declaration import Argument, CommandSpec, command, declared, one_of, text
+from digest_core.commands.requests import CHOICE_PREFIX as CHOICE_PREFIX  # (re-exported)
+from digest_core.commands.requests import READING_CHOICES
 from digest_core.delivery.ledger.preferences import MAX_FOLLOWS, Followed, Format, Preference
 from digest_core.errors import BadArgument
 from digest_core.models import shorten
