@@ -75,8 +75,9 @@ MAX_REPLY_MESSAGES = 4
 
 #: the parts whose replies get the previous/next issue buttons (:attr:`Reply.navigation`)
 NAVIGATED = frozenset({Part.ALL, Part.HEADLINE, Part.BRIEFS, Part.CLASSIC, Part.TOC})
-#: the most brief buttons under the briefs (the first ones; a Feishu card's button room holds
-#: about ten buttons, see CardLimits.button_reserve, with the previous/next row)
+#: the most brief buttons under the briefs (the first ones): with the previous/next row, ten
+#: buttons, about a Feishu card's button room (CardLimits.button_reserve; on a card filled to
+#: its budget the adapter drops the last one or two); DingTalk's ActionCard shows the first five
 MAX_BRIEF_CHOICES = 8
 PREVIOUS_LABEL = "← 上一期 / previous"
 NEXT_LABEL = "下一期 / next →"

@@ -16,12 +16,13 @@ import aiohttp
 import pytest
 
 from bots.feishu.app import FeishuAppAdapter
-from bots.feishu.handlers import menu_command
+from bots.feishu.handlers import menu_command, with_reply_buttons
 from bots.feishu.menu import bot_menu
 from bots.feishu.spec import FEISHU_LIMITS
 from bots.registry import load_settings
 from bots.runtime import open_service
 from digest_core.commands.catalogue import menu
+from digest_core.commands.requests import Choice, Reply
 from digest_core.rendering import feishu as feishu_render
 from digest_core.service.root import DigestService
 from digest_core.testing import PinnedClock
@@ -292,3 +293,29 @@ async def test_a_brief_button_under_the_briefs_shows_that_brief(
         [answer] = fs.sent(ANN)[len(sent) :]
         assert issue.brief(2).title in text_of(answer)
         assert issue.brief(1).title not in text_of(answer)
+
+
+def test_issue_buttons_on_a_full_card_drop_the_last_briefs_and_keep_the_card_in_limits() -> None:
+    budget = (
+        feishu_render.CardLimits.request_maxlen
+        - feishu_render.CardLimits.envelope_overhead
+        - feishu_render.CardLimits.button_reserve
+    )
+    card = feishu_render.card_notice("x")[0]
+    text = card.payload["card"]["elements"][0]["text"]
+    while feishu_render.card_body_size(card.payload["card"]) < budget - 3:
+        text["content"] += "字"  # the card filled to the renderer's budget
+    assert feishu_render.check_card(card.payload) == []
+    nav = (Choice(PREVIOUS, "rd:issue 2026-11-26"), Choice(NEXT_ISSUE, "rd:issue 2026-11-28"))
+    briefs = tuple(Choice(f"简讯 {n}", f"rd:brief {n} 2026-11-27") for n in range(1, 9))
+    settings = (Choice("订阅 / subscribe", "rd:subscribe"),)
+    reply = Reply([card], choices=(settings,), navigation=(nav, briefs))
+    [drawn] = with_reply_buttons(reply)
+    assert feishu_render.check_card(drawn.payload, buttons=True) == []
+    labels = list(buttons({"content": drawn.payload["card"]}))
+    assert labels[:3] == ["订阅 / subscribe", PREVIOUS, NEXT_ISSUE]  # choices and nav stay
+    shown = labels[3:]
+    assert shown == [f"简讯 {n}" for n in range(1, len(shown) + 1)] and 0 < len(shown) < 8
+    # the same buttons fit whole on a short card
+    [short] = with_reply_buttons(Reply(feishu_render.card_notice("x"), navigation=(nav, briefs)))
+    assert len(buttons({"content": short.payload["card"]})) == 10
