@@ -4,7 +4,9 @@ and their Replies into cards (buttons as in Telegram's inline keyboards).
 What is Feishu's is decided here: a group message counts when it @-mentions the bot; a private
 chat's target is the reader's open_id (``ou_…``), a group's its chat id (``oc_…``); a section
 button's answer goes to the presser privately (Feishu lets an app's bot write to anyone within
-its availability, so no "start the bot first" step), and the press shows a toast.
+its availability, so no "start the bot first" step), and the press shows a toast. An issue's
+reply also gets its issue buttons (:attr:`Reply.navigation`: previous/next issue, one per
+brief), as many as the card's limits leave room for.
 """
 
 from __future__ import annotations

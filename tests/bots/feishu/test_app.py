@@ -319,3 +319,23 @@ def test_issue_buttons_on_a_full_card_drop_the_last_briefs_and_keep_the_card_in_
     # the same buttons fit whole on a short card
     [short] = with_reply_buttons(Reply(feishu_render.card_notice("x"), navigation=(nav, briefs)))
     assert len(buttons({"content": short.payload["card"]})) == 10
+
+
+async def test_the_briefs_section_button_answers_with_brief_and_issue_buttons(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with FakeFeishuApp() as fs, app_bot(tmp_path, monkeypatch, fs) as bot:
+        await bot.service.post(TODAY, platforms=["feishu"])
+        post = fs.sent(GROUP)
+        value = buttons(post[-1])["简讯"]
+        await fs.push(fs.card_event(BOB, value, chat_id=GROUP, message_id=post[-1]["message_id"]))
+        await bot.settled()
+        answer = fs.sent(BOB)
+        assert answer and "【简讯】" in text_of(answer[0])
+        last = buttons(answer[-1])
+        assert last[PREVIOUS] == {"data": "rd:issue 2026-11-26"} and NEXT_ISSUE not in last
+        await press(bot, BOB, answer[-1], "简讯 1")
+        await bot.settled()
+        [brief] = fs.sent(BOB)[len(answer) :]
+        assert bot.service.archive.on(TODAY).brief(1).title in text_of(brief)
+        assert len(fs.sent(GROUP)) == len(post)  # presses answer privately only
