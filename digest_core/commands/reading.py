@@ -8,7 +8,6 @@ is cached per revision (everyone's ``/today`` at 08:00 is rendered once).
 
 from __future__ import annotations
 
-import bisect
 import datetime as dt
 import re
 import threading
@@ -231,14 +230,12 @@ class Reading:
         :data:`MAX_BRIEF_CHOICES`)."""
         if part not in NAVIGATED:
             return ()
-        dates = self.commands.view(request).dates()
-        older = bisect.bisect_left(dates, issue.date)
-        newer = bisect.bisect_right(dates, issue.date)
+        older, newer = self.commands.view(request).neighbours(issue.date)
         row: list[Choice] = []
-        if older > 0:
-            row.append(Choice(PREVIOUS_LABEL, f"{CHOICE_PREFIX}issue {dates[older - 1]}"))
-        if newer < len(dates):
-            row.append(Choice(NEXT_LABEL, f"{CHOICE_PREFIX}issue {dates[newer]}"))
+        if older is not None:
+            row.append(Choice(PREVIOUS_LABEL, f"{CHOICE_PREFIX}issue {older}"))
+        if newer is not None:
+            row.append(Choice(NEXT_LABEL, f"{CHOICE_PREFIX}issue {newer}"))
         rows = [tuple(row)] if row else []
         if part is Part.BRIEFS and issue.briefs:
             shown = range(1, min(len(issue.briefs), MAX_BRIEF_CHOICES) + 1)
