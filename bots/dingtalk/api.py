@@ -6,7 +6,8 @@ https://open.dingtalk.com/document/orgapp/obtain-the-access_token-of-an-internal
 (``POST /v1.0/robot/oToMessages/batchSend``: one user per call here, so each reader's part is
 its own ledger part). A message of our renderer (``markdown`` or ``actionCard``) becomes a
 ``msgKey`` and its ``msgParam``: ``sampleMarkdown`` {title, text}, ``sampleActionCard<N>``
-{title, text, actionTitle1, actionURL1, …}.
+{title, text, actionTitle1, actionURL1, …} (one button: ``sampleActionCard`` {title, text,
+singleTitle, singleURL}, DingTalk's one-button template).
 """
 
 from __future__ import annotations
@@ -43,6 +44,10 @@ def msg_param(message: Message) -> tuple[str, dict[str, str]]:
     if "actionCard" in payload:
         card = payload["actionCard"]
         params = {"title": card["title"], "text": card["text"]}
+        if len(card["btns"]) == 1:  # the one-button template: singleTitle, singleURL
+            [button] = card["btns"]
+            params |= {"singleTitle": button["title"], "singleURL": button["actionURL"]}
+            return "sampleActionCard", params
         for n, button in enumerate(card["btns"], start=1):
             params[f"actionTitle{n}"] = button["title"]
             params[f"actionURL{n}"] = button["actionURL"]

@@ -37,9 +37,13 @@ HELP_HINT = "发送 /help 查看全部命令。\nSend /help to see what I can do
 FAILED = "出错了，请稍后再试。/ Something went wrong; please try again later."
 
 
-def choice_buttons(reply: Reply) -> list[tuple[str, str]]:
-    """A reply's choices (``/settings``) as ActionCard buttons sending their commands."""
-    return [(c.label, "/" + c.data.split(":", 1)[1]) for row in reply.choices for c in row]
+def choice_buttons(reply: Reply, *, navigation: bool = False) -> list[tuple[str, str]]:
+    """A reply's choices (``/settings``) as ActionCard buttons sending their commands; with
+    ``navigation`` (a private chat, where the sent command is the reader's own) its issue
+    buttons after them (previous/next issue, ``/brief N DATE``; the ActionCard keeps the
+    first :data:`~digest_core.rendering.dingtalk.MAX_ACTIONS`)."""
+    rows = (*reply.choices, *(reply.navigation if navigation else ()))
+    return [(c.label, "/" + c.data.split(":", 1)[1]) for row in rows for c in row]
 
 
 class DingTalkHandlers:
@@ -101,8 +105,9 @@ class DingTalkHandlers:
         )
         reply = await self._handle(request)
         messages = list(reply.messages)
-        if reply.choices and messages:
-            messages[-1] = dingtalk_render.action_card(messages[-1], choice_buttons(reply))
+        actions = choice_buttons(reply, navigation=message.private)
+        if actions and messages:
+            messages[-1] = dingtalk_render.action_card(messages[-1], actions)
         if reply.private and not message.private and reply.status is not Status.REFUSED:
             await self._send(user, TargetKind.PRIVATE, messages)
         else:

@@ -4,7 +4,9 @@ and their Replies into cards (buttons as in Telegram's inline keyboards).
 What is Feishu's is decided here: a group message counts when it @-mentions the bot; a private
 chat's target is the reader's open_id (``ou_…``), a group's its chat id (``oc_…``); a section
 button's answer goes to the presser privately (Feishu lets an app's bot write to anyone within
-its availability, so no "start the bot first" step), and the press shows a toast.
+its availability, so no "start the bot first" step), and the press shows a toast. An issue's
+reply also gets its issue buttons (:attr:`Reply.navigation`: previous/next issue, one per
+brief), as many as the card's limits leave room for.
 """
 
 from __future__ import annotations
@@ -75,6 +77,22 @@ def with_choices(messages: Sequence[Message], rows: Sequence[Sequence[Choice]]) 
             out[-1], [[(c.label, c.data) for c in r] for r in rows]
         )
     return out
+
+
+def with_reply_buttons(reply: Reply) -> list[Message]:
+    """``reply``'s messages with its choices, then its issue buttons (previous/next issue,
+    one per brief), on the last card: as many of the issue buttons as the card's limits
+    leave room for (the last ones are dropped first; the choices always stay)."""
+    rows = [list(r) for r in (*reply.choices, *reply.navigation) if r]
+    keep = len(reply.choices)
+    while True:
+        try:
+            return with_choices(reply.messages, [r for r in rows if r])
+        except ValueError:
+            if len(rows) <= keep or not any(rows[keep:]):
+                raise
+            last = max(i for i in range(keep, len(rows)) if rows[i])
+            rows[last].pop()
 
 
 class FeishuHandlers:
@@ -168,9 +186,7 @@ class FeishuHandlers:
                 row = [(b.label, b.data) for b in prompt.buttons]
                 messages[-1] = feishu_render.with_buttons(messages[-1], [row])
             return messages
-        if reply.choices:
-            return with_choices(reply.messages, reply.choices)
-        return list(reply.messages)
+        return with_reply_buttons(reply)
 
     async def _handle(self, request: Request) -> Reply:
         try:
@@ -203,7 +219,7 @@ class FeishuHandlers:
         choice = parse_choice(data)
         if choice is not None:
             reply = await self._handle(self._request(*choice, user, user))
-            await self._send(user, TargetKind.PRIVATE, with_choices(reply.messages, reply.choices))
+            await self._send(user, TargetKind.PRIVATE, with_reply_buttons(reply))
             return "✓" if reply.status is Status.OK else None
         parsed = parse_button_data(data)
         if parsed is None:
@@ -216,7 +232,7 @@ class FeishuHandlers:
         if reply.status is Status.NOT_FOUND:
             return str(reply.extra.get("problem", ""))[:200] or None
         try:
-            await self.adapter.reply(user, TargetKind.PRIVATE, reply.messages)
+            await self.adapter.reply(user, TargetKind.PRIVATE, with_reply_buttons(reply))
         except TargetGone:
             return "无法私信你：请联系管理员把你加入应用的可用范围。/ The bot cannot message you."
         except DeliveryError as exc:
@@ -278,4 +294,4 @@ class FeishuHandlers:
             log.warning("feishu: reply to %s not sent: %s", chat, exc)
 
 
-__all__ = ["FeishuHandlers", "menu_command", "with_choices"]
+__all__ = ["FeishuHandlers", "menu_command", "with_choices", "with_reply_buttons"]

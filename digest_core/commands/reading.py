@@ -25,7 +25,7 @@ from digest_core.commands.declaration import (
     number,
     text,
 )
-from digest_core.commands.requests import Reply, Request, Status
+from digest_core.commands.requests import CHOICE_PREFIX, Choice, Reply, Request, Status
 from digest_core.errors import BadArgument, IssueNotFound
 from digest_core.models import Issue, Section, counted
 from digest_core.rendering import Message, Part, RenderOptions, notice, render
@@ -72,6 +72,16 @@ RENDER_CACHE_SIZE = 128
 #: the most messages one reply sends one reader; a longer part is trimmed (whole briefs first)
 #: and its last message says what was left out and how to get it (``/brief N``, a link)
 MAX_REPLY_MESSAGES = 4
+
+#: the parts whose replies get the previous/next issue buttons (:attr:`Reply.navigation`)
+NAVIGATED = frozenset({Part.ALL, Part.HEADLINE, Part.BRIEFS, Part.CLASSIC, Part.TOC})
+#: the most brief buttons under the briefs (the first ones): with the previous/next row, ten
+#: buttons, about a Feishu card's button room (CardLimits.button_reserve; on a card filled to
+#: its budget the adapter drops the last one or two); DingTalk's ActionCard shows the first five
+MAX_BRIEF_CHOICES = 8
+PREVIOUS_LABEL = "← 上一期 / previous"
+NEXT_LABEL = "下一期 / next →"
+BRIEF_LABEL = "简讯 {n}"
 
 
 #: the date argument that defaults to today
@@ -211,26 +221,53 @@ class Reading:
             f"Today's issue ({today}) is not out yet; here is the latest, from {issue.date}."
         )
 
-    async def _part(self, request: Request, part: Part, *, brief: int | None = None) -> Reply:
-        return Reply(await self.commands.off_loop(self._current_part, request, part, brief))
+    def navigation(
+        self, request: Request, issue: Issue, part: Part
+    ) -> tuple[tuple[Choice, ...], ...]:
+        """The issue buttons under ``part`` of ``issue`` (runs in a worker thread): previous /
+        next issue (``rd:issue DATE``, the nearest older and newer dates the requester's view
+        of the archive has, so never an embargoed one for a reader; none past the newest),
+        and under the briefs one ``rd:brief N DATE`` per brief (the first
+        :data:`MAX_BRIEF_CHOICES`)."""
+        if part not in NAVIGATED:
+            return ()
+        older, newer = self.commands.view(request).neighbours(issue.date)
+        row: list[Choice] = []
+        if older is not None:
+            row.append(Choice(PREVIOUS_LABEL, f"{CHOICE_PREFIX}issue {older}"))
+        if newer is not None:
+            row.append(Choice(NEXT_LABEL, f"{CHOICE_PREFIX}issue {newer}"))
+        rows = [tuple(row)] if row else []
+        if part is Part.BRIEFS and issue.briefs:
+            shown = range(1, min(len(issue.briefs), MAX_BRIEF_CHOICES) + 1)
+            rows.append(
+                tuple(
+                    Choice(BRIEF_LABEL.format(n=n), f"{CHOICE_PREFIX}brief {n} {issue.date}")
+                    for n in shown
+                )
+            )
+        return tuple(rows)
 
-    def _current_part(self, request: Request, part: Part, brief: int | None) -> list[Message]:
+    async def _part(self, request: Request, part: Part, *, brief: int | None = None) -> Reply:
+        return await self.commands.off_loop(self._current_part, request, part, brief)
+
+    def _current_part(self, request: Request, part: Part, brief: int | None) -> Reply:
         issue, note = self._current(request)
         head = notice(note, request.flavor) if note else []
         room = MAX_REPLY_MESSAGES - len(head)
-        return [*head, *self._capped(request, issue, part, brief=brief, room=room)]
+        messages = [*head, *self._capped(request, issue, part, brief=brief, room=room)]
+        return Reply(messages, navigation=self.navigation(request, issue, part))
 
-    def _dated(
-        self, request: Request, date: dt.date, part: Part, brief: int | None
-    ) -> list[Message]:
+    def _dated(self, request: Request, date: dt.date, part: Part, brief: int | None) -> Reply:
         issue = self.commands.view(request).on(date)
-        return self._capped(request, issue, part, brief=brief, room=MAX_REPLY_MESSAGES)
+        messages = self._capped(request, issue, part, brief=brief, room=MAX_REPLY_MESSAGES)
+        return Reply(messages, navigation=self.navigation(request, issue, part))
 
     async def _dated_part(self, request: Request, part: Part, date: dt.date | None) -> Reply:
         """``part`` of today's issue, or of the issue of ``date``."""
         if date is None:
             return await self._part(request, part)
-        return Reply(await self.commands.off_loop(self._dated, request, date, part, None))
+        return await self.commands.off_loop(self._dated, request, date, part, None)
 
     async def section(self, request: Request, date: dt.date, section: Section) -> Reply:
         """What a section button of the post of ``date`` answers: that section of that issue
@@ -248,7 +285,9 @@ class Reading:
             return reply
         part = PART_OF_SECTION[section]
         self.commands.readers.section(request.platform, date, section.value)
-        return Reply(await self.commands.off_loop(self._render, request, issue, part), private=True)
+        messages = await self.commands.off_loop(self._render, request, issue, part)
+        navigation = await self.commands.off_loop(self.navigation, request, issue, part)
+        return Reply(messages, private=True, navigation=navigation)
 
     @command(
         "help",
@@ -347,7 +386,7 @@ class Reading:
                 status=Status.USAGE,
             )
         if date is not None:
-            return Reply(await self.commands.off_loop(self._dated, request, date, Part.BRIEF, n))
+            return await self.commands.off_loop(self._dated, request, date, Part.BRIEF, n)
         return await self._part(request, Part.BRIEF, brief=n)
 
     classic = _part_of_day(Part.CLASSIC, "classic", ("经典回顾", "經典回顧"), "classic review")

@@ -66,6 +66,13 @@ class Request:
     values: Mapping[str, object] | None = field(default=None, hash=False)
 
 
+#: the prefix of a button's data that runs a reader command (``rd:subscribe 07:00``)
+CHOICE_PREFIX = "rd:"
+#: the issue commands a :class:`Choice` may run besides the readers' own (previous/next issue,
+#: one brief: :attr:`Reply.navigation`)
+READING_CHOICES = frozenset({"issue", "brief"})
+
+
 @dataclass(frozen=True)
 class Choice:
     """A button under a reply: pressing it runs ``data``, a command line without its slash
@@ -91,6 +98,9 @@ class Reply:
     extra: dict[str, object] = field(default_factory=dict)
     #: rows of buttons for the last message (``/settings``); adapters draw them
     choices: tuple[tuple[Choice, ...], ...] = ()
+    #: rows of issue buttons (previous/next issue, one per brief) for an issue's reply;
+    #: drawn like :attr:`choices` by the adapters that opt in (Feishu, DingTalk), after them
+    navigation: tuple[tuple[Choice, ...], ...] = ()
 
 
 class AdminBackend(Protocol):

@@ -24,10 +24,11 @@ admin's post) makes is its publish time (:meth:`Embargo.release`).
 
 from __future__ import annotations
 
+import bisect
 import builtins
 import datetime as dt
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from digest_core.archive import Archive, ArchiveEntry, SearchHit, nearest_text
 from digest_core.clock import Clock, zoned_text
@@ -220,6 +221,26 @@ class VisibleArchive:
     def dates(self) -> builtins.list[dt.date]:
         """The visible dates with an issue, oldest first."""
         return [d for d in self.archive.dates() if self.visible(d)]
+
+    def neighbours(self, date: dt.date) -> tuple[dt.date | None, dt.date | None]:
+        """The nearest visible dates before and after ``date`` that the archive serves an
+        issue for (None where there is none). Loads only the files it tries, from the
+        listing (:meth:`dates` loads every issue once: seconds for years of them)."""
+        listed = [d for d, _ in self.archive.entries()]  # by date (a date may repeat)
+        older = reversed(listed[: bisect.bisect_left(listed, date)])
+        newer = listed[bisect.bisect_right(listed, date) :]
+        return self._first_served(older), self._first_served(newer)
+
+    def _first_served(self, dates: Iterable[dt.date]) -> dt.date | None:
+        for day in dates:
+            if not self.visible(day):
+                continue
+            try:
+                self.archive.on(day)
+            except IssueNotFound:
+                continue  # a broken or unreadable file: the next one
+            return day
+        return None
 
     def list(self) -> builtins.list[ArchiveEntry]:
         """The archive's entries for visible dates (see :meth:`Archive.list`)."""

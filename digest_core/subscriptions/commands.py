@@ -12,14 +12,14 @@ from typing import Protocol
 
 from digest_core.commands import Choice, Commands, Reply, Request, Status
 from digest_core.commands.declaration import Argument, CommandSpec, command, declared, one_of, text
+from digest_core.commands.requests import CHOICE_PREFIX as CHOICE_PREFIX  # (re-exported)
+from digest_core.commands.requests import READING_CHOICES
 from digest_core.delivery.ledger.preferences import MAX_FOLLOWS, Followed, Format, Preference
 from digest_core.errors import BadArgument
 from digest_core.models import shorten
 
 log = logging.getLogger(__name__)
 
-#: the prefix of a button's data that runs a reader command (``rd:subscribe 07:00``)
-CHOICE_PREFIX = "rd:"
 #: the longest keyword one may follow (as ``/search``)
 MAX_WORD = 64
 #: the delivery times ``/settings`` offers as buttons (any HH:MM can be typed)
@@ -103,7 +103,8 @@ def parse_choice(data: str) -> tuple[str, tuple[str, ...]] | None:
     if not data.startswith(CHOICE_PREFIX):
         return None
     command, *args = data[len(CHOICE_PREFIX) :].split()
-    return (command, tuple(args)) if command in PRIVATE_COMMANDS else None
+    allowed = command in PRIVATE_COMMANDS or command in READING_CHOICES
+    return (command, tuple(args)) if allowed else None
 
 
 def zone_named(name: str) -> zoneinfo.ZoneInfo | None:

@@ -94,6 +94,28 @@ def test_a_missing_day_never_names_an_embargoed_one_as_the_nearest(archive: Arch
         embargo.view(archive, admin=True).on(DAY)
 
 
+def test_neighbours_skip_embargoed_and_broken_days(archive: Archive) -> None:
+    clock = ManualClock(at(DAY, 9), autoadvance=False)
+    embargo = Embargo(zone=SHANGHAI, post_time=dt.time(8), clock=clock)
+    reader, admin = embargo.view(archive), embargo.view(archive, admin=True)
+    before, tomorrow = DAY - dt.timedelta(days=1), DAY + dt.timedelta(days=1)
+    assert reader.neighbours(DAY) == (before, None)  # 11-28 exists but is embargoed
+    assert admin.neighbours(DAY) == (before, tomorrow)
+    assert reader.neighbours(before) == (None, DAY)
+    # the day after tomorrow published early: tomorrow (still embargoed) is stepped over
+    after = DAY + dt.timedelta(days=2)
+    embargo.published_early(after, clock.now())
+    assert reader.neighbours(DAY) == (before, after)
+    # a file that never loaded is no neighbour (one that broke later serves its last good
+    # version, as the archive does): the next served one is
+    broken = before - dt.timedelta(days=1)
+    (archive.root / f"{broken}.txt").write_text("not an issue\n", encoding="utf-8")
+    archive.refresh(full=True)
+    assert archive.entries()[0][0] == broken
+    assert admin.neighbours(before) == (None, DAY)
+    assert admin.neighbours(broken) == (None, before)
+
+
 # ---------------------------------------------------------------- the console
 
 

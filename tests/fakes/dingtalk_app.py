@@ -23,7 +23,8 @@ Written from DingTalk's published documentation; dingtalk-stream's own client ch
   ``POST /v1.0/robot/oToMessages/batchSend`` ``{robotCode, userIds (≤ 20), msgKey,
   msgParam}`` (users over their limit come back in ``flowControlledStaffIdList``, unknown
   ones in ``invalidStaffIdList``). msgKeys: ``sampleText``, ``sampleMarkdown`` ({title,
-  text}), ``sampleActionCard2``…``5`` ({title, text, actionTitleN, actionURLN}). Errors are
+  text}), ``sampleActionCard`` ({title, text, singleTitle, singleURL}), ``sampleActionCard2``…``5``
+  ({title, text, actionTitleN, actionURLN}). Errors are
   HTTP 400/401/403 with ``{code, message}`` (``InvalidAuthentication``,
   ``invalidParameter.*``, ``Forbidden.AccessDenied.*``), 429 ``Throttling``. Limits (ours, as
   for custom robots; not verified for app robots): 20 messages a minute to one conversation
@@ -61,6 +62,7 @@ TEXT_LIMIT = 5_000
 MSG_KEYS = {
     "sampleText": ("content",),
     "sampleMarkdown": ("title", "text"),
+    "sampleActionCard": ("title", "text", "singleTitle", "singleURL"),
     **{
         f"sampleActionCard{n}": ("title", "text", *(f"action{k}{i}" for i in range(1, n + 1)
                                                     for k in ("Title", "URL")))

@@ -101,6 +101,8 @@ def text_of(message: dict[str, Any]) -> str:
 def buttons(message: dict[str, Any]) -> dict[str, str]:
     """An ActionCard's buttons: label -> the command its link sends."""
     param = message["msgParam"]
+    if "singleTitle" in param:  # the one-button template
+        param = {"actionTitle1": param["singleTitle"], "actionURL1": param["singleURL"]}
     out = {}
     for n in range(1, 6):
         if f"actionTitle{n}" in param:
@@ -122,9 +124,35 @@ async def test_today_privately_over_the_stream(
         sent = await fake.wait_for_messages(ANN, expected)
         await bot.settled()
         assert len(fake.sent(ANN)) == expected
-        assert all(m["msgKey"] == "sampleMarkdown" for m in sent)
+        assert all(m["msgKey"] == "sampleMarkdown" for m in sent[:-1])
         assert "2026-11-27" in sent[0]["msgParam"]["title"]
         assert "重点" in text_of(sent[0])
+        # the last is an ActionCard: the previous issue; 2026-11-28 is embargoed, so no next
+        assert sent[-1]["msgKey"].startswith("sampleActionCard")
+        assert buttons(sent[-1]) == {"← 上一期 / previous": "/issue 2026-11-26"}
+
+
+async def test_a_brief_button_sends_that_briefs_command_privately(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with FakeDingTalkApp() as fake, app_robot(tmp_path, monkeypatch, fake) as bot:
+        await bot.say(ANN, "/briefs")
+        await fake.wait_for_messages(ANN, 1)
+        await bot.settled()
+        sent = fake.sent(ANN)
+        actions = buttons(sent[-1])
+        assert actions["简讯 2"] == "/brief 2 2026-11-27"
+        assert len(actions) <= dingtalk_render.MAX_ACTIONS
+        await bot.say(ANN, actions["简讯 2"])  # DingTalk's client sends it as the reader
+        await bot.settled()
+        [answer] = fake.sent(ANN)[len(sent) :]
+        issue = load_issue(ARCHIVE / f"{TODAY}.txt")
+        assert issue.brief(2).title in text_of(answer)
+        assert issue.brief(1).title not in text_of(answer)
+        # in a group the same reply carries no issue buttons (the link would post there)
+        await bot.say(ANN, "/briefs", group=GROUP)
+        await bot.settled()
+        assert all(m["msgKey"] == "sampleMarkdown" for m in fake.sent(GROUP))
 
 
 async def test_groups_answer_mentions_and_send_subscriptions_to_a_private_chat(

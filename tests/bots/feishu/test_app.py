@@ -16,12 +16,13 @@ import aiohttp
 import pytest
 
 from bots.feishu.app import FeishuAppAdapter
-from bots.feishu.handlers import menu_command
+from bots.feishu.handlers import menu_command, with_reply_buttons
 from bots.feishu.menu import bot_menu
 from bots.feishu.spec import FEISHU_LIMITS
 from bots.registry import load_settings
 from bots.runtime import open_service
 from digest_core.commands.catalogue import menu
+from digest_core.commands.requests import Choice, Reply
 from digest_core.rendering import feishu as feishu_render
 from digest_core.service.root import DigestService
 from digest_core.testing import PinnedClock
@@ -208,3 +209,133 @@ async def test_the_http_callback_verifies_decrypts_and_answers(
             assert "【经典回顾】" in text_of(answer)
             await bot.settled()
             assert len(fs.sent(ANN)) == 1  # the forged one did nothing
+
+
+def buttons(message: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The buttons of a sent card by label: their values."""
+    elements = message["content"]["elements"]
+    actions = [a for e in elements if e["tag"] == "action" for a in e["actions"]]
+    return {a["text"]["content"]: a["value"] for a in actions}
+
+
+PREVIOUS = "← 上一期 / previous"
+NEXT_ISSUE = "下一期 / next →"
+
+
+async def press(bot: Bot, user: str, message: dict[str, Any], label: str) -> Any:
+    """``user`` presses the button ``label`` of ``message`` (in their private chat)."""
+    value = buttons(message)[label]
+    event = bot.fs.card_event(user, value, chat_id=user, message_id=message["message_id"])
+    return await bot.fs.push(event)
+
+
+async def test_previous_issue_on_todays_card_and_no_next_past_the_embargo(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with FakeFeishuApp() as fs, app_bot(tmp_path, monkeypatch, fs) as bot:
+        await bot.say(ANN, ANN, "/today")
+        sent = await fs.wait_for_messages(ANN, 2)
+        await bot.settled()
+        sent = fs.sent(ANN)
+        last = buttons(sent[-1])
+        # 2026-11-28 is in the archive but embargoed at 09:00 of the 27th: never offered
+        assert PREVIOUS in last and NEXT_ISSUE not in last
+        assert all("2026-11-28" not in v["data"] for m in sent for v in buttons(m).values())
+        assert last[PREVIOUS] == {"data": "rd:issue 2026-11-26"}
+        delivery = await press(bot, ANN, sent[-1], PREVIOUS)
+        assert delivery.answer() == {"toast": {"type": "info", "content": "✓"}}
+        await bot.settled()
+        got = fs.sent(ANN)[len(sent) :]
+        assert got and "AI 技术日报 · 2026-11-26" in text_of(got[0])
+        older = buttons(got[-1])
+        # the 26th is the oldest: no previous; its next is the 27th
+        assert PREVIOUS not in older and older[NEXT_ISSUE] == {"data": "rd:issue 2026-11-27"}
+
+
+async def test_an_admin_sees_the_next_issue_the_embargo_holds_from_readers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with FakeFeishuApp() as fs, app_bot(tmp_path, monkeypatch, fs) as bot:
+        await bot.say(ADMIN, ADMIN, "/issue 2026-11-27")
+        await fs.wait_for_messages(ADMIN, 1)
+        await bot.settled()
+        sent = fs.sent(ADMIN)
+        assert buttons(sent[-1])[NEXT_ISSUE] == {"data": "rd:issue 2026-11-28"}
+        await bot.say(BOB, BOB, "/issue 2026-11-27")
+        await fs.wait_for_messages(BOB, 1)
+        await bot.settled()
+        assert NEXT_ISSUE not in buttons(fs.sent(BOB)[-1])
+        # a reader who types the data of the admin's button gets no embargoed issue
+        forged = {"data": "rd:issue 2026-11-28"}
+        await fs.push(fs.card_event(BOB, forged, chat_id=BOB, message_id=sent[-1]["message_id"]))
+        await bot.settled()
+        texts = [text_of(m) for m in fs.sent(BOB)]
+        assert not any("AI 技术日报 · 2026-11-28" in t for t in texts)
+
+
+async def test_a_brief_button_under_the_briefs_shows_that_brief(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with FakeFeishuApp() as fs, app_bot(tmp_path, monkeypatch, fs) as bot:
+        await bot.say(ANN, ANN, "/briefs")
+        await fs.wait_for_messages(ANN, 1)
+        await bot.settled()
+        sent = fs.sent(ANN)
+        last = buttons(sent[-1])
+        briefs = [label for label in last if label.startswith("简讯 ")]
+        assert briefs and briefs[0] == "简讯 1"
+        assert last["简讯 2"] == {"data": "rd:brief 2 2026-11-27"}
+        for message in sent:  # within the card limits, buttons and all
+            assert feishu_render.check_card({"card": message["content"]}, buttons=True) == []
+        issue = bot.service.archive.on(TODAY)
+        await press(bot, ANN, sent[-1], "简讯 2")
+        await bot.settled()
+        [answer] = fs.sent(ANN)[len(sent) :]
+        assert issue.brief(2).title in text_of(answer)
+        assert issue.brief(1).title not in text_of(answer)
+
+
+def test_issue_buttons_on_a_full_card_drop_the_last_briefs_and_keep_the_card_in_limits() -> None:
+    budget = (
+        feishu_render.CardLimits.request_maxlen
+        - feishu_render.CardLimits.envelope_overhead
+        - feishu_render.CardLimits.button_reserve
+    )
+    card = feishu_render.card_notice("x")[0]
+    text = card.payload["card"]["elements"][0]["text"]
+    while feishu_render.card_body_size(card.payload["card"]) < budget - 3:
+        text["content"] += "字"  # the card filled to the renderer's budget
+    assert feishu_render.check_card(card.payload) == []
+    nav = (Choice(PREVIOUS, "rd:issue 2026-11-26"), Choice(NEXT_ISSUE, "rd:issue 2026-11-28"))
+    briefs = tuple(Choice(f"简讯 {n}", f"rd:brief {n} 2026-11-27") for n in range(1, 9))
+    settings = (Choice("订阅 / subscribe", "rd:subscribe"),)
+    reply = Reply([card], choices=(settings,), navigation=(nav, briefs))
+    [drawn] = with_reply_buttons(reply)
+    assert feishu_render.check_card(drawn.payload, buttons=True) == []
+    labels = list(buttons({"content": drawn.payload["card"]}))
+    assert labels[:3] == ["订阅 / subscribe", PREVIOUS, NEXT_ISSUE]  # choices and nav stay
+    shown = labels[3:]
+    assert shown == [f"简讯 {n}" for n in range(1, len(shown) + 1)] and 0 < len(shown) < 8
+    # the same buttons fit whole on a short card
+    [short] = with_reply_buttons(Reply(feishu_render.card_notice("x"), navigation=(nav, briefs)))
+    assert len(buttons({"content": short.payload["card"]})) == 10
+
+
+async def test_the_briefs_section_button_answers_with_brief_and_issue_buttons(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with FakeFeishuApp() as fs, app_bot(tmp_path, monkeypatch, fs) as bot:
+        await bot.service.post(TODAY, platforms=["feishu"])
+        post = fs.sent(GROUP)
+        value = buttons(post[-1])["简讯"]
+        await fs.push(fs.card_event(BOB, value, chat_id=GROUP, message_id=post[-1]["message_id"]))
+        await bot.settled()
+        answer = fs.sent(BOB)
+        assert answer and "【简讯】" in text_of(answer[0])
+        last = buttons(answer[-1])
+        assert last[PREVIOUS] == {"data": "rd:issue 2026-11-26"} and NEXT_ISSUE not in last
+        await press(bot, BOB, answer[-1], "简讯 1")
+        await bot.settled()
+        [brief] = fs.sent(BOB)[len(answer) :]
+        assert bot.service.archive.on(TODAY).brief(1).title in text_of(brief)
+        assert len(fs.sent(GROUP)) == len(post)  # presses answer privately only
