@@ -15,9 +15,7 @@ outcome was unknown (a crash mid-send) may arrive twice.
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from bots.dingtalk.adapter import DingTalkAdapter
@@ -25,7 +23,8 @@ from bots.dingtalk.api import DingTalkApi
 from bots.dingtalk.handlers import DingTalkHandlers
 from bots.dingtalk.receiving import CallbackServer, StreamConnection
 from bots.dingtalk.settings import DingTalkSettings
-from bots.inflight import RESTARTING, InFlight
+from bots.inflight import InFlight
+from bots.workchat.appbot import AppBot
 from bots.workchat.transport import WebhookTransport
 from digest_core.port import (
     Clock,
@@ -35,7 +34,6 @@ from digest_core.port import (
     RenderOptions,
     Target,
     TargetKind,
-    TransientError,
 )
 from digest_core.rendering import dingtalk as dingtalk_render
 
@@ -45,8 +43,11 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-class DingTalkAppAdapter(DingTalkAdapter):
+class DingTalkAppAdapter(AppBot, DingTalkAdapter):
     """DingTalk's app robot (see the module doc)."""
+
+    app_label = "the DingTalk app robot"
+    connection_type = StreamConnection
 
     subscriptions = True
 
@@ -63,6 +64,7 @@ class DingTalkAppAdapter(DingTalkAdapter):
         assert settings.client_id is not None
         self.settings: DingTalkSettings = settings
         self.in_flight = in_flight if in_flight is not None else InFlight()
+        self.chats = tuple(settings.chats)
         self.admins = frozenset(settings.admins)
         self.post_options = RenderOptions(buttons=True)
         self._secret = settings.resolved_client_secret().get_secret_value()
@@ -93,68 +95,6 @@ class DingTalkAppAdapter(DingTalkAdapter):
         sent = dingtalk_render.as_markdown(message) if group else message
         await self.api.send(target.id, sent, group=group)
         return self.message_id(target.id, message, key)
-
-    def channel_targets(self) -> list[Target]:
-        chats = [Target(self.name, c, TargetKind.GROUP) for c in self.settings.chats]
-        return [*super().channel_targets(), *chats]
-
-    async def alert_admins(self, text: str) -> None:
-        """The webhook alert target (if any), and each admin one to one (best effort).
-
-        Raises:
-            TransientError: nobody got it and DingTalk could not be reached.
-        """
-        await super().alert_admins(text)
-        reached, unreachable = 0, ""
-        for admin in sorted(self.admins):
-            try:
-                await self.reply(admin, TargetKind.PRIVATE, self.flavor.notice(text))
-                reached += 1
-            except TransientError as exc:
-                unreachable = str(exc)
-            except Exception as exc:
-                log.warning("could not alert dingtalk admin %s: %s", admin, exc)
-        if self.admins and not reached and unreachable:
-            raise TransientError(f"no admin got the alert: {unreachable}", platform=self.name)
-
-    async def reply(
-        self,
-        chat: str,
-        kind: TargetKind,
-        messages: Sequence[Message],
-        *,
-        paced: list[float] | None = None,
-    ) -> list[str]:
-        """Send ``messages`` to ``chat`` as a reply, paced by the core with the deliveries.
-
-        Raises:
-            DeliveryError: a message could not be sent (the rest are not attempted).
-        """
-        target = Target(self.name, chat, kind)
-        port = self._require_port(target)
-        return await port.reply(
-            self, target, messages, send=functools.partial(self.send, key=None), paced=paced
-        )
-
-    async def tell_restarting(self, chat: str, kind: TargetKind) -> None:
-        target = Target(self.name, chat, kind)
-        self._require_port(target).account(self, target)
-        for message in self.flavor.notice(RESTARTING):
-            await self.send(target, message)
-
-    def _require_port(self, target: Target) -> Port:
-        if self._port is None:
-            raise TransientError(
-                "the DingTalk app robot is not running", platform=self.name, target=target.id
-            )
-        return self._port
-
-    @property
-    def connected(self) -> bool:
-        receiver = self._receiver
-        if isinstance(receiver, StreamConnection):
-            return receiver.connected
-        return self._port is not None
 
     async def start(self, port: Port | None = None, *, receive: bool = True) -> None:
         """Open the HTTP clients, fetch the token; with ``receive``, open the stream (or the
@@ -193,15 +133,3 @@ class DingTalkAppAdapter(DingTalkAdapter):
             await receiver.start(asyncio.get_running_loop())
             log.info("dingtalk: stream open")
         self._receiver = receiver
-
-    async def stop(self) -> None:
-        receiver, self._receiver = self._receiver, None
-        if receiver is not None:
-            await receiver.stop()
-        self.in_flight.close()
-        if not await self.in_flight.idle(3.0):
-            await self.in_flight.cancel(within=1.0)
-        await self.in_flight.apologise(within=1.5)
-        self._port = None
-        await self._app_transport.stop()
-        await super().stop()

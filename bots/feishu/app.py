@@ -11,10 +11,8 @@ interactive cards (:data:`digest_core.rendering.feishu.CARDS`) through the core
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import logging
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from bots.feishu.adapter import FeishuAdapter
@@ -22,7 +20,8 @@ from bots.feishu.api import FeishuApi, message_uuid
 from bots.feishu.handlers import FeishuHandlers
 from bots.feishu.receiving import CallbackServer, LongConnection
 from bots.feishu.settings import FeishuSettings, _secret
-from bots.inflight import RESTARTING, InFlight
+from bots.inflight import InFlight
+from bots.workchat.appbot import AppBot
 from bots.workchat.transport import WebhookTransport
 from digest_core.port import (
     Clock,
@@ -31,8 +30,6 @@ from digest_core.port import (
     PlatformLimits,
     RenderOptions,
     Target,
-    TargetKind,
-    TransientError,
 )
 from digest_core.rendering import feishu as feishu_render
 
@@ -42,12 +39,14 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-class FeishuAppAdapter(FeishuAdapter):
+class FeishuAppAdapter(AppBot, FeishuAdapter):
     """Feishu's app bot (see the module doc). ``send`` goes to a webhook for a configured
     target name, else through the app to a chat (``oc_…``) or a user (``ou_…``), with a
     ``uuid`` derived from the part's key, so a part resent after a crash or an unknown outcome
     is created once (Feishu keeps a uuid an hour)."""
 
+    app_label = "the Feishu app bot"
+    connection_type = LongConnection
     #: readers can subscribe (their private chat is their open_id)
     subscriptions = True
     #: interactive cards (the webhooks' ``post`` renderer is the module itself)
@@ -66,6 +65,7 @@ class FeishuAppAdapter(FeishuAdapter):
         assert settings.app_id is not None
         self.settings: FeishuSettings = settings
         self.in_flight = in_flight if in_flight is not None else InFlight()
+        self.chats = tuple(settings.chats)
         self.admins = frozenset(settings.admins)
         self.post_options = RenderOptions(buttons=True)
         secret = settings.resolved_app_secret()
@@ -104,74 +104,6 @@ class FeishuAppAdapter(FeishuAdapter):
         uuid = message_uuid(key) if key is not None else None
         return await self.api.send(target.id, message, uuid=uuid)
 
-    def channel_targets(self) -> list[Target]:
-        """The webhook targets, then the app's group chats."""
-        chats = [Target(self.name, c, TargetKind.GROUP) for c in self.settings.chats]
-        return [*super().channel_targets(), *chats]
-
-    async def alert_admins(self, text: str) -> None:
-        """The webhook alert target (if any), and each admin privately (best effort).
-
-        Raises:
-            TransientError: nobody got it and Feishu could not be reached.
-        """
-        await super().alert_admins(text)
-        reached, unreachable = 0, ""
-        for admin in sorted(self.admins):
-            try:
-                await self.reply(admin, TargetKind.PRIVATE, self.flavor.notice(text))
-                reached += 1
-            except TransientError as exc:
-                unreachable = str(exc)
-            except Exception as exc:  # one line: the reason
-                log.warning("could not alert feishu admin %s: %s", admin, exc)
-        if self.admins and not reached and unreachable:
-            raise TransientError(f"no admin got the alert: {unreachable}", platform=self.name)
-
-    # ------------------------------------------------------------ replies
-
-    async def reply(
-        self,
-        chat: str,
-        kind: TargetKind,
-        messages: Sequence[Message],
-        *,
-        paced: list[float] | None = None,
-    ) -> list[str]:
-        """Send ``messages`` to ``chat`` as a reply, paced by the core with the deliveries.
-
-        Raises:
-            DeliveryError: a message could not be sent (the rest are not attempted).
-        """
-        target = Target(self.name, chat, kind)
-        port = self._require_port(target)
-        once = functools.partial(self.send, key=None)
-        return await port.reply(self, target, messages, send=once, paced=paced)
-
-    async def tell_restarting(self, chat: str, kind: TargetKind) -> None:
-        """:data:`RESTARTING` to ``chat`` at once (accounted, not paced: a shutdown)."""
-        target = Target(self.name, chat, kind)
-        self._require_port(target).account(self, target)
-        for message in self.flavor.notice(RESTARTING):
-            await self.send(target, message)
-
-    def _require_port(self, target: Target) -> Port:
-        if self._port is None:
-            raise TransientError(
-                "the Feishu app bot is not running", platform=self.name, target=target.id
-            )
-        return self._port
-
-    # ------------------------------------------------------------ lifecycle
-
-    @property
-    def connected(self) -> bool:
-        """Started and, with the long connection, connected (for /readyz)."""
-        receiver = self._receiver
-        if isinstance(receiver, LongConnection):
-            return receiver.connected
-        return self._port is not None
-
     async def start(self, port: Port | None = None, *, receive: bool = True) -> None:
         """Open the HTTP clients, fetch the token and the bot's open_id; with ``receive``,
         open the long connection (or the callback server).
@@ -209,19 +141,6 @@ class FeishuAppAdapter(FeishuAdapter):
             await receiver.start(asyncio.get_running_loop())
             log.info("feishu: long connection open")
         self._receiver = receiver
-
-    async def stop(self) -> None:
-        """Stop receiving, let commands being answered finish (briefly), close the clients."""
-        receiver, self._receiver = self._receiver, None
-        if receiver is not None:
-            await receiver.stop()
-        self.in_flight.close()
-        if not await self.in_flight.idle(3.0):
-            await self.in_flight.cancel(within=1.0)
-        await self.in_flight.apologise(within=1.5)
-        self._port = None
-        await self._app_transport.stop()
-        await super().stop()
 
 
 def _webhook_form(message: Message) -> Message:

@@ -1,0 +1,126 @@
+"""What the Feishu and DingTalk app bots share over their webhook adapters: the app's group
+chats as channel targets, alerts to each admin privately, replies paced by the core, the
+restart notice, readiness and a stop that lets commands being answered finish.
+
+A platform's app adapter is ``class XAppAdapter(AppBot, XAdapter)``: it sets the attributes
+declared here in its constructor and its receivers in ``start``; ``super()`` here reaches the
+platform's webhook adapter.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast
+
+from bots.inflight import RESTARTING, InFlight
+from bots.workchat.adapter import WebhookAdapter
+from bots.workchat.transport import WebhookTransport
+from digest_core.port import Message, Target, TargetKind, TransientError
+
+if TYPE_CHECKING:
+    from digest_core.port import Port
+
+log = logging.getLogger(__name__)
+
+
+class Receiver(Protocol):
+    """Where an app bot hears readers: a long-lived connection or a callback server."""
+
+    async def stop(self) -> None: ...
+
+
+class AppBot(WebhookAdapter):
+    """The app bot's side of a work-chat adapter (see the module doc)."""
+
+    #: how errors name the app bot ("the Feishu app bot")
+    app_label: ClassVar[str]
+    #: the receiver that is a connection of its own (readiness is its being connected); a
+    #: callback server is ready once started
+    connection_type: ClassVar[type]
+
+    #: the app's group chats (``[<platform>] chats``) and its admins, from the settings
+    chats: tuple[str, ...]
+    admins: frozenset[str]
+    in_flight: InFlight
+    _app_transport: WebhookTransport
+    _port: Port | None
+    _receiver: Receiver | None
+
+    def channel_targets(self) -> list[Target]:
+        """The webhook targets, then the app's group chats."""
+        chats = [Target(self.name, c, TargetKind.GROUP) for c in self.chats]
+        return [*super().channel_targets(), *chats]
+
+    async def alert_admins(self, text: str) -> None:
+        """The webhook alert target (if any), and each admin privately (best effort).
+
+        Raises:
+            TransientError: nobody got it and the platform could not be reached.
+        """
+        await super().alert_admins(text)
+        reached, unreachable = 0, ""
+        for admin in sorted(self.admins):
+            try:
+                await self.reply(admin, TargetKind.PRIVATE, self.flavor.notice(text))
+                reached += 1
+            except TransientError as exc:
+                unreachable = str(exc)
+            except Exception as exc:  # one line: the reason
+                log.warning("could not alert %s admin %s: %s", self.name, admin, exc)
+        if self.admins and not reached and unreachable:
+            raise TransientError(f"no admin got the alert: {unreachable}", platform=self.name)
+
+    async def reply(
+        self,
+        chat: str,
+        kind: TargetKind,
+        messages: Sequence[Message],
+        *,
+        paced: list[float] | None = None,
+    ) -> list[str]:
+        """Send ``messages`` to ``chat`` as a reply, paced by the core with the deliveries.
+
+        Raises:
+            DeliveryError: a message could not be sent (the rest are not attempted).
+        """
+        target = Target(self.name, chat, kind)
+        port = self._require_port(target)
+        once = functools.partial(self.send, key=None)
+        return await port.reply(self, target, messages, send=once, paced=paced)
+
+    async def tell_restarting(self, chat: str, kind: TargetKind) -> None:
+        """:data:`RESTARTING` to ``chat`` at once (accounted, not paced: a shutdown)."""
+        target = Target(self.name, chat, kind)
+        self._require_port(target).account(self, target)
+        for message in self.flavor.notice(RESTARTING):
+            await self.send(target, message)
+
+    def _require_port(self, target: Target) -> Port:
+        if self._port is None:
+            raise TransientError(
+                f"{self.app_label} is not running", platform=self.name, target=target.id
+            )
+        return self._port
+
+    @property
+    def connected(self) -> bool:
+        """Started and, with a connection of its own, connected (for /readyz)."""
+        receiver = self._receiver
+        if isinstance(receiver, self.connection_type):
+            return bool(cast("Any", receiver).connected)
+        return self._port is not None
+
+    async def stop(self) -> None:
+        """Stop receiving, let commands being answered finish (briefly), close the clients."""
+        receiver, self._receiver = self._receiver, None
+        if receiver is not None:
+            await receiver.stop()
+        self.in_flight.close()
+        if not await self.in_flight.idle(3.0):
+            await self.in_flight.cancel(within=1.0)
+        await self.in_flight.apologise(within=1.5)
+        self._port = None
+        await self._app_transport.stop()
+        await super().stop()
