@@ -6,6 +6,7 @@ import datetime as dt
 import logging
 import os
 import re
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -153,16 +154,35 @@ def _set_pragmas(engine: AsyncEngine, busy_ms: int) -> None:
     @event.listens_for(engine.sync_engine, "connect")
     def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
         cursor = dbapi_connection.cursor()
+        cursor.execute(f"PRAGMA busy_timeout={busy_ms}")
         # https://www.sqlite.org/wal.html: readers never block the writer; with WAL,
         # synchronous=NORMAL loses no commit when the process dies, only on power loss.
-        cursor.execute("PRAGMA journal_mode=WAL")
+        _wal(cursor, busy_ms)
         cursor.execute("PRAGMA synchronous=NORMAL")
         # a bounded log: checkpointed often enough, and truncated when it is reset
         cursor.execute(f"PRAGMA wal_autocheckpoint={WAL_AUTOCHECKPOINT_PAGES}")
         cursor.execute(f"PRAGMA journal_size_limit={WAL_LIMIT_BYTES}")
-        cursor.execute(f"PRAGMA busy_timeout={busy_ms}")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()
+
+
+def _wal(cursor: Any, busy_ms: int) -> None:
+    """``PRAGMA journal_mode=WAL``, tried again while another connection holds the file: on a
+    new database several openers switch it at once, and SQLite answers a switch that would
+    deadlock with a reader "database is locked" at once, without its busy handler (several
+    processes started together failed to open a new ledger so, about one start in seven).
+    The pauses are short (a start-up race only) and bounded by the busy timeout."""
+    waited, pause = 0.0, 0.002
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except Exception as exc:  # the driver's OperationalError, whichever adapter
+            if "locked" not in str(exc) or waited * 1000 >= busy_ms:
+                raise
+        time.sleep(pause)
+        waited += pause
+        pause = min(pause * 2, 0.02)
 
 
 def _sqlite_file(url: str) -> Path | None:

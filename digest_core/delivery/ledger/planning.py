@@ -356,7 +356,7 @@ class Planning:
         found = classify(finals, rows, alias, situation)
         await self._apply(conn, batch, pairs, found)
         unsent = await conn.execute(_unsent(batch.delivery_id, finals))
-        todo, in_progress = split_unsent(unsent.tuples(), found.live)
+        todo, in_progress = split_unsent(unsent.all(), found.live)
         return entries(pairs, todo, found.already, in_progress, found.superseded)
 
     async def _apply(
