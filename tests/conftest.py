@@ -6,7 +6,7 @@ from collections.abc import Iterator
 import pytest
 
 from bots import logs
-from tests import bytecode, quick, ramdisk  # noqa: F401 - quick: make check's Hypothesis profile
+from tests import bytecode, quick, ramdisk, tls, xdist_groups  # noqa: F401 - quick: make check's Hypothesis profile
 from tests.pg import pg_server, pg_url
 
 __all__ = ["no_settle_wait", "pg_server", "pg_url", "undo_logging_setup"]
@@ -18,9 +18,12 @@ SETTLE_ENV = "DIGEST_BOT_SCHEDULE__SETTLE_SECONDS"
 def pytest_configure(config: pytest.Config) -> None:
     """The controller (not an xdist worker) puts the run's temporary files in RAM
     (tests/ramdisk.py) and compiles the checkout's bytecode for all of them
-    (tests/bytecode.py)."""
+    (tests/bytecode.py) and lets HTTP clients read the system's CA folder lazily
+    (tests/tls.py). Every process honours ``xdist_group`` (tests/xdist_groups.py)."""
+    config.pluginmanager.register(xdist_groups, "digest-bot-xdist-groups")
     if not hasattr(config, "workerinput"):
         ramdisk.use_ram_for_temporary_files()
+        tls.use_system_ca_folder()
         bytecode.precompile(config)
 
 
@@ -36,6 +39,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             on_server = True
         if on_server:
             item.add_marker(pytest.mark.slow)
+    _slow_modules_first(items)
+
+
+def _slow_modules_first(items: list[pytest.Item]) -> None:
+    """The modules with a ``slow`` test (real processes, servers, a browser) run first, each
+    module's tests together and in their own order: xdist hands tests out in this order, so
+    the long ones start while the short ones are left to even out the workers' ends (in
+    collection order a browser module was often the last, alone on one worker)."""
+    slow = {item.path for item in items if item.get_closest_marker("slow") is not None}
+    items.sort(key=lambda item: item.path not in slow)  # (a stable sort)
 
 
 @pytest.fixture(autouse=True)

@@ -20,7 +20,8 @@ import yaml
 
 from tests.samples import SAMPLE_ARCHIVE
 
-pytestmark = pytest.mark.slow  # real processes, servers or a browser
+# real processes; one worker builds the virtualenv once for all of them (tests/xdist_groups.py)
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("deploy")]
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "Dockerfile"

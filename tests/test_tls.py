@@ -1,0 +1,33 @@
+"""tests/tls.py: HTTP clients of the run read the system's CA folder, unless told otherwise."""
+
+import os
+import ssl
+
+import httpx
+import pytest
+
+from tests import tls
+
+
+def test_the_folder_is_used_where_nothing_is_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    if not any(tls.SYSTEM_CA_FOLDER.glob("*.0")):
+        pytest.skip("this machine has no hashed CA folder")
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    tls.use_system_ca_folder()
+    assert os.environ["SSL_CERT_DIR"] == str(tls.SYSTEM_CA_FOLDER)
+    context = httpx.create_ssl_context()
+    assert context.verify_mode == ssl.CERT_REQUIRED
+    # read lazily: nothing loaded up front, unlike certifi's bundle
+    assert context.cert_store_stats()["x509_ca"] == 0
+
+
+@pytest.mark.parametrize("variable", ["SSL_CERT_FILE", "SSL_CERT_DIR"])
+def test_a_choice_already_made_is_kept(monkeypatch: pytest.MonkeyPatch, variable: str) -> None:
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    monkeypatch.setenv(variable, "/somewhere/chosen")
+    tls.use_system_ca_folder()
+    assert {k: v for k, v in os.environ.items() if k.startswith("SSL_CERT_")} == {
+        variable: "/somewhere/chosen"
+    }
