@@ -5,6 +5,9 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 ARGS   ?=
+# pytest's workers: one more than the cores, since many tests wait on a process, a server or
+# a socket rather than compute
+PYTEST_WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
 # `make test ARGS=-rs` is for this make's own recipes: kept out of the environment of the
 # programs they run (the test suite's own `make run` would pass -rs to the bot)
 unexport ARGS
@@ -44,14 +47,14 @@ site: $(VENV)/.run-deps
 ## test: lint, type-check and the whole test suite
 test: browser-deps lint
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -n 2 --dist loadgroup $(ARGS)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup $(ARGS)
 
 ## check: the fast inner loop: ruff, then the tests not marked slow (none starts a real bot
 ## process, a PostgreSQL server or a browser), property tests on a tenth of their examples
 ## (tests/quick.py); `make test` runs them all, in full
 check: $(VENV)/.dev-deps
 	$(BIN)/ruff check .
-	TESTS_QUICK=1 $(BIN)/python -m pytest -n 2 --dist loadgroup -m "not slow" $(ARGS)
+	TESTS_QUICK=1 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup -m "not slow" $(ARGS)
 
 ## browser-deps: Chromium and a CJK font for the web archive's browser tests (tests/site), as
 ## .ci/run installs them: apt-get as root or with sudo; otherwise the command to run, first
