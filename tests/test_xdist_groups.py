@@ -37,7 +37,8 @@ def test_free(n):
 
 def _workers(tmp_path: Path, *plugin: str) -> dict[str, str]:
     (tmp_path / "test_probe.py").write_text(PROBE)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    # only xdist and the plugin under test: the other plugins' start-up cost seconds a worker
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     done = subprocess.run(
         [
             sys.executable,
@@ -64,7 +65,7 @@ def _workers(tmp_path: Path, *plugin: str) -> dict[str, str]:
 
 
 def test_a_group_runs_on_one_worker(tmp_path: Path) -> None:
-    seen = _workers(tmp_path, "-p", "tests.xdist_groups")
+    seen = _workers(tmp_path, "-p", "xdist", "-p", "tests.xdist_groups")
     grouped = {w for name, w in seen.items() if name.startswith("grouped-")}
     assert len([n for n in seen if n.startswith("grouped-")]) == 6
     assert len(grouped) == 1, seen

@@ -21,7 +21,7 @@ import yaml
 from tests.samples import SAMPLE_ARCHIVE
 
 # real processes; one worker builds the virtualenv once for all of them (tests/xdist_groups.py)
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("deploy")]
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("deploy"), pytest.mark.timeout(600)]
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "Dockerfile"
