@@ -19,18 +19,10 @@ from bots.feishu.adapter import FeishuAdapter
 from bots.feishu.api import FeishuApi, message_uuid
 from bots.feishu.handlers import FeishuHandlers
 from bots.feishu.receiving import CallbackServer, LongConnection
-from bots.feishu.settings import FeishuSettings, _secret
+from bots.feishu.settings import FeishuSettings
 from bots.inflight import InFlight
 from bots.workchat.appbot import AppBot
-from bots.workchat.transport import WebhookTransport
-from digest_core.port import (
-    Clock,
-    Message,
-    PartKey,
-    PlatformLimits,
-    RenderOptions,
-    Target,
-)
+from digest_core.port import Clock, Message, PartKey, PlatformLimits, Target
 from digest_core.rendering import feishu as feishu_render
 
 if TYPE_CHECKING:
@@ -64,32 +56,22 @@ class FeishuAppAdapter(AppBot, FeishuAdapter):
         super().__init__(settings, clock=clock, limits=limits, time_scale=time_scale)
         assert settings.app_id is not None
         self.settings: FeishuSettings = settings
-        self.in_flight = in_flight if in_flight is not None else InFlight()
-        self.chats = tuple(settings.chats)
-        self.admins = frozenset(settings.admins)
-        self.post_options = RenderOptions(buttons=True)
-        secret = settings.resolved_app_secret()
+        secret = settings.resolved_app_secret().get_secret_value()
         self._keys = ("", "")
         if settings.mode == "http":
             self._keys = (
-                _secret(settings.encrypt_key, None, "encrypt_key").get_secret_value(),
-                _secret(settings.verification_token, None, "verification_token").get_secret_value(),
+                settings.resolved_encrypt_key().get_secret_value(),
+                settings.resolved_verification_token().get_secret_value(),
             )
-        self._app_transport = WebhookTransport(
-            platform=self.name,
-            timeout=settings.request_timeout_seconds,
-            secrets=[secret.get_secret_value(), *self._keys],
-        )
+        self._init_app(settings, in_flight, [secret, *self._keys])
         self.api = FeishuApi(
             base=settings.base,
             app_id=settings.app_id,
-            app_secret=secret.get_secret_value(),
+            app_secret=secret,
             transport=self._app_transport,
             clock=clock,
         )
         self.bot_open_id = ""
-        self._port: Port | None = None
-        self._receiver: LongConnection | CallbackServer | None = None
 
     # ------------------------------------------------------------ Platform
 
@@ -104,43 +86,33 @@ class FeishuAppAdapter(AppBot, FeishuAdapter):
         uuid = message_uuid(key) if key is not None else None
         return await self.api.send(target.id, message, uuid=uuid)
 
-    async def start(self, port: Port | None = None, *, receive: bool = True) -> None:
-        """Open the HTTP clients, fetch the token and the bot's open_id; with ``receive``,
-        open the long connection (or the callback server).
-
-        Raises:
-            ConfigError: Feishu refused the app's credentials, or the callback address.
-            TransientError: Feishu could not be reached.
-        """
-        await super().start(port, receive=receive)
-        await self._app_transport.start()
-        self._port = port
+    async def _sign_in(self) -> None:
         self.bot_open_id = await self.api.bot_open_id()
-        if not receive or port is None:
-            return
+
+    async def _open_receiver(self, port: Port) -> LongConnection | CallbackServer:
+        """The long connection (or, with ``mode = "http"``, the callback server), started."""
         handlers = FeishuHandlers(self, port)
         s = self.settings
         assert s.app_id is not None
-        receiver: LongConnection | CallbackServer
         if s.mode == "http":
             encrypt_key, token = self._keys
-            receiver = CallbackServer(
+            server = CallbackServer(
                 listen=s.listen_address(),
                 path=s.callback_path,
                 encrypt_key=encrypt_key,
                 verification_token=token,
                 receivers=handlers.receivers,
             )
-            await receiver.start()
+            await server.start()
             log.info("feishu: event callback on %s%s", s.callback_listen, s.callback_path)
-        else:
-            secret = s.resolved_app_secret().get_secret_value()
-            receiver = LongConnection(
-                app_id=s.app_id, app_secret=secret, domain=s.base, receivers=handlers.receivers
-            )
-            await receiver.start(asyncio.get_running_loop())
-            log.info("feishu: long connection open")
-        self._receiver = receiver
+            return server
+        secret = s.resolved_app_secret().get_secret_value()
+        connection = LongConnection(
+            app_id=s.app_id, app_secret=secret, domain=s.base, receivers=handlers.receivers
+        )
+        await connection.start(asyncio.get_running_loop())
+        log.info("feishu: long connection open")
+        return connection
 
 
 def _webhook_form(message: Message) -> Message:
