@@ -23,9 +23,8 @@ from bots.dingtalk.api import DingTalkApi
 from bots.dingtalk.handlers import DingTalkHandlers
 from bots.dingtalk.receiving import CallbackServer, StreamConnection
 from bots.dingtalk.settings import DingTalkSettings
-from bots.inflight import InFlight
 from bots.workchat.appbot import AppBot
-from digest_core.port import Clock, Message, PartKey, PlatformLimits, Target, TargetKind
+from digest_core.port import Message, PartKey, Target, TargetKind
 from digest_core.rendering import dingtalk as dingtalk_render
 
 if TYPE_CHECKING:
@@ -42,27 +41,23 @@ class DingTalkAppAdapter(AppBot, DingTalkAdapter):
 
     subscriptions = True
 
-    def __init__(
-        self,
-        settings: DingTalkSettings,
-        *,
-        clock: Clock,
-        limits: PlatformLimits | None = None,
-        time_scale: float = 1.0,
-        in_flight: InFlight | None = None,
-    ) -> None:
-        super().__init__(settings, clock=clock, limits=limits, time_scale=time_scale)
-        assert settings.client_id is not None
-        self.settings: DingTalkSettings = settings
-        self._secret = settings.resolved_client_secret().get_secret_value()
-        self._init_app(settings, in_flight, [self._secret])
-        self.api = DingTalkApi(
-            base=settings.openapi_base,
-            client_id=settings.client_id,
+    settings: DingTalkSettings
+    api: DingTalkApi
+
+    def _app_secrets(self) -> list[str]:
+        self._secret = self.settings.resolved_client_secret().get_secret_value()
+        return [self._secret]
+
+    def _new_api(self) -> DingTalkApi:
+        s = self.settings
+        assert s.client_id is not None
+        return DingTalkApi(
+            base=s.openapi_base,
+            client_id=s.client_id,
             client_secret=self._secret,
-            robot_code=settings.robot,
+            robot_code=s.robot,
             transport=self._app_transport,
-            clock=clock,
+            clock=self.clock,
         )
 
     async def send(self, target: Target, message: Message, *, key: PartKey | None = None) -> str:

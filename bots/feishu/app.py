@@ -20,9 +20,8 @@ from bots.feishu.api import FeishuApi, message_uuid
 from bots.feishu.handlers import FeishuHandlers
 from bots.feishu.receiving import CallbackServer, LongConnection
 from bots.feishu.settings import FeishuSettings
-from bots.inflight import InFlight
 from bots.workchat.appbot import AppBot
-from digest_core.port import Clock, Message, PartKey, PlatformLimits, Target
+from digest_core.port import Message, PartKey, Target
 from digest_core.rendering import feishu as feishu_render
 
 if TYPE_CHECKING:
@@ -44,34 +43,32 @@ class FeishuAppAdapter(AppBot, FeishuAdapter):
     #: interactive cards (the webhooks' ``post`` renderer is the module itself)
     flavor = feishu_render.CARDS  # type: ignore[assignment]
 
-    def __init__(
-        self,
-        settings: FeishuSettings,
-        *,
-        clock: Clock,
-        limits: PlatformLimits | None = None,
-        time_scale: float = 1.0,
-        in_flight: InFlight | None = None,
-    ) -> None:
-        super().__init__(settings, clock=clock, limits=limits, time_scale=time_scale)
-        assert settings.app_id is not None
-        self.settings: FeishuSettings = settings
-        secret = settings.resolved_app_secret().get_secret_value()
+    settings: FeishuSettings
+    api: FeishuApi
+    #: the app's bot's own open_id (to tell @-mentions of it), once signed in
+    bot_open_id = ""
+
+    def _app_secrets(self) -> list[str]:
+        s = self.settings
+        self._app_secret = s.resolved_app_secret().get_secret_value()
         self._keys = ("", "")
-        if settings.mode == "http":
+        if s.mode == "http":
             self._keys = (
-                settings.resolved_encrypt_key().get_secret_value(),
-                settings.resolved_verification_token().get_secret_value(),
+                s.resolved_encrypt_key().get_secret_value(),
+                s.resolved_verification_token().get_secret_value(),
             )
-        self._init_app(settings, in_flight, [secret, *self._keys])
-        self.api = FeishuApi(
-            base=settings.base,
-            app_id=settings.app_id,
-            app_secret=secret,
+        return [self._app_secret, *self._keys]
+
+    def _new_api(self) -> FeishuApi:
+        s = self.settings
+        assert s.app_id is not None
+        return FeishuApi(
+            base=s.base,
+            app_id=s.app_id,
+            app_secret=self._app_secret,
             transport=self._app_transport,
-            clock=clock,
+            clock=self.clock,
         )
-        self.bot_open_id = ""
 
     # ------------------------------------------------------------ Platform
 
@@ -106,9 +103,11 @@ class FeishuAppAdapter(AppBot, FeishuAdapter):
             await server.start()
             log.info("feishu: event callback on %s%s", s.callback_listen, s.callback_path)
             return server
-        secret = s.resolved_app_secret().get_secret_value()
         connection = LongConnection(
-            app_id=s.app_id, app_secret=secret, domain=s.base, receivers=handlers.receivers
+            app_id=s.app_id,
+            app_secret=self._app_secret,
+            domain=s.base,
+            receivers=handlers.receivers,
         )
         await connection.start(asyncio.get_running_loop())
         log.info("feishu: long connection open")

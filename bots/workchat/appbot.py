@@ -2,10 +2,11 @@
 chats as channel targets, alerts to each admin privately, replies paced by the core, the
 restart notice, readiness and a stop that lets commands being answered finish.
 
-A platform's app adapter is ``class XAppAdapter(AppBot, XAdapter)``: its constructor calls
-:meth:`AppBot._init_app` and builds its API client; it signs the app in (:meth:`_sign_in`)
-and opens its receiver (:meth:`_open_receiver`) when ``start`` asks; ``super()`` here reaches
-the platform's webhook adapter.
+A platform's app adapter is ``class XAppAdapter(AppBot, XAdapter)``: it resolves the app's
+secrets (:meth:`AppBot._app_secrets`) and builds its API client (:meth:`AppBot._new_api`) as
+it is constructed, signs the app in (:meth:`AppBot._sign_in`) and opens its receiver
+(:meth:`AppBot._open_receiver`) when started; ``super()`` here reaches the platform's webhook
+adapter.
 """
 
 from __future__ import annotations
@@ -17,9 +18,18 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast
 
 from bots.inflight import RESTARTING, InFlight
 from bots.workchat.adapter import WebhookAdapter
+from bots.workchat.appapi import AppApi
 from bots.workchat.settings import AppBotSettings
 from bots.workchat.transport import WebhookTransport
-from digest_core.port import Message, RenderOptions, Target, TargetKind, TransientError
+from digest_core.port import (
+    Clock,
+    Message,
+    PlatformLimits,
+    RenderOptions,
+    Target,
+    TargetKind,
+    TransientError,
+)
 
 if TYPE_CHECKING:
     from digest_core.port import Port
@@ -43,6 +53,7 @@ class AppBot(WebhookAdapter):
     connection_type: ClassVar[type]
 
     settings: AppBotSettings
+    api: AppApi
     #: the app's group chats (``[<platform>] chats``) and its admins, from the settings
     chats: tuple[str, ...]
     admins: frozenset[str]
@@ -51,20 +62,46 @@ class AppBot(WebhookAdapter):
     _port: Port | None
     _receiver: Receiver | None
 
-    def _init_app(
-        self, settings: AppBotSettings, in_flight: InFlight | None, secrets: Sequence[str]
+    def __init__(
+        self,
+        settings: AppBotSettings,
+        *,
+        clock: Clock,
+        limits: PlatformLimits | None = None,
+        time_scale: float = 1.0,
+        in_flight: InFlight | None = None,
     ) -> None:
-        """What every app bot's constructor sets after its webhook adapter's: ``secrets`` are
-        the app's, kept out of the app transport's logs and errors."""
+        """The webhook adapter's, then the app's: its secrets resolved now (a missing one
+        fails at start), its transport (which keeps them out of logs and errors) and its
+        API client.
+
+        Raises:
+            ConfigError: an app secret is not set.
+        """
+        super().__init__(settings, clock=clock, limits=limits, time_scale=time_scale)
+        secrets = self._app_secrets()
         self.in_flight = in_flight if in_flight is not None else InFlight()
         self.chats = tuple(settings.chats)
         self.admins = frozenset(settings.admins)
         self.post_options = RenderOptions(buttons=True)
         self._app_transport = WebhookTransport(
-            platform=self.name, timeout=settings.request_timeout_seconds, secrets=list(secrets)
+            platform=self.name, timeout=settings.request_timeout_seconds, secrets=secrets
         )
+        self.api = self._new_api()
         self._port = None
         self._receiver = None
+
+    def _app_secrets(self) -> list[str]:
+        """The app's secrets from the settings (kept by the adapter as it needs them).
+
+        Raises:
+            ConfigError: one is not set.
+        """
+        raise NotImplementedError
+
+    def _new_api(self) -> AppApi:
+        """The app's API client, over ``_app_transport``."""
+        raise NotImplementedError
 
     async def start(self, port: Port | None = None, *, receive: bool = True) -> None:
         """Open the HTTP clients and sign the app in; with ``receive`` (and a port), open its
