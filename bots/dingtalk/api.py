@@ -16,6 +16,7 @@ import json
 import logging
 from typing import Any
 
+from bots.workchat.appapi import AppApi
 from bots.workchat.transport import WebhookTransport
 from digest_core.port import (
     Clock,
@@ -33,7 +34,6 @@ log = logging.getLogger(__name__)
 TOKEN_PATH = "/v1.0/oauth2/accessToken"
 GROUP_PATH = "/v1.0/robot/groupMessages/send"
 OTO_PATH = "/v1.0/robot/oToMessages/batchSend"
-TOKEN_MARGIN_SECONDS = 300.0
 #: a user over DingTalk's flow control waits this long (DingTalk names no wait)
 FLOW_CONTROL_SECONDS = 60.0
 
@@ -56,7 +56,7 @@ def msg_param(message: Message) -> tuple[str, dict[str, str]]:
     return "sampleMarkdown", {"title": md["title"], "text": md["text"]}
 
 
-class DingTalkApi:
+class DingTalkApi(AppApi):
     """The calls the app robot makes, with its access token cached until near expiry."""
 
     def __init__(
@@ -69,22 +69,16 @@ class DingTalkApi:
         transport: WebhookTransport,
         clock: Clock,
     ) -> None:
-        self.base, self.client_id, self.robot_code = base, client_id, robot_code
-        self._secret = client_secret
-        self._transport = transport
-        self._clock = clock
-        self._token: tuple[str, float] | None = None
+        super().__init__(base=base, secret=client_secret, transport=transport, clock=clock)
+        self.client_id, self.robot_code = client_id, robot_code
 
-    async def token(self, *, target: str = "app") -> str:
-        """The access token.
+    async def _fetch_token(self, target: str) -> tuple[str, float]:
+        """An access token.
 
         Raises:
             ConfigError: DingTalk refused the Client ID or secret.
             TransientError: as the transport.
         """
-        now = self._clock.monotonic()
-        if self._token is not None and now < self._token[1]:
-            return self._token[0]
         body = encode_body({"appKey": self.client_id, "appSecret": self._secret})
         status, answer = await self._transport.post(f"{self.base}{TOKEN_PATH}", body, target=target)
         token = answer.get("accessToken")
@@ -94,9 +88,7 @@ class DingTalkApi:
                 "check dingtalk.client_id and DIGEST_BOT_DINGTALK__CLIENT_SECRET",
                 key="dingtalk.client_id",
             )
-        expire = float(answer.get("expireIn", 7200))
-        self._token = (token, now + max(60.0, expire - TOKEN_MARGIN_SECONDS))
-        return token
+        return token, float(answer.get("expireIn", 7200))
 
     async def send(self, target: str, message: Message, *, group: bool) -> str:
         """Send ``message`` to a group conversation or one user; DingTalk's query key.

@@ -23,18 +23,8 @@ from bots.dingtalk.api import DingTalkApi
 from bots.dingtalk.handlers import DingTalkHandlers
 from bots.dingtalk.receiving import CallbackServer, StreamConnection
 from bots.dingtalk.settings import DingTalkSettings
-from bots.inflight import InFlight
 from bots.workchat.appbot import AppBot
-from bots.workchat.transport import WebhookTransport
-from digest_core.port import (
-    Clock,
-    Message,
-    PartKey,
-    PlatformLimits,
-    RenderOptions,
-    Target,
-    TargetKind,
-)
+from digest_core.port import Message, PartKey, Target, TargetKind
 from digest_core.rendering import dingtalk as dingtalk_render
 
 if TYPE_CHECKING:
@@ -51,36 +41,24 @@ class DingTalkAppAdapter(AppBot, DingTalkAdapter):
 
     subscriptions = True
 
-    def __init__(
-        self,
-        settings: DingTalkSettings,
-        *,
-        clock: Clock,
-        limits: PlatformLimits | None = None,
-        time_scale: float = 1.0,
-        in_flight: InFlight | None = None,
-    ) -> None:
-        super().__init__(settings, clock=clock, limits=limits, time_scale=time_scale)
-        assert settings.client_id is not None
-        self.settings: DingTalkSettings = settings
-        self.in_flight = in_flight if in_flight is not None else InFlight()
-        self.chats = tuple(settings.chats)
-        self.admins = frozenset(settings.admins)
-        self.post_options = RenderOptions(buttons=True)
-        self._secret = settings.resolved_client_secret().get_secret_value()
-        self._app_transport = WebhookTransport(
-            platform=self.name, timeout=settings.request_timeout_seconds, secrets=[self._secret]
-        )
-        self.api = DingTalkApi(
-            base=settings.openapi_base,
-            client_id=settings.client_id,
+    settings: DingTalkSettings
+    api: DingTalkApi
+
+    def _app_secrets(self) -> list[str]:
+        self._secret = self.settings.resolved_client_secret().get_secret_value()
+        return [self._secret]
+
+    def _new_api(self) -> DingTalkApi:
+        s = self.settings
+        assert s.client_id is not None
+        return DingTalkApi(
+            base=s.openapi_base,
+            client_id=s.client_id,
             client_secret=self._secret,
-            robot_code=settings.robot,
+            robot_code=s.robot,
             transport=self._app_transport,
-            clock=clock,
+            clock=self.clock,
         )
-        self._port: Port | None = None
-        self._receiver: StreamConnection | CallbackServer | None = None
 
     async def send(self, target: Target, message: Message, *, key: PartKey | None = None) -> str:
         """To a webhook target by name, else through the app: a group conversation (its
@@ -96,40 +74,30 @@ class DingTalkAppAdapter(AppBot, DingTalkAdapter):
         await self.api.send(target.id, sent, group=group)
         return self.message_id(target.id, message, key)
 
-    async def start(self, port: Port | None = None, *, receive: bool = True) -> None:
-        """Open the HTTP clients, fetch the token; with ``receive``, open the stream (or the
-        callback server).
-
-        Raises:
-            ConfigError: DingTalk refused the app's credentials, or the callback address.
-            TransientError: DingTalk could not be reached.
-        """
-        await super().start(port, receive=receive)
-        await self._app_transport.start()
-        self._port = port
+    async def _sign_in(self) -> None:
         await self.api.token()
-        if not receive or port is None:
-            return
+
+    async def _open_receiver(self, port: Port) -> StreamConnection | CallbackServer:
+        """The stream (or, with ``mode = "http"``, the callback server), started."""
         handlers = DingTalkHandlers(self, port)
         s = self.settings
         assert s.client_id is not None
-        receiver: StreamConnection | CallbackServer
         if s.mode == "http":
-            receiver = CallbackServer(
+            server = CallbackServer(
                 listen=s.listen_address(),
                 path=s.callback_path,
                 client_secret=self._secret,
                 receiver=handlers.on_message,
             )
-            await receiver.start()
+            await server.start()
             log.info("dingtalk: robot callback on %s%s", s.callback_listen, s.callback_path)
-        else:
-            receiver = StreamConnection(
-                client_id=s.client_id,
-                client_secret=self._secret,
-                openapi_base=s.openapi_base,
-                receiver=handlers.on_message,
-            )
-            await receiver.start(asyncio.get_running_loop())
-            log.info("dingtalk: stream open")
-        self._receiver = receiver
+            return server
+        stream = StreamConnection(
+            client_id=s.client_id,
+            client_secret=self._secret,
+            openapi_base=s.openapi_base,
+            receiver=handlers.on_message,
+        )
+        await stream.start(asyncio.get_running_loop())
+        log.info("dingtalk: stream open")
+        return stream

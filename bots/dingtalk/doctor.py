@@ -23,10 +23,9 @@ import httpx
 
 from bots.dingtalk.api import TOKEN_PATH
 from bots.dingtalk.settings import DingTalkSettings
-from bots.doctor import TIMEOUT_SECONDS, Check, clock_check, fail, ok
+from bots.doctor import Check, fail, ok
 from bots.workchat import appdoctor
 from bots.workchat.appdoctor import Unreachable, call, unreachable
-from digest_core.port import ConfigError
 
 AREA = "dingtalk"
 GATEWAY_PATH = "/v1.0/gateway/connections/open"
@@ -44,48 +43,34 @@ STREAM_FIX = (
 
 async def checks(settings: DingTalkSettings, *, now: Callable[[], dt.datetime]) -> list[Check]:
     """DingTalk's lines of the doctor's table; none when nothing of DingTalk is configured."""
-    out = await appdoctor.webhook_checks(settings, "client_id", now=now)
-    if settings.app:
-        clock = not any(c.name == "clock" for c in out)
-        out.extend(await app_checks(settings, now=now, clock=clock))
-    return out
+    return await appdoctor.checks(settings, "client_id", lambda: probe(settings), now=now)
 
 
-async def app_checks(
-    settings: DingTalkSettings, *, now: Callable[[], dt.datetime], clock: bool = True
-) -> list[Check]:
-    """The app robot's lines (``clock``: with the clock against DingTalk's ``Date``)."""
-    assert settings.client_id is not None
-    missing = appdoctor.sdk_check(AREA, "dingtalk_stream", "dingtalk")
-    out = [missing] if missing is not None else []
-    try:
-        secret = settings.resolved_client_secret().get_secret_value()
-    except ConfigError as exc:
-        return [*out, fail(AREA, "app credentials", str(exc), CREDENTIALS_FIX)]
-    async with httpx.AsyncClient(timeout=TIMEOUT_SECONDS) as client:
-        sent = now()
-        try:
-            answer = await call(
-                client,
-                "POST",
-                settings.openapi_base + TOKEN_PATH,
-                json={"appKey": settings.client_id, "appSecret": secret},
-            )
-        except Unreachable as exc:
-            return [*out, unreachable(AREA, "app credentials", exc)]
-        received = now()
-        if answer.status >= 400 or not isinstance(answer.body.get("accessToken"), str):
-            refused = f"DingTalk refuses the app's credentials ({_quoted(answer)})"
-            return [*out, fail(AREA, "app credentials", refused, CREDENTIALS_FIX)]
-        out.append(ok(AREA, "app credentials", f"{settings.client_id}: an access token"))
-        if clock:
-            out.append(clock_check(AREA, answer.date, sent=sent, received=received))
-        out.append(_robot_check(settings))
-        if settings.mode == "http":
-            out.append(_callback_check(settings, secret))
-        else:
-            out.append(await _stream_check(client, settings, secret))
-    return out
+def probe(settings: DingTalkSettings) -> appdoctor.AppProbe:
+    """The app robot's checks: the SDK, the credentials (an access token), the robot, and the
+    stream or the callback."""
+
+    async def more(client: httpx.AsyncClient, secret: str, _: appdoctor.Answer) -> list[Check]:
+        receiving = (
+            _callback_check(settings, secret)
+            if settings.mode == "http"
+            else await _stream_check(client, settings, secret)
+        )
+        return [_robot_check(settings), receiving]
+
+    return appdoctor.AppProbe(
+        area=AREA,
+        sdk=("dingtalk_stream", "dingtalk"),
+        secret=lambda: settings.resolved_client_secret().get_secret_value(),
+        credentials_fix=CREDENTIALS_FIX,
+        token_url=settings.openapi_base + TOKEN_PATH,
+        token_body=lambda secret: {"appKey": settings.client_id, "appSecret": secret},
+        granted=lambda a: a.status < 400 and isinstance(a.body.get("accessToken"), str),
+        granted_detail=f"{settings.client_id}: an access token",
+        refused="DingTalk refuses the app's credentials",
+        quoted=_quoted,
+        more=more,
+    )
 
 
 def _robot_check(settings: DingTalkSettings) -> Check:

@@ -7,34 +7,23 @@ target is the reader's staff id (one-to-one messages), a group's its openConvers
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from bots.dingtalk.receiving import RobotMessage
+from bots.workchat.apphandlers import HELP_HINT, AppHandlers
 from digest_core.port import (
     ADMIN,
     PRIVATE_COMMANDS,
-    DeliveryError,
-    Message,
     Reply,
     Request,
     Status,
     TargetKind,
-    UserRateLimiter,
-    Verdict,
     parse_command_line,
 )
 from digest_core.rendering import dingtalk as dingtalk_render
 
 if TYPE_CHECKING:
     from bots.dingtalk.app import DingTalkAppAdapter
-    from digest_core.port import Port
-
-log = logging.getLogger(__name__)
-
-HELP_HINT = "发送 /help 查看全部命令。\nSend /help to see what I can do."
-FAILED = "出错了，请稍后再试。/ Something went wrong; please try again later."
 
 
 def choice_buttons(reply: Reply, *, navigation: bool = False) -> list[tuple[str, str]]:
@@ -46,16 +35,10 @@ def choice_buttons(reply: Reply, *, navigation: bool = False) -> list[tuple[str,
     return [(c.label, "/" + c.data.split(":", 1)[1]) for row in rows for c in row]
 
 
-class DingTalkHandlers:
+class DingTalkHandlers(AppHandlers):
     """Commands of one running app robot."""
 
-    def __init__(self, adapter: DingTalkAppAdapter, port: Port) -> None:
-        self.adapter = adapter
-        self.port = port
-        s = adapter.settings
-        self.limiter = UserRateLimiter(
-            burst=s.command_burst, window=s.command_window_seconds, clock=port.clock
-        )
+    adapter: DingTalkAppAdapter
 
     async def on_message(self, message: RobotMessage) -> None:
         where = self._where(message)
@@ -112,24 +95,3 @@ class DingTalkHandlers:
             await self._send(user, TargetKind.PRIVATE, messages)
         else:
             await self._send(*where, messages)
-
-    async def _allowed(self, user: str, where: tuple[str, TargetKind]) -> bool:
-        if user in self.adapter.admins:
-            return True
-        verdict = self.limiter.check(user)
-        if verdict is Verdict.WARN:
-            await self._send(*where, self.adapter.flavor.notice(self.limiter.slow_down()))
-        return verdict is Verdict.ALLOW
-
-    async def _handle(self, request: Request) -> Reply:
-        try:
-            return await self.port.handle(request)
-        except Exception:  # a broken command must not take the bot down
-            log.exception("dingtalk: /%s failed", request.command)
-            return Reply(self.adapter.flavor.notice(FAILED), status=Status.ERROR)
-
-    async def _send(self, chat: str, kind: TargetKind, messages: Sequence[Message]) -> None:
-        try:
-            await self.adapter.reply(chat, kind, messages)
-        except DeliveryError as exc:
-            log.warning("dingtalk: reply to %s not sent: %s", chat, exc)

@@ -29,12 +29,12 @@ from typing import Any
 
 from aiohttp import web
 
-from bots.workchat.sdkthread import MainLoop, SdkThread
-from digest_core.port import ConfigError, TransientError
+from bots.workchat import callback
+from bots.workchat.sdkthread import CONNECT_SECONDS, SdkConnection
+from digest_core.port import ConfigError
 
 log = logging.getLogger(__name__)
 
-CONNECT_SECONDS = 30.0
 #: how far a callback's timestamp may be from our clock
 FRESHNESS_SECONDS = 3600.0
 
@@ -82,37 +82,21 @@ def signed(secret: str, timestamp: str, sign: str, *, now: float) -> bool:
     return hmac.compare_digest(base64.b64encode(digest.digest()).decode(), sign)
 
 
-class StreamConnection:
+class StreamConnection(SdkConnection):
     """The SDK's Stream client, on its own thread."""
+
+    platform, what = "dingtalk", "the stream"
 
     def __init__(
         self, *, client_id: str, client_secret: str, openapi_base: str, receiver: Receiver
     ) -> None:
+        super().__init__("dingtalk-stream")
         self._id, self._secret, self._base = client_id, client_secret, openapi_base
         self._receiver = receiver
-        self._client: Any = None
-        self._thread = SdkThread("dingtalk-stream", setup=self._setup, teardown=self._teardown)
 
     @property
     def connected(self) -> bool:
         return self._thread.running and self._client is not None and bool(self._client.websocket)
-
-    async def start(self, main: asyncio.AbstractEventLoop) -> None:
-        """Open the stream (the first time here; later reconnections are the SDK's).
-
-        Raises:
-            ConfigError: DingTalk refused the credentials.
-            TransientError: DingTalk could not be reached.
-        """
-        self._main = MainLoop(main)
-        try:
-            await self._thread.start(within=CONNECT_SECONDS)
-        except ConfigError:
-            raise
-        except Exception as exc:
-            raise TransientError(
-                f"the stream could not be opened: {type(exc).__name__}: {exc}", platform="dingtalk"
-            ) from None
 
     async def _setup(self, loop: asyncio.AbstractEventLoop) -> None:
         import dingtalk_stream
@@ -158,44 +142,23 @@ class StreamConnection:
         if client is not None and client.websocket is not None:
             await client.websocket.close()
 
-    async def stop(self) -> None:
-        await self._thread.stop()
-        self._client = None
 
+class CallbackServer(callback.CallbackServer):
+    """The robot's HTTP callback: ``path`` takes the POSTs, checked for their signature."""
 
-class CallbackServer:
-    """The robot's HTTP callback: an aiohttp server on ``listen``; ``path`` takes the POSTs."""
+    platform = "dingtalk"
 
     def __init__(
         self, *, listen: tuple[str, int], path: str, client_secret: str, receiver: Receiver
     ) -> None:
-        self.listen, self.path = listen, path
+        super().__init__(listen=listen, path=path)
         self._secret = client_secret
         self._receiver = receiver
-        self._runner: web.AppRunner | None = None
         self._tasks: set[asyncio.Task[None]] = set()
-        self.port = 0
 
-    async def start(self) -> None:
-        """Import the SDK's message model (in a thread), then listen.
-
-        Raises:
-            ConfigError: the address cannot be bound.
-        """
+    async def _prepare(self) -> None:
+        """Import the SDK's message model (in a thread)."""
         await asyncio.to_thread(__import__, "dingtalk_stream")
-        app = web.Application(client_max_size=1024 * 1024)
-        app.router.add_post(self.path, self._serve)
-        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
-        await self._runner.setup()
-        host, port = self.listen
-        try:
-            await web.TCPSite(self._runner, host, port).start()
-        except OSError as exc:
-            await self.stop()
-            raise ConfigError(
-                f"cannot listen on {host}:{port}: {exc.strerror}", key="dingtalk.callback_listen"
-            ) from None
-        self.port = int(self._runner.addresses[0][1])
 
     async def _serve(self, request: web.Request) -> web.Response:
         timestamp = request.headers.get("timestamp", "")
@@ -213,8 +176,3 @@ class CallbackServer:
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
         return web.json_response({})
-
-    async def stop(self) -> None:
-        runner, self._runner = self._runner, None
-        if runner is not None:
-            await runner.cleanup()

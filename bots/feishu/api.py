@@ -16,6 +16,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from bots.workchat.appapi import AppApi
 from bots.workchat.transport import ErrorRule, Outcome, WebhookTransport, translate
 from digest_core.port import (
     Clock,
@@ -31,8 +32,6 @@ log = logging.getLogger(__name__)
 TOKEN_PATH = "/open-apis/auth/v3/tenant_access_token/internal"
 MESSAGES_PATH = "/open-apis/im/v1/messages"
 BOT_INFO_PATH = "/open-apis/bot/v3/info"
-#: a token is renewed this long before Feishu says it expires ("expire", seconds)
-TOKEN_MARGIN_SECONDS = 300.0
 #: codes of a token Feishu no longer takes: fetch a new one, send again
 TOKEN_CODES = frozenset({99991661, 99991663, 99991668})
 #: "invalid request parameter", and, with the text "Internal Error", Feishu's own trouble
@@ -113,7 +112,7 @@ def send_body(receive_id: str, message: Message, uuid: str | None) -> dict[str, 
     return body
 
 
-class FeishuApi:
+class FeishuApi(AppApi):
     """The calls the app bot makes, with its tenant access token cached until near expiry."""
 
     def __init__(
@@ -125,22 +124,16 @@ class FeishuApi:
         transport: WebhookTransport,
         clock: Clock,
     ) -> None:
-        self.base, self.app_id = base, app_id
-        self._secret = app_secret
-        self._transport = transport
-        self._clock = clock
-        self._token: tuple[str, float] | None = None
+        super().__init__(base=base, secret=app_secret, transport=transport, clock=clock)
+        self.app_id = app_id
 
-    async def token(self, *, target: str = "app") -> str:
-        """The tenant access token (fetched when missing or near its expiry).
+    async def _fetch_token(self, target: str) -> tuple[str, float]:
+        """A tenant access token (its lifetime: Feishu's "expire", seconds).
 
         Raises:
             ConfigError: Feishu refused the app id or secret.
             TransientError, RateLimited: as the transport.
         """
-        now = self._clock.monotonic()
-        if self._token is not None and now < self._token[1]:
-            return self._token[0]
         body = encode_body({"app_id": self.app_id, "app_secret": self._secret})
         _, answer = await self._transport.post(f"{self.base}{TOKEN_PATH}", body, target=target)
         code = answer.get("code")
@@ -151,9 +144,7 @@ class FeishuApi:
                 ": check feishu.app_id and DIGEST_BOT_FEISHU__APP_SECRET",
                 key="feishu.app_id",
             )
-        expire = float(answer.get("expire", 7200))
-        self._token = (token, now + max(60.0, expire - TOKEN_MARGIN_SECONDS))
-        return token
+        return token, float(answer.get("expire", 7200))
 
     async def bot_open_id(self) -> str:
         """The bot's own open_id (to tell @-mentions of it in groups).

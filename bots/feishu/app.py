@@ -19,18 +19,9 @@ from bots.feishu.adapter import FeishuAdapter
 from bots.feishu.api import FeishuApi, message_uuid
 from bots.feishu.handlers import FeishuHandlers
 from bots.feishu.receiving import CallbackServer, LongConnection
-from bots.feishu.settings import FeishuSettings, _secret
-from bots.inflight import InFlight
+from bots.feishu.settings import FeishuSettings
 from bots.workchat.appbot import AppBot
-from bots.workchat.transport import WebhookTransport
-from digest_core.port import (
-    Clock,
-    Message,
-    PartKey,
-    PlatformLimits,
-    RenderOptions,
-    Target,
-)
+from digest_core.port import Message, PartKey, Target
 from digest_core.rendering import feishu as feishu_render
 
 if TYPE_CHECKING:
@@ -52,44 +43,32 @@ class FeishuAppAdapter(AppBot, FeishuAdapter):
     #: interactive cards (the webhooks' ``post`` renderer is the module itself)
     flavor = feishu_render.CARDS  # type: ignore[assignment]
 
-    def __init__(
-        self,
-        settings: FeishuSettings,
-        *,
-        clock: Clock,
-        limits: PlatformLimits | None = None,
-        time_scale: float = 1.0,
-        in_flight: InFlight | None = None,
-    ) -> None:
-        super().__init__(settings, clock=clock, limits=limits, time_scale=time_scale)
-        assert settings.app_id is not None
-        self.settings: FeishuSettings = settings
-        self.in_flight = in_flight if in_flight is not None else InFlight()
-        self.chats = tuple(settings.chats)
-        self.admins = frozenset(settings.admins)
-        self.post_options = RenderOptions(buttons=True)
-        secret = settings.resolved_app_secret()
+    settings: FeishuSettings
+    api: FeishuApi
+    #: the app's bot's own open_id (to tell @-mentions of it), once signed in
+    bot_open_id = ""
+
+    def _app_secrets(self) -> list[str]:
+        s = self.settings
+        self._app_secret = s.resolved_app_secret().get_secret_value()
         self._keys = ("", "")
-        if settings.mode == "http":
+        if s.mode == "http":
             self._keys = (
-                _secret(settings.encrypt_key, None, "encrypt_key").get_secret_value(),
-                _secret(settings.verification_token, None, "verification_token").get_secret_value(),
+                s.resolved_encrypt_key().get_secret_value(),
+                s.resolved_verification_token().get_secret_value(),
             )
-        self._app_transport = WebhookTransport(
-            platform=self.name,
-            timeout=settings.request_timeout_seconds,
-            secrets=[secret.get_secret_value(), *self._keys],
-        )
-        self.api = FeishuApi(
-            base=settings.base,
-            app_id=settings.app_id,
-            app_secret=secret.get_secret_value(),
+        return [self._app_secret, *self._keys]
+
+    def _new_api(self) -> FeishuApi:
+        s = self.settings
+        assert s.app_id is not None
+        return FeishuApi(
+            base=s.base,
+            app_id=s.app_id,
+            app_secret=self._app_secret,
             transport=self._app_transport,
-            clock=clock,
+            clock=self.clock,
         )
-        self.bot_open_id = ""
-        self._port: Port | None = None
-        self._receiver: LongConnection | CallbackServer | None = None
 
     # ------------------------------------------------------------ Platform
 
@@ -104,43 +83,35 @@ class FeishuAppAdapter(AppBot, FeishuAdapter):
         uuid = message_uuid(key) if key is not None else None
         return await self.api.send(target.id, message, uuid=uuid)
 
-    async def start(self, port: Port | None = None, *, receive: bool = True) -> None:
-        """Open the HTTP clients, fetch the token and the bot's open_id; with ``receive``,
-        open the long connection (or the callback server).
-
-        Raises:
-            ConfigError: Feishu refused the app's credentials, or the callback address.
-            TransientError: Feishu could not be reached.
-        """
-        await super().start(port, receive=receive)
-        await self._app_transport.start()
-        self._port = port
+    async def _sign_in(self) -> None:
         self.bot_open_id = await self.api.bot_open_id()
-        if not receive or port is None:
-            return
+
+    async def _open_receiver(self, port: Port) -> LongConnection | CallbackServer:
+        """The long connection (or, with ``mode = "http"``, the callback server), started."""
         handlers = FeishuHandlers(self, port)
         s = self.settings
         assert s.app_id is not None
-        receiver: LongConnection | CallbackServer
         if s.mode == "http":
             encrypt_key, token = self._keys
-            receiver = CallbackServer(
+            server = CallbackServer(
                 listen=s.listen_address(),
                 path=s.callback_path,
                 encrypt_key=encrypt_key,
                 verification_token=token,
                 receivers=handlers.receivers,
             )
-            await receiver.start()
+            await server.start()
             log.info("feishu: event callback on %s%s", s.callback_listen, s.callback_path)
-        else:
-            secret = s.resolved_app_secret().get_secret_value()
-            receiver = LongConnection(
-                app_id=s.app_id, app_secret=secret, domain=s.base, receivers=handlers.receivers
-            )
-            await receiver.start(asyncio.get_running_loop())
-            log.info("feishu: long connection open")
-        self._receiver = receiver
+            return server
+        connection = LongConnection(
+            app_id=s.app_id,
+            app_secret=self._app_secret,
+            domain=s.base,
+            receivers=handlers.receivers,
+        )
+        await connection.start(asyncio.get_running_loop())
+        log.info("feishu: long connection open")
+        return connection
 
 
 def _webhook_form(message: Message) -> Message:

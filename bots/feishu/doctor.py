@@ -20,12 +20,11 @@ from collections.abc import Callable
 
 import httpx
 
-from bots.doctor import TIMEOUT_SECONDS, Check, clock_check, fail, ok
+from bots.doctor import Check, fail, ok
 from bots.feishu.api import BOT_INFO_PATH, TOKEN_PATH
-from bots.feishu.settings import FeishuSettings, _secret
+from bots.feishu.settings import FeishuSettings
 from bots.workchat import appdoctor
 from bots.workchat.appdoctor import Unreachable, call, unreachable
-from digest_core.port import ConfigError
 
 AREA = "feishu"
 ENDPOINT_PATH = "/callback/ws/endpoint"
@@ -60,49 +59,37 @@ CALLBACK_FIX = (
 
 async def checks(settings: FeishuSettings, *, now: Callable[[], dt.datetime]) -> list[Check]:
     """Feishu's lines of the doctor's table; none when nothing of Feishu is configured."""
-    out = await appdoctor.webhook_checks(settings, "app_id", now=now)
-    if settings.app:
-        clock = not any(c.name == "clock" for c in out)
-        out.extend(await app_checks(settings, now=now, clock=clock))
-    return out
+    return await appdoctor.checks(settings, "app_id", lambda: probe(settings), now=now)
 
 
-async def app_checks(
-    settings: FeishuSettings, *, now: Callable[[], dt.datetime], clock: bool = True
-) -> list[Check]:
-    """The app bot's lines (``clock``: with the clock against Feishu's ``Date``)."""
-    assert settings.app_id is not None
-    missing = appdoctor.sdk_check(AREA, "lark_oapi", "feishu")
-    out = [missing] if missing is not None else []
-    try:
-        secret = settings.resolved_app_secret().get_secret_value()
-    except ConfigError as exc:
-        return [*out, fail(AREA, "app credentials", str(exc), CREDENTIALS_FIX)]
-    async with httpx.AsyncClient(timeout=TIMEOUT_SECONDS) as client:
-        sent = now()
-        try:
-            answer = await call(
-                client,
-                "POST",
-                settings.base + TOKEN_PATH,
-                json={"app_id": settings.app_id, "app_secret": secret},
-            )
-        except Unreachable as exc:
-            return [*out, unreachable(AREA, "app credentials", exc)]
-        received = now()
-        token = answer.body.get("tenant_access_token")
-        if answer.body.get("code") != 0 or not isinstance(token, str):
-            refused = f"Feishu refuses the app's credentials ({_quoted(answer)})"
-            return [*out, fail(AREA, "app credentials", refused, CREDENTIALS_FIX)]
-        out.append(ok(AREA, "app credentials", f"{settings.app_id}: a tenant access token"))
-        if clock:
-            out.append(clock_check(AREA, answer.date, sent=sent, received=received))
-        out.append(await _bot_check(client, settings.base, token))
-        if settings.mode == "http":
-            out.append(_callback_check(settings))
-        else:
-            out.append(await _long_connection_check(client, settings, secret))
-    return out
+def probe(settings: FeishuSettings) -> appdoctor.AppProbe:
+    """The app bot's checks: the SDK, the credentials (a tenant access token), the bot, and
+    the long connection or the callback."""
+
+    async def more(client: httpx.AsyncClient, secret: str, token: appdoctor.Answer) -> list[Check]:
+        bot = await _bot_check(client, settings.base, token.body["tenant_access_token"])
+        receiving = (
+            _callback_check(settings)
+            if settings.mode == "http"
+            else await _long_connection_check(client, settings, secret)
+        )
+        return [bot, receiving]
+
+    return appdoctor.AppProbe(
+        area=AREA,
+        sdk=("lark_oapi", "feishu"),
+        secret=lambda: settings.resolved_app_secret().get_secret_value(),
+        credentials_fix=CREDENTIALS_FIX,
+        token_url=settings.base + TOKEN_PATH,
+        token_body=lambda secret: {"app_id": settings.app_id, "app_secret": secret},
+        granted=lambda a: (
+            a.body.get("code") == 0 and isinstance(a.body.get("tenant_access_token"), str)
+        ),
+        granted_detail=f"{settings.app_id}: a tenant access token",
+        refused="Feishu refuses the app's credentials",
+        quoted=_quoted,
+        more=more,
+    )
 
 
 async def _bot_check(client: httpx.AsyncClient, base: str, token: str) -> Check:
@@ -175,10 +162,8 @@ def _callback_check(settings: FeishuSettings) -> Check:
         settings.listen_address,
         settings.callback_path,
         secrets={
-            "Encrypt Key": lambda: _secret(settings.encrypt_key, None, "encrypt_key"),
-            "Verification Token": lambda: _secret(
-                settings.verification_token, None, "verification_token"
-            ),
+            "Encrypt Key": settings.resolved_encrypt_key,
+            "Verification Token": settings.resolved_verification_token,
         },
         secrets_fix=CALLBACK_FIX,
         where="事件与回调 → 请求地址 (and 回调配置 for the cards' buttons)",

@@ -18,6 +18,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from bots.feishu.receiving import CardPress, MenuChoice, Receivers, TextMessage
+from bots.workchat.apphandlers import HELP_HINT, AppHandlers
 from digest_core.port import (
     ADMIN,
     PRIVATE_COMMANDS,
@@ -31,7 +32,6 @@ from digest_core.port import (
     Status,
     TargetGone,
     TargetKind,
-    UserRateLimiter,
     Verdict,
     parse_action_data,
     parse_button_data,
@@ -45,12 +45,11 @@ from digest_core.rendering import feishu as feishu_render
 
 if TYPE_CHECKING:
     from bots.feishu.app import FeishuAppAdapter
-    from digest_core.port import Port
+
+    pass
 
 log = logging.getLogger(__name__)
 
-HELP_HINT = "发送 /help 查看全部命令。\nSend /help to see what I can do."
-FAILED = "出错了，请稍后再试。/ Something went wrong; please try again later."
 SENT_PRIVATELY = "已私信发送 / sent to you in private"
 #: the longest button data we make (Feishu documents no limit for a button's value; ours,
 #: so a confirmation's data stays as short as Telegram's would not have to be)
@@ -95,16 +94,10 @@ def with_reply_buttons(reply: Reply) -> list[Message]:
             rows[last].pop()
 
 
-class FeishuHandlers:
+class FeishuHandlers(AppHandlers):
     """Commands, buttons and menu choices of one running app bot."""
 
-    def __init__(self, adapter: FeishuAppAdapter, port: Port) -> None:
-        self.adapter = adapter
-        self.port = port
-        s = adapter.settings
-        self.limiter = UserRateLimiter(
-            burst=s.command_burst, window=s.command_window_seconds, clock=port.clock
-        )
+    adapter: FeishuAppAdapter
 
     @property
     def receivers(self) -> Receivers:
@@ -121,14 +114,6 @@ class FeishuHandlers:
             chat=chat,
             capabilities=ADMIN if admin else frozenset(),
         )
-
-    async def _allowed(self, user: str, target: tuple[str, TargetKind]) -> bool:
-        if user in self.adapter.admins:
-            return True
-        verdict = self.limiter.check(user)
-        if verdict is Verdict.WARN:
-            await self._send(*target, self.adapter.flavor.notice(self.limiter.slow_down()))
-        return verdict is Verdict.ALLOW
 
     # ------------------------------------------------------------ messages
 
@@ -187,13 +172,6 @@ class FeishuHandlers:
                 messages[-1] = feishu_render.with_buttons(messages[-1], [row])
             return messages
         return with_reply_buttons(reply)
-
-    async def _handle(self, request: Request) -> Reply:
-        try:
-            return await self.port.handle(request)
-        except Exception:  # a broken command must not take the bot down
-            log.exception("feishu: /%s failed", request.command)
-            return Reply(self.adapter.flavor.notice(FAILED), status=Status.ERROR)
 
     # ------------------------------------------------------------ buttons and menu
 
@@ -284,14 +262,6 @@ class FeishuHandlers:
             run,
             apologise=lambda: self.adapter.tell_restarting(user, TargetKind.PRIVATE),
         )
-
-    # ------------------------------------------------------------ plumbing
-
-    async def _send(self, chat: str, kind: TargetKind, messages: Sequence[Message]) -> None:
-        try:
-            await self.adapter.reply(chat, kind, messages)
-        except DeliveryError as exc:
-            log.warning("feishu: reply to %s not sent: %s", chat, exc)
 
 
 __all__ = ["FeishuHandlers", "menu_command", "with_choices", "with_reply_buttons"]

@@ -30,15 +30,14 @@ from typing import Any
 
 from aiohttp import web
 
-from bots.workchat.sdkthread import MainLoop, SdkThread
-from digest_core.port import ConfigError, TransientError
+from bots.workchat import callback
+from bots.workchat.sdkthread import MainLoop, SdkConnection
+from digest_core.port import ConfigError
 
 log = logging.getLogger(__name__)
 
 #: how long a card press waits for its answer before a generic toast (Feishu: 3 s)
 CARD_ANSWER_SECONDS = 2.5
-#: how long the first long connection may take
-CONNECT_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -176,38 +175,19 @@ def quiet_sdk_logger() -> None:
     logger.propagate = True
 
 
-class LongConnection:
+class LongConnection(SdkConnection):
     """The SDK's long connection, on its own thread."""
 
+    platform, what = "feishu", "the long connection"
+
     def __init__(self, *, app_id: str, app_secret: str, domain: str, receivers: Receivers) -> None:
+        super().__init__("feishu-long-connection")
         self._app_id, self._secret, self._domain = app_id, app_secret, domain
         self._receivers = receivers
-        self._client: Any = None
-        self._thread = SdkThread(
-            "feishu-long-connection", setup=self._setup, teardown=self._teardown
-        )
 
     @property
     def connected(self) -> bool:
         return self._thread.running and self._client is not None and self._client._conn is not None
-
-    async def start(self, main: asyncio.AbstractEventLoop) -> None:
-        """Connect (the first time here; later reconnections are the SDK's).
-
-        Raises:
-            ConfigError: Feishu refused the app's credentials.
-            TransientError: Feishu could not be reached.
-        """
-        self._main = MainLoop(main)
-        try:
-            await self._thread.start(within=CONNECT_SECONDS)
-        except ConfigError:
-            raise
-        except Exception as exc:
-            raise TransientError(
-                f"the long connection could not be opened: {type(exc).__name__}: {exc}",
-                platform="feishu",
-            ) from None
 
     async def _setup(self, loop: asyncio.AbstractEventLoop) -> None:
         import lark_oapi as lark
@@ -240,14 +220,12 @@ class LongConnection:
             client._auto_reconnect = False
             await client._disconnect()
 
-    async def stop(self) -> None:
-        await self._thread.stop()
-        self._client = None
 
+class CallbackServer(callback.CallbackServer):
+    """Feishu's HTTP event callback: ``path`` takes Feishu's POSTs, handed to the SDK's
+    dispatcher (which checks and decrypts them)."""
 
-class CallbackServer:
-    """Feishu's HTTP event callback: an aiohttp server on ``listen`` whose ``path`` takes
-    Feishu's POSTs (TLS is the reverse proxy's)."""
+    platform = "feishu"
 
     def __init__(
         self,
@@ -258,19 +236,13 @@ class CallbackServer:
         verification_token: str,
         receivers: Receivers,
     ) -> None:
-        self.listen, self.path = listen, path
+        super().__init__(listen=listen, path=path)
         self._keys = (encrypt_key, verification_token)
         self._receivers = receivers
-        self._runner: web.AppRunner | None = None
         self._handler: Any = None
-        self.port = 0
 
-    async def start(self) -> None:
-        """Import the SDK (in a thread: it takes seconds), then listen.
-
-        Raises:
-            ConfigError: the address cannot be bound.
-        """
+    async def _prepare(self) -> None:
+        """Import the SDK and build its dispatcher (in a thread: it takes seconds)."""
         main = MainLoop(asyncio.get_running_loop())
 
         def build() -> Any:
@@ -281,19 +253,6 @@ class CallbackServer:
             )
 
         self._handler = await asyncio.to_thread(build)
-        app = web.Application(client_max_size=1024 * 1024)
-        app.router.add_post(self.path, self._serve)
-        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
-        await self._runner.setup()
-        host, port = self.listen
-        try:
-            await web.TCPSite(self._runner, host, port).start()
-        except OSError as exc:
-            await self.stop()
-            raise ConfigError(
-                f"cannot listen on {host}:{port}: {exc.strerror}", key="feishu.callback_listen"
-            ) from None
-        self.port = int(self._runner.addresses[0][1])
 
     async def _serve(self, request: web.Request) -> web.Response:
         from lark_oapi.core.model import RawRequest
@@ -312,8 +271,3 @@ class CallbackServer:
         return web.Response(
             status=200, body=answer.content, content_type="application/json", charset="utf-8"
         )
-
-    async def stop(self) -> None:
-        runner, self._runner = self._runner, None
-        if runner is not None:
-            await runner.cleanup()

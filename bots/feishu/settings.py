@@ -6,17 +6,16 @@ import re
 from pathlib import Path
 from typing import ClassVar, Literal
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import SecretStr, field_validator
 from pydantic_settings import SettingsConfigDict
 
-from bots.workchat.settings import SECRET_KEYS, WebhookSettings
-from digest_core.port import ConfigError
+from bots.workchat.settings import SECRET_KEYS, AppBotSettings
 
 #: keys holding the app's secrets: from the environment or files only
 APP_SECRET_KEYS = ("app_secret", "encrypt_key", "verification_token")
 
 
-class FeishuSettings(WebhookSettings):
+class FeishuSettings(AppBotSettings):
     """Feishu/Lark custom bots by name. Webhooks (``https://open.feishu.cn/open-apis/bot/v2/
     hook/<token>`` or just the token) from ``DIGEST_BOT_FEISHU__WEBHOOKS`` or ``webhooks_file``;
     signing secrets from ``DIGEST_BOT_FEISHU__SECRETS`` or ``secrets_file``. Lark (the
@@ -40,36 +39,14 @@ class FeishuSettings(WebhookSettings):
     app_secret_file: Path | None = None
     #: how events arrive: the SDK's long connection (no public URL), or Feishu's POSTs
     mode: Literal["long_connection", "http"] = "long_connection"
-    #: mode "http": where the callback server listens, and its path (the request URL is
-    #: ``https://<your host><callback_path>``, behind your TLS proxy)
     callback_listen: str = "127.0.0.1:8091"
     callback_path: str = "/feishu/events"
     #: mode "http": the 事件与回调 → 加密策略 values (secrets, from the environment)
     encrypt_key: SecretStr | None = None
     verification_token: SecretStr | None = None
-    #: group chats (``oc_…``) the daily issue is posted to through the app
-    chats: list[str] = Field(default_factory=list)
-    #: open_ids (``ou_…``) of the admins
-    admins: list[str] = Field(default_factory=list)
-    #: the per-user command limit: this many commands within the window
-    command_burst: int = Field(default=5, ge=1, le=100)
-    command_window_seconds: float = Field(default=30.0, gt=0, le=3600)
-
-    @field_validator("chats")
-    @classmethod
-    def _check_chats(cls, v: list[str]) -> list[str]:
-        for chat in v:
-            if not re.fullmatch(r"oc_[0-9A-Za-z]{1,64}", chat):
-                raise ValueError(f"{chat!r} is not a group chat id (oc_…)")
-        return v
-
-    @field_validator("admins")
-    @classmethod
-    def _check_admins(cls, v: list[str]) -> list[str]:
-        for user in v:
-            if not re.fullmatch(r"ou_[0-9A-Za-z]{1,64}", user):
-                raise ValueError(f"{user!r} is not an open_id (ou_…)")
-        return v
+    # chats are group chat ids (oc_…), admins open_ids (ou_…)
+    chat_id: ClassVar[tuple[str, str]] = (r"oc_[0-9A-Za-z]{1,64}", "a group chat id (oc_…)")
+    admin_id: ClassVar[tuple[str, str] | None] = (r"ou_[0-9A-Za-z]{1,64}", "an open_id (ou_…)")
 
     @field_validator("callback_path")
     @classmethod
@@ -89,33 +66,22 @@ class FeishuSettings(WebhookSettings):
         Raises:
             ConfigError: none is set, or the file is unreadable.
         """
-        return _secret(self.app_secret, self.app_secret_file, "app_secret")
+        return self._app_secret("app_secret", needs="the app bot needs its app_secret")
 
-    def listen_address(self) -> tuple[str, int]:
-        """``callback_listen`` as (host, port).
+    def resolved_encrypt_key(self) -> SecretStr:
+        """Mode "http"'s Encrypt Key (from the environment).
 
         Raises:
-            ConfigError: it is not ``host:port``.
+            ConfigError: it is not set.
         """
-        host, _, port = self.callback_listen.rpartition(":")
-        if not host or not port.isdigit():
-            raise ConfigError("expected host:port", key="feishu.callback_listen")
-        return host.strip("[]"), int(port)
+        return self._app_secret("encrypt_key", needs="the app bot needs its encrypt_key")
 
+    def resolved_verification_token(self) -> SecretStr:
+        """Mode "http"'s Verification Token (from the environment).
 
-def _secret(value: SecretStr | None, file: Path | None, key: str) -> SecretStr:
-    if value is not None and value.get_secret_value().strip():
-        return SecretStr(value.get_secret_value().strip())
-    if file is not None:
-        try:
-            text = file.read_text(encoding="utf-8").strip()
-        except OSError as exc:
-            raise ConfigError(
-                f"cannot read {file}: {exc.strerror}", key=f"feishu.{key}_file"
-            ) from None
-        if text:
-            return SecretStr(text)
-    raise ConfigError(
-        f"the app bot needs its {key}: set DIGEST_BOT_FEISHU__{key.upper()} or feishu.{key}_file",
-        key=f"feishu.{key}",
-    )
+        Raises:
+            ConfigError: it is not set.
+        """
+        return self._app_secret(
+            "verification_token", needs="the app bot needs its verification_token"
+        )

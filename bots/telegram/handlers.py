@@ -298,6 +298,18 @@ class Handlers:
     def _slow_down(self) -> str:
         return self.limiter.slow_down()
 
+    async def _press_limited(self, query: CallbackQuery) -> bool:
+        """Whether the presser (not an admin) is over the command limit: the press is then
+        answered so (an alert the first time in a window) and goes no further."""
+        user = query.from_user
+        if user.id in self.adapter.admins:
+            return False
+        verdict = self.limiter.check(user.id)
+        if verdict is Verdict.ALLOW:
+            return False
+        await _answer(query, self._slow_down(), alert=verdict is Verdict.WARN)
+        return True
+
     async def _handle(self, request: Request) -> Reply:
         try:
             return await self.port.handle(request)
@@ -362,11 +374,8 @@ class Handlers:
     async def _on_section(self, query: CallbackQuery, date: dt.date, section: Section) -> None:
         started = time.perf_counter()
         user = query.from_user
-        if user.id not in self.adapter.admins:
-            verdict = self.limiter.check(user.id)
-            if verdict is not Verdict.ALLOW:
-                await _answer(query, self._slow_down(), alert=verdict is Verdict.WARN)
-                return
+        if await self._press_limited(query):
+            return
         request = Request(
             section.value,
             platform=self.adapter.name,
@@ -406,11 +415,8 @@ class Handlers:
         """A press of a ``/settings`` button: the reader command it names, run for the presser
         in their private chat (the answer comes there, with the buttons again)."""
         user = query.from_user
-        if user.id not in self.adapter.admins:
-            verdict = self.limiter.check(user.id)
-            if verdict is not Verdict.ALLOW:
-                await _answer(query, self._slow_down(), alert=verdict is Verdict.WARN)
-                return
+        if await self._press_limited(query):
+            return
         request = Request(
             command, args, platform=self.adapter.name, flavor=Flavor.TELEGRAM,
             user=str(user.id), chat=str(user.id),

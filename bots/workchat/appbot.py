@@ -2,9 +2,11 @@
 chats as channel targets, alerts to each admin privately, replies paced by the core, the
 restart notice, readiness and a stop that lets commands being answered finish.
 
-A platform's app adapter is ``class XAppAdapter(AppBot, XAdapter)``: it sets the attributes
-declared here in its constructor and its receivers in ``start``; ``super()`` here reaches the
-platform's webhook adapter.
+A platform's app adapter is ``class XAppAdapter(AppBot, XAdapter)``: it resolves the app's
+secrets (:meth:`AppBot._app_secrets`) and builds its API client (:meth:`AppBot._new_api`) as
+it is constructed, signs the app in (:meth:`AppBot._sign_in`) and opens its receiver
+(:meth:`AppBot._open_receiver`) when started; ``super()`` here reaches the platform's webhook
+adapter.
 """
 
 from __future__ import annotations
@@ -16,8 +18,18 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast
 
 from bots.inflight import RESTARTING, InFlight
 from bots.workchat.adapter import WebhookAdapter
+from bots.workchat.appapi import AppApi
+from bots.workchat.settings import AppBotSettings
 from bots.workchat.transport import WebhookTransport
-from digest_core.port import Message, Target, TargetKind, TransientError
+from digest_core.port import (
+    Clock,
+    Message,
+    PlatformLimits,
+    RenderOptions,
+    Target,
+    TargetKind,
+    TransientError,
+)
 
 if TYPE_CHECKING:
     from digest_core.port import Port
@@ -40,6 +52,8 @@ class AppBot(WebhookAdapter):
     #: callback server is ready once started
     connection_type: ClassVar[type]
 
+    settings: AppBotSettings
+    api: AppApi
     #: the app's group chats (``[<platform>] chats``) and its admins, from the settings
     chats: tuple[str, ...]
     admins: frozenset[str]
@@ -47,6 +61,80 @@ class AppBot(WebhookAdapter):
     _app_transport: WebhookTransport
     _port: Port | None
     _receiver: Receiver | None
+
+    def __init__(
+        self,
+        settings: AppBotSettings,
+        *,
+        clock: Clock,
+        limits: PlatformLimits | None = None,
+        time_scale: float = 1.0,
+        in_flight: InFlight | None = None,
+    ) -> None:
+        """The webhook adapter's, then the app's: its secrets resolved now (a missing one
+        fails at start), its transport (which keeps them out of logs and errors) and its
+        API client.
+
+        Raises:
+            ConfigError: an app secret is not set.
+        """
+        super().__init__(settings, clock=clock, limits=limits, time_scale=time_scale)
+        secrets = self._app_secrets()
+        self.in_flight = in_flight if in_flight is not None else InFlight()
+        self.chats = tuple(settings.chats)
+        self.admins = frozenset(settings.admins)
+        self.post_options = RenderOptions(buttons=True)
+        self._app_transport = WebhookTransport(
+            platform=self.name, timeout=settings.request_timeout_seconds, secrets=secrets
+        )
+        self.api = self._new_api()
+        self._port = None
+        self._receiver = None
+
+    def _app_secrets(self) -> list[str]:
+        """The app's secrets from the settings (kept by the adapter as it needs them).
+
+        Raises:
+            ConfigError: one is not set.
+        """
+        raise NotImplementedError
+
+    def _new_api(self) -> AppApi:
+        """The app's API client, over ``_app_transport``."""
+        raise NotImplementedError
+
+    async def start(self, port: Port | None = None, *, receive: bool = True) -> None:
+        """Open the HTTP clients and sign the app in; with ``receive`` (and a port), open its
+        receiver.
+
+        Raises:
+            ConfigError: the platform refused the app's credentials, or the callback address.
+            TransientError: the platform could not be reached.
+        """
+        await super().start(port, receive=receive)
+        await self._app_transport.start()
+        self._port = port
+        await self._sign_in()
+        if receive and port is not None:
+            self._receiver = await self._open_receiver(port)
+
+    async def _sign_in(self) -> None:
+        """Fetch what the app needs before it sends (its token; Feishu: also its bot's id).
+
+        Raises:
+            ConfigError: the platform refused the app's credentials.
+            TransientError: the platform could not be reached.
+        """
+        raise NotImplementedError
+
+    async def _open_receiver(self, port: Port) -> Receiver:
+        """Start hearing readers through ``port``: the connection, or the callback server.
+
+        Raises:
+            ConfigError: the callback address cannot be bound (or the app is refused).
+            TransientError: the platform could not be reached.
+        """
+        raise NotImplementedError
 
     def channel_targets(self) -> list[Target]:
         """The webhook targets, then the app's group chats."""

@@ -1,7 +1,8 @@
 """What the app bots' `digest-bot doctor` checks share (Feishu's app bot, DingTalk's app
 robot): their SDK installed, the webhook targets' own checks, a JSON call read as (status,
 answer, Date header), a long-connection address reachable without opening a connection on
-it, and the callback server's settings. Nothing here sends to any chat.
+it, and the callback server's settings; and the order of an app bot's lines (:func:`checks`:
+SDK, credentials and clock, then the platform's own). Nothing here sends to any chat.
 
 A long connection is never opened by doctor: Feishu and DingTalk hand each event to one of
 the app's connections, so one opened beside a running bot could take a reader's message and
@@ -16,13 +17,13 @@ import contextlib
 import datetime as dt
 import importlib.util
 import urllib.parse
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
-from bots.doctor import TIMEOUT_SECONDS, Check, fail, ok
+from bots.doctor import TIMEOUT_SECONDS, Check, clock_check, fail, ok
 from bots.network import network_reason
 from bots.workchat import doctor as webhook_doctor
 from bots.workchat.settings import WebhookSettings
@@ -39,6 +40,33 @@ class Answer:
     status: int
     body: dict[str, Any]
     date: str | None
+
+
+@dataclass(frozen=True)
+class AppProbe:
+    """What the doctor asks of one platform's app bot: its SDK, its credentials (the token
+    call), then its own checks (``more``: given the open client, the secret and the token's
+    answer)."""
+
+    area: str
+    #: the SDK's module and the extra that installs it
+    sdk: tuple[str, str]
+    #: the app's secret, raising ConfigError when it is not set
+    secret: Callable[[], str]
+    #: the fix for refused or missing credentials
+    credentials_fix: str
+    #: the token call's URL and JSON body (given the secret)
+    token_url: str
+    token_body: Callable[[str], Mapping[str, Any]]
+    #: whether the answer grants a token
+    granted: Callable[[Answer], bool]
+    #: the line when it does ("cli_…: a tenant access token"), and the one when it does not
+    #: (before the quoted answer: "Feishu refuses the app's credentials")
+    granted_detail: str
+    refused: str
+    #: the answer's status, code and message for the table (never a secret)
+    quoted: Callable[[Answer], str]
+    more: Callable[[httpx.AsyncClient, str, Answer], Awaitable[list[Check]]]
 
 
 class Unreachable(Exception):
@@ -89,6 +117,51 @@ def sdk_check(area: str, module: str, extra: str) -> Check | None:
         f"{module} is not installed: the app bot cannot receive",
         f"pip install 'digest-bot[{extra}]'",
     )
+
+
+async def checks(
+    settings: WebhookSettings,
+    app_key: str,
+    probe: Callable[[], AppProbe],
+    *,
+    now: Callable[[], dt.datetime],
+) -> list[Check]:
+    """A platform's lines of the doctor's table: its webhooks', then, when ``settings``
+    configure the app (``app_key`` set), the app's (:func:`app_checks`: the clock once)."""
+    out = await webhook_checks(settings, app_key, now=now)
+    if settings.app:
+        clock = not any(c.name == "clock" for c in out)
+        out.extend(await app_checks(probe(), now=now, clock=clock))
+    return out
+
+
+async def app_checks(
+    probe: AppProbe, *, now: Callable[[], dt.datetime], clock: bool = True
+) -> list[Check]:
+    """The app bot's lines: its SDK, its credentials (``clock``: with the clock against the
+    token answer's ``Date``), then the probe's own."""
+    area, name = probe.area, "app credentials"
+    missing = sdk_check(area, *probe.sdk)
+    out = [missing] if missing is not None else []
+    try:
+        secret = probe.secret()
+    except ConfigError as exc:
+        return [*out, fail(area, name, str(exc), probe.credentials_fix)]
+    async with httpx.AsyncClient(timeout=TIMEOUT_SECONDS) as client:
+        sent = now()
+        try:
+            answer = await call(client, "POST", probe.token_url, json=probe.token_body(secret))
+        except Unreachable as exc:
+            return [*out, unreachable(area, name, exc)]
+        received = now()
+        if not probe.granted(answer):
+            refused = f"{probe.refused} ({probe.quoted(answer)})"
+            return [*out, fail(area, name, refused, probe.credentials_fix)]
+        out.append(ok(area, name, probe.granted_detail))
+        if clock:
+            out.append(clock_check(area, answer.date, sent=sent, received=received))
+        out.extend(await probe.more(client, secret, answer))
+    return out
 
 
 async def webhook_checks(

@@ -16,12 +16,16 @@ import concurrent.futures
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
+
+from digest_core.port import ConfigError, TransientError
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+#: how long the first connection may take
+CONNECT_SECONDS = 30.0
 #: how many times a stop cancels what the SDK still runs (a task may catch one cancellation)
 CANCEL_ROUNDS = 5
 
@@ -138,3 +142,47 @@ class SdkThread:
             if thread.is_alive():
                 log.warning("%s: the SDK's thread did not end within %g s", self.name, within)
         self._thread = None
+
+
+class SdkConnection:
+    """An SDK's long-lived connection on an :class:`SdkThread` of its own (Feishu's long
+    connection, DingTalk's stream): a platform's sets it up (``_setup``, on the thread's loop,
+    connected once it returns) and tears it down (``_teardown``); its ``_client`` is the
+    SDK's client once set up."""
+
+    #: the platform, and what its errors call the connection ("the stream")
+    platform: ClassVar[str]
+    what: ClassVar[str]
+
+    def __init__(self, thread: str) -> None:
+        self._client: Any = None
+        self._thread = SdkThread(thread, setup=self._setup, teardown=self._teardown)
+
+    async def start(self, main: asyncio.AbstractEventLoop) -> None:
+        """Connect (the first time here; later reconnections are the SDK's); what it
+        receives goes to ``main``.
+
+        Raises:
+            ConfigError: the platform refused the app's credentials.
+            TransientError: the platform could not be reached.
+        """
+        self._main = MainLoop(main)
+        try:
+            await self._thread.start(within=CONNECT_SECONDS)
+        except ConfigError:
+            raise
+        except Exception as exc:
+            raise TransientError(
+                f"{self.what} could not be opened: {type(exc).__name__}: {exc}",
+                platform=self.platform,
+            ) from None
+
+    async def _setup(self, loop: asyncio.AbstractEventLoop) -> None:
+        raise NotImplementedError
+
+    async def _teardown(self) -> None:
+        raise NotImplementedError
+
+    async def stop(self) -> None:
+        await self._thread.stop()
+        self._client = None

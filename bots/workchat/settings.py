@@ -76,9 +76,7 @@ class WebhookSettings(BaseSettings):
     @field_validator("api_base")
     @classmethod
     def _check_api_base(cls, v: str) -> str:
-        if v and not re.fullmatch(r"https?://[^/\s]+(/\S*)?", v):
-            raise ValueError(f"expected an http(s) URL, not {v!r}")
-        return v.rstrip("/")
+        return http_url(v) if v else v
 
     @property
     def app(self) -> bool:
@@ -161,6 +159,93 @@ class WebhookSettings(BaseSettings):
                 msg = "unknown key"
             # never echo an input: it may be a secret
             raise ConfigError(msg, file=file, key=f"{cls.platform}.{name}") from None
+
+
+class AppBotSettings(WebhookSettings):
+    """A table whose platform also has an app bot (Feishu, DingTalk): its HTTP callback's
+    address, its group chats and admins, the per-user command limit and its secrets. A
+    platform's table sets the callback's defaults, its ``mode`` and how its ids look."""
+
+    #: mode "http": where the callback server listens, and its path (the request URL is
+    #: ``https://<your host><callback_path>``, behind your TLS proxy)
+    callback_listen: str = ""
+    callback_path: str = ""
+    #: group chats the daily issue is posted to through the app
+    chats: list[str] = Field(default_factory=list)
+    #: the admins' user ids
+    admins: list[str] = Field(default_factory=list)
+    #: the per-user command limit: this many commands within the window
+    command_burst: int = Field(default=5, ge=1, le=100)
+    command_window_seconds: float = Field(default=30.0, gt=0, le=3600)
+
+    #: how a group chat's id looks, and what the error calls one ("a group chat id (oc_…)")
+    chat_id: ClassVar[tuple[str, str]] = (r".+", "a chat id")
+    #: how an admin's id looks (None: any text), and what the error calls one
+    admin_id: ClassVar[tuple[str, str] | None] = None
+
+    @field_validator("chats")
+    @classmethod
+    def _check_chats(cls, v: list[str]) -> list[str]:
+        return _each_matching(v, *cls.chat_id)
+
+    @field_validator("admins")
+    @classmethod
+    def _check_admins(cls, v: list[str]) -> list[str]:
+        return v if cls.admin_id is None else _each_matching(v, *cls.admin_id)
+
+    def listen_address(self) -> tuple[str, int]:
+        """``callback_listen`` as (host, port).
+
+        Raises:
+            ConfigError: it is not ``host:port``.
+        """
+        host, _, port = self.callback_listen.rpartition(":")
+        if not host or not port.isdigit():
+            raise ConfigError("expected host:port", key=f"{self.platform}.callback_listen")
+        return host.strip("[]"), int(port)
+
+    def _app_secret(self, key: str, *, needs: str) -> SecretStr:
+        """The secret ``key`` (environment first, then ``<key>_file`` where there is one);
+        ``needs`` opens the error ("the app bot needs its app_secret").
+
+        Raises:
+            ConfigError: none is set, or the file is unreadable.
+        """
+        value: SecretStr | None = getattr(self, key)
+        file: Path | None = getattr(self, f"{key}_file", None)
+        if value is not None and value.get_secret_value().strip():
+            return SecretStr(value.get_secret_value().strip())
+        if file is not None:
+            try:
+                text = file.read_text(encoding="utf-8").strip()
+            except OSError as exc:
+                raise ConfigError(
+                    f"cannot read {file}: {exc.strerror}", key=f"{self.platform}.{key}_file"
+                ) from None
+            if text:
+                return SecretStr(text)
+        raise ConfigError(
+            f"{needs}: set {self.env_name(key)} or {self.platform}.{key}_file",
+            key=f"{self.platform}.{key}",
+        )
+
+
+def http_url(v: str) -> str:
+    """``v``, an http(s) URL, without its trailing "/".
+
+    Raises:
+        ValueError: it is not one.
+    """
+    if not re.fullmatch(r"https?://[^/\s]+(/\S*)?", v):
+        raise ValueError(f"expected an http(s) URL, not {v!r}")
+    return v.rstrip("/")
+
+
+def _each_matching(values: list[str], pattern: str, what: str) -> list[str]:
+    for value in values:
+        if not re.fullmatch(pattern, value):
+            raise ValueError(f"{value!r} is not {what}")
+    return values
 
 
 def _check_name(name: str) -> str:

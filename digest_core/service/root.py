@@ -71,12 +71,29 @@ class DigestService(ServicePort):
         """``publishing``: approval and alert times (default: no approval needed); call
         :meth:`load` before serving so early publishes recorded earlier count."""
         self.usage = Usage(clock=clock, zone=zone)  # readers' counts, a post's live sends
-        metrics = Tee(metrics, self.usage)
         engine.metrics = Tee(engine.metrics, self.usage)
         self.archive, self.ledger, self.engine, self.clock = archive, ledger, engine, clock
-        self.zone, self.metrics = zone, metrics
+        self.zone, self.metrics = zone, Tee(metrics, self.usage)
         self.platforms = {p.name: p for p in platforms}
         self.deliveries = Deliveries()
+        subscribable = frozenset(p.name for p in platforms if getattr(p, "subscriptions", False))
+        self._build_publishing(schedule, publishing or PublishingConfig())
+        self._build_posting(schedule, subscribable)
+        self._build_commands(schedule, platforms, subscribable)
+        self.changes = FileChanges(
+            archive=archive,
+            ledger=ledger,
+            platforms=self.platforms,
+            today=self.poster.today,
+            correct=lambda day, names: self.posting.correct(day, platforms=names),
+            alert=self.alert,
+        )
+        ledger.health.subscribe(self._ledger_health_changed)
+        self._expose()
+
+    def _build_publishing(self, schedule: ScheduleConfig, publishing: PublishingConfig) -> None:
+        """What resumes waiting deliveries, the alerts, the embargo and the approvals."""
+        ledger, engine, clock = self.ledger, self.engine, self.clock
         #: what deliveries left waiting, resumed while the bot runs (and alerts queued)
         self.resumer = Resumer(
             clock=clock,
@@ -102,9 +119,9 @@ class DigestService(ServicePort):
         self.embargo = Embargo(zone=schedule.zone, post_time=schedule.post_time, clock=clock)
         self.visibility = Visibility(self.embargo)
         self.publishing = Publishing(
-            publishing or PublishingConfig(),
+            publishing,
             embargo=self.embargo,
-            archive=archive,
+            archive=self.archive,
             ledger=ledger,
             clock=clock,
             platforms=lambda: list(self.platforms.values()),
@@ -112,36 +129,27 @@ class DigestService(ServicePort):
             state=lambda day: self.posting.state(day),
             alert=self.alert,
         )
-        subscribable = frozenset(p.name for p in platforms if getattr(p, "subscriptions", False))
+
+    def _build_posting(self, schedule: ScheduleConfig, subscribable: frozenset[str]) -> None:
+        """Posting (the day's and subscribers' own), the daily poster, status and admin."""
+        archive, ledger, engine, clock, zone = (
+            self.archive, self.ledger, self.engine, self.clock, self.zone
+        )  # fmt: skip
         #: subscribers' own times and formats, and follows (the minute job: deliver_personal)
         self.personal = Personal(
-            archive=archive,
-            ledger=ledger,
-            engine=engine,
-            clock=clock,
-            zone=zone,
+            archive=archive, ledger=ledger, engine=engine, clock=clock, zone=zone,
             visibility=self.visibility,
             platforms={n: p for n, p in self.platforms.items() if n in subscribable},
-            lock=self.deliveries.lock,
-            catch_up=schedule.catch_up,
-        )
+            lock=self.deliveries.lock, catch_up=schedule.catch_up,
+        )  # fmt: skip
         self.pins = Pins(ledger, alert=self.alert)
         self.posting = Posting(
-            archive=archive,
-            ledger=ledger,
-            engine=engine,
-            clock=clock,
-            zone=zone,
-            platforms=self.platforms,
-            metrics=metrics,
-            publishing=self.publishing,
-            personal=self.personal,
-            pins=self.pins,
-            alerts=self.alerts,
-            deliveries=self.deliveries,
-            resumer=self.resumer,
+            archive=archive, ledger=ledger, engine=engine, clock=clock, zone=zone,
+            platforms=self.platforms, metrics=self.metrics, publishing=self.publishing,
+            personal=self.personal, pins=self.pins, alerts=self.alerts,
+            deliveries=self.deliveries, resumer=self.resumer,
             settle=schedule.settle.total_seconds(),
-        )
+        )  # fmt: skip
         self.poster = DailyPoster(
             schedule,
             clock=clock,
@@ -152,50 +160,39 @@ class DigestService(ServicePort):
             settle=self.posting.settled,
         )
         self.report = StatusReport(
-            ledger=ledger,
-            zone=zone,
-            platforms=self.platforms,
-            poster=self.poster,
-            publishing=self.publishing,
-            resumer=self.resumer,
-            targets=self.posting.targets,
-            unavailable=self.posting.unavailable,
-            interrupted=self.posting.interrupted,
-        )
+            ledger=ledger, zone=zone, platforms=self.platforms, poster=self.poster,
+            publishing=self.publishing, resumer=self.resumer, targets=self.posting.targets,
+            unavailable=self.posting.unavailable, interrupted=self.posting.interrupted,
+        )  # fmt: skip
         self.admin = Admin(self.posting, self.report, self.publishing, ledger)
+
+    def _build_commands(
+        self, schedule: ScheduleConfig, platforms: Sequence[Adapter], subscribable: frozenset[str]
+    ) -> None:
+        """The commands (the core's, readers', ``/email``), confirmations and the dashboard."""
         self.commands = Commands(
-            archive,
-            clock,
-            zone,
+            self.archive, self.clock, self.zone,
             backend=self.admin,
             post_options={p.name: p.post_options for p in platforms},
-            subscribable=subscribable,
-            metrics=metrics,
-            embargo=self.embargo,
+            subscribable=subscribable, metrics=self.metrics, embargo=self.embargo,
             readers=self.usage,
-        )
+        )  # fmt: skip
         self.confirmations = Confirmations(self.commands)
         self.dashboard = Dashboard(
-            archive=archive, ledger=ledger, publishing=self.publishing, posting=self.posting,
-            usage=self.usage, commands=self.commands, confirmations=self.confirmations, zone=zone,
+            archive=self.archive, ledger=self.ledger, publishing=self.publishing,
+            posting=self.posting, usage=self.usage, commands=self.commands,
+            confirmations=self.confirmations, zone=self.zone,
         )  # fmt: skip
         ReaderCommands(
-            self.commands, ledger, zone_name=str(zone), post_time=schedule.post_time
+            self.commands, self.ledger, zone_name=str(self.zone), post_time=schedule.post_time
         ).install()
         #: ``/email ADDRESS`` through the first platform that mails the digest (none: the
         #: command says it is not available)
         signups = [p for p in platforms if isinstance(p, AddressSignup)]
         SignupCommands(self.commands, signups[0] if signups else None).install()
-        self.changes = FileChanges(
-            archive=archive,
-            ledger=ledger,
-            platforms=self.platforms,
-            today=self.poster.today,
-            correct=lambda day, names: self.posting.correct(day, platforms=names),
-            alert=self.alert,
-        )
-        ledger.health.subscribe(self._ledger_health_changed)
-        # what `digest-bot` commands, the runtime and the tests call: the collaborators' own
+
+    def _expose(self) -> None:
+        """What `digest-bot` commands, the runtime and the tests call: the collaborators' own."""
         self.post, self.correct = self.posting.post, self.posting.correct
         self.deliver_personal, self.post_state = self.posting.deliver_personal, self.posting.state
         self.cancel_deliveries, self.idle = self.posting.cancel, self.deliveries.idle

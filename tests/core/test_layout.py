@@ -169,20 +169,32 @@ def test_the_cycle_finder_finds_a_cycle_hidden_in_a_function(tmp_path: Path) -> 
 
 
 def test_the_composition_root_owns_no_behaviour() -> None:
-    """``DigestService`` builds and wires collaborators: at most ~250 lines, and besides its
-    constructor no method longer than a short delegation."""
+    """``DigestService`` builds and wires collaborators: at most ~250 lines; its constructor
+    and its builder steps (``_build_*``, ``_expose``) at most 60 lines each and straight-line
+    (assignments and calls: no branch, loop or return), and no other method longer than a
+    short delegation."""
     source = (CORE / "service" / "root.py").read_text()
     assert len(source.splitlines()) <= 250
     tree = ast.parse(source)
     service = next(
         n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "DigestService"
     )
-    long = [
-        (f.name, f.end_lineno - f.lineno + 1)
-        for f in service.body
-        if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)
-        and f.name != "__init__"
-        and f.end_lineno is not None
-        and f.end_lineno - f.lineno + 1 > 12
-    ]
+    methods = [f for f in service.body if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)]
+
+    def wiring(name: str) -> bool:
+        return name in ("__init__", "_expose") or name.startswith("_build_")
+
+    def lines(f: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+        assert f.end_lineno is not None
+        return f.end_lineno - f.lineno + 1
+
+    long = [(f.name, lines(f)) for f in methods if lines(f) > (60 if wiring(f.name) else 12)]
     assert long == []
+    branching = [
+        (f.name, type(statement).__name__)
+        for f in methods
+        if wiring(f.name)
+        for statement in f.body
+        if not isinstance(statement, ast.Assign | ast.AnnAssign | ast.Expr)
+    ]
+    assert branching == []
