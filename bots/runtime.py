@@ -206,7 +206,13 @@ async def open_service(
         )
         await service.load()
         service.resumer.check_every = d.resume_check_seconds
-        yield service
+        try:
+            yield service
+        finally:
+            # the readers' counts since the last periodic flush, inline queries still
+            # settling among them (flush never raises: a refused one is logged)
+            service.usage.searches.settle_all()
+            await service.usage.flush(ledger)
 
 
 def _track_links(settings: Settings, adapters: Sequence[Adapter]) -> None:

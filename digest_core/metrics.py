@@ -100,7 +100,13 @@ class ReadersSink(Protocol):
 
     def found(self, platform: str, stories: list[tuple[dt.date, str]]) -> None:
         """A search showed these stories (issue date, ``headline`` / ``brief-3`` / ``classic``
-        / ``lede``)."""
+        / ``lede``): ``/search`` and inline queries alike."""
+        ...
+
+    def left(self, platform: str, reason: str) -> None:
+        """A reader's subscription ended, and why (:data:`digest_core.commands.requests.
+        LEFT_REASONS`: the command, an email link, a mail to the unsubscribe address, a
+        bounce, a complaint)."""
         ...
 
 
@@ -111,6 +117,9 @@ class NullReaders:
         pass
 
     def found(self, platform: str, stories: list[tuple[dt.date, str]]) -> None:
+        pass
+
+    def left(self, platform: str, reason: str) -> None:
         pass
 
 

@@ -316,9 +316,11 @@ class Port(Protocol):
         """The targets of ``platform`` deactivated as gone, latest first (autocompletion)."""
         ...
 
-    async def inline(self, query: str) -> list[Article]:
+    async def inline(self, query: str, *, platform: str = "", asker: str = "") -> list[Article]:
         """Inline search: items of published issues matching ``query`` (the newest headline
-        for a blank one), never an embargoed issue's."""
+        for a blank one), never an embargoed issue's. With ``platform``, the hits count as
+        the dashboard's search hits once ``asker`` (the reader, held a few seconds in memory
+        only) stops typing (:class:`~digest_core.commands.inline.InlineSearches`)."""
         ...
 
     async def reply(

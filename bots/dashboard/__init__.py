@@ -30,6 +30,7 @@ from bots.dashboard.auth import (
     SESSION_KEY,
     Access,
     Session,
+    TelegramLogin,
     headers,
     same_origin,
 )
@@ -46,7 +47,12 @@ log = logging.getLogger(__name__)
 _LOGIN_COOKIE = "digest_login"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 #: paths answered without a session
-_OPEN = {PATH + "login", PATH + "static/style.css", PATH + "static/favicon.svg"}
+_OPEN = {
+    PATH + "login",
+    PATH + "login/telegram",
+    PATH + "static/style.css",
+    PATH + "static/favicon.svg",
+}
 _STATIC = {
     "style.css": "text/css",
     "deliveries.js": "text/javascript",
@@ -66,21 +72,48 @@ def endpoint_routes(settings: Settings) -> list[RouteInstaller]:
     if password is None:
         raise ConfigError("[http] admin needs a password", key="http.admin_password")
     access = Access(password, hours=settings.http.session_hours)
+    telegram = telegram_login(settings) if settings.http.telegram_login else None
 
     def install(app: web.Application, probe: Probe) -> None:
-        Pages(app, probe, access).install()
+        Pages(app, probe, access, telegram).install()
         log.info("serving the editor's dashboard at %s", PATH)
 
     return [install]
 
 
+def telegram_login(settings: Settings) -> TelegramLogin:
+    """``[http] telegram_login``'s check, of ``[telegram]``'s token and admins.
+
+    Raises:
+        ConfigError: no Telegram bot, token or admins.
+    """
+    try:
+        section = settings.platform("telegram")
+    except KeyError:
+        raise ConfigError("[http] telegram_login needs the Telegram bot", key="http") from None
+    token = getattr(section, "resolved_token", lambda: None)()
+    admins = frozenset(int(a) for a in getattr(section, "admins", ()))
+    if token is None or not admins:
+        raise ConfigError(
+            "[http] telegram_login needs [telegram] token and admins", key="telegram.admins"
+        )
+    return TelegramLogin(token.get_secret_value(), admins)
+
+
 class Pages:
     """The dashboard's routes on one endpoint."""
 
-    def __init__(self, app: web.Application, probe: Probe, access: Access) -> None:
+    def __init__(
+        self,
+        app: web.Application,
+        probe: Probe,
+        access: Access,
+        telegram: TelegramLogin | None = None,
+    ) -> None:
         self.app = app
         self.probe = probe
         self.access = access
+        self.telegram = telegram
         self.env = Environment(
             loader=PackageLoader("bots.dashboard", "files/templates"),
             autoescape=True,
@@ -102,6 +135,7 @@ class Pages:
         r.add_get(PATH, self._home)
         r.add_get(PATH + "login", self._login_page)
         r.add_post(PATH + "login", self._login)
+        r.add_get(PATH + "login/telegram", self._telegram_login)
         r.add_post(PATH + "logout", self._logout)
         r.add_get(PATH + "static/{name}", self._static)
         views.install(self)
@@ -139,9 +173,12 @@ class Pages:
         self, request: web.Request, *, problem: str = "", status: int = 200
     ) -> web.Response:
         token = secrets.token_urlsafe(18)
+        bot = self._telegram_bot()
         response = await self.page(
-            "login.html.j2", None, status=status, token=token, problem=problem
-        )
+            "login.html.j2", None, status=status, token=token, problem=problem,
+            telegram_bot=bot, telegram_url=f"{request.url.origin()}{PATH}login/telegram",
+            widget=bool(bot),
+        )  # fmt: skip
         response.set_cookie(
             _LOGIN_COOKIE, token, path=PATH + "login", httponly=True, samesite="Strict",
             secure=request.secure, max_age=1800,
@@ -176,6 +213,47 @@ class Pages:
         response.del_cookie(_LOGIN_COOKIE, path=PATH + "login")
         raise response
 
+    def _telegram_bot(self) -> str:
+        """The Telegram bot's username for the Login Widget ("" when it is off or not known
+        yet: the bot has not started)."""
+        if self.telegram is None:
+            return ""
+        adapter = self.probe.service.platforms.get("telegram")
+        try:
+            name = str(getattr(adapter, "username", "") or "")
+        except RuntimeError:  # not logged in yet
+            return ""
+        return name if NAME.fullmatch(name) else ""
+
+    async def _telegram_login(self, request: web.Request) -> web.StreamResponse:
+        """Where Telegram's Login Widget sends an admin (``data-auth-url``): the signed fields
+        as query values, checked (:class:`TelegramLogin`); a session named ``telegram.ID``."""
+        client = request.remote or ""
+        if self.telegram is None:
+            raise web.HTTPNotFound(headers=headers())
+        if self.access.limited(client):
+            return await self._login_page(
+                request, problem="尝试太多次，请稍后再试 / too many tries: wait a few minutes",
+                status=429,
+            )  # fmt: skip
+        fields = {k: v[:512] for k, v in list(request.query.items())[:16]}
+        admin = self.telegram.admin(fields)
+        if admin is None:
+            self.access.failed(client)
+            return await self._login_page(
+                request, problem="Telegram 登录无效 / the Telegram login did not check out",
+                status=401,
+            )  # fmt: skip
+        name = f"telegram.{admin}"
+        _, cookie = self.access.new_session(name)
+        log.info("dashboard: %s logged in with Telegram from %s", name, client)
+        response = web.HTTPSeeOther(PATH + "today", headers=headers())
+        response.set_cookie(
+            COOKIE, cookie, path=PATH, httponly=True, samesite="Strict", secure=request.secure,
+            max_age=self.access.max_age,
+        )  # fmt: skip
+        raise response
+
     async def _logout(self, request: web.Request) -> web.StreamResponse:
         response = web.HTTPSeeOther(PATH + "login", headers=headers())
         response.del_cookie(COOKIE, path=PATH)
@@ -196,7 +274,13 @@ class Pages:
     # ------------------------------------------------------------ answers
 
     async def page(
-        self, template: str, session: Session | None, *, status: int = 200, **values: Any
+        self,
+        template: str,
+        session: Session | None,
+        *,
+        status: int = 200,
+        widget: bool = False,
+        **values: Any,
     ) -> web.Response:
         """A page from ``template`` (every value escaped by Jinja2), rendered in a worker
         thread: a page never holds the event loop while a post runs."""
@@ -207,8 +291,9 @@ class Pages:
             **values,
         )
         return web.Response(
-            text=text, status=status, content_type="text/html", charset="utf-8", headers=headers()
-        )
+            text=text, status=status, content_type="text/html", charset="utf-8",
+            headers=headers(widget=widget),
+        )  # fmt: skip
 
     @staticmethod
     async def svg(draw: Callable[..., bytes], *args: Any) -> web.Response:

@@ -10,6 +10,9 @@
   (``csrf``) or the ``X-CSRF-Token`` header; a missing or wrong one is 403.
 - Logins are rate-limited per client (:data:`CLIENT_FAILURES` failures per
   :data:`WINDOW` seconds) and overall (:data:`ALL_FAILURES`), in memory.
+- With ``[http] telegram_login``, an admin of ``[telegram] admins`` may log in with
+  Telegram's Login Widget instead (:class:`TelegramLogin`): the fields Telegram signs, checked
+  as it documents, and fresh; a failed check counts as a wrong password.
 """
 
 from __future__ import annotations
@@ -40,6 +43,49 @@ ALL_FAILURES = 30
 WINDOW = 300.0
 #: an admin's name as given at login (shown in the audit log as ``dashboard:<name>``)
 NAME = re.compile(r"[A-Za-z0-9_.@-]{1,32}")
+
+
+#: how old a Telegram login may be (seconds since its ``auth_date``), and how far ahead of
+#: this host's clock its ``auth_date`` may be
+TELEGRAM_FRESH = 600
+TELEGRAM_SKEW = 60
+#: the fields the Login Widget sends (any other one is refused)
+TELEGRAM_FIELDS = frozenset(
+    {"id", "first_name", "last_name", "username", "photo_url", "auth_date", "hash"}
+)
+
+
+@dataclass(frozen=True)
+class TelegramLogin:
+    """Telegram's Login Widget for the admins in ``[telegram] admins``, checked as Telegram
+    documents (core.telegram.org/widgets/login, "Checking authorization"): the
+    data-check-string (every field but ``hash``, as ``key=value``, sorted by key, joined by
+    newlines) signed with HMAC-SHA256 keyed by SHA256(bot token) is ``hash``, in constant
+    time; ``auth_date`` no older than :data:`TELEGRAM_FRESH` seconds; ``id`` an admin."""
+
+    token: str
+    admins: frozenset[int]
+    #: the bot's @username (the widget's ``data-telegram-login``), once known
+    bot: str = ""
+
+    def admin(self, fields: dict[str, str], *, now: float | None = None) -> int | None:
+        """The admin's Telegram id the widget's ``fields`` prove; None when they do not."""
+        given = fields.get("hash", "")
+        if not given or not set(fields) <= TELEGRAM_FIELDS or len(given) != 64:
+            return None
+        check = "\n".join(f"{k}={fields[k]}" for k in sorted(fields) if k != "hash")
+        secret = hashlib.sha256(self.token.encode()).digest()
+        expected = hmac.new(secret, check.encode(), hashlib.sha256).hexdigest()
+        if not hmac.compare_digest(expected.encode(), given.encode()):
+            return None
+        try:
+            auth_date, user = int(fields.get("auth_date", "")), int(fields.get("id", ""))
+        except ValueError:
+            return None
+        now = time.time() if now is None else now
+        if not (now - TELEGRAM_FRESH <= auth_date <= now + TELEGRAM_SKEW):
+            return None  # replayed, or signed long ago
+        return user if user in self.admins else None
 
 
 @dataclass(frozen=True)
@@ -78,13 +124,18 @@ class Access:
         if hmac.compare_digest(given, self._password):
             self._failures.pop(client, None)
             return True
+        self.failed(client, now)
+        return False
+
+    def failed(self, client: str, now: float | None = None) -> None:
+        """A failed login of ``client`` (a wrong password, a Telegram login that failed its
+        check), counted against it and everyone."""
         now = time.monotonic() if now is None else now
         self._failures.setdefault(client, collections.deque()).append(now)
         self._all.append(now)
         if len(self._failures) > 10_000:  # a flood of clients: forget the oldest
             self._failures.pop(next(iter(self._failures)))
         log.warning("dashboard: a failed login from %s", client)
-        return False
 
     # ------------------------------------------------------------ sessions
 
@@ -113,12 +164,17 @@ class Access:
         return given is not None and hmac.compare_digest(given.encode(), session.csrf.encode())
 
 
-def headers() -> dict[str, str]:
-    """Every answer's headers: no caching, no framing, only the dashboard's own files."""
+def headers(*, widget: bool = False) -> dict[str, str]:
+    """Every answer's headers: no caching, no framing, only the dashboard's own files (and,
+    on the login page with ``widget``, Telegram's Login Widget: its script and its frame)."""
+    script, frame = "'self'", "'none'"
+    if widget:
+        script, frame = "'self' https://telegram.org", "https://oauth.telegram.org"
     return {
         "Content-Security-Policy": (
-            "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self'; "
-            "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+            f"default-src 'none'; style-src 'self'; script-src {script}; img-src 'self'; "
+            f"connect-src 'self'; form-action 'self'; frame-src {frame}; "
+            "frame-ancestors 'none'; base-uri 'none'"
         ),
         "Cache-Control": "no-store",
         "X-Content-Type-Options": "nosniff",

@@ -173,8 +173,8 @@ class EmailAdapter:
             raise TransientError("the email platform is not started", platform=NAME)
         events = await bounces.read_mailbox(self.settings)
 
-        async def end(rid: str) -> None:
-            await self.subscription(rid, on=False)
+        async def end(rid: str, why: str) -> None:
+            await self.subscription(rid, on=False, via=why)
 
         return await bounces.apply(
             events, self.book, end=end, soft_limit=self.settings.soft_bounce_limit
@@ -323,11 +323,13 @@ class EmailAdapter:
             await slot.drop()  # cancelled mid-command: the connection's state is unknown
             raise
 
-    async def subscription(self, rid: str, *, on: bool, fmt: str = "") -> None:
+    async def subscription(self, rid: str, *, on: bool, fmt: str = "", via: str = "") -> None:
         """Subscribe reader ``rid`` (confirmed) or end its subscription, through the core's
         ``/subscribe [FORMAT]`` / ``/unsubscribe`` commands (``fmt``: the reader's format,
         full, compact or headline, kept as a chat reader's); ending it forgets the address too, so a
-        part still planned for the reader finds none and is not sent.
+        part still planned for the reader finds none and is not sent. ``via``: why it ends
+        (:data:`~digest_core.commands.requests.LEFT_REASONS`: ``link``, ``mailto``,
+        ``bounce``, ``complaint``), counted for the dashboard.
 
         Raises:
             TransientError: the adapter is not started, or the core refused the command.
@@ -343,6 +345,7 @@ class EmailAdapter:
                 flavor=email_render,
                 user=rid,
                 chat=rid,
+                via="" if on else via,
             )
         )
         if reply.status is not Status.OK:

@@ -42,6 +42,15 @@ class Kind(enum.StrEnum):
     UNSUBSCRIBE = "unsubscribe"
 
 
+#: why a subscription ends, per kind of mail (the dashboard's reasons: ``LEFT_REASONS``)
+_WHY = {
+    Kind.HARD: "bounce",
+    Kind.SOFT: "bounce",
+    Kind.COMPLAINT: "complaint",
+    Kind.UNSUBSCRIBE: "mailto",
+}
+
+
 @dataclass(frozen=True)
 class Event:
     """What one mail of the bounce mailbox says about one reader."""
@@ -163,11 +172,12 @@ async def apply(
     events: list[Event],
     book: AddressBook,
     *,
-    end: Callable[[str], Awaitable[None]],
+    end: Callable[[str, str], Awaitable[None]],
     soft_limit: int,
 ) -> dict[str, int]:
     """Act on ``events``: a hard bounce, a complaint or an unsubscribe mail ends the reader's
-    subscription (``end``: the core's /unsubscribe, which forgets the address too); soft
+    subscription (``end(reader, why)``: the core's /unsubscribe, which forgets the address
+    too; ``why`` its reason: ``bounce``, ``complaint``, ``mailto``); soft
     bounces are counted and end it at ``soft_limit``. Counts by kind, and ``deactivated``
     (readers whose address was kept until now), added to the book's tallies too."""
     counts = {kind.value: 0 for kind in Kind}
@@ -180,7 +190,7 @@ async def apply(
                 log.info("reader %s: soft bounce %d (%s)", event.reader, seen, event.status)
                 continue
         kept = await book.address(event.reader) is not None
-        await end(event.reader)
+        await end(event.reader, _WHY[event.kind])
         await book.remove(event.reader)
         if kept:
             counts["deactivated"] += 1

@@ -95,7 +95,7 @@ def routes(app: web.Application, probe: http.Probe) -> None:
         rid = adapter.tokens.unsubscribed(request.query.get("t", ""))
         if rid is None:
             return page(INVALID, "<p>链接无效。</p>", status=400)
-        await adapter.subscription(rid, on=False)
+        await adapter.subscription(rid, on=False, via="link")
         return page("已退订 / Unsubscribed", "<p>你不会再收到本日报。</p>")
 
     app.router.add_get("/email/subscribe", _form)

@@ -434,7 +434,8 @@ class Handlers:
         query = update.inline_query
         if query is None:
             return
-        found = await self.port.inline(query.query)
+        asker = str(query.from_user.id)
+        found = await self.port.inline(query.query, platform=self.adapter.name, asker=asker)
         results = [inline_article(a) for a in found[:MAX_INLINE_RESULTS]]
         try:
             await query.answer(results, cache_time=INLINE_CACHE_SECONDS, is_personal=False)

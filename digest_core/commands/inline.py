@@ -9,6 +9,7 @@ the same answer to "what is new" as follows and timed subscribers get).
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import logging
 import re
@@ -17,7 +18,9 @@ from dataclasses import dataclass
 from digest_core.archive import Archive
 from digest_core.archive.scan import SearchHit
 from digest_core.errors import IssueNotFound
+from digest_core.metrics import ReadersSink
 from digest_core.models import Issue, Item, Section
+from digest_core.site.links import anchor
 from digest_core.subscriptions.delivery import Visibility
 
 log = logging.getLogger(__name__)
@@ -28,6 +31,10 @@ MAX_RESULTS = 20
 _SEARCH_LIMIT = 200
 #: the longest description shown under a result's title
 MAX_DESCRIPTION = 160
+#: how long a reader's inline query waits for the next one before its hits count (seconds)
+SETTLE_SECONDS = 3.0
+#: the readers' queries waiting so at most (beyond, the oldest counts at once)
+MAX_WAITING = 10_000
 
 _SENTENCE_END = re.compile(r"(?<=[。！？!?])|(?<=\.)\s")
 
@@ -47,6 +54,8 @@ class Article:
     date: dt.date
     #: where in the issue (``重点``, ``简讯 3``, ``经典回顾``)
     where: str
+    #: the story's anchor (``headline``, ``brief-3``, ``classic``): what the dashboard counts
+    story: str = ""
 
 
 def first_sentence(item: Item) -> str:
@@ -66,6 +75,7 @@ def _article(issue: Issue, section: Section, index: int, item: Item) -> Article:
         url=item.url,
         date=issue.date,
         where=where,
+        story=anchor(section, index if section is Section.BRIEFS else None),
     )
 
 
@@ -107,3 +117,44 @@ def articles(
         if len(found) >= limit:
             break
     return found
+
+
+class InlineSearches:
+    """The hits of inline queries, counted as searches (``readers.found``, as ``/search``'s).
+
+    A client sends an inline query as the reader types (``推``, ``推理``, ``推理服务``): only
+    the last of a reader's burst counts, once :data:`SETTLE_SECONDS` pass without another.
+    The asker's key (platform and user) is held only that long, in memory, to tell one burst
+    from another; the counts name no one. A blank query (the newest headline) is no search.
+    """
+
+    def __init__(self, readers: ReadersSink, *, settle: float = SETTLE_SECONDS) -> None:
+        self.readers = readers
+        self.settle = settle
+        self._waiting: dict[tuple[str, str], tuple[asyncio.TimerHandle, list[Article]]] = {}
+
+    def heard(self, platform: str, asker: str, query: str, found: list[Article]) -> None:
+        """``asker`` on ``platform`` typed ``query`` and was shown ``found``."""
+        key = (platform, asker)
+        earlier = self._waiting.pop(key, None)
+        if earlier is not None:
+            earlier[0].cancel()  # typed on: the earlier query was a step of this one
+        if not query.strip() or not found:
+            return
+        if len(self._waiting) >= MAX_WAITING:
+            self._count(next(iter(self._waiting)))
+        handle = asyncio.get_running_loop().call_later(self.settle, self._count, key)
+        self._waiting[key] = (handle, found)
+
+    def settle_all(self) -> None:
+        """Count every waiting query now (at shutdown)."""
+        for key in list(self._waiting):
+            self._count(key)
+
+    def _count(self, key: tuple[str, str]) -> None:
+        waiting = self._waiting.pop(key, None)
+        if waiting is None:
+            return
+        handle, found = waiting
+        handle.cancel()
+        self.readers.found(key[0], [(a.date, a.story) for a in found if a.story])

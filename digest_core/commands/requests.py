@@ -64,7 +64,17 @@ class Request:
     #: the typed option values by argument name, from a platform with typed options (Discord),
     #: passed as the platform gave them; None: the core reads :attr:`args`, the words
     values: Mapping[str, object] | None = field(default=None, hash=False)
+    #: how a request that was not typed came (``/unsubscribe``'s reason, one of
+    #: :data:`LEFT_REASONS`): ``""`` for a command typed or pressed in a chat
+    via: str = ""
 
+
+#: why a subscription ended, as the dashboard counts it (``usage_counts`` kind ``left``):
+#: the reader's /unsubscribe (typed or its button), the email's unsubscribe link (or its
+#: RFC 8058 one-click POST), a mail to its List-Unsubscribe address, a hard bounce (or
+#: soft bounces past the limit) or a spam complaint; a target that went away (blocked, chat
+#: deleted) is a deactivation instead
+LEFT_REASONS = ("command", "link", "mailto", "bounce", "complaint")
 
 #: the prefix of a button's data that runs a reader command (``rd:subscribe 07:00``)
 CHOICE_PREFIX = "rd:"

@@ -226,7 +226,10 @@ class Publishing:
 
     async def decision(self, day: dt.date) -> Decision | None:
         """The latest approve or hold of ``day`` (any revision)."""
-        for entry in await self.ledger.audit_log(actions=[APPROVE, HOLD], limit=_AUDIT_WINDOW):
+        entries = await self.ledger.audit_log(
+            actions=[APPROVE, HOLD], mentions=day.isoformat(), limit=_AUDIT_WINDOW
+        )
+        for entry in entries:
             if not entry.allowed or entry.args.get("date") != day.isoformat():
                 continue
             return Decision(

@@ -36,7 +36,7 @@ from digest_core.publishing.approval import Decision, Publishing, Readiness
 from digest_core.publishing.schedule import PostState
 from digest_core.rendering import Message, plain_renderer, preview
 from digest_core.service.posting import Posting
-from digest_core.service.usage import COMMAND, DASHBOARD, FOUND, SECTION, Live, Usage
+from digest_core.service.usage import COMMAND, DASHBOARD, FOUND, LEFT, SECTION, Live, Usage
 from digest_core.site.links import anchor
 
 log = logging.getLogger(__name__)
@@ -126,7 +126,14 @@ class Audience:
     buttons: list[int]
     top_commands: list[tuple[str, int]]
     choices: dict[str, list[tuple[str, str, int]]]
-    deactivations: list[tuple[str, str, str, dt.datetime]]
+    #: the latest deactivated targets: (platform, target, reason's label, its text, when)
+    deactivations: list[tuple[str, str, str, str, dt.datetime]]
+    #: why subscriptions ended over ``days``: (platform, reason's label, n), most first. The
+    #: readers' own (/unsubscribe, the email's link, mailto, bounce, complaint, as counted
+    #: since they are) and the targets that went away (blocked, chat deleted, moved: the
+    #: ones still deactivated); ``unrecorded`` is what the days' ``left`` holds beyond them
+    #: (ends from before reasons were counted)
+    reasons: list[tuple[str, str, int]]
 
 
 @dataclass(frozen=True)
@@ -357,8 +364,28 @@ class Dashboard:
             buttons=buttons,
             top_commands=top,
             choices=await self.ledger.choices(),
-            deactivations=await self.ledger.deactivations(),
+            deactivations=[
+                (p, t, gone_reason(r, moved=False), r, at)
+                for p, t, r, at in await self.ledger.deactivations()
+            ],
+            reasons=await self._reasons(span[0], left),
         )
+
+    async def _reasons(
+        self, since: dt.date, left: dict[str, list[int]]
+    ) -> list[tuple[str, str, int]]:
+        """Why subscriptions ended from ``since`` on (:attr:`Audience.reasons`)."""
+        counts: collections.Counter[tuple[str, str]] = collections.Counter()
+        for _, p, reason, n in await self.ledger.usage(LEFT, since=since):
+            counts[(p, LEFT_LABELS.get(reason, reason))] += n
+        start = dt.datetime.combine(since, dt.time(), dt.UTC)
+        for p, reason, moved, n in await self.ledger.deactivation_reasons(since=start):
+            counts[(p, gone_reason(reason, moved=moved))] += n
+        for p, series in left.items():
+            told = sum(n for (q, _), n in counts.items() if q == p)
+            if sum(series) > told:
+                counts[(p, UNRECORDED)] += sum(series) - told
+        return sorted(((p, r, n) for (p, r), n in counts.items()), key=lambda x: (-x[2], x[:2]))
 
     async def _usage_per_day(
         self, span: list[dt.date], index: dict[dt.date, int]
@@ -435,6 +462,42 @@ class Dashboard:
         return await self.ledger.audit_page(
             who=who, action=action, since=since, until=until, before_id=before_id, limit=limit
         )
+
+
+#: the readers' own reasons (``LEFT_REASONS``) as the Audience page names them
+LEFT_LABELS = {
+    "command": "/unsubscribe",
+    "link": "邮件退订链接 / email unsubscribe link",
+    "mailto": "退订邮件 / unsubscribe mail (mailto)",
+    "bounce": "退信 / bounce",
+    "complaint": "投诉为垃圾邮件 / spam complaint",
+}
+UNRECORDED = "未记录 / not recorded"
+#: a deactivation's label by words of its error (the platforms' own texts), first match
+_GONE_LABELS = (
+    ("被读者屏蔽 / blocked by the reader",
+     ("blocked by the user", "cannot send messages to this user", "code 50007")),
+    ("账号已注销 / account deleted", ("user is deactivated", "deactivated")),
+    ("被移出 / removed from the chat",
+     ("kicked", "not a member", "bot was removed", "missing access", "not enough rights",
+      "have no rights", "cannot post there", "outside the app")),
+    ("会话已删除 / chat deleted",
+     ("chat not found", "unknown channel", "was deleted", "chat_not_found", "code 10003")),
+    ("邮箱拒收 / address refused (bounce)", ("address is refused",)),
+    ("已退订 / unsubscribed", ("has unsubscribed",)),
+)  # fmt: skip
+
+
+def gone_reason(reason: str, *, moved: bool) -> str:
+    """A short label for why a target was deactivated: its error text as the platform gave
+    it (``TargetGone: Forbidden: bot was blocked by the user``) sorted into kinds."""
+    if moved or reason.startswith("moved to "):
+        return "已迁移 / moved"
+    low = reason.lower()
+    for label, words in _GONE_LABELS:
+        if any(w in low for w in words):
+            return label
+    return "其他 / other"
 
 
 @dataclass

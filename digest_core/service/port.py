@@ -20,6 +20,7 @@ from digest_core.publishing.schedule import DailyPoster
 from digest_core.publishing.uploads import IssueUploads
 from digest_core.rendering import Message
 from digest_core.service.greeting import greeting
+from digest_core.service.usage import Usage
 from digest_core.subscriptions import preferences
 from digest_core.subscriptions.delivery import Visibility
 from digest_core.subscriptions.preferences import ReaderPreferences
@@ -40,6 +41,7 @@ class ServicePort:
     poster: DailyPoster
     zone: dt.tzinfo
     visibility: Visibility
+    usage: Usage
 
     @property
     def command_names(self) -> Sequence[str]:
@@ -79,8 +81,11 @@ class ServicePort:
     async def inactive_targets(self, platform: str) -> list[InactiveTarget]:
         return await self.ledger.inactive_targets(platform)
 
-    async def inline(self, query: str) -> list[Article]:
-        return await asyncio.to_thread(articles, self.archive, self.visibility, query)  # file I/O
+    async def inline(self, query: str, *, platform: str = "", asker: str = "") -> list[Article]:
+        found = await asyncio.to_thread(articles, self.archive, self.visibility, query)  # file I/O
+        if platform:
+            self.usage.searches.heard(platform, asker, query, found)
+        return found
 
     async def reply(
         self,

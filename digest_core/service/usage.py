@@ -18,12 +18,13 @@ from dataclasses import dataclass, field
 
 from digest_core import metrics
 from digest_core.clock import Clock
+from digest_core.commands.inline import InlineSearches
 from digest_core.delivery import Ledger
 
 log = logging.getLogger(__name__)
 
 #: the kinds of ``usage_counts`` rows
-COMMAND, SECTION, FOUND = "command", "section", "found"
+COMMAND, SECTION, FOUND, LEFT = "command", "section", "found", "left"
 #: the ``platform`` of the dashboard's own requests: admins' buttons, not readers' commands
 DASHBOARD = "dashboard"
 
@@ -52,6 +53,8 @@ class Usage:
         )
         self.live: dict[str, Live] = {}
         self._flushing = asyncio.Lock()
+        #: inline queries' hits, counted as searches once the reader stops typing
+        self.searches = InlineSearches(self)
 
     def _today(self) -> dt.date:
         return self.clock.now().astimezone(self.zone).date()
@@ -91,6 +94,9 @@ class Usage:
         today = self._today()
         for date, story in stories:
             self._usage[(today, platform, FOUND, f"{date.isoformat()}:{story}")] += 1
+
+    def left(self, platform: str, reason: str) -> None:
+        self._usage[(self._today(), platform, LEFT, reason)] += 1
 
     def click(self, date: dt.date, story: str, link: int, platform: str) -> None:
         """A reader followed link ``link`` (from 1) of ``story`` in the issue of ``date``,

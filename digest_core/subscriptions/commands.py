@@ -13,7 +13,7 @@ from typing import Protocol
 from digest_core.commands import Choice, Commands, Reply, Request, Status
 from digest_core.commands.declaration import Argument, CommandSpec, command, declared, one_of, text
 from digest_core.commands.requests import CHOICE_PREFIX as CHOICE_PREFIX  # (re-exported)
-from digest_core.commands.requests import READING_CHOICES
+from digest_core.commands.requests import LEFT_REASONS, READING_CHOICES
 from digest_core.delivery.ledger.preferences import MAX_FOLLOWS, Followed, Format, Preference
 from digest_core.errors import BadArgument
 from digest_core.models import shorten
@@ -152,6 +152,9 @@ class ReaderCommands:
                 else "你已经订阅了。/ You are already subscribed."
             )
         else:
+            if changed:
+                reason = request.via if request.via in LEFT_REASONS else "command"
+                self.commands.readers.left(request.platform, reason)
             text = (
                 "已取消订阅。/ Unsubscribed."
                 if changed

@@ -65,7 +65,9 @@ def issue_text(day: dt.date, *, broken: bool = False) -> str:
     return text
 
 
-def _settings(tmp: Path, tg: FakeTelegram, dc: FakeDiscord, port: int) -> Any:
+def _settings(
+    tmp: Path, tg: FakeTelegram, dc: FakeDiscord, port: int, *, telegram_login: bool = False
+) -> Any:
     archive = tmp / "archive"
     shutil.copytree(SAMPLE_ARCHIVE, archive)
     config = tmp / "digest-bot.toml"
@@ -82,6 +84,7 @@ def _settings(tmp: Path, tg: FakeTelegram, dc: FakeDiscord, port: int) -> Any:
         "[http]": None,
         "listen": f"127.0.0.1:{port}",
         "admin": True,
+        "telegram_login": telegram_login,
         "[analytics]": None,
         "track_links": True,
         "base_url": f"http://127.0.0.1:{port}/",
@@ -105,8 +108,11 @@ def _settings(tmp: Path, tg: FakeTelegram, dc: FakeDiscord, port: int) -> Any:
 
 
 @contextlib.asynccontextmanager
-async def running(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Bot]:
-    """The bot of the dashboard tests (see the module docstring)."""
+async def running(
+    tmp: Path, monkeypatch: pytest.MonkeyPatch, *, telegram_login: bool = False
+) -> AsyncIterator[Bot]:
+    """The bot of the dashboard tests (see the module docstring); ``telegram_login``: the
+    admins may log in with Telegram's Login Widget too."""
     async with FakeTelegram(scale=100) as tg, fake_discord() as dc:
         register_chats(tg)
         monkeypatch.setenv("DIGEST_BOT_TELEGRAM__TOKEN", tg.token)
@@ -114,7 +120,7 @@ async def running(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[B
         monkeypatch.setenv("DIGEST_BOT_HTTP__ADMIN_PASSWORD", PASSWORD)
         monkeypatch.setenv("DIGEST_BOT_ANALYTICS__SECRET_KEY", "links-secret-for-tests")
         port = free_port()
-        settings, archive = _settings(tmp, tg, dc, port)
+        settings, archive = _settings(tmp, tg, dc, port, telegram_login=telegram_login)
         async with open_service(settings, clock=PinnedClock(NOW)) as service:
             telegram, discord = service.platforms["telegram"], service.platforms["discord"]
             telegram.limits = TELEGRAM_LIMITS.scaled(100)  # type: ignore[misc]

@@ -1,17 +1,34 @@
 """The dashboard's access rules without a browser: sessions signed and expiring, a new
 password ending every session, CSRF tokens compared, login failures limited per client and
-overall, and the password only from the environment or a file."""
+overall, the password only from the environment or a file, and Telegram's Login Widget for
+the admins (its signature as Telegram documents it, fresh, of an admin), on the real endpoint
+too."""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import time
 from pathlib import Path
 
+import aiohttp
 import pytest
+import yarl
 
-from bots.dashboard.auth import ALL_FAILURES, CLIENT_FAILURES, WINDOW, Access
+from bots.dashboard.auth import (
+    ALL_FAILURES,
+    CLIENT_FAILURES,
+    TELEGRAM_FRESH,
+    WINDOW,
+    Access,
+    TelegramLogin,
+)
 from bots.registry import load_settings
 from digest_core.errors import ConfigError
+from tests.bots.dashboard_harness import running
+from tests.bots.telegram.harness import ADMIN
+
+BOT_TOKEN = "123456:ABC-the-bot-token"
 
 
 def test_a_session_is_signed_and_expires(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -63,3 +80,58 @@ def test_the_password_comes_from_the_environment_or_a_file(
     config.write_text('[http]\nadmin_password = "in the file"\n', encoding="utf-8")
     with pytest.raises(ConfigError, match="must not be written in the config file"):
         load_settings(config)
+
+
+def signed(token: str, **fields: str) -> dict[str, str]:
+    """``fields`` as Telegram's Login Widget sends them: with the hash Telegram computes
+    (core.telegram.org/widgets/login#checking-authorization), written out here on its own."""
+    check = "\n".join(f"{k}={v}" for k, v in sorted(fields.items()))
+    key = hashlib.sha256(token.encode()).digest()
+    return {**fields, "hash": hmac.new(key, check.encode(), hashlib.sha256).hexdigest()}
+
+
+def test_a_telegram_login_is_checked_as_telegram_documents() -> None:
+    login = TelegramLogin(BOT_TOKEN, frozenset({42}))
+    now = 1_800_000_000
+    fields = {"id": "42", "first_name": "安", "username": "ann", "auth_date": str(now - 5)}
+    assert login.admin(signed(BOT_TOKEN, **fields), now=now) == 42
+    # forged: another bot's signature, a changed field, a field added, no hash
+    assert login.admin(signed("654321:another-bot", **fields), now=now) is None
+    assert login.admin({**signed(BOT_TOKEN, **fields), "first_name": "Eve"}, now=now) is None
+    assert login.admin({**signed(BOT_TOKEN, **fields), "is_admin": "1"}, now=now) is None
+    assert login.admin(fields, now=now) is None
+    # stale (a replayed login), or dated ahead of the clock
+    old = {**fields, "auth_date": str(now - TELEGRAM_FRESH - 1)}
+    assert login.admin(signed(BOT_TOKEN, **old), now=now) is None
+    ahead = {**fields, "auth_date": str(now + 3600)}
+    assert login.admin(signed(BOT_TOKEN, **ahead), now=now) is None
+    # a real Telegram user, but no admin
+    other = {**fields, "id": "43"}
+    assert login.admin(signed(BOT_TOKEN, **other), now=now) is None
+
+
+async def test_an_admin_logs_in_with_telegram_on_the_endpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with running(tmp_path, monkeypatch, telegram_login=True) as bot:
+        token = bot.telegram.token
+        jar = aiohttp.CookieJar(unsafe=True)
+        async with aiohttp.ClientSession(cookie_jar=jar) as http:
+            async with http.get(bot.url + "/admin/login") as page:
+                text = await page.text()
+                assert 'src="https://telegram.org/js/telegram-widget.js' in text
+                assert f'data-auth-url="{bot.url}/admin/login/telegram"' in text
+                assert "https://telegram.org" in page.headers["Content-Security-Policy"]
+            now = int(time.time())
+            for bad in (
+                signed("654321:another-bot", id=str(ADMIN), auth_date=str(now)),
+                signed(token, id=str(ADMIN), auth_date=str(now - TELEGRAM_FRESH - 60)),
+                signed(token, id=str(ADMIN + 1), auth_date=str(now)),
+            ):
+                async with http.get(bot.url + "/admin/login/telegram", params=bad) as refused:
+                    assert refused.status == 401
+                    assert "digest_admin" not in jar.filter_cookies(yarl.URL(bot.url + "/admin/"))
+            good = signed(token, id=str(ADMIN), first_name="Admin", auth_date=str(now))
+            async with http.get(bot.url + "/admin/login/telegram", params=good) as answer:
+                assert answer.status == 200 and answer.url.path == "/admin/today"
+                assert f"telegram.{ADMIN}" in await answer.text()

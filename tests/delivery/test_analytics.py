@@ -82,6 +82,8 @@ async def test_the_audit_log_pages_by_who_what_and_day(ledger: Ledger, clock: Ma
 
 async def test_the_audience_history(ledger: Ledger, clock: ManualClock) -> None:
     await ledger.subscribe("telegram", "1")
+    await ledger.subscribe("discord", "9")  # came and went before the range: not in its base
+    await ledger.unsubscribe("discord", "9")
     clock.advance(86400)
     await ledger.subscribe("telegram", "2")
     await ledger.subscribe("discord", "3")
@@ -126,3 +128,22 @@ async def test_a_days_latest_delivery_troubled_targets_first(
     seconds = await ledger.timeline(latest.delivery_id)
     assert sum(n for _, n in seconds) == 8
     assert await ledger.latest_deliveries(DAY + dt.timedelta(days=1)) == []
+
+
+async def test_deactivations_counted_by_reason(ledger: Ledger, clock: ManualClock) -> None:
+    blocked = "TargetGone: Forbidden: bot was blocked by the user"
+    chats = make_targets(4, platform="telegram")
+    for target in chats[:3]:
+        await ledger.subscribe("telegram", target.id)
+    await ledger.mark_gone(chats[0], reason=blocked)
+    clock.advance(86400)
+    since = clock.now()
+    await ledger.mark_gone(chats[1], reason=blocked)
+    await ledger.mark_gone(chats[2], reason=blocked)
+    await ledger.mark_gone(chats[3], reason="TargetGone: Bad Request: chat not found")
+    await ledger.move_target(chats[3], make_targets(5, platform="telegram")[4])
+    await ledger.reactivate(chats[2])  # back: no longer counted
+    assert await ledger.deactivation_reasons(since=since) == [
+        ("telegram", blocked, False, 1),
+        ("telegram", "moved to " + make_targets(5, platform="telegram")[4].id, True, 1),
+    ]

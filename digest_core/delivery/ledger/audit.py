@@ -69,14 +69,19 @@ class Audit:
         *,
         platform: str | None = None,
         actions: Sequence[str] | None = None,
+        mentions: str | None = None,
         limit: int = 50,
     ) -> list[AuditEntry]:
-        """The latest audit entries (of one platform, of some actions), newest first."""
+        """The latest audit entries (of one platform, of some actions, whose arguments hold
+        the JSON string ``mentions``: a date), newest first. ``mentions`` filters in the
+        database: a year of approvals is not turned into objects to find one day's."""
         query = select(audit).order_by(audit.c.id.desc()).limit(limit)
         if platform is not None:
             query = query.where(audit.c.platform == platform)
         if actions is not None:
             query = query.where(audit.c.action.in_(list(actions)))
+        if mentions is not None:
+            query = query.where(audit.c.args.contains(json.dumps(mentions), autoescape=True))
         async with self.state.tx() as conn:
             return [_entry(r) for r in await conn.execute(query)]
 

@@ -290,5 +290,6 @@ class Ledger:
     subscriber_days = _via("_analytics", Analytics.subscriber_days)
     choices = _via("_analytics", Analytics.choices)
     deactivations = _via("_analytics", Analytics.deactivations)
+    deactivation_reasons = _via("_analytics", Analytics.deactivation_reasons)
     latest_deliveries = _via("_analytics", Analytics.latest_deliveries)
     timeline = _via("_analytics", Analytics.timeline)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
+import sqlite3
 import sys
 from email import policy
 from email.message import EmailMessage
@@ -117,6 +119,10 @@ async def test_bounces_from_a_real_imap_mailbox_deactivate_readers(tmp_path: Pat
         assert code == 0, out
         assert "hard 1, soft 3, complaint 1, unsubscribe 1, deactivated 4" in out
         assert not any(a in out for a in READERS)  # counts and ids, never addresses
+        # the dashboard's reasons: why each subscription ended, counted and naming no one
+        with contextlib.closing(sqlite3.connect(tmp_path / "ledger.db")) as db:
+            left = dict(db.execute("SELECT key, n FROM usage_counts WHERE kind = 'left'"))
+        assert left == {"bounce": 2, "complaint": 1, "mailto": 1}
         assert box.count() == 0  # read once: a second run counts nothing again
         code, out = await cli(config, "email", "bounces")
         assert "hard 0, soft 0, complaint 0, unsubscribe 0, deactivated 0" in out

@@ -11,10 +11,12 @@ changes their format, and the next post comes in it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import signal
 import socket
+import sqlite3
 import sys
 from email import policy
 from email.parser import BytesParser
@@ -177,3 +179,7 @@ async def test_subscribe_confirm_receive_unsubscribe_through_real_processes(
             _, err = await asyncio.wait_for(run.communicate(), 30)
         assert run.returncode == 0, err.decode()[-2000:]
         assert ADDRESS not in err.decode()  # addresses never reach the log
+        # the dashboard's reason for the end: the email's link, counted as the bot stopped
+        with contextlib.closing(sqlite3.connect(tmp_path / "ledger.db")) as db:
+            left = list(db.execute("SELECT platform, key, n FROM usage_counts WHERE kind = 'left'"))
+        assert left == [("email", "link", 1)]

@@ -29,6 +29,7 @@ from tests.fakes.telegram_api import FakeTelegram, SentMessage
 pytestmark = pytest.mark.filterwarnings("ignore::telegram.warnings.PTBDeprecationWarning")
 
 BERLIN = ZoneInfo("Europe/Berlin")
+CAROL = 3_000_003  # a reader of inline queries only
 SHANGHAI = ZoneInfo("Asia/Shanghai")
 HEADLINE_27 = "KV 缓存为什么要分页"  # the headline of TODAY's issue
 PARTS = 2  # TODAY's issue is two messages on Telegram
@@ -269,3 +270,39 @@ async def test_an_early_publish_shows_in_follows_and_inline_at_once(
     query = fake.inject_inline_query(ANN, "机器人")
     found = (await fake.wait_for_inline_answer(query)).results
     assert found and {r.id.split(":")[0] for r in found} == {"2026-11-28"}
+
+
+async def test_inline_hits_count_as_searches_once_the_reader_stops_typing(
+    bot: Running, fake: FakeTelegram
+) -> None:
+    # the reader types on: "Trans", then "Transformer" (twice); only the last query of the
+    # burst counts. Another reader's query is a search of its own; an empty query none
+    bot.service.usage.searches.settle = 3600.0  # (settled below, not by waiting)
+    for word in ("Trans", "Transformer"):
+        await fake.wait_for_inline_answer(fake.inject_inline_query(ANN, word))
+    typed = await fake.wait_for_inline_answer(fake.inject_inline_query(ANN, "Transformer"))
+    other = await fake.wait_for_inline_answer(fake.inject_inline_query(BOB, "模型"))
+    await fake.wait_for_inline_answer(fake.inject_inline_query(CAROL, ""))
+    assert typed.results and other.results
+    bot.service.usage.searches.settle_all()
+    stories = await bot.service.dashboard.stories(days=30)
+    found = {f"{r.date}:{r.story}": r.found for r in stories if r.found}
+    expected: dict[str, int] = {}
+    for result in [*typed.results, *other.results]:
+        day, code = result.id.split(":")
+        story = {"h": "headline", "c": "classic"}.get(code[0], f"brief-{code[1:]}")
+        expected[f"{day}:{story}"] = expected.get(f"{day}:{story}", 0) + 1
+    assert found == expected
+    # /search hits land in the same counts
+    await bot.command("/search Transformer")
+    again = await bot.service.dashboard.stories(days=30)
+    assert sum(r.found for r in again) > sum(found.values())
+
+
+async def test_an_unsubscribe_is_counted_with_its_reason(bot: Running) -> None:
+    await bot.command("/subscribe")
+    await bot.command("/unsubscribe")
+    await bot.command("/unsubscribe")  # not subscribed: nothing ended
+    view = await bot.service.dashboard.audience(days=7)
+    assert ("telegram", "/unsubscribe", 1) in view.reasons
+    assert not any(r == "未记录 / not recorded" for _, r, _ in view.reasons)
