@@ -165,9 +165,6 @@ class HttpSettings(_Section):
     admin_password_file: Path | None = None
     #: a dashboard session ends this many hours after its login
     session_hours: float = Field(default=12, gt=0, le=24 * 30)
-    #: also let the admins of ``[telegram] admins`` log in with Telegram's Login Widget
-    #: (the bot's domain set with /setdomain at BotFather; the widget loads from telegram.org)
-    telegram_login: bool = False
 
     def resolved_admin_password(self) -> str | None:
         """The dashboard's password from the environment or ``admin_password_file``.

@@ -72,7 +72,7 @@ def endpoint_routes(settings: Settings) -> list[RouteInstaller]:
     if password is None:
         raise ConfigError("[http] admin needs a password", key="http.admin_password")
     access = Access(password, hours=settings.http.session_hours)
-    telegram = telegram_login(settings) if settings.http.telegram_login else None
+    telegram = telegram_login(settings) if _wants_telegram_login(settings) else None
 
     def install(app: web.Application, probe: Probe) -> None:
         Pages(app, probe, access, telegram).install()
@@ -81,8 +81,17 @@ def endpoint_routes(settings: Settings) -> list[RouteInstaller]:
     return [install]
 
 
+def _wants_telegram_login(settings: Settings) -> bool:
+    """``[telegram] dashboard_login`` (False where the Telegram bot is not installed)."""
+    try:
+        section = settings.platform("telegram")
+    except KeyError:
+        return False
+    return bool(getattr(section, "dashboard_login", False))
+
+
 def telegram_login(settings: Settings) -> TelegramLogin:
-    """``[http] telegram_login``'s check, of ``[telegram]``'s token and admins.
+    """``[telegram] dashboard_login``'s check, of ``[telegram]``'s token and admins.
 
     Raises:
         ConfigError: no Telegram bot, token or admins.
@@ -90,12 +99,15 @@ def telegram_login(settings: Settings) -> TelegramLogin:
     try:
         section = settings.platform("telegram")
     except KeyError:
-        raise ConfigError("[http] telegram_login needs the Telegram bot", key="http") from None
+        raise ConfigError(
+            "[telegram] dashboard_login needs the Telegram bot", key="telegram"
+        ) from None
     token = getattr(section, "resolved_token", lambda: None)()
     admins = frozenset(int(a) for a in getattr(section, "admins", ()))
     if token is None or not admins:
         raise ConfigError(
-            "[http] telegram_login needs [telegram] token and admins", key="telegram.admins"
+            "[telegram] dashboard_login needs [telegram] token and admins",
+            key="telegram.admins",
         )
     return TelegramLogin(token.get_secret_value(), admins)
 

@@ -10,7 +10,7 @@
   (``csrf``) or the ``X-CSRF-Token`` header; a missing or wrong one is 403.
 - Logins are rate-limited per client (:data:`CLIENT_FAILURES` failures per
   :data:`WINDOW` seconds) and overall (:data:`ALL_FAILURES`), in memory.
-- With ``[http] telegram_login``, an admin of ``[telegram] admins`` may log in with
+- With ``[telegram] dashboard_login``, an admin of ``[telegram] admins`` may log in with
   Telegram's Login Widget instead (:class:`TelegramLogin`): the fields Telegram signs, checked
   as it documents, and fresh; a failed check counts as a wrong password.
 """

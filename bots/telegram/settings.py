@@ -22,6 +22,10 @@ class TelegramSettings(TokenSettings):
 
     #: user ids allowed to run admin commands
     admins: list[int] = Field(default_factory=list)
+    #: also let these admins log in to the editor's dashboard ([http] admin) with Telegram's
+    #: Login Widget (the dashboard's domain set with /setdomain at BotFather; the widget loads
+    #: from telegram.org)
+    dashboard_login: bool = False
     api_base_url: str = "https://api.telegram.org/bot"
     #: link preview for the headline's source on channel posts
     link_preview: bool = True

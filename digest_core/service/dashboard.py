@@ -467,7 +467,7 @@ class Dashboard:
 #: the readers' own reasons (``LEFT_REASONS``) as the Audience page names them
 LEFT_LABELS = {
     "command": "/unsubscribe",
-    "link": "邮件退订链接 / email unsubscribe link",
+    "link": "退订链接 / unsubscribe link",
     "mailto": "退订邮件 / unsubscribe mail (mailto)",
     "bounce": "退信 / bounce",
     "complaint": "投诉为垃圾邮件 / spam complaint",

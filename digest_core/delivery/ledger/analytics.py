@@ -413,25 +413,34 @@ async def _targets_of(
     """One delivery's totals (one pass over its rows, by the database), and the targets to
     show: every troubled one (a part not sent; at most :data:`MAX_ROWS`) and the
     :data:`RECENT` most recently changed, each with its parts by state."""
+    totals, last, last_id = await _totals_of(conn, delivery_id)
+    chosen = await _chosen_targets(conn, delivery_id, totals, last_id)
+    rows = await _progress_of(conn, delivery_id, platform, chosen) if chosen else []
+    rows.sort(key=lambda t: (not t.troubled, -(t.updated_at or _EPOCH).timestamp()))
+    return rows, totals, last
+
+
+def _retries() -> Any:
     c = parts.c
-    mine = c.delivery_id == delivery_id
+    return func.sum(case((c.attempts > 1, c.attempts - 1), else_=0))
 
-    def n(state: PartState) -> Any:
-        return func.sum(case((c.state == state.value, 1), else_=0))
 
-    retries = func.sum(case((c.attempts > 1, c.attempts - 1), else_=0))
+async def _totals_of(
+    conn: AsyncConnection, delivery_id: int
+) -> tuple[dict[str, int], dt.datetime | None, int]:
+    """A delivery's parts by state, its retries and targets, its last change and last row id:
+    one pass over its rows, grouped by state (cheaper than a sum per state over every row)."""
+    c = parts.c
     totals = dict.fromkeys([st.value for st in PartState], 0)
     totals["retries"] = totals["targets"] = 0
     last: dt.datetime | None = None
     last_id = 0
-    # one pass over its rows, grouped by state (cheaper than a sum per state over every
-    # row), which also gives its targets (first parts) and its last row
     by_state = (
         select(
-            c.state, func.count(), retries, func.max(c.updated_at), func.max(c.id),
+            c.state, func.count(), _retries(), func.max(c.updated_at), func.max(c.id),
             func.sum(case((c.part == 0, 1), else_=0)),
         )
-        .where(mine)
+        .where(c.delivery_id == delivery_id)
         .group_by(c.state)
     )  # fmt: skip
     for state, count, again, at, top, first in await conn.execute(by_state):
@@ -441,6 +450,14 @@ async def _targets_of(
         last_id = max(last_id, int(top))
         at = _aware(at)
         last = at if last is None or (at is not None and at > last) else last
+    return totals, last, last_id
+
+
+async def _chosen_targets(
+    conn: AsyncConnection, delivery_id: int, totals: dict[str, int], last_id: int
+) -> list[str]:
+    """The targets to show: the troubled ones first, then the most recently planned."""
+    c = parts.c
     # its rows not sent, by the state index (a done delivery's few failed rows, not its
     # 100k sent ones), only of the states it has
     unsent = [st for st, k in totals.items() if k and st in _UNSENT]
@@ -462,21 +479,31 @@ async def _targets_of(
     for (t,) in await conn.execute(recent):
         if t not in chosen and len(chosen) < MAX_ROWS + RECENT:
             chosen.append(t)
+    return chosen
+
+
+async def _progress_of(
+    conn: AsyncConnection, delivery_id: int, platform: str, chosen: list[str]
+) -> list[TargetProgress]:
+    """Each chosen target's parts by state, retries, last change and last error."""
+    c = parts.c
+
+    def n(state: PartState) -> Any:
+        return func.sum(case((c.state == state.value, 1), else_=0))
+
+    query = (
+        select(
+            c.target, func.min(c.kind), *(n(st) for st in _SHOWN), _retries(),
+            func.max(c.updated_at), func.max(c.last_error),
+        )
+        .where(c.delivery_id == delivery_id, c.target.in_(chosen))
+        .group_by(c.target)
+    )  # fmt: skip
     rows: list[TargetProgress] = []
-    if chosen:
-        query = (
-            select(
-                c.target, func.min(c.kind), *(n(st) for st in _SHOWN), retries,
-                func.max(c.updated_at), func.max(c.last_error),
-            )
-            .where(mine, c.target.in_(chosen))
-            .group_by(c.target)
-        )  # fmt: skip
-        for t, k, s_, p, f, fl, g, u, r, at, err in await conn.execute(query):
-            rows.append(TargetProgress(platform, t, k, int(s_), int(p), int(f), int(fl),
-                                       int(g), int(u), int(r), _aware(at), err))  # fmt: skip
-    rows.sort(key=lambda t: (not t.troubled, -(t.updated_at or _EPOCH).timestamp()))
-    return rows, totals, last
+    for t, k, s_, p, f, fl, g, u, r, at, err in await conn.execute(query):
+        rows.append(TargetProgress(platform, t, k, int(s_), int(p), int(f), int(fl),
+                                   int(g), int(u), int(r), _aware(at), err))  # fmt: skip
+    return rows
 
 
 def _unindexed(column: Any) -> Any:
