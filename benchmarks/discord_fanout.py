@@ -65,6 +65,7 @@ async def serve_fake(args: argparse.Namespace) -> None:
                         {
                             "statuses": {str(k): v for k, v in c.statuses.items()},
                             "rate_limited": dict(c.rate_limited),
+                            "requests": dict(c.requests),
                             "stored": stored,
                         }
                     ),
@@ -103,6 +104,8 @@ def run_child(args: argparse.Namespace) -> dict[str, float]:
         "global_429": limited.get("global", 0),
         "bucket_429": limited.get("bucket", 0),
         "total_429": stats["statuses"].get("429", 0),
+        # requests besides the posts (logging in: the global limit counts them too)
+        "other_requests": sum(stats["requests"].values()) - stats["statuses"].get("429", 0) - n,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
 
