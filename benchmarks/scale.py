@@ -181,7 +181,9 @@ def pacing_table(issue: Issue) -> list[str]:
         ):
             m = n * parts
             rate = limits.overall.per_second
-            wall = (m - limits.overall.burst) / rate
+            # (a limit of "burst in any window" is paced spread over its window: no burst)
+            ahead = limits.overall.burst if limits.overall.window is None else 1
+            wall = (m - ahead) / rate
             ideal = m / limit
             lines.append(
                 f"{fmt:>8} {'yes' if paid else 'no':>5} {parts:>5} {m:>9,} {rate:>7g} "

@@ -347,6 +347,11 @@ class Port(Protocol):
         shutdown), against ``platform``'s pacing."""
         ...
 
+    def counted(self, platform: Platform, requests: int) -> None:
+        """Count ``requests`` just answered outside the pacing (an adapter's logging in)
+        against ``platform``'s overall limit, which counts every request of the bot."""
+        ...
+
     async def preferences(self, platform: str, reader: str) -> ReaderPreferences:
         """The delivery time, zone, format and follows of ``reader`` (a subscriber's id, as
         the ledger knows it) on ``platform``: the same preferences the readers' commands

@@ -56,6 +56,9 @@ log = logging.getLogger(__name__)
 
 #: Discord's own API; another base (a rate-limit proxy, a test double) is pointed at explicitly.
 DEFAULT_API_BASE = "https://discord.com/api/v10"
+#: the authenticated requests of discord.py's login (``GET /users/@me`` and
+#: ``GET /oauth2/applications/@me``); with the gateway, ``GET /gateway/bot`` too
+LOGIN_REQUESTS = 2
 #: JSON error codes: https://discord.com/developers/docs/topics/opcodes-and-status-codes
 UNKNOWN_MESSAGE = 10008
 MISSING_PERMISSIONS = 50013
@@ -436,6 +439,8 @@ class DiscordAdapter(DiscordThreads):
         except BaseException:
             self._pointer.restore()
             raise
+        # Discord's global limit counts them with the posts that may follow at once
+        port.counted(self, LOGIN_REQUESTS + int(receive and self.settings.shard_count is None))
         client.port = port
         client.limiter = UserRateLimiter(
             burst=self.settings.command_burst,

@@ -73,10 +73,17 @@ async def send_replies(
     for message in messages:
         for attempt in range(1, MAX_REPLY_ATTEMPTS + 1):
             before = time.perf_counter()
-            if await pace(pacer, clock, target) and paced is not None:
+            waited = await pace(pacer, clock, target)
+            # the platform-wide turn as it goes out (see Pacer), its end once answered
+            slot = pacer.send_slot(clock.monotonic())
+            waited += await slot.wait(clock)
+            if waited and paced is not None:
                 paced.append(time.perf_counter() - before)
             try:
-                ids.append(await send(target, message))
+                try:
+                    ids.append(await send(target, message))
+                finally:
+                    slot.done(clock.monotonic())
                 break
             except RateLimited as exc:
                 pacer.defer(target, clock.monotonic() + exc.retry_after)

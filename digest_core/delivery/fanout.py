@@ -536,15 +536,23 @@ class _Fanout:
             return
         run.mark_claimed(row.id)
         # paced again as it goes: the ledger may have held it past its slot (see Pacer)
-        wait = self.pacer.reserve_send(self._clock.monotonic())
-        if wait > 0:
-            await self._clock.sleep(wait)
+        slot = self.pacer.send_slot(self._clock.monotonic())
+        await slot.wait(self._clock)
         run.attempts += 1
         key = self._key(target, row.part)  # the row's identity: the same after a restart
-        # part 0 of a threaded target: the intent to open its thread, recorded first
-        step = None if self._threading is None else await self._threading.prepare(target, row.part)
         try:
-            message_id = await self._send_part(target, row.part, key, step)
+            # part 0 of a threaded target: the intent to open its thread, recorded first
+            step = (
+                None if self._threading is None else await self._threading.prepare(target, row.part)
+            )
+        except BaseException:
+            slot.done(self._clock.monotonic())  # later turns wait for this one's end
+            raise
+        try:
+            try:
+                message_id = await self._send_part(target, row.part, key, step)
+            finally:
+                slot.done(self._clock.monotonic())  # its answer is back: the window moves on
         except asyncio.CancelledError:
             self._ledger.abandon(row.id)  # the send may have happened: like a crash
             raise

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import random
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from digest_core.clock import Clock
 from digest_core.platform import PlatformLimits, Rate, Target
 
 log = logging.getLogger(__name__)
@@ -81,23 +83,177 @@ class TokenBucket:
         return self._tokens >= self._burst and not self._recent
 
 
+class SendSlot:
+    """The platform-wide turn of one request: :meth:`wait` for it, send, then :meth:`done`
+    once the answer (or the error) is back. A caller whose :meth:`wait` returned MUST call
+    :meth:`done` however the send ends, cancelled or not: later turns wait for it (a
+    cancelled :meth:`wait` marks it done itself)."""
+
+    __slots__ = ("_at", "_began", "_ended", "_gate", "_grace", "_window", "end", "start")
+
+    def __init__(
+        self,
+        at: float,
+        *,
+        gate: SendSlot | None = None,
+        window: float = 0.0,
+        grace: float = 0.0,
+    ) -> None:
+        """``at``: not before this time; ``gate``: nor before ``window`` seconds after the
+        answer to that turn."""
+        self._at = at
+        self._gate = gate
+        self._window = window
+        self._grace = grace
+        self._began: asyncio.Future[None] | None = None
+        self._ended: asyncio.Future[None] | None = None
+        #: when this turn began (no later than its request arrived) and when its answer was
+        #: back (no earlier than the platform counted it); None until then
+        self.start: float | None = None
+        self.end: float | None = None
+
+    async def wait(self, clock: Clock) -> float:
+        """Wait for this turn; the clock seconds waited."""
+        began = clock.monotonic()
+        try:
+            at, gate, self._gate = self._at, self._gate, None
+            if gate is not None:
+                at = max(at, await gate._answer(clock) + self._window)
+            delay = at - clock.monotonic()
+            if delay > 0:
+                await clock.sleep(delay)
+        except BaseException:
+            self.done(clock.monotonic())  # cancelled: it never went (later turns go on)
+            raise
+        self.begin(clock.monotonic())
+        return clock.monotonic() - began
+
+    def begin(self, now: float) -> None:
+        """This turn's request goes out at ``now`` (:meth:`wait` says so itself)."""
+        if self.start is None:
+            self.start = now
+            _settle(self._began)
+
+    def done(self, now: float) -> None:
+        """The answer to this turn's request is back (or it never went) at ``now``."""
+        if self.end is None:
+            self.end = now if self.start is None else max(now, self.start)
+            _settle(self._began)
+            _settle(self._ended)
+
+    async def _answer(self, clock: Clock) -> float:
+        """When this turn's answer was back: waited for, at most ``grace`` seconds after the
+        turn began (an answer overdue by then counts as arrived by then)."""
+        if self.end is None and self.start is None:
+            # its own wait is still ahead of it
+            self._began = _future(self._began)
+            await asyncio.shield(self._began)
+        if self.end is not None:
+            return self.end
+        assert self.start is not None
+        overdue = self.start + self._grace
+        left = overdue - clock.monotonic()
+        if left > 0:
+            self._ended = _future(self._ended)
+            sleeper = asyncio.ensure_future(clock.sleep(left))
+            try:
+                await asyncio.wait((sleeper, self._ended), return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                sleeper.cancel()
+        return overdue if self.end is None else self.end
+
+
+def _future(existing: asyncio.Future[None] | None) -> asyncio.Future[None]:
+    return asyncio.get_running_loop().create_future() if existing is None else existing
+
+
+def _settle(future: asyncio.Future[None] | None) -> None:
+    if future is not None and not future.done():
+        future.set_result(None)
+
+
+def spread_rate(count: int, window: float, spread: int | None = None) -> Rate:
+    """``count`` per ``window`` spread evenly: that rate with ``spread`` at once (by default a
+    tenth of ``count``)."""
+    return Rate(count / window, burst=spread or max(1, count // 10))
+
+
+class SendWindow:
+    """At most ``count`` requests in any ``window`` seconds as the platform counts them (when
+    each arrives), whatever the latency.
+
+    A platform counts a request somewhere between the moment it leaves and the moment its
+    answer is back. So each turn is stamped twice: when it begins (no later than the request
+    arrives) and when its answer is back (no earlier than it arrived); a turn begins only
+    ``window`` seconds after the answer of the turn ``count`` before it. Any ``window``-long
+    span of the platform's clock then holds at most ``count`` arrivals, with no margin lost
+    to timing jitter, and sends go out ``count`` at a time (the window's own burst).
+
+    Turns are also spread evenly, ``count / window`` a second with ``spread`` (by default a
+    tenth of ``count``) at once: a whole window's burst sent together queues in the client
+    (the first answer is read only once every request of the burst is written), and that
+    latency, lost once per window as the window waits for the answer, is many times one
+    request's.
+
+    An answer overdue by ``grace`` seconds (a hung request) counts as arrived by then, so a
+    slow request holds the platform up for at most that long.
+    """
+
+    __slots__ = ("_count", "_grace", "_spread", "_turns", "_window")
+
+    def __init__(
+        self,
+        count: int,
+        window: float,
+        *,
+        now: float,
+        grace: float | None = None,
+        spread: int | None = None,
+    ) -> None:
+        if count < 1 or window <= 0:
+            raise ValueError(f"a send window needs count >= 1 and window > 0, not {count}/{window}")
+        self._count = count
+        self._window = window
+        self._grace = 2 * window if grace is None else grace
+        self._spread = TokenBucket(spread_rate(count, window, spread), now=now)
+        self._turns: deque[SendSlot] = deque()
+
+    def reserve(self, now: float) -> SendSlot:
+        """The next turn, in order: it waits for the one ``count`` turns before it."""
+        turns = self._turns
+        gate = turns.popleft() if len(turns) >= self._count else None
+        at = now + self._spread.reserve(now)
+        slot = SendSlot(at, gate=gate, window=self._window, grace=self._grace)
+        turns.append(slot)
+        return slot
+
+
 class Pacer:
     """The pacing model of one platform: an overall bucket, one bucket per target, and a
     "not before" time per target set by a 429's retry-after (that target only).
 
     The overall rate is kept twice: when a send is dispatched (:meth:`take`, which meters
-    how fast sends start) and when it goes out (:meth:`reserve_send`). Between the two a
+    how fast sends start) and when it goes out (:meth:`send_slot`). Between the two a
     send waits for the ledger (its claim, the record of the part before it); sends held up
     by a stalled ledger (a write lock, a full disk) would otherwise reach the platform
-    together once it answers.
+    together once it answers. An overall rate with a ``window`` is kept as it goes out by a
+    :class:`SendWindow` ("``burst`` per ``window``" as the platform counts it); without
+    one, by a token bucket.
 
     All times are the clock's ``monotonic()`` seconds.
     """
 
     def __init__(self, limits: PlatformLimits, *, now: float) -> None:
         self.limits = limits
-        self._overall = TokenBucket(limits.overall, now=now)
-        self._sending = TokenBucket(limits.overall, now=now)
+        overall = limits.overall
+        # with a window, sends are dispatched as the window spreads them (so a target's next
+        # part is not dispatched behind a whole window's burst)
+        dispatch = overall if overall.window is None else spread_rate(overall.burst, overall.window)
+        self._overall = TokenBucket(dispatch, now=now)
+        self._sending = TokenBucket(overall, now=now)
+        self._window = (
+            None if overall.window is None else SendWindow(overall.burst, overall.window, now=now)
+        )
         self._buckets: dict[Target, TokenBucket] = {}
         self._not_before: dict[Target, float] = {}
 
@@ -105,9 +261,29 @@ class Pacer:
         """Seconds until the platform as a whole may send again."""
         return self._overall.delay(now)
 
-    def reserve_send(self, now: float) -> float:
-        """Reserve the platform-wide slot of a send about to go out: seconds to wait first."""
-        return self._sending.reserve(now)
+    def send_slot(self, now: float) -> SendSlot:
+        """The platform-wide turn of a send about to go out: wait for it, send, then mark
+        it done (see :class:`SendSlot`)."""
+        if self._window is not None:
+            return self._window.reserve(now)
+        return SendSlot(now + self._sending.reserve(now))
+
+    def account(self, target: Target, now: float) -> None:
+        """Account one message to ``target`` that goes out at once, unpaced (its answer is
+        counted a whole window later, as if that slow)."""
+        self.take(target, now)
+        slot = self.send_slot(now)
+        slot.begin(now)
+        slot.done(now + (self.limits.overall.window or 0.0))
+
+    def counted(self, now: float, requests: int) -> None:
+        """``requests`` the platform answered by ``now`` outside the pacing (logging in),
+        counted against the overall limit: sends that follow at once share its window."""
+        for _ in range(requests):
+            self._overall.take(now)
+            slot = self.send_slot(now)
+            slot.begin(now)
+            slot.done(now)
 
     def ready_at(self, target: Target, now: float) -> float:
         """The earliest time ``target`` may get its next message (the overall bucket aside)."""

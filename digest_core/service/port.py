@@ -109,7 +109,10 @@ class ServicePort:
         )
 
     def account(self, platform: Platform, target: Target) -> None:
-        self.engine.pacer(platform).take(target, self.clock.monotonic())
+        self.engine.pacer(platform).account(target, self.clock.monotonic())
+
+    def counted(self, platform: Platform, requests: int) -> None:
+        self.engine.pacer(platform).counted(self.clock.monotonic(), requests)
 
     async def preferences(self, platform: str, reader: str) -> ReaderPreferences:
         return await preferences.read(self.ledger, platform, reader)

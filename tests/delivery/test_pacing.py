@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
 
 import pytest
@@ -10,9 +11,9 @@ from hypothesis import strategies as st
 
 from bots.discord.spec import DISCORD_LIMITS
 from bots.telegram.spec import TELEGRAM_LIMITS
-from digest_core.delivery.pacing import Backoff, Pacer, TokenBucket
+from digest_core.delivery.pacing import Backoff, Pacer, SendWindow, TokenBucket
 from digest_core.platform import PlatformLimits, Rate, Target, TargetKind
-from digest_core.testing import windows_exceeded
+from digest_core.testing import ManualClock, windows_exceeded
 
 
 def drain(bucket: TokenBucket, n: int, *, start: float = 0.0) -> list[float]:
@@ -119,6 +120,87 @@ def test_pacer_forgets_idle_targets() -> None:
     pacer.forget_idle(1.0)  # the private chat refilled, the group did not
     assert pacer.ready_at(idle, 1.0) == 1.0
     assert pacer.ready_at(busy, 1.0) == pytest.approx(60 / 17)  # its state was kept
+
+
+async def send_through(
+    window: SendWindow, latencies: list[float], clock: ManualClock, *, seed: int = 0
+) -> tuple[list[float], list[float]]:
+    """Send one request per latency at once through ``window``: (when each turn began, when
+    the platform counted each: somewhere between it leaving and its answer)."""
+    rng = random.Random(seed)
+    starts: list[float] = []
+    arrivals: list[float] = []
+
+    async def one(latency: float) -> None:
+        slot = window.reserve(clock.monotonic())
+        await slot.wait(clock)
+        start = clock.monotonic()
+        starts.append(start)
+        arrivals.append(start + rng.uniform(0.0, latency))
+        await clock.sleep(latency)
+        slot.done(clock.monotonic())
+
+    await asyncio.gather(*(one(latency) for latency in latencies))
+    return starts, arrivals
+
+
+@given(
+    count=st.integers(1, 30),
+    latencies=st.lists(st.floats(0.0, 0.5), min_size=1, max_size=120),
+    seed=st.integers(0, 1000),
+)
+async def test_send_window_never_lets_the_platform_count_more_than_its_limit(
+    count: int, latencies: list[float], seed: int
+) -> None:
+    """However requests' latencies differ, the platform (counting each on arrival, anywhere
+    between its leaving and its answer) never sees more than ``count`` in one window."""
+    _, arrivals = await send_through(
+        SendWindow(count, 1.0, now=0.0), latencies, ManualClock(), seed=seed
+    )
+    assert not windows_exceeded(arrivals, window=1.0, limit=count)
+
+
+@pytest.mark.parametrize(
+    ("spread", "first", "last"), [(30, 23 * 1.01, 23 * 1.01), (None, 23.0, 699 / 30 * 1.01)]
+)
+async def test_send_window_goes_at_the_limit_less_one_latency_per_window(
+    spread: int | None, first: float, last: float
+) -> None:
+    clock = ManualClock()
+    window = SendWindow(30, 1.0, now=0.0, spread=spread)
+    starts = sorted((await send_through(window, [0.01] * 700, clock))[0])
+    # in bursts of 30 (spread=30): 23 windows after the first, each one latency longer than
+    # the limit's; spread over each window by default, as 30 a second and one latency
+    assert first - 1e-9 <= starts[-1] <= last + 1e-9
+    assert starts[2] == 0.0
+
+
+async def test_a_hung_request_holds_the_window_for_its_grace_only() -> None:
+    clock = ManualClock()
+    window = SendWindow(2, 1.0, now=0.0, grace=3.0, spread=2)
+    starts, _ = await send_through(window, [60.0, 0.0, 0.0, 0.0], clock)
+    # the third waits for the first's answer, counted as arrived 3 s after it left
+    assert sorted(starts) == pytest.approx([0.0, 0.0, 1.0, 4.0])
+
+
+async def test_a_cancelled_turn_does_not_hold_up_later_ones() -> None:
+    clock = ManualClock()
+    window = SendWindow(1, 1.0, now=0.0, spread=1)
+    first = window.reserve(clock.monotonic())
+    await first.wait(clock)
+    second, third = window.reserve(clock.monotonic()), window.reserve(clock.monotonic())
+    waiting = asyncio.ensure_future(second.wait(clock))
+    await asyncio.sleep(0)
+    waiting.cancel()
+    first.done(clock.monotonic())
+    # not held up for ever by the second, which never went: at its own time, 1 s apart
+    assert await third.wait(clock) == pytest.approx(2.0)
+
+
+def test_platform_windows_are_their_documented_limits() -> None:
+    # 30 messages in any second on Telegram, 50 requests on Discord (the send window's)
+    assert TELEGRAM_LIMITS.overall == Rate(30.0, burst=30, window=1.0)
+    assert DISCORD_LIMITS.overall == Rate(50.0, burst=50, window=1.0)
 
 
 @pytest.mark.parametrize(
