@@ -8,9 +8,7 @@ Requests with files still go as PTB sends them (multipart).
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 
 import httpx
 from telegram._utils.defaultvalue import DefaultValue
@@ -18,12 +16,6 @@ from telegram._utils.types import ODVInput
 from telegram.error import NetworkError, TimedOut
 from telegram.request import HTTPXRequest, RequestData
 from telegram.request._baserequest import BaseRequest
-
-# httpcore asks sniffio which event loop runs, for each lock it makes (several per request);
-# with sniffio not installed that is a failed import each time, a search of all of sys.path
-# (about half the CPU of a send). Marked absent once, the import fails at once, as before.
-if "sniffio" not in sys.modules and importlib.util.find_spec("sniffio") is None:
-    sys.modules["sniffio"] = None  # type: ignore[assignment]
 
 _JSON = {"Content-Type": "application/json", "User-Agent": HTTPXRequest.USER_AGENT}
 
