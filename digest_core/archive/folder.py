@@ -11,6 +11,7 @@ import math
 import os
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +33,12 @@ from digest_core.loading import MAX_ISSUE_BYTES, load_issue
 from digest_core.models import Issue
 
 log = logging.getLogger(__name__)
+
+
+def _entry_date(entry: FileEntry) -> dt.date:
+    assert entry.date is not None  # the dated entries only
+    return entry.date
+
 
 __all__ = ["Archive", "ArchiveEntry", "SearchHit"]
 
@@ -237,6 +244,24 @@ class Archive:
         self.refresh()
         with self._lock:
             return [(e.date, e.path) for e in self._dated if e.date and e.key is not None]
+
+    def entry_dates_around(self, date: dt.date) -> tuple[Iterator[dt.date], Iterator[dt.date]]:
+        """The dates of :meth:`entries` before ``date`` (newest first) and after it (oldest
+        first), read lazily from the listing: finding the neighbours of a day costs a lookup,
+        not a copy of ten years of entries (what every ``/today`` asked for)."""
+        self.refresh()
+        with self._lock:
+            dated = self._dated  # replaced, never changed in place: a consistent snapshot
+        lo = bisect.bisect_left(dated, date, key=_entry_date)
+        hi = bisect.bisect_right(dated, date, key=_entry_date)
+
+        def walk(indexes: range) -> Iterator[dt.date]:
+            for i in indexes:
+                entry = dated[i]
+                if entry.date is not None and entry.key is not None:
+                    yield entry.date
+
+        return walk(range(lo - 1, -1, -1)), walk(range(hi, len(dated)))
 
     def list(self) -> builtins.list[ArchiveEntry]:
         """Every dated entry with its load status, by date; loads (or reuses) each used file."""
