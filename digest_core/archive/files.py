@@ -81,7 +81,6 @@ def check_name(path: Path) -> tuple[dt.date | None, str | None]:
     ``None`` with :data:`NO_DATE`'s message when the name carries no date at all.
     """
     name = path.name
-    stem, suffix = os.path.splitext(name)
     m = _EXACT.fullmatch(name)
     if m is not None:
         try:
@@ -89,6 +88,7 @@ def check_name(path: Path) -> tuple[dt.date | None, str | None]:
         except ValueError as exc:
             day = f"{m[1]}-{m[2]}-{m[3]}"
             return None, f"the file name's date {day} is not a calendar day: {exc}"
+    stem, suffix = os.path.splitext(name)
     any_date = _ANY_DATE.match(stem)
     if any_date is None:
         return _loose_date(stem, suffix)
