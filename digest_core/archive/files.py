@@ -11,6 +11,7 @@ device (never opened: a FIFO would block), and every file but one of a date that
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import itertools
 import logging
@@ -81,7 +82,6 @@ def check_name(path: Path) -> tuple[dt.date | None, str | None]:
     ``None`` with :data:`NO_DATE`'s message when the name carries no date at all.
     """
     name = path.name
-    stem, suffix = os.path.splitext(name)
     m = _EXACT.fullmatch(name)
     if m is not None:
         try:
@@ -89,6 +89,7 @@ def check_name(path: Path) -> tuple[dt.date | None, str | None]:
         except ValueError as exc:
             day = f"{m[1]}-{m[2]}-{m[3]}"
             return None, f"the file name's date {day} is not a calendar day: {exc}"
+    stem, suffix = os.path.splitext(name)
     any_date = _ANY_DATE.match(stem)
     if any_date is None:
         return _loose_date(stem, suffix)
@@ -225,6 +226,34 @@ def newest_first(folder: Path, on_or_before: dt.date | None = None) -> Iterator[
     for day, same in itertools.groupby(names, key=lambda n: n[:10]):
         if bound is None or day <= bound:
             yield pick(classify(root, folder / name) for name in same)
+
+
+def groups_around(
+    folder: Path, date: dt.date
+) -> tuple[Iterator[list[FileEntry]], Iterator[list[FileEntry]]]:
+    """As :func:`newest_first`, the groups of the dates before ``date`` (newest first) and
+    those after it (oldest first), each classified only when it is reached: the neighbours of
+    a day before the folder is listed in full. Raises OSError when the folder cannot be
+    listed."""
+    names = sorted(filter(_EXACT.fullmatch, os.listdir(folder)))
+    day = date.isoformat()
+    # a name of ``day`` is ``day`` + "." + suffix, and "." sorts just before "/"
+    lo, hi = bisect.bisect_left(names, day), bisect.bisect_left(names, day + "/")
+    root = real_root(folder)
+
+    def groups(chosen: Iterable[str]) -> Iterator[list[FileEntry]]:
+        for _, same in itertools.groupby(chosen, key=lambda n: n[:10]):
+            yield pick(classify(root, folder / name) for name in same)
+
+    return groups(reversed(names[:lo])), groups(names[hi:])
+
+
+def of_date(folder: Path, date: dt.date) -> list[FileEntry]:
+    """The files of ``folder`` the rule may serve for ``date``, as :func:`pick` has them,
+    looked up by name (one ``lstat`` per suffix) without listing the folder."""
+    root, day = real_root(folder), date.isoformat()
+    paths = [folder / f"{day}{suffix}" for suffix in SUFFIXES]
+    return pick(classify(root, path) for path in paths if os.path.lexists(path))
 
 
 def scan(folder: Path) -> tuple[list[FileEntry], list[FileEntry]]:

@@ -11,6 +11,7 @@ import math
 import os
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,8 +19,10 @@ from digest_core.archive.files import (
     FileEntry,
     StatKey,
     classify,
+    groups_around,
     looks_like_issue,
     newest_first,
+    of_date,
     pick,
     real_root,
     stat_key,
@@ -32,6 +35,21 @@ from digest_core.loading import MAX_ISSUE_BYTES, load_issue
 from digest_core.models import Issue
 
 log = logging.getLogger(__name__)
+
+
+def _entry_date(entry: FileEntry) -> dt.date:
+    assert entry.date is not None  # the dated entries only
+    return entry.date
+
+
+def _served_dates(groups: Iterator[builtins.list[FileEntry]]) -> Iterator[dt.date]:
+    """The dates of the entries of ``groups`` that lead to a file, as :meth:`Archive.entries`
+    lists them."""
+    for group in groups:
+        for entry in group:
+            if entry.date is not None and entry.key is not None:
+                yield entry.date
+
 
 __all__ = ["Archive", "ArchiveEntry", "SearchHit"]
 
@@ -238,6 +256,31 @@ class Archive:
         with self._lock:
             return [(e.date, e.path) for e in self._dated if e.date and e.key is not None]
 
+    def entry_dates_around(self, date: dt.date) -> tuple[Iterator[dt.date], Iterator[dt.date]]:
+        """The dates of :meth:`entries` before ``date`` (newest first) and after it (oldest
+        first), read lazily from the listing: finding the neighbours of a day costs a lookup,
+        not a copy of ten years of entries (what every ``/today`` asked for)."""
+        if self._first_listing_under_way():
+            try:
+                older, newer = groups_around(self.root, date)
+            except OSError:
+                pass  # the listing reports it
+            else:
+                return _served_dates(older), _served_dates(newer)
+        self.refresh()
+        with self._lock:
+            dated = self._dated  # replaced, never changed in place: a consistent snapshot
+        lo = bisect.bisect_left(dated, date, key=_entry_date)
+        hi = bisect.bisect_right(dated, date, key=_entry_date)
+
+        def walk(indexes: range) -> Iterator[dt.date]:
+            for i in indexes:
+                entry = dated[i]
+                if entry.date is not None and entry.key is not None:
+                    yield entry.date
+
+        return walk(range(lo - 1, -1, -1)), walk(range(hi, len(dated)))
+
     def list(self) -> builtins.list[ArchiveEntry]:
         """Every dated entry with its load status, by date; loads (or reuses) each used file."""
         self.refresh()
@@ -323,6 +366,9 @@ class Archive:
                 have an issue, and without paths or the editor's detail (that is logged and in
                 :attr:`problems`; the broken file's error is the exception's ``__cause__``).
         """
+        early = self._on_before_listing(date)
+        if early is not None:
+            return early
         self.refresh()
         with self._lock:
             entry = self._used.get(date)
@@ -365,13 +411,33 @@ class Archive:
             date=on_or_before,
         )
 
+    def _first_listing_under_way(self) -> bool:
+        """The folder is being listed for the first time in another thread (a bot just
+        started): what one reader needs is then looked up by name, not waited for."""
+        return self._dir_key is None and (self._refreshing.locked() or self.indexing)
+
+    def _on_before_listing(self, date: dt.date) -> Issue | None:
+        """The issue of ``date`` while the folder is being listed for the first time (see
+        :meth:`_before_listing`): that date's files are looked at alone. None (ask the
+        listing) when not at start, or when they hold no good issue."""
+        if not self._first_listing_under_way():
+            return None
+        try:
+            entry = next((e for e in of_date(self.root, date) if e.ok), None)
+        except OSError:
+            return None
+        if entry is None:
+            return None
+        issue, error = self._issue(entry)
+        return issue if error is None else None
+
     def _before_listing(self, on_or_before: dt.date | None) -> Issue | None:
         """The newest issue (dated ``on_or_before`` a day) while the folder is being listed
         for the first time in another thread (a bot just started): the newest exactly named
         files are looked at alone, so the first reader does not wait for ten years of files to
         be listed. None (ask the listing) when not at start, or when the newest file found is
         not a good issue: every other case is the listing's."""
-        if self._dir_key is not None or not (self._refreshing.locked() or self.indexing):
+        if not self._first_listing_under_way():
             return None
         try:
             groups = newest_first(self.root, on_or_before)

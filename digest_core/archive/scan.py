@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
+import os
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
@@ -114,18 +115,27 @@ class RawTest:
 
 def read_head(path: Path, limit: int, *, expect: int) -> bytes:
     """The first ``limit`` bytes of ``path`` (all of it when shorter), in one read when the
-    file is still the ``expect`` bytes long it was listed with."""
+    file is still the ``expect`` bytes long it was listed with.
+
+    A read that returns fewer bytes than asked for ends it: a regular file gives less only at
+    its end, so a file of ``expect`` bytes costs one ``read`` (not a second one that returns
+    nothing). File descriptors, not file objects: a scan of ten years opens 3,650 files.
+    """
     chunks: list[bytes] = []
     got, want = 0, min(expect, limit - 1) + 1
-    with open(path, "rb", buffering=0) as file:
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
         while got < limit:
-            chunk = file.read(min(want, limit - got))
-            if not chunk:
-                break
+            asked = min(want, limit - got)
+            chunk = os.read(fd, asked)
             chunks.append(chunk)
             got += len(chunk)
+            if len(chunk) < asked:
+                break
             want = 1 << 16
-    return b"".join(chunks)
+    finally:
+        os.close(fd)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def _ascii_only_runs(needle: str) -> list[bytes]:

@@ -24,7 +24,6 @@ admin's post) makes is its publish time (:meth:`Embargo.release`).
 
 from __future__ import annotations
 
-import bisect
 import builtins
 import datetime as dt
 import logging
@@ -226,9 +225,7 @@ class VisibleArchive:
         """The nearest visible dates before and after ``date`` that the archive serves an
         issue for (None where there is none). Loads only the files it tries, from the
         listing (:meth:`dates` loads every issue once: seconds for years of them)."""
-        listed = [d for d, _ in self.archive.entries()]  # by date (a date may repeat)
-        older = reversed(listed[: bisect.bisect_left(listed, date)])
-        newer = listed[bisect.bisect_right(listed, date) :]
+        older, newer = self.archive.entry_dates_around(date)  # a date may repeat
         return self._first_served(older), self._first_served(newer)
 
     def _first_served(self, dates: Iterable[dt.date]) -> dt.date | None:

@@ -46,6 +46,19 @@ def test_entries_are_dated_files_in_date_order(root: Path) -> None:
     assert [p.name for _, p in entries][-2:] == ["2026-03-05.json", "2026-03-06.yaml"]
 
 
+def test_entry_dates_around_a_day_are_the_listing_read_outwards(root: Path) -> None:
+    archive = Archive(root, index=False)
+    older, newer = archive.entry_dates_around(D4)
+    assert (list(older), list(newer)) == ([D3, D2], [D5, D6])
+    older, newer = archive.entry_dates_around(dt.date(2026, 3, 1))  # before the first
+    assert (list(older), list(newer)) == ([], [D2, D3, D4, D5, D6])
+    (root / "2026-03-04.json").write_text("{}", encoding="utf-8")  # a second file of D4
+    (root / "2026-03-07.txt").mkdir()  # not a file: listed as a problem, never a date
+    older, newer = archive.entry_dates_around(D3)
+    assert (list(older), list(newer)) == ([D2], [D4, D4, D5, D6])  # as entries() lists them
+    assert [d for d, _ in archive.entries()] == [D2, D3, D4, D4, D5, D6]
+
+
 def test_on_and_latest(root: Path) -> None:
     archive = Archive(root)
     assert archive.on(D3).masthead == "AI Tech Daily"

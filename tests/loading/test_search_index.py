@@ -207,6 +207,22 @@ def test_before_the_first_listing_the_newest_issue_is_found_alone(
     assert archive.latest(on_or_before=bound) == expected
 
 
+def test_before_the_first_listing_a_day_and_its_neighbours_are_found_alone(root: Path) -> None:
+    # the first /today's navigation: the issue of a day and the dates around it, answered
+    # from the files' names meanwhile, as the listing answers them once it is done
+    shutil.copy(root / "2026-03-04.txt", root / "2026-03-04.json")  # a second file of D4
+    (root / "2026-03-07-draft.txt").write_text(BROKEN, encoding="utf-8")  # never served
+    listed = Archive(root, index=False)
+    expected = [listed.on(d) for d in (D3, D4)]
+    around = [tuple(map(list, listed.entry_dates_around(d))) for d in (D2, D4, D6)]
+    archive = Archive(root, index=False)
+    with archive._refreshing:  # as while another thread lists the folder
+        assert [archive.on(d) for d in (D3, D4)] == expected
+        assert [tuple(map(list, archive.entry_dates_around(d))) for d in (D2, D4, D6)] == around
+        assert archive._dir_key is None  # answered without a listing
+    assert around[1] == ([D3, D2], [D5, D6])
+
+
 def test_before_the_first_listing_a_broken_newest_file_waits_for_the_listing(root: Path) -> None:
     rewrite(root / "2026-03-06.yaml", "date: [")
     archive = Archive(root, index=False)
