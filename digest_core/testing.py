@@ -272,6 +272,9 @@ def make_issue(date: dt.date = dt.date(2026, 10, 27), *, briefs: int = 2) -> Iss
 
 
 def windows_exceeded(times: Sequence[float], *, window: float, limit: int) -> bool:
-    """True if more than ``limit`` of ``times`` fall within some span of ``window`` seconds."""
+    """True if more than ``limit`` of ``times`` fall within some span of ``window`` seconds
+    (shorter by more than a float's rounding: times a whole window apart, each computed as
+    an earlier time plus a window, may differ by 0.999999999999999)."""
     ordered = sorted(times)
-    return any(ordered[i + limit] - ordered[i] < window for i in range(len(ordered) - limit))
+    span = window - 1e-9
+    return any(ordered[i + limit] - ordered[i] < span for i in range(len(ordered) - limit))

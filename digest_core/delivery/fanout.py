@@ -344,9 +344,9 @@ class DeliveryEngine:
             del runs[-_YIELD_EVERY:]
             await asyncio.sleep(0)
         await asyncio.sleep(0)
-        report = DeliveryReport(
+        report = await DeliveryReport(
             ref, platform.name, delivery_id, generation, reports, list(inactive)
-        )
+        ).tally(_YIELD_EVERY)
         log.info(
             "%s %s: sent %d (%d possibly twice), failed %d, gone %d, outcome unknown %d, "
             "waiting %d",
