@@ -11,7 +11,7 @@ import math
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -420,16 +420,9 @@ class Archive:
         """The issue of ``date`` while the folder is being listed for the first time (see
         :meth:`_before_listing`): that date's files are looked at alone. None (ask the
         listing) when not at start, or when they hold no good issue."""
-        if not self._first_listing_under_way():
-            return None
-        try:
-            entry = next((e for e in of_date(self.root, date) if e.ok), None)
-        except OSError:
-            return None
-        if entry is None:
-            return None
-        issue, error = self._issue(entry)
-        return issue if error is None else None
+        return self._good_before_listing(
+            lambda: next((e for e in of_date(self.root, date) if e.ok), None)
+        )
 
     def _before_listing(self, on_or_before: dt.date | None) -> Issue | None:
         """The newest issue (dated ``on_or_before`` a day) while the folder is being listed
@@ -437,11 +430,21 @@ class Archive:
         files are looked at alone, so the first reader does not wait for ten years of files to
         be listed. None (ask the listing) when not at start, or when the newest file found is
         not a good issue: every other case is the listing's."""
+
+        def newest() -> FileEntry | None:
+            groups = newest_first(self.root, on_or_before)
+            return next((e for e in next(groups, []) if e.ok), None)
+
+        return self._good_before_listing(newest)
+
+    def _good_before_listing(self, find: Callable[[], FileEntry | None]) -> Issue | None:
+        """The issue of the file ``find`` picks, while the folder is first being listed; None
+        when not at start, when nothing was found (or the folder could not be read), or when
+        the file holds no good issue."""
         if not self._first_listing_under_way():
             return None
         try:
-            groups = newest_first(self.root, on_or_before)
-            entry = next((e for e in next(groups, []) if e.ok), None)
+            entry = find()
         except OSError:
             return None
         if entry is None:
