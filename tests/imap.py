@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import ports
+
 DOVECOT = os.environ.get("DIGEST_BOT_DOVECOT", "/usr/sbin/dovecot")
 USER = "bounces"
 PASSWORD = "bounce-box-password"
@@ -48,9 +50,7 @@ class Mailbox:
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return ports.free_port()
 
 
 @contextmanager

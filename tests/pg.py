@@ -34,7 +34,6 @@ import os
 import pwd
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -43,6 +42,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests import ports
 
 #: the superuser the server is initialised with (trust authentication, no password)
 USER = "postgres"
@@ -111,9 +112,7 @@ def _remove_stale() -> None:
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return int(s.getsockname()[1])
+    return ports.free_port()
 
 
 def _as_unprivileged() -> tuple[list[str], int | None, int | None]:

@@ -8,7 +8,6 @@ import contextlib
 import datetime as dt
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -19,7 +18,7 @@ from zoneinfo import ZoneInfo
 
 import aiohttp
 
-from tests import forkserver
+from tests import forkserver, ports
 from tests.fakes.telegram_api import DEFAULT_TOKEN, FakeTelegram
 from tests.samples import SAMPLE_ARCHIVE
 
@@ -35,9 +34,7 @@ TAKEOVER_LIMIT = 30.0
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return ports.free_port()
 
 
 def zone_at_noon(now: dt.datetime) -> str:

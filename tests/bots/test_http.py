@@ -32,14 +32,13 @@ from digest_core.testing import (
     make_targets,
     open_ledger,
 )
+from tests import ports
 
 FOREIGN = "elsewhere.example:1:ffff"
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return ports.free_port()
 
 
 def settings_for(tmp_path: Path, port: int, **more: Any) -> Settings:

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests import ports
 from tests.samples import SAMPLE_ARCHIVE
 
 # real processes; one worker builds the virtualenv once for all of them (tests/xdist_groups.py)
@@ -162,9 +163,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return ports.free_port()
 
 
 def _runs_until_sigterm(

@@ -20,7 +20,6 @@ fails where IPv6 is off, aiosmtpd #248) and ``server_hostname`` (else each sessi
 from __future__ import annotations
 
 import asyncio
-import socket
 import ssl
 import threading
 from dataclasses import dataclass, field
@@ -30,6 +29,8 @@ from typing import Any
 
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import SMTP, AuthResult, Envelope, LoginPassword, Session
+
+from tests import ports
 
 
 @dataclass
@@ -129,9 +130,7 @@ class _Handler:
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return ports.free_port()
 
 
 class FakeRelay:

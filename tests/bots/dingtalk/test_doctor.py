@@ -4,13 +4,13 @@ with its fix, nothing sent, no stream opened."""
 from __future__ import annotations
 
 import json
-import socket
 from pathlib import Path
 
 import pytest
 
 from bots.doctor import Check, Status, run_checks
 from bots.registry import load_settings
+from tests import ports
 from tests.fakes.dingtalk_app import FakeDingTalkApp
 from tests.samples import SAMPLE_ARCHIVE
 
@@ -97,6 +97,4 @@ async def test_an_unreachable_dingtalk_fails_with_the_network_fix(tmp_path: Path
 
 def _closed_port() -> int:
     """A loopback port nothing listens on (bound, then released)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    return ports.free_port()

@@ -6,7 +6,6 @@ import asyncio
 import logging
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -21,7 +20,7 @@ from bots.discord.cli import sync_commands
 from bots.runtime import run
 from digest_core.commands.catalogue import CATALOGUE
 from digest_core.rendering.discord import check_message
-from tests import forkserver
+from tests import forkserver, ports
 from tests.bots.discord.harness import (
     CHANNELS,
     GUILD,
@@ -152,9 +151,7 @@ async def test_digest_bot_run_waits_for_an_unreachable_discord_then_posts(
 ) -> None:
     """Started while Discord does not answer (it exited before): `run` stays up, retries
     the login in the background, and once Discord answers starts and posts the catch-up."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
+    port = ports.free_port()
     settings = make_settings(tmp_path, monkeypatch, FakeDiscord(port=port), schedule=True)
     caplog.set_level(logging.INFO, logger="bots.starting")
     stop = asyncio.Event()

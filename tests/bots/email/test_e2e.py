@@ -15,7 +15,6 @@ import contextlib
 import os
 import re
 import signal
-import socket
 import sqlite3
 import sys
 from email import policy
@@ -28,7 +27,7 @@ import pytest
 import yarl
 
 from bots.email.addresses import reader_id
-from tests import forkserver
+from tests import forkserver, ports
 from tests.bots.email.helpers import SECRET, SENDER, dkim_keys
 from tests.bots.workchat_helpers import ARCHIVE, ROOT
 from tests.fakes.smtp import FakeRelay, Received
@@ -40,9 +39,7 @@ ADDRESS = "reader@example.net"
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return ports.free_port()
 
 
 def body_of(received: Received, kind: str) -> str:

@@ -4,7 +4,6 @@ its fix, nothing sent, no long connection opened."""
 from __future__ import annotations
 
 import json
-import socket
 from pathlib import Path
 
 import pytest
@@ -12,6 +11,7 @@ import pytest
 from bots.doctor import Check, Status, run_checks
 from bots.registry import load_settings
 from bots.workchat.appdoctor import sdk_check
+from tests import ports
 from tests.fakes.feishu_app import FakeFeishuApp
 from tests.samples import SAMPLE_ARCHIVE
 
@@ -144,6 +144,4 @@ def test_a_missing_sdk_is_a_failure_with_the_extra_to_install() -> None:
 
 def _closed_port() -> int:
     """A loopback port nothing listens on (bound, then released)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    return ports.free_port()

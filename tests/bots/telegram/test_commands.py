@@ -6,7 +6,6 @@ import asyncio
 import datetime as dt
 import json
 import logging
-import socket
 from pathlib import Path
 
 import httpx
@@ -14,6 +13,7 @@ import pytest
 
 from bots.runtime import run
 from digest_core.commands.catalogue import CATALOGUE, spec
+from tests import ports
 from tests.bots.telegram.harness import (
     ADMIN,
     ANN,
@@ -218,9 +218,7 @@ async def test_the_token_never_reaches_the_log(
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return ports.free_port()
 
 
 async def test_webhook_mode_checks_the_secret_on_every_request(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 from pathlib import Path
 
 import httpx
@@ -13,6 +12,7 @@ from bots.runtime import run
 from digest_core.clock import SystemClock
 from digest_core.delivery import Ledger
 from digest_core.service.leadership import LEADER_LEASE, LOCK_POLL_SECONDS
+from tests import ports
 from tests.bots.telegram.harness import ANN, CHANNEL, settings_for, write_config
 from tests.fakes.telegram_api import FakeTelegram
 
@@ -34,9 +34,7 @@ class TriesClock(SystemClock):
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return ports.free_port()
 
 
 async def test_a_polling_standby_never_polls(
