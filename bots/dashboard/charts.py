@@ -43,6 +43,8 @@ _STYLE = Style(
     title_font_size=18,
     tooltip_font_size=15,
     value_font_size=15,
+    # (pygal's default, 64, ran an empty chart's notice off its edges)
+    no_data_font_size=20,
     colors=COLORS,
     opacity="0.85",
     opacity_hover="1",
@@ -73,6 +75,9 @@ def _config(title: str, **options: object) -> dict[str, object]:
         "spacing": 14,
         "show_minor_x_labels": False,
         "x_label_rotation": 0,
+        # only the major labels are shown, with room to spare: pygal's own truncation (to the
+        # width of a day's column) turned every date into "…"
+        "truncate_label": -1,
         "truncate_legend": 20,
         "no_data_text": "暂无数据 / no data yet",
         "margin": 12,
