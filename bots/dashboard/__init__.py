@@ -215,15 +215,20 @@ class Pages:
             )
         if not self.access.check(client, str(form.get("password", ""))[:1024]):
             return await self._login_page(request, problem="密码不对 / wrong password", status=401)
-        _, cookie = self.access.new_session(name)
         log.info("dashboard: %s logged in from %s", name, client)
+        response = self._session_for(request, name)
+        response.del_cookie(_LOGIN_COOKIE, path=PATH + "login")
+        raise response
+
+    def _session_for(self, request: web.Request, name: str) -> web.HTTPSeeOther:
+        """A new session named ``name``: the redirect to Today that sets its cookie."""
+        _, cookie = self.access.new_session(name)
         response = web.HTTPSeeOther(PATH + "today", headers=headers())
         response.set_cookie(
             COOKIE, cookie, path=PATH, httponly=True, samesite="Strict", secure=request.secure,
             max_age=self.access.max_age,
         )  # fmt: skip
-        response.del_cookie(_LOGIN_COOKIE, path=PATH + "login")
-        raise response
+        return response
 
     def _telegram_bot(self) -> str:
         """The Telegram bot's username for the Login Widget ("" when it is off or not known
@@ -257,14 +262,8 @@ class Pages:
                 status=401,
             )  # fmt: skip
         name = f"telegram.{admin}"
-        _, cookie = self.access.new_session(name)
         log.info("dashboard: %s logged in with Telegram from %s", name, client)
-        response = web.HTTPSeeOther(PATH + "today", headers=headers())
-        response.set_cookie(
-            COOKIE, cookie, path=PATH, httponly=True, samesite="Strict", secure=request.secure,
-            max_age=self.access.max_age,
-        )  # fmt: skip
-        raise response
+        raise self._session_for(request, name)
 
     async def _logout(self, request: web.Request) -> web.StreamResponse:
         response = web.HTTPSeeOther(PATH + "login", headers=headers())
