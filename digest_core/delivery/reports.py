@@ -173,7 +173,10 @@ class DeliveryReport:
     def merged(self, other: DeliveryReport) -> DeliveryReport:
         """This report and ``other`` (another run of the same day and platform, to other
         targets, e.g. subscribers getting another part) as one; the generation is the later
-        run's (with ``force`` each run starts its own)."""
+        run's (with ``force`` each run starts its own); tallied when both are."""
+        both = None
+        if self._totals is not None and other._totals is not None:
+            both = self._totals.plus(other._totals)
         return DeliveryReport(
             self.ref,
             self.platform,
@@ -181,6 +184,7 @@ class DeliveryReport:
             other.generation,
             [*self.targets, *other.targets],
             [*self.inactive, *other.inactive],
+            both,
         )
 
 
@@ -210,3 +214,18 @@ class _Totals:
             self.gone.append(t.target)
         if t.due is not None and (self.due is None or t.due < self.due):
             self.due = t.due
+
+    def plus(self, other: _Totals) -> _Totals:
+        """The totals of two reports' targets together."""
+        dues = [d for d in (self.due, other.due) if d is not None]
+        return _Totals(
+            self.sent + other.sent,
+            self.failed + other.failed,
+            self.in_progress + other.in_progress,
+            self.unknown + other.unknown,
+            self.waiting + other.waiting,
+            self.maybe_twice + other.maybe_twice,
+            self.complete and other.complete,
+            min(dues, default=None),
+            [*self.gone, *other.gone],
+        )
