@@ -5,6 +5,7 @@ from __future__ import annotations
 import bisect
 import builtins
 import datetime as dt
+import functools
 import itertools
 import logging
 import math
@@ -14,6 +15,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Concatenate, ParamSpec, TypeVar
 
 from digest_core.archive.files import (
     FileEntry,
@@ -28,6 +30,7 @@ from digest_core.archive.files import (
     stat_key,
 )
 from digest_core.archive.fulltext import FullText
+from digest_core.archive.priority import STEP_FILES, ReaderFirst
 from digest_core.archive.scan import RawTest, SearchHit, read_head
 from digest_core.archive.searching import Searcher
 from digest_core.errors import IssueFormatError, IssueNotFound
@@ -52,6 +55,22 @@ def _served_dates(groups: Iterator[builtins.list[FileEntry]]) -> Iterator[dt.dat
 
 
 __all__ = ["Archive", "ArchiveEntry", "SearchHit"]
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+
+
+def _reader(
+    method: Callable[Concatenate[Archive, _P], _T],
+) -> Callable[Concatenate[Archive, _P], _T]:
+    """A reader's call: background work steps aside while it runs (:mod:`.priority`)."""
+
+    @functools.wraps(method)
+    def served(self: Archive, /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        with self.priority.serving():
+            return method(self, *args, **kwargs)
+
+    return served
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +176,8 @@ class Archive:
         self._loading: dict[Path, threading.Lock] = {}
         self._last_good: dict[dt.date, Issue] = {}
         self._reported: dict[str, str] = {}  # path -> the problem last logged for it
+        #: readers first: the index's background work steps aside while one is served
+        self.priority = ReaderFirst()
         self._search = Searcher(self, index)
 
     def __repr__(self) -> str:
@@ -193,8 +214,7 @@ class Archive:
             if not full and key == dir_key and listed_before - st.st_mtime_ns > _RACY_NS:
                 return
             listed_ns = time.time_ns()
-            with os.scandir(self.root) as it:
-                names = {e.name: e.inode() for e in it if looks_like_issue(e.name)}
+            names = self._list_names()
         except OSError as exc:
             detail = f"cannot list the archive folder: {exc.strerror or exc}"
             with self._lock:
@@ -205,7 +225,9 @@ class Archive:
             return
         root_real = real_root(self.root)
         fresh: dict[str, tuple[int, FileEntry]] = {}
-        for name, inode in names.items():
+        for n, (name, inode) in enumerate(names.items()):
+            if n % STEP_FILES == 0:
+                self.priority.step()
             known = old.get(name)
             if known is not None and known[0] == inode and not full:
                 fresh[name] = known
@@ -225,6 +247,18 @@ class Archive:
                 self._set(fresh)
             if full:
                 self._restat_at = now
+
+    def _list_names(self) -> dict[str, int]:
+        """The issue-like names of the folder, with their inodes (readers first: see
+        :mod:`.priority`). Raises OSError when it cannot be listed."""
+        names: dict[str, int] = {}
+        with os.scandir(self.root) as it:
+            for n, e in enumerate(it):
+                if n % STEP_FILES == 0:
+                    self.priority.step()
+                if looks_like_issue(e.name):
+                    names[e.name] = e.inode()
+        return names
 
     def _set(self, names: dict[str, tuple[int, FileEntry]], *, listed: bool = True) -> None:
         """Adopt a new listing (under the lock): pick each date's file, drop what is gone
@@ -357,6 +391,7 @@ class Archive:
 
     # ------------------------------------------------------------ serving
 
+    @_reader
     def on(self, date: dt.date) -> Issue:
         """The issue of ``date``.
 
@@ -382,6 +417,7 @@ class Archive:
         zh, en = f"{date} 的日报暂时无法提供", f"The issue of {date} is not available right now"
         raise IssueNotFound(nearest_text(zh, en, before, after), date=date) from error
 
+    @_reader
     def latest(self, *, on_or_before: dt.date | None = None) -> Issue:
         """The newest issue, or the newest dated ``on_or_before`` a day; broken files are skipped.
 
@@ -432,6 +468,10 @@ class Archive:
         not a good issue: every other case is the listing's."""
 
         def newest() -> FileEntry | None:
+            if on_or_before is not None:  # /today: the day's own file, if any, is the newest
+                found = next((e for e in of_date(self.root, on_or_before) if e.ok), None)
+                if found is not None:
+                    return found
             groups = newest_first(self.root, on_or_before)
             return next((e for e in next(groups, []) if e.ok), None)
 
@@ -454,6 +494,7 @@ class Archive:
 
     # ------------------------------------------------------------ search
 
+    @_reader
     def search(
         self, word: str, *, limit: int = 20, on_or_before: dt.date | None = None
     ) -> builtins.list[SearchHit]:
@@ -476,6 +517,7 @@ class Archive:
         self.refresh()
         return self._search.search(needle, limit, on_or_before)
 
+    @_reader
     def hits_on(self, date: dt.date, word: str) -> builtins.list[SearchHit]:
         """The items (and lede) of the issue of ``date`` containing ``word``, ignoring case, as
         :meth:`search` finds them (from the index when it holds the day's file as it is);

@@ -143,7 +143,9 @@ class Searcher:
                 if store is None:
                     self._wanted = False
                     return None
+                self._archive.priority.step()
                 indexed = store.indexed()
+                self._archive.priority.step()
                 with self._lock:
                     self._store, self._indexed = store, indexed
                     self._restale()
@@ -242,6 +244,7 @@ class Searcher:
             updates: list[Update] = []
             broken: list[tuple[dt.date, StatKey, bool]] = []
             for batch in _batched(dates, BATCH):
+                self._archive.priority.step()
                 for date in batch:
                     self._read(date, updates, broken)
                 store.put(updates)
@@ -330,7 +333,8 @@ class Searcher:
     def _build_quietly(self) -> None:
         started = time.perf_counter()
         try:
-            read = self.build()
+            with self._archive.priority.background():
+                read = self.build()
         except Exception:  # a background thread has nobody to raise to
             log.exception("archive %s: bringing the search index up to date failed", self._archive)
         else:

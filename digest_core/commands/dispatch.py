@@ -149,7 +149,8 @@ class Commands:
         """Run one command. Never raises for bad input: the reply explains and shows usage."""
         name = request.command.lower().lstrip("/")
         started = self.clock.monotonic()
-        reply = await self._handle(name, request)
+        with self.archive.priority.serving():  # the archive's background work steps aside
+            reply = await self._handle(name, request)
         known = name if name in self._table else "unknown"  # a bounded label set
         self.metrics.command(
             request.platform,
@@ -212,9 +213,14 @@ class Commands:
         """``fn(*args, **kwargs)`` in a worker thread: file I/O, parsing and rendering."""
         self._in_threads += 1
         try:
-            return await asyncio.to_thread(fn, *args, **kwargs)
+            return await asyncio.to_thread(self._served, fn, *args, **kwargs)
         finally:
             self._in_threads -= 1
+
+    def _served(self, fn: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        """``fn`` as a reader's call: the archive's background work steps aside meanwhile."""
+        with self.archive.priority.serving():
+            return fn(*args, **kwargs)
 
     def reply(
         self,

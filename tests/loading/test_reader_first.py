@@ -1,0 +1,114 @@
+"""Readers first: the search index's background work steps aside while a reader is served
+(digest_core.archive.priority), and what a restart reads of the index is its small table."""
+
+from __future__ import annotations
+
+import datetime as dt
+import shutil
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+
+from digest_core.archive import Archive
+from digest_core.archive import priority as priority_module
+from digest_core.archive.priority import ReaderFirst
+
+DATA = Path(__file__).parent / "data"
+
+
+def _waiting(gate: ReaderFirst) -> int:
+    """Threads waiting in the gate's condition (what a step that steps aside does)."""
+    return len(gate._idle._waiters)  # type: ignore[attr-defined]
+
+
+def _until(predicate: object, timeout: float = 10.0) -> None:
+    """Wait for ``predicate()`` (a condition on another thread's state), failing after
+    ``timeout`` seconds."""
+    done = threading.Event()
+    for _ in range(int(timeout / 0.005)):
+        if predicate():  # type: ignore[operator]
+            return
+        done.wait(0.005)
+    raise AssertionError("the condition never held")
+
+
+def test_background_work_waits_while_a_reader_is_served(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(priority_module, "MAX_WAIT", 30.0)
+    gate = ReaderFirst()
+    stepped = threading.Event()
+
+    def background() -> None:
+        with gate.background():
+            gate.step()
+        stepped.set()
+
+    with gate.serving():
+        assert gate.readers == 1
+        worker = threading.Thread(target=background)
+        worker.start()
+        _until(lambda: _waiting(gate) == 1)  # the step is waiting for the reader
+        assert not stepped.is_set()
+    worker.join(10)
+    assert stepped.is_set() and gate.readers == 0
+
+
+def test_a_step_waits_at_most_max_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A steady stream of readers slows background work but never stops it."""
+    monkeypatch.setattr(priority_module, "MAX_WAIT", 0.01)
+    gate = ReaderFirst()
+    with gate.serving(), gate.background():
+        for _ in range(3):
+            gate.step()  # returns after MAX_WAIT although the reader is still served
+        assert gate.readers == 1
+
+
+def test_steps_outside_background_work_never_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reader's own call that brings a few files into the index (or a CLI building it) is not
+    background work: its steps return at once even while readers (itself) are served."""
+    monkeypatch.setattr(priority_module, "MAX_WAIT", 30.0)
+    gate = ReaderFirst()
+    with gate.serving(), gate.serving():
+        assert gate.readers == 2
+        gate.step()
+        assert _waiting(gate) == 0
+    assert gate.readers == 0
+
+
+def test_readers_calls_count_as_served(tmp_path: Path) -> None:
+    folder = tmp_path / "archive"
+    shutil.copytree(DATA, folder, ignore=lambda _d, names: [n for n in names if "2026-" not in n])
+    archive = Archive(folder, index=False)
+    seen: list[int] = []
+    original = archive._issue
+
+    def spy(*args: object, **kwargs: object) -> object:
+        seen.append(archive.priority.readers)
+        return original(*args, **kwargs)  # type: ignore[arg-type]
+
+    archive._issue = spy  # type: ignore[method-assign]
+    latest = archive.latest()
+    archive.on(latest.date)
+    assert seen and all(n >= 1 for n in seen)
+    assert archive.priority.readers == 0
+
+
+def test_an_index_of_the_older_schema_is_made_afresh(tmp_path: Path) -> None:
+    """Schema 3 keeps the issues' blobs out of the table a restart reads."""
+    folder = tmp_path / "archive"
+    shutil.copytree(DATA, folder, ignore=lambda _d, names: [n for n in names if "2026-" not in n])
+    path = tmp_path / "index.sqlite"
+    archive = Archive(folder, index=path)
+    assert archive.build_index() > 0
+    word = archive.latest().headline.title[:2]
+    archive.close()
+    with sqlite3.connect(path) as db:
+        columns = [row[1] for row in db.execute("PRAGMA table_info(files)")]
+        assert "issue" not in columns
+        db.execute("UPDATE meta SET value = '2' WHERE key = 'schema'")
+    again = Archive(folder, index=path)
+    assert again.build_index() > 0  # every file read again: the old index was not trusted
+    assert again.search(word)
+    assert again.on(dt.date.fromisoformat(next(iter(sorted(folder.iterdir()))).name[:10]))
+    again.close()
