@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import compileall
 import contextlib
+import sys
 from pathlib import Path
 
 import pytest
@@ -33,9 +34,19 @@ def precompile(config: pytest.Config) -> None:
         from _pytest.assertion import rewrite
 
         state = config.stash[rewrite.assertstate_key]
-        for source in sorted(ROOT.glob("tests/**/*.py")):
-            if not (source.name.startswith("test_") or source.name == "conftest.py"):
-                continue
+        tests = [
+            source
+            for source in sorted(ROOT.glob("tests/**/*.py"))
+            if source.name.startswith("test_") or source.name == "conftest.py"
+        ]
+        # and the installed pytest plugins this process rewrote (pytest-asyncio, xdist,
+        # pytest-timeout, Hypothesis' plugin: 114 modules, about a second of every worker's
+        # start), which nobody caches where bytecode is not written
+        hook = next(
+            (h for h in sys.meta_path if isinstance(h, rewrite.AssertionRewritingHook)), None
+        )
+        plugins = sorted(set(getattr(hook, "_rewritten_names", {}).values()) - set(tests))
+        for source in [*tests, *plugins]:
             pyc = rewrite.get_cache_dir(source) / (source.name[:-3] + rewrite.PYC_TAIL)
             if rewrite._read_pyc(source, pyc, state.trace) is None:
                 source_hash, code = rewrite._rewrite_test(source, config)

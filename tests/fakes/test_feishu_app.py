@@ -17,7 +17,12 @@ from bots.workchat.sdkthread import SdkThread
 from tests.fakes import lark_frames
 from tests.fakes.feishu_app import AUTH_FAILED, CARD_LIMIT, EXCEED_CONN_LIMIT, FakeFeishuApp
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+# the Feishu SDK's import takes about 2 s of CPU (every API's models): one worker pays it for
+# all of the tests that load it in-process (tests/xdist_groups.py)
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+    pytest.mark.xdist_group("lark"),
+]
 
 
 def test_frames_round_trip_through_the_sdk_codec() -> None:

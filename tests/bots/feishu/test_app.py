@@ -29,7 +29,12 @@ from digest_core.testing import PinnedClock
 from tests.bots.telegram.harness import ARCHIVE, TODAY, ZONE, local
 from tests.fakes.feishu_app import FakeFeishuApp
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+# the Feishu SDK's import takes about 2 s of CPU (every API's models): one worker pays it for
+# all of the tests that load it in-process (tests/xdist_groups.py)
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+    pytest.mark.xdist_group("lark"),
+]
 
 ANN = "ou_ann00000000000000000000000000"
 BOB = "ou_bob00000000000000000000000000"
