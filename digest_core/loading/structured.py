@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ConfigDict, TypeAdapter, ValidationError
 
 from digest_core.errors import IssueFormatError
 from digest_core.loading.shape import LIST_CAPS as LIST_CAPS
@@ -29,7 +29,8 @@ log = logging.getLogger(__name__)
 
 StructuredSuffix = Literal[".json", ".yaml", ".yml"]
 
-_DATE = TypeAdapter(dt.date)
+#: deferred: built at the first file with a date of its own, not when the module is imported
+_DATE = TypeAdapter(dt.date, config=ConfigDict(defer_build=True))
 
 
 class Problem(NamedTuple):
