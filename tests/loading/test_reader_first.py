@@ -138,3 +138,47 @@ print(len(issues))
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == str(8 * len(list(DATA.glob("2026-*"))))
+
+
+def _archive(tmp_path: Path) -> tuple[Path, list[dt.date]]:
+    folder = tmp_path / "archive"
+    shutil.copytree(DATA, folder, ignore=lambda _d, names: [n for n in names if "2026-" not in n])
+    dates = sorted(dt.date.fromisoformat(p.name[:10]) for p in folder.iterdir())
+    return folder, dates
+
+
+def test_while_the_folder_is_first_listed_a_reader_is_served_by_name(tmp_path: Path) -> None:
+    """A bot just started lists ten years of files in the background; meanwhile /today, the
+    newest issue and the neighbours of a day are found by their names alone (the listing's
+    lock is held here as the background thread holds it)."""
+    folder, dates = _archive(tmp_path)
+    archive = Archive(folder, index=False)
+    day = dates[2]
+    with archive._refreshing:  # the first listing, under way in another thread
+        assert archive.latest(on_or_before=day).date == day  # the day's own file
+        assert archive.latest(on_or_before=day + dt.timedelta(days=10)).date == dates[-1]
+        assert archive.latest().date == dates[-1]
+        older, newer = archive.entry_dates_around(day)
+        assert (next(older), next(newer)) == (dates[1], dates[3])
+        assert archive._dir_key is None  # nothing above waited for the listing
+    assert archive.latest(on_or_before=day).date == day  # the same once it is listed
+
+
+def test_a_broken_file_of_the_day_is_left_to_the_listing(tmp_path: Path) -> None:
+    """The day's file looked up by name is served only when it is a good issue; otherwise the
+    listing decides (here: the newest good issue before it)."""
+    folder, dates = _archive(tmp_path)
+    day = dates[2]
+    broken = next(p for p in folder.iterdir() if p.name.startswith(day.isoformat()))
+    broken.write_text("AI 技术日报\n重点\n只有标题\n", encoding="utf-8")
+    archive = Archive(folder, index=False)
+    found: list[dt.date] = []
+    with archive._refreshing:
+        worker = threading.Thread(
+            target=lambda: found.append(archive.latest(on_or_before=day).date)
+        )
+        worker.start()
+        _until(lambda: bool(archive._loaded))  # the day's file was read by name: broken
+        assert not found  # and the reader now waits for the listing
+    worker.join(10)
+    assert found == [dates[1]]
