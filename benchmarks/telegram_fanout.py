@@ -8,6 +8,9 @@ Bot API double (``tests.fakes.telegram_api``, its own process, Telegram's flood 
   ledger and ``TelegramAdapter`` with the limits it ships (``TELEGRAM_LIMITS``);
 * ``ours-window``: the same with window-safe pacing limits (a token bucket whose burst plus one
   window of refill never exceeds the double's sliding window), proposed for pacing.py;
+* ``ours-nohttp``: ``ours`` with each sendMessage answered in the bot's process after 2 ms
+  (:class:`Answering`: PTB, the adapter, pacing, the engine and the ledger as in ``ours``, no
+  HTTP client or socket), so ``ours`` minus this is the HTTP client's CPU per message;
 * ``ptb-loop``: the obvious way, a loop of ``bot.send_message`` through PTB's
   ``AIORateLimiter`` (30/s overall, 20/min per group; ``max_retries`` so nothing is lost).
 
@@ -18,7 +21,9 @@ uses the whole call instead (planning, ledger); ``flood_429s`` as counted by the
 ``lost`` = messages that never arrived; ``cpu_ms_per_msg``: the CPU time of the bot's process
 (the client, with the engine and ledger: the double runs in a process of its own) over the
 post, per message sent, and ``cpu_ratio`` its ratio to the target of 1 ms (issue #24, item 5;
-the engine and ledger alone cost about 0.05 ms: benchmarks/scale.py).
+the engine and ledger alone cost about 0.05 ms in benchmarks/scale.py, where a batch carries
+hundreds of parts; paced at 30 a second a batch carries one or two, and ``ours-nohttp`` gives
+what they cost then).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib.util
+import itertools
 import json
 import logging
 import math
@@ -42,6 +48,7 @@ from typing import Any
 
 import httpx
 
+from bots.telegram.request import JsonRequest
 from bots.telegram.spec import TELEGRAM_LIMITS
 from digest_core.platform import PlatformLimits, Rate, TargetKind
 from tests.fakes.telegram_api import DEFAULT_TOKEN, FloodLimits
@@ -134,13 +141,35 @@ def write_config(tmp: Path, base_url: str, channels: list[int]) -> Path:
     return path
 
 
-async def run_ours(args: argparse.Namespace, limits: PlatformLimits) -> dict[str, float]:
+class Answering(JsonRequest):
+    """``ours-nohttp``'s request: a sendMessage is answered here, after :data:`ANSWER_SECONDS`
+    (the loopback's latency, about), with a new message id; other calls go to the double."""
+
+    ANSWER_SECONDS = 0.002
+    _ids = itertools.count(1)
+
+    async def do_request(
+        self, url: str, method: str, *args: Any, **kwargs: Any
+    ) -> tuple[int, bytes]:
+        if not url.endswith("/sendMessage"):
+            return await super().do_request(url, method, *args, **kwargs)
+        await asyncio.sleep(self.ANSWER_SECONDS)
+        return 200, b'{"ok":true,"result":{"message_id":%d}}' % next(self._ids)
+
+
+async def run_ours(
+    args: argparse.Namespace, limits: PlatformLimits, *, http: bool = True
+) -> dict[str, float]:
     import datetime as dt
     import os
 
     from bots.registry import load_settings
     from bots.runtime import open_service
     from bots.telegram import TelegramAdapter
+    from bots.telegram import adapter as telegram_adapter
+
+    if not http:  # the adapter builds its request from this name
+        telegram_adapter.JsonRequest = Answering  # type: ignore[misc]
 
     os.environ["DIGEST_BOT_TELEGRAM__TOKEN"] = DEFAULT_TOKEN
     with double(args.scale) as (base_url, control), tempfile.TemporaryDirectory() as tmp:
@@ -159,7 +188,7 @@ async def run_ours(args: argparse.Namespace, limits: PlatformLimits) -> dict[str
                 cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
             finally:
                 await adapter.stop()
-        phase, sent, floods = send_phase(control)
+        phase, sent, floods = send_phase(control) if http else (wall, reports[0].sent, 0)
     report = reports[0]
     parts = len(report.targets) and max(t.sent + t.failed + t.skipped for t in report.targets)
     expected = (args.privates + args.channels) * parts
@@ -240,6 +269,8 @@ async def run_ptb_loop(args: argparse.Namespace) -> dict[str, float]:
 async def run_child(args: argparse.Namespace) -> dict[str, float]:
     if args.variant == "ours":
         return await run_ours(args, TELEGRAM_LIMITS)
+    if args.variant == "ours-nohttp":
+        return await run_ours(args, TELEGRAM_LIMITS, http=False)
     if args.variant == "ours-window":
         overall = Rate(args.window_rate, burst=1)
         return await run_ours(args, replace(WINDOW_SAFE_LIMITS, overall=overall))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import functools
 import importlib.util
@@ -315,10 +316,10 @@ class TelegramAdapter(TelegramEditing):
         try:
             await app.initialize()
         except InvalidToken as exc:
-            self._app = None
+            await self._abandon()
             raise ConfigError("Telegram refused the bot token", key="telegram.token") from exc
         except TelegramError as exc:
-            self._app = None
+            await self._abandon()
             reason = network_reason(exc) or str(exc)
             raise TransientError(
                 f"cannot reach the Bot API at {self.settings.api_base_url}: {reason}; check "
@@ -362,6 +363,15 @@ class TelegramAdapter(TelegramEditing):
                 error_callback=self._poll_failed,
             )
             log.info("telegram: long polling")
+
+    async def _abandon(self) -> None:
+        """Drop an Application whose log-in failed: PTB leaves its requests' clients open
+        (its shutdown skips a bot that never logged in), so they are closed here."""
+        app, self._app = self._app, None
+        if app is not None:
+            # (getUpdates' request and the one of every other call)
+            requests = app.bot._request
+            await asyncio.gather(*(r.shutdown() for r in requests), return_exceptions=True)
 
     def _poll_failed(self, exc: TelegramError) -> None:
         """A failed getUpdates (PTB retries it): one line per new reason, not a traceback

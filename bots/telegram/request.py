@@ -1,27 +1,89 @@
-"""The adapter's HTTP requests to the Bot API: PTB's ``HTTPXRequest`` with JSON bodies.
+"""The adapter's HTTP requests to the Bot API: JSON bodies over aiohttp, files over PTB's httpx.
 
 PTB form-encodes every request (``application/x-www-form-urlencoded``); percent-encoding an
 issue's 4 kB of Chinese text in Python took about a millisecond of CPU per message, a JSON
 body a few microseconds. The Bot API takes both (https://core.telegram.org/bots/api#making-requests).
-Requests with files still go as PTB sends them (multipart).
+
+A request without files goes over an aiohttp session (its HTTP parser and headers are C):
+httpx and httpcore, pure Python with anyio under them, cost about 2 ms of the bot's CPU per
+``sendMessage`` on the loopback (benchmarks/telegram_fanout.py), aiohttp a fraction of that.
+Requests with files still go as PTB sends them (multipart, over ``HTTPXRequest``'s client),
+and the timeouts of both are the ``httpx.Timeout`` PTB's request was built with.
 """
 
 from __future__ import annotations
 
 import json
 
-import httpx
+import aiohttp
+from aiohttp.helpers import get_env_proxy_for_url
 from telegram._utils.defaultvalue import DefaultValue
 from telegram._utils.types import ODVInput
 from telegram.error import NetworkError, TimedOut
 from telegram.request import HTTPXRequest, RequestData
 from telegram.request._baserequest import BaseRequest
+from yarl import URL
 
 _JSON = {"Content-Type": "application/json", "User-Agent": HTTPXRequest.USER_AGENT}
 
+#: TimedOut's message for a request that never got a connection (as HTTPXRequest's)
+POOL_TIMEOUT_MESSAGE = (
+    "Pool timeout: All connections in the connection pool are occupied. Request was *not* "
+    "sent to Telegram. Consider adjusting the connection pool size or the pool timeout."
+)
+
 
 class JsonRequest(HTTPXRequest):
-    """``HTTPXRequest`` sending parameters as one JSON body (files: as PTB does)."""
+    """``HTTPXRequest`` sending parameters as one JSON body over aiohttp (files: as PTB does).
+
+    Timeouts, from the ``httpx.Timeout`` of the request (``_client.timeout``): ``connect``
+    bounds opening a connection (aiohttp's ``sock_connect``), ``pool`` plus ``connect`` the
+    wait for a free one and opening it (aiohttp's ``connect``), ``read`` each wait for the
+    answer's bytes (``sock_read``); aiohttp has no write timeout (a JSON body of a few kB goes
+    into the socket's buffer at once). Proxies come from the environment, as httpx reads them
+    (``HTTPS_PROXY``, ``NO_PROXY``; looked up once per host); TLS uses the system's CAs.
+    """
+
+    def __init__(
+        self,
+        *,
+        connection_pool_size: int,
+        connect_timeout: float,
+        read_timeout: float,
+        write_timeout: float,
+        pool_timeout: float,
+    ) -> None:
+        super().__init__(
+            connection_pool_size=connection_pool_size,
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
+            write_timeout=write_timeout,
+            pool_timeout=pool_timeout,
+        )
+        self._pool_size = connection_pool_size
+        self._session: aiohttp.ClientSession | None = None
+        self._timeout = _aiohttp_timeout(connect_timeout, read_timeout, pool_timeout)
+        #: scheme://host:port -> its proxy from the environment and the proxy's credentials
+        self._proxies: dict[str, tuple[URL | None, aiohttp.BasicAuth | None]] = {}
+
+    async def initialize(self) -> None:
+        await super().initialize()
+        if self._session is None or self._session.closed:
+            # (in the running loop: an aiohttp connector belongs to the loop it is made in)
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=self._pool_size),
+                timeout=self._timeout,
+                headers=_JSON,
+                skip_auto_headers=("Accept-Encoding",),
+            )
+
+    async def shutdown(self) -> None:
+        session, self._session = self._session, None
+        try:
+            await super().shutdown()
+        finally:
+            if session is not None and not session.closed:
+                await session.close()
 
     async def do_request(
         self,
@@ -43,36 +105,73 @@ class JsonRequest(HTTPXRequest):
                 connect_timeout=connect_timeout,
                 pool_timeout=pool_timeout,
             )
-        client = self._client
-        if client.is_closed:
-            raise RuntimeError("This HTTPXRequest is not initialized!")
-        default = client.timeout
-        timeout = httpx.Timeout(
-            connect=default.connect
-            if isinstance(connect_timeout, DefaultValue)
-            else connect_timeout,
-            read=default.read if isinstance(read_timeout, DefaultValue) else read_timeout,
-            write=default.write if isinstance(write_timeout, DefaultValue) else write_timeout,
-            pool=default.pool if isinstance(pool_timeout, DefaultValue) else pool_timeout,
-        )
+        session = self._session
+        if session is None or session.closed:
+            raise RuntimeError("This JsonRequest is not initialized!")
+        timeout = self._timeout
+        if not (
+            isinstance(read_timeout, DefaultValue)
+            and isinstance(connect_timeout, DefaultValue)
+            and isinstance(pool_timeout, DefaultValue)
+        ):
+            timeout = self._timeouts_of(read_timeout, connect_timeout, pool_timeout)
         # the form's fields as they are (each value a string, objects JSON-encoded), so the
         # Bot API reads them as it reads a form: the same request in a cheaper body
         body = json.dumps(request_data.json_parameters, separators=(",", ":")).encode()
-        # (the errors as HTTPXRequest.do_request raises them)
+        return await self._send(session, method, url, body, timeout)
+
+    async def _send(
+        self,
+        session: aiohttp.ClientSession,
+        method: str,
+        url: str,
+        body: bytes,
+        limits: aiohttp.ClientTimeout,
+    ) -> tuple[int, bytes]:
+        """One request; its errors as HTTPXRequest raises them (TimedOut, NetworkError)."""
         try:
-            res = await client.request(
-                method=method, url=url, headers=_JSON, timeout=timeout, content=body
-            )
-        except httpx.TimeoutException as err:
-            if isinstance(err, httpx.PoolTimeout):
-                raise TimedOut(
-                    message=(
-                        "Pool timeout: All connections in the connection pool are occupied. "
-                        "Request was *not* sent to Telegram. Consider adjusting the connection "
-                        "pool size or the pool timeout."
-                    )
-                ) from err
+            proxy, auth = self._proxy(url)
+            async with session.request(
+                method, url, data=body, timeout=limits, proxy=proxy, proxy_auth=auth
+            ) as res:
+                return res.status, await res.read()
+        except aiohttp.ConnectionTimeoutError as err:  # no connection: it never left
+            raise TimedOut(message=POOL_TIMEOUT_MESSAGE) from err
+        except TimeoutError as err:  # the answer did not come in time
             raise TimedOut from err
-        except httpx.HTTPError as err:
-            raise NetworkError(f"httpx.{err.__class__.__name__}: {err}") from err
-        return res.status_code, res.content
+        except aiohttp.ClientError as err:
+            raise NetworkError(f"aiohttp.{err.__class__.__name__}: {err}") from err
+
+    def _timeouts_of(
+        self,
+        read: ODVInput[float],
+        connect: ODVInput[float],
+        pool: ODVInput[float],
+    ) -> aiohttp.ClientTimeout:
+        default = self._client.timeout
+        return _aiohttp_timeout(
+            default.connect if isinstance(connect, DefaultValue) else connect,
+            default.read if isinstance(read, DefaultValue) else read,
+            default.pool if isinstance(pool, DefaultValue) else pool,
+        )
+
+    def _proxy(self, url: str) -> tuple[URL | None, aiohttp.BasicAuth | None]:
+        """The proxy the environment names for ``url``'s host (None: none), as httpx reads
+        it; looked up once per host (aiohttp's trust_env reads the environment per request)."""
+        end = url.find("/", url.find("//") + 2)
+        where = url if end < 0 else url[:end]
+        known = self._proxies.get(where)
+        if known is None:
+            try:
+                known = get_env_proxy_for_url(URL(where))
+            except LookupError:
+                known = (None, None)
+            self._proxies[where] = known
+        return known
+
+
+def _aiohttp_timeout(
+    connect: float | None, read: float | None, pool: float | None
+) -> aiohttp.ClientTimeout:
+    both = None if connect is None or pool is None else connect + pool
+    return aiohttp.ClientTimeout(total=None, connect=both, sock_connect=connect, sock_read=read)

@@ -7,6 +7,7 @@ import inspect
 import warnings
 from typing import Any
 
+import aiohttp
 import httpx
 from telegram import Bot, InlineKeyboardMarkup, LinkPreviewOptions
 from telegram.error import (
@@ -154,6 +155,9 @@ def may_have_arrived(exc: TimedOut) -> bool:
     """False for a timeout before the request left (connecting, or waiting for a pooled
     connection); True for a read or write timeout, which Telegram may have acted on."""
     return not (
-        isinstance(exc.__cause__, httpx.ConnectTimeout | httpx.PoolTimeout)
+        isinstance(
+            exc.__cause__,
+            httpx.ConnectTimeout | httpx.PoolTimeout | aiohttp.ConnectionTimeoutError,
+        )
         or "pool timeout" in exc.message.lower()
     )

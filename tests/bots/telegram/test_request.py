@@ -1,0 +1,145 @@
+"""JsonRequest's failures over real sockets, as the adapter translates them: a request that
+never left is a plain transient error, one whose answer did not come may have arrived."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import pytest
+from telegram.error import NetworkError, TelegramError, TimedOut
+from telegram.request import RequestData
+from telegram.request._requestparameter import RequestParameter
+
+from bots.telegram.request import JsonRequest
+from bots.telegram.wire import translate
+from digest_core.errors import DeliveryError, OutcomeUnknown, TransientError
+from digest_core.platform import Target, TargetKind
+from tests import ports
+
+TARGET = Target("telegram", "-1001", TargetKind.CHANNEL)
+
+
+def _request(*, pool: int = 4, read: float = 0.2) -> JsonRequest:
+    return JsonRequest(
+        connection_pool_size=pool,
+        connect_timeout=1.0,
+        read_timeout=read,
+        write_timeout=1.0,
+        pool_timeout=0.2,
+    )
+
+
+def _data() -> RequestData:
+    fields = {"chat_id": -1001, "text": "早报"}
+    return RequestData([RequestParameter.from_input(k, v) for k, v in fields.items()])
+
+
+@asynccontextmanager
+async def _server(*, answer: bool) -> AsyncIterator[tuple[str, list[bytes], asyncio.Event]]:
+    """A Bot API stand-in on loopback: its URL, the requests it read and an event set at the
+    first; it answers each request ``{"ok": true, ...}`` or, without ``answer``, never."""
+    seen: list[bytes] = []
+    arrived, release = asyncio.Event(), asyncio.Event()
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = next(
+            int(line.split(b":")[1])
+            for line in head.split(b"\r\n")
+            if line.lower().startswith(b"content-length")
+        )
+        seen.append(head + await reader.readexactly(length))
+        arrived.set()
+        if answer:
+            body = json.dumps({"ok": True, "result": {"message_id": 7}}).encode()
+            writer.write(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+            )
+            await writer.drain()
+        await release.wait()
+        writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", ports.free_port())
+    port = server.sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}/bot1:token/sendMessage", seen, arrived
+    finally:
+        release.set()
+        server.close()
+        await server.wait_closed()
+
+
+async def _failure(request: JsonRequest, url: str) -> tuple[TelegramError, DeliveryError]:
+    with pytest.raises(TelegramError) as info:
+        await request.post(url, _data())
+    return info.value, translate(info.value, TARGET)
+
+
+async def test_a_json_send_arrives_as_one_json_body_and_returns_the_result() -> None:
+    request = _request()
+    async with _server(answer=True) as (url, seen, _):
+        await request.initialize()
+        try:
+            result = await request.post(url, _data())
+        finally:
+            await request.shutdown()
+    assert result == {"message_id": 7}
+    [raw] = seen
+    head, _, body = raw.partition(b"\r\n\r\n")
+    assert b"content-type: application/json" in head.lower()
+    # (the form's fields as PTB makes them: each value a string)
+    assert json.loads(body) == {"chat_id": "-1001", "text": "早报"}
+
+
+async def test_an_answer_that_never_comes_may_have_arrived() -> None:
+    request = _request()
+    async with _server(answer=False) as (url, seen, _):
+        await request.initialize()
+        try:
+            error, translated = await _failure(request, url)
+        finally:
+            await request.shutdown()
+    assert len(seen) == 1  # it did reach the server
+    assert isinstance(error, TimedOut)
+    assert type(translated) is OutcomeUnknown
+
+
+async def test_no_free_connection_in_the_pool_timeout_never_left() -> None:
+    request = _request(pool=1, read=30.0)
+    async with _server(answer=False) as (url, seen, arrived):
+        await request.initialize()
+        hanging = asyncio.ensure_future(request.post(url, _data()))
+        try:
+            await arrived.wait()  # the only connection is taken
+            error, translated = await _failure(request, url)
+        finally:
+            hanging.cancel()
+            await asyncio.gather(hanging, return_exceptions=True)
+            await request.shutdown()
+    assert len(seen) == 1  # the second request never reached the server
+    assert isinstance(error, TimedOut) and "pool timeout" in error.message.lower()
+    assert type(translated) is TransientError
+
+
+async def test_a_refused_connection_never_left() -> None:
+    request = _request()
+    await request.initialize()
+    try:
+        url = f"http://127.0.0.1:{ports.free_port()}/bot1:token/sendMessage"
+        error, translated = await _failure(request, url)
+    finally:
+        await request.shutdown()
+    assert isinstance(error, NetworkError) and not isinstance(error, TimedOut)
+    assert type(translated) is TransientError
+
+
+async def test_a_shut_down_request_refuses_to_send() -> None:
+    request = _request()
+    await request.initialize()
+    await request.shutdown()
+    with pytest.raises(RuntimeError, match="not initialized"):
+        await request.do_request("http://127.0.0.1:1/bot1:token/sendMessage", "POST", _data())
