@@ -423,6 +423,8 @@ class _Fanout:
                     await self._dispatch(tasks)
             finally:
                 if self._unsettled:
+                    for records in self._unsettled.values():
+                        records[0].hurry()  # (the writer holds them for company otherwise)
                     await asyncio.wait(self._unsettled)
         except ExceptionGroup as group:
             # a ledger failure: surface the first cause, not the group wrapper

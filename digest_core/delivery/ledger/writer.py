@@ -9,6 +9,7 @@ parameter and type processing.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from typing import Any
 
@@ -177,7 +178,8 @@ class Writer:
         self._check_open()
         if state.queued_sends is None:
             state.queued_sends = asyncio.get_running_loop().create_future()
-        op = Op("sent", row_id, message_id, state.queued_sends, shared=True)
+        sends = state.queued_sends
+        op = Op("sent", row_id, message_id, sends, shared=True, urge=lambda: state.urge(sends))
         state.queue.append(op)
         state.kick.set()
         return op
@@ -219,6 +221,7 @@ class Writer:
         self._check_open()
         done: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self.state.queue.append(Op(kind, row_id, value, done))
+        self.state.pressing = True
         self.state.kick.set()
         return done
 
@@ -236,10 +239,12 @@ class Writer:
                         await asyncio.wait(writing)
                     return
                 continue
+            await self._linger()
             # a free writer slot first: meanwhile the next batch gathers (with two writers,
             # while this one is written)
             await slots.acquire()
             batch, self.state.queue = self.state.queue, []
+            self.state.pressing = False
             sends = self.state.take_sends()
             if not batch:  # lost meanwhile (see ``lose``)
                 slots.release()
@@ -248,6 +253,18 @@ class Writer:
             writing.add(task)
             task.add_done_callback(writing.discard)
             task.add_done_callback(lambda _: slots.release())
+
+    async def _linger(self) -> None:
+        """While the queue holds only shared sends nobody waits for, wait (at most
+        ``state.linger`` real seconds) for an op that is waited for to join them."""
+        state = self.state
+        if state.pressing or state.closing or state.linger <= 0:
+            return
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(state.linger):
+                while not (state.pressing or state.closing or not state.queue):
+                    state.kick.clear()
+                    await state.kick.wait()
 
     async def _apply(self, batch: list[Op], sends: asyncio.Future[None] | None) -> None:
         """Write one batch and settle its callers' futures, ``sends`` (that of its shared ops)
