@@ -65,3 +65,28 @@ async def test_a_send_recorded_soon_is_written_by_itself_after_the_linger(ledger
     recorded = ledger.mark_sent_soon(row, "m1")
     await asyncio.wait_for(asyncio.shield(recorded.done), timeout=10)  # nobody urges it
     assert (await ledger.counts(REF))[PartState.SENT] == 1
+
+
+async def test_a_claim_after_a_queued_record_is_written_with_it(ledger: Ledger) -> None:
+    """A target's next part is claimed in the transaction of its part before's record:
+    both are committed, or neither, so the claim never stands without the record."""
+    first, second = await _planned(ledger, 2)
+    assert await ledger.claim(first)
+    _linger(ledger, 3600.0)
+    before = ledger.stats.transactions
+    recorded = ledger.mark_sent_soon(first, "m1")
+    assert await asyncio.wait_for(ledger.claim(second, after=recorded), timeout=10)
+    assert recorded.done.done() and recorded.error is None
+    assert ledger.stats.transactions == before + 1
+    counts = await ledger.counts(REF)
+    assert counts[PartState.SENT] == 1 and counts[PartState.IN_FLIGHT] == 1
+
+
+async def test_a_claim_after_a_record_already_written_waits_for_it(ledger: Ledger) -> None:
+    first, second = await _planned(ledger, 2)
+    assert await ledger.claim(first)
+    recorded = ledger.mark_sent_soon(first, "m1")
+    await recorded.wait()
+    assert await ledger.claim(second, after=recorded)
+    counts = await ledger.counts(REF)
+    assert counts[PartState.SENT] == 1 and counts[PartState.IN_FLIGHT] == 1

@@ -51,6 +51,8 @@ class Op:
     error: BaseException | None = None
     #: a shared op's: asks the writer to write its batch now (see ``LedgerState.linger``)
     urge: Callable[[], None] | None = None
+    #: a claim's: the record of the send before it, in the same batch (see ``Writer.claim``)
+    after: Op | None = None
 
     def fail(self, error: BaseException) -> None:
         """Settle the op with ``error`` (a shared op's future is settled with its batch)."""

@@ -145,9 +145,16 @@ class Writer:
         #: each kind of change as the engine's driver runs it (None: through SQLAlchemy)
         self._statements: dict[str, DriverStatement | None] = {}
 
-    async def claim(self, row_id: int, *, resumed_attempts: int | None = None) -> bool:
+    async def claim(
+        self, row_id: int, *, resumed_attempts: int | None = None, after: Op | None = None
+    ) -> bool:
         """Mark a row in flight (and count the attempt) if no one else has it; returns once
         committed, True if this call claimed it.
+
+        ``after``: a send recorded soon (``mark_sent_soon``) that must be committed first
+        (the part before, of the same target); its error is raised. Still queued, it is
+        written in the claim's transaction (both or neither: never the claim alone);
+        otherwise it is waited for first.
 
         A pending or failed row is claimed. A row a dead run left in flight (planned with state
         ``IN_FLIGHT``) is claimed only with ``resumed_attempts`` equal to the attempts it was
@@ -155,7 +162,13 @@ class Writer:
         has the row (or sent it): the caller MUST NOT send it. The caller MUST await this before
         sending, so a crash can only repeat in-flight rows.
         """
-        return await self._enqueue("claim", row_id, resumed_attempts)
+        if after is not None and after.done is not self.state.queued_sends:
+            await after.wait()  # being written already (or written): the claim comes after
+            after = None
+        claimed = await self._enqueue("claim", row_id, resumed_attempts, after=after)
+        if after is not None and after.error is not None:
+            raise after.error
+        return claimed
 
     async def mark_sent(self, row_id: int, message_id: str) -> None:
         """Record a successful send and the platform's message id."""
@@ -217,10 +230,12 @@ class Writer:
         if self.state.writer is None or self.state.closing:
             raise RuntimeError("the ledger is not open")
 
-    def _enqueue(self, kind: str, row_id: int, value: Any) -> asyncio.Future[bool]:
+    def _enqueue(
+        self, kind: str, row_id: int, value: Any, *, after: Op | None = None
+    ) -> asyncio.Future[bool]:
         self._check_open()
         done: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-        self.state.queue.append(Op(kind, row_id, value, done))
+        self.state.queue.append(Op(kind, row_id, value, done, after=after))
         self.state.pressing = True
         self.state.kick.set()
         return done
@@ -308,6 +323,9 @@ class Writer:
                     short_error(exc),
                 )
                 for op in batch:
+                    if op.after is not None and op.after.error is not None:
+                        op.fail(op.after.error)  # never a claim whose part before failed
+                        continue
                     await self._apply_batch([op])
                 return
             if not isinstance(exc, LedgerLost):
