@@ -423,6 +423,8 @@ class _Fanout:
                     await self._dispatch(tasks)
             finally:
                 if self._unsettled:
+                    for records in self._unsettled.values():
+                        records[0].hurry()  # (the writer holds them for company otherwise)
                     await asyncio.wait(self._unsettled)
         except ExceptionGroup as group:
             # a ledger failure: surface the first cause, not the group wrapper
@@ -525,10 +527,9 @@ class _Fanout:
         resumed = row.attempts if row.state is PartState.IN_FLIGHT else None
         if run.was_claimed(row.id):
             resumed = None  # released by this run since: pending
-        if run.recorded is not None:
-            recorded, run.recorded = run.recorded, None
-            await recorded.wait()  # the part before is recorded sent (a failure stops it)
-        if not await self._ledger.claim(row.id, resumed_attempts=resumed):
+        # the part before is recorded sent first, or with the claim (a failure stops it)
+        recorded, run.recorded = run.recorded, None
+        if not await self._ledger.claim(row.id, resumed_attempts=resumed, after=recorded):
             # another delivery has it: it sends this target's later parts too, in order
             left = len(run.parts) - run.pos
             log.info("%s: part %d is being sent by another delivery", target, row.part)

@@ -115,9 +115,13 @@ def _engine_for(parsed: Any, shown: str, *, echo: bool, in_memory: bool) -> Asyn
     try:
         if in_memory:
             # one shared connection, or every connection would see its own empty database
-            engine = create_async_engine(parsed, echo=echo, poolclass=StaticPool)
+            engine = create_async_engine(
+                parsed, echo=echo, poolclass=StaticPool, pool_reset_on_return=None
+            )
+            _roll_back_open_transactions(engine)
         elif sqlite:
-            engine = create_async_engine(parsed, echo=echo)
+            engine = create_async_engine(parsed, echo=echo, pool_reset_on_return=None)
+            _roll_back_open_transactions(engine)
         else:
             engine = create_async_engine(
                 parsed, echo=echo, pool_pre_ping=True, connect_args=_server_settings(parsed)
@@ -146,6 +150,27 @@ def _engine_for(parsed: Any, shown: str, *, echo: bool, in_memory: bool) -> Asyn
     except Exception as exc:  # bad query arguments and the like
         raise ConfigError(f"{shown}: {type(exc).__name__}: {exc}", key=CONFIG_KEY) from exc
     return engine
+
+
+def _roll_back_open_transactions(engine: AsyncEngine) -> None:
+    """The pool's reset of a connection checked in: a rollback only if a transaction is open.
+
+    SQLAlchemy rolls back every connection checked in (``reset_on_return``), committed or
+    not; on SQLite that rollback does nothing when no transaction is open (sqlite3 looks
+    first), but through aiosqlite it is still a trip to the connection's thread and back:
+    one of each transaction's five, every part sent twice (its claim, its record). The
+    engine is made with ``pool_reset_on_return=None`` and this reset in its place."""
+
+    @event.listens_for(engine.sync_engine, "reset")
+    def _reset(dbapi_connection: Any, _record: Any, reset_state: Any) -> None:
+        if not reset_state.asyncio_safe or reset_state.transaction_was_reset:
+            return  # (as SQLAlchemy's own reset: nothing may run now, or nothing is open)
+        try:
+            is_open = bool(dbapi_connection.driver_connection.in_transaction)
+        except Exception:  # no such attribute, a closed connection: roll back to be sure
+            is_open = True
+        if is_open:
+            dbapi_connection.rollback()
 
 
 def _set_pragmas(engine: AsyncEngine, busy_ms: int) -> None:

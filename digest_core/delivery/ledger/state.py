@@ -27,6 +27,8 @@ log = logging.getLogger(__name__)
 
 #: the writer's concurrent transactions on a server database (PostgreSQL)
 WRITERS = 2
+#: see ``LedgerState.linger``
+LINGER_SECONDS = 0.02
 
 
 @dataclass(eq=False, slots=True)
@@ -47,6 +49,10 @@ class Op:
     done: asyncio.Future[Any]
     shared: bool = False
     error: BaseException | None = None
+    #: a shared op's: asks the writer to write its batch now (see ``LedgerState.linger``)
+    urge: Callable[[], None] | None = None
+    #: a claim's: the record of the send before it, in the same batch (see ``Writer.claim``)
+    after: Op | None = None
 
     def fail(self, error: BaseException) -> None:
         """Settle the op with ``error`` (a shared op's future is settled with its batch)."""
@@ -55,9 +61,16 @@ class Op:
         elif not self.done.done():
             self.done.set_exception(error)
 
+    def hurry(self) -> None:
+        """Someone waits for this shared op: the writer writes its batch without lingering
+        (see ``LedgerState.linger``)."""
+        if self.urge is not None:
+            self.urge()
+
     async def wait(self) -> None:
         """Until a shared op is committed; raises its error (the ledger's)."""
         if not self.done.done():
+            self.hurry()  # someone waits for it: its batch need not wait for company
             await asyncio.shield(self.done)  # (shared: a cancelled waiter leaves it alone)
         if self.error is not None:
             raise self.error
@@ -122,6 +135,14 @@ class LedgerState:
         self.queue: list[Op] = []
         #: the future the shared ops in ``queue`` settle with (see :class:`Op`), if any
         self.queued_sends: asyncio.Future[None] | None = None
+        #: whether ``queue`` holds an op someone waits for (not only shared sends), or a
+        #: waiter urged the shared ones: the writer then writes it without lingering
+        self.pressing = False
+        #: real seconds the writer holds a queue of shared sends only, nobody waiting for
+        #: them, for an op that is waited for (a claim) to share their transaction: at a
+        #: paced platform's rate (50 a second) the sends and claims of a delivery came one
+        #: at a time, each its own transaction, two a part (0: no lingering)
+        self.linger = LINGER_SECONDS
         self.kick = asyncio.Event()
         self.closing = False
         #: set by :meth:`stop_retrying` (a shutdown): retries give up, waits are cut short
@@ -192,10 +213,18 @@ class LedgerState:
         and ledger retry with ``error``, so nothing more is sent (a claim comes first)."""
         self.health.lose(error)
         queued, self.queue = self.queue, []
+        self.pressing = False
         for op in queued:
             op.fail(error)
         settle_sends(self.take_sends())
         self.kick.set()
+
+    def urge(self, sends: asyncio.Future[None]) -> None:
+        """A waiter of the shared ops settled by ``sends``: if they are still queued, their
+        batch is written without lingering."""
+        if sends is self.queued_sends:
+            self.pressing = True
+            self.kick.set()
 
     def take_sends(self) -> asyncio.Future[None] | None:
         """The future of the shared ops queued so far (see :class:`Op`); the next ones get

@@ -9,6 +9,7 @@ parameter and type processing.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from typing import Any
 
@@ -144,9 +145,16 @@ class Writer:
         #: each kind of change as the engine's driver runs it (None: through SQLAlchemy)
         self._statements: dict[str, DriverStatement | None] = {}
 
-    async def claim(self, row_id: int, *, resumed_attempts: int | None = None) -> bool:
+    async def claim(
+        self, row_id: int, *, resumed_attempts: int | None = None, after: Op | None = None
+    ) -> bool:
         """Mark a row in flight (and count the attempt) if no one else has it; returns once
         committed, True if this call claimed it.
+
+        ``after``: a send recorded soon (``mark_sent_soon``) that must be committed first
+        (the part before, of the same target); its error is raised. Still queued, it is
+        written in the claim's transaction (both or neither: never the claim alone);
+        otherwise it is waited for first.
 
         A pending or failed row is claimed. A row a dead run left in flight (planned with state
         ``IN_FLIGHT``) is claimed only with ``resumed_attempts`` equal to the attempts it was
@@ -154,7 +162,13 @@ class Writer:
         has the row (or sent it): the caller MUST NOT send it. The caller MUST await this before
         sending, so a crash can only repeat in-flight rows.
         """
-        return await self._enqueue("claim", row_id, resumed_attempts)
+        if after is not None and after.done is not self.state.queued_sends:
+            await after.wait()  # being written already (or written): the claim comes after
+            after = None
+        claimed = await self._enqueue("claim", row_id, resumed_attempts, after=after)
+        if after is not None and after.error is not None:
+            raise after.error
+        return claimed
 
     async def mark_sent(self, row_id: int, message_id: str) -> None:
         """Record a successful send and the platform's message id."""
@@ -177,7 +191,8 @@ class Writer:
         self._check_open()
         if state.queued_sends is None:
             state.queued_sends = asyncio.get_running_loop().create_future()
-        op = Op("sent", row_id, message_id, state.queued_sends, shared=True)
+        sends = state.queued_sends
+        op = Op("sent", row_id, message_id, sends, shared=True, urge=lambda: state.urge(sends))
         state.queue.append(op)
         state.kick.set()
         return op
@@ -215,10 +230,13 @@ class Writer:
         if self.state.writer is None or self.state.closing:
             raise RuntimeError("the ledger is not open")
 
-    def _enqueue(self, kind: str, row_id: int, value: Any) -> asyncio.Future[bool]:
+    def _enqueue(
+        self, kind: str, row_id: int, value: Any, *, after: Op | None = None
+    ) -> asyncio.Future[bool]:
         self._check_open()
         done: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-        self.state.queue.append(Op(kind, row_id, value, done))
+        self.state.queue.append(Op(kind, row_id, value, done, after=after))
+        self.state.pressing = True
         self.state.kick.set()
         return done
 
@@ -236,10 +254,12 @@ class Writer:
                         await asyncio.wait(writing)
                     return
                 continue
+            await self._linger()
             # a free writer slot first: meanwhile the next batch gathers (with two writers,
             # while this one is written)
             await slots.acquire()
             batch, self.state.queue = self.state.queue, []
+            self.state.pressing = False
             sends = self.state.take_sends()
             if not batch:  # lost meanwhile (see ``lose``)
                 slots.release()
@@ -248,6 +268,18 @@ class Writer:
             writing.add(task)
             task.add_done_callback(writing.discard)
             task.add_done_callback(lambda _: slots.release())
+
+    async def _linger(self) -> None:
+        """While the queue holds only shared sends nobody waits for, wait (at most
+        ``state.linger`` real seconds) for an op that is waited for to join them."""
+        state = self.state
+        if state.pressing or state.closing or state.linger <= 0:
+            return
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(state.linger):
+                while not (state.pressing or state.closing or not state.queue):
+                    state.kick.clear()
+                    await state.kick.wait()
 
     async def _apply(self, batch: list[Op], sends: asyncio.Future[None] | None) -> None:
         """Write one batch and settle its callers' futures, ``sends`` (that of its shared ops)
@@ -291,6 +323,9 @@ class Writer:
                     short_error(exc),
                 )
                 for op in batch:
+                    if op.after is not None and op.after.error is not None:
+                        op.fail(op.after.error)  # never a claim whose part before failed
+                        continue
                     await self._apply_batch([op])
                 return
             if not isinstance(exc, LedgerLost):

@@ -1,0 +1,92 @@
+"""Issue 24, item 5: sends recorded soon wait (a little) for a claim to share its transaction.
+
+At a paced platform's rate the parts of a delivery come one at a time: each claim and each
+record of a send was a transaction of its own, two per part. A queue holding only sends
+recorded soon, that nobody waits for, is held up to ``LedgerState.linger`` real seconds for
+an op someone waits for; a waiter of the sends, or the ledger closing, ends the wait.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+
+from digest_core.delivery.ledger import Ledger, PartState
+from digest_core.testing import ManualClock, make_issue, make_targets, open_ledger
+
+REF = make_issue().ref
+
+
+@pytest.fixture
+async def ledger(ledger_url: str) -> AsyncIterator[Ledger]:
+    async with open_ledger(ManualClock(), ledger_url) as ledger:
+        yield ledger
+
+
+async def _planned(ledger: Ledger, targets: int) -> list[int]:
+    plan = await ledger.plan(REF, "fake", make_targets(targets), 1)
+    return [p.id for tp in plan.targets for p in tp.parts]
+
+
+def _linger(ledger: Ledger, seconds: float) -> None:
+    ledger._state.linger = seconds  # (the state the ledger's collaborators share)
+
+
+async def test_a_send_recorded_soon_shares_the_next_claims_transaction(ledger: Ledger) -> None:
+    first, second = await _planned(ledger, 2)
+    assert await ledger.claim(first)
+    _linger(ledger, 3600.0)  # held until the claim comes, however long
+    before = ledger.stats.transactions
+    recorded = ledger.mark_sent_soon(first, "m1")
+    await asyncio.sleep(0.05)  # the writer runs meanwhile: it holds the lone send
+    assert not recorded.done.done()
+    assert await asyncio.wait_for(ledger.claim(second), timeout=10)
+    assert recorded.done.done() and recorded.error is None
+    assert ledger.stats.transactions == before + 1  # the send and the claim: one transaction
+    counts = await ledger.counts(REF)
+    assert counts[PartState.SENT] == 1 and counts[PartState.IN_FLIGHT] == 1
+
+
+async def test_a_waiter_of_a_send_recorded_soon_has_it_written_at_once(ledger: Ledger) -> None:
+    [row] = await _planned(ledger, 1)
+    assert await ledger.claim(row)
+    _linger(ledger, 3600.0)
+    recorded = ledger.mark_sent_soon(row, "m1")
+    await asyncio.wait_for(recorded.wait(), timeout=10)
+    assert (await ledger.counts(REF))[PartState.SENT] == 1
+
+
+async def test_a_send_recorded_soon_is_written_by_itself_after_the_linger(ledger: Ledger) -> None:
+    [row] = await _planned(ledger, 1)
+    assert await ledger.claim(row)
+    _linger(ledger, 0.01)
+    recorded = ledger.mark_sent_soon(row, "m1")
+    await asyncio.wait_for(asyncio.shield(recorded.done), timeout=10)  # nobody urges it
+    assert (await ledger.counts(REF))[PartState.SENT] == 1
+
+
+async def test_a_claim_after_a_queued_record_is_written_with_it(ledger: Ledger) -> None:
+    """A target's next part is claimed in the transaction of its part before's record:
+    both are committed, or neither, so the claim never stands without the record."""
+    first, second = await _planned(ledger, 2)
+    assert await ledger.claim(first)
+    _linger(ledger, 3600.0)
+    before = ledger.stats.transactions
+    recorded = ledger.mark_sent_soon(first, "m1")
+    assert await asyncio.wait_for(ledger.claim(second, after=recorded), timeout=10)
+    assert recorded.done.done() and recorded.error is None
+    assert ledger.stats.transactions == before + 1
+    counts = await ledger.counts(REF)
+    assert counts[PartState.SENT] == 1 and counts[PartState.IN_FLIGHT] == 1
+
+
+async def test_a_claim_after_a_record_already_written_waits_for_it(ledger: Ledger) -> None:
+    first, second = await _planned(ledger, 2)
+    assert await ledger.claim(first)
+    recorded = ledger.mark_sent_soon(first, "m1")
+    await recorded.wait()
+    assert await ledger.claim(second, after=recorded)
+    counts = await ledger.counts(REF)
+    assert counts[PartState.SENT] == 1 and counts[PartState.IN_FLIGHT] == 1
