@@ -76,6 +76,11 @@ class PlatformLimits:
     overall: Rate
     #: one target of each kind
     per_target: dict[TargetKind, Rate]
+    #: creates carry the part's key as an idempotency token (Discord's ``nonce``): a part
+    #: resent after a crash returns the message already created. Only then may the ledger
+    #: hold the record of a send back a moment to share a transaction with the next claim
+    #: (``LedgerState.linger``); elsewhere a crash in that moment would double a post.
+    idempotent_creates: bool = False
 
     def for_kind(self, kind: TargetKind) -> Rate:
         return self.per_target.get(kind, self.overall)

@@ -27,6 +27,7 @@ DISCORD_LIMITS = PlatformLimits(
         TargetKind.GROUP: Rate(0.4, burst=3),
         TargetKind.PRIVATE: Rate(0.4, burst=3),
     },
+    idempotent_creates=True,  # the nonce (bots/discord/adapter.py)
 )
 
 

@@ -602,7 +602,9 @@ class _Fanout:
         """``row`` went out as ``message_id``: recorded soon, the target's next part pushed."""
         target = run.target
         # the record is committed with the next batch; the slot is free for the next send
-        recorded = self._ledger.mark_sent_soon(row.id, message_id)
+        recorded = self._ledger.mark_sent_soon(
+            row.id, message_id, linger=self._platform.limits.idempotent_creates
+        )
         if (mine := self._unsettled.get(recorded.done)) is None:
             # the first of this fan-out's records in the writer's batch
             self._unsettled[recorded.done] = mine = []

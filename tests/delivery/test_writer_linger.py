@@ -9,7 +9,7 @@ an op someone waits for; a waiter of the sends, or the ledger closing, ends the 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 
@@ -30,6 +30,15 @@ async def _planned(ledger: Ledger, targets: int) -> list[int]:
     return [p.id for tp in plan.targets for p in tp.parts]
 
 
+async def _until(predicate: Callable[[], bool]) -> None:
+    """Until ``predicate()`` holds (the writer's state), yielding to the loop meanwhile."""
+    for _ in range(10_000):
+        if predicate():
+            return
+        await asyncio.sleep(0.001)
+    raise AssertionError("the writer never held the send")
+
+
 def _linger(ledger: Ledger, seconds: float) -> None:
     ledger._state.linger = seconds  # (the state the ledger's collaborators share)
 
@@ -39,8 +48,8 @@ async def test_a_send_recorded_soon_shares_the_next_claims_transaction(ledger: L
     assert await ledger.claim(first)
     _linger(ledger, 3600.0)  # held until the claim comes, however long
     before = ledger.stats.transactions
-    recorded = ledger.mark_sent_soon(first, "m1")
-    await asyncio.sleep(0.05)  # the writer runs meanwhile: it holds the lone send
+    recorded = ledger.mark_sent_soon(first, "m1", linger=True)
+    await _until(lambda: ledger._state.lingering)  # the writer holds the lone send
     assert not recorded.done.done()
     assert await asyncio.wait_for(ledger.claim(second), timeout=10)
     assert recorded.done.done() and recorded.error is None
@@ -53,7 +62,7 @@ async def test_a_waiter_of_a_send_recorded_soon_has_it_written_at_once(ledger: L
     [row] = await _planned(ledger, 1)
     assert await ledger.claim(row)
     _linger(ledger, 3600.0)
-    recorded = ledger.mark_sent_soon(row, "m1")
+    recorded = ledger.mark_sent_soon(row, "m1", linger=True)
     await asyncio.wait_for(recorded.wait(), timeout=10)
     assert (await ledger.counts(REF))[PartState.SENT] == 1
 
@@ -62,7 +71,7 @@ async def test_a_send_recorded_soon_is_written_by_itself_after_the_linger(ledger
     [row] = await _planned(ledger, 1)
     assert await ledger.claim(row)
     _linger(ledger, 0.01)
-    recorded = ledger.mark_sent_soon(row, "m1")
+    recorded = ledger.mark_sent_soon(row, "m1", linger=True)
     await asyncio.wait_for(asyncio.shield(recorded.done), timeout=10)  # nobody urges it
     assert (await ledger.counts(REF))[PartState.SENT] == 1
 
@@ -74,7 +83,7 @@ async def test_a_claim_after_a_queued_record_is_written_with_it(ledger: Ledger) 
     assert await ledger.claim(first)
     _linger(ledger, 3600.0)
     before = ledger.stats.transactions
-    recorded = ledger.mark_sent_soon(first, "m1")
+    recorded = ledger.mark_sent_soon(first, "m1", linger=True)
     assert await asyncio.wait_for(ledger.claim(second, after=recorded), timeout=10)
     assert recorded.done.done() and recorded.error is None
     assert ledger.stats.transactions == before + 1
@@ -85,8 +94,21 @@ async def test_a_claim_after_a_queued_record_is_written_with_it(ledger: Ledger) 
 async def test_a_claim_after_a_record_already_written_waits_for_it(ledger: Ledger) -> None:
     first, second = await _planned(ledger, 2)
     assert await ledger.claim(first)
-    recorded = ledger.mark_sent_soon(first, "m1")
+    recorded = ledger.mark_sent_soon(first, "m1", linger=True)
     await recorded.wait()
     assert await ledger.claim(second, after=recorded)
     counts = await ledger.counts(REF)
     assert counts[PartState.SENT] == 1 and counts[PartState.IN_FLIGHT] == 1
+
+
+async def test_a_send_to_a_platform_without_idempotent_creates_is_written_at_once(
+    ledger: Ledger,
+) -> None:
+    """Without ``linger`` (Telegram, the work chats: a resend after a crash would be a second
+    post) the record is written without waiting for company, however long the linger."""
+    [row] = await _planned(ledger, 1)
+    assert await ledger.claim(row)
+    _linger(ledger, 3600.0)
+    recorded = ledger.mark_sent_soon(row, "m1")
+    await asyncio.wait_for(asyncio.shield(recorded.done), timeout=10)  # nobody waits for it
+    assert (await ledger.counts(REF))[PartState.SENT] == 1

@@ -143,6 +143,8 @@ class LedgerState:
         #: paced platform's rate (50 a second) the sends and claims of a delivery came one
         #: at a time, each its own transaction, two a part (0: no lingering)
         self.linger = LINGER_SECONDS
+        #: the writer holds such a queue now
+        self.lingering = False
         self.kick = asyncio.Event()
         self.closing = False
         #: set by :meth:`stop_retrying` (a shutdown): retries give up, waits are cut short

@@ -174,14 +174,16 @@ class Writer:
         """Record a successful send and the platform's message id."""
         await self._enqueue("sent", row_id, message_id)
 
-    def mark_sent_soon(self, row_id: int, message_id: str) -> Op:
+    def mark_sent_soon(self, row_id: int, message_id: str, *, linger: bool = False) -> Op:
         """Queue the record of a successful send and return at once: ``await op.wait()``
         returns once it is committed (or raises the ledger's error); ``op.done`` is done
         then, and is the same future for every send recorded in the same batch, so a caller
         with many sends may wait for each batch once (the op's own outcome is ``op.error``).
         The sender need not wait, since the row is in flight until then (a crash meanwhile
         makes it a possible duplicate, like a crash during the send); the caller MUST wait
-        for every such record before it reports its delivery done.
+        for every such record before it reports its delivery done. ``linger``: the writer
+        may hold it back a moment for a claim to share its transaction (only for a platform
+        whose resends are idempotent: ``PlatformLimits.idempotent_creates``).
 
         Raises:
             LedgerLost: the database was deleted or replaced.
@@ -194,6 +196,8 @@ class Writer:
         sends = state.queued_sends
         op = Op("sent", row_id, message_id, sends, shared=True, urge=lambda: state.urge(sends))
         state.queue.append(op)
+        if not linger:
+            state.pressing = True  # written at once: a crash must find it recorded
         state.kick.set()
         return op
 
@@ -275,11 +279,15 @@ class Writer:
         state = self.state
         if state.pressing or state.closing or state.linger <= 0:
             return
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(state.linger):
-                while not (state.pressing or state.closing or not state.queue):
-                    state.kick.clear()
-                    await state.kick.wait()
+        state.lingering = True
+        try:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(state.linger):
+                    while not (state.pressing or state.closing or not state.queue):
+                        state.kick.clear()
+                        await state.kick.wait()
+        finally:
+            state.lingering = False
 
     async def _apply(self, batch: list[Op], sends: asyncio.Future[None] | None) -> None:
         """Write one batch and settle its callers' futures, ``sends`` (that of its shared ops)
