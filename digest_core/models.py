@@ -226,7 +226,7 @@ class Item(BaseModel):
     URL as url_problem defines it.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     title: Title
     paragraphs: tuple[Line, ...] = Field(min_length=1, max_length=MAX_PARAGRAPHS)
@@ -254,7 +254,7 @@ class Issue(BaseModel):
     yields a new revision, an unchanged one the same, whatever the file format it came from.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     date: dt.date
     masthead: Title = "AI 技术日报"
@@ -296,7 +296,7 @@ class Issue(BaseModel):
 class IssueRef(BaseModel):
     """Which revision of which day's issue: what the delivery ledger records."""
 
-    model_config = ConfigDict(frozen=True, defer_build=True)
+    model_config = ConfigDict(frozen=True)
 
     date: dt.date
     revision: str

@@ -6,8 +6,6 @@ from __future__ import annotations
 import datetime as dt
 import shutil
 import sqlite3
-import subprocess
-import sys
 import threading
 from pathlib import Path
 
@@ -114,30 +112,6 @@ def test_an_index_of_the_older_schema_is_made_afresh(tmp_path: Path) -> None:
     assert again.search(word)
     assert again.on(dt.date.fromisoformat(next(iter(sorted(folder.iterdir()))).name[:10]))
     again.close()
-
-
-def test_the_issue_models_build_once_under_threads_at_first_use(tmp_path: Path) -> None:
-    """The models defer building their validators to first use (an editor's `archive search`
-    that parses nothing never pays for it); first use from many reader threads at once, as
-    a restarted bot sees it, validates every issue correctly (pydantic >= 2.14 builds a
-    deferred model under a lock; before that, concurrent first builds could use a parent's
-    validator). Run in a fresh interpreter, where nothing is built yet."""
-    script = f"""
-import concurrent.futures, pathlib, sys
-from digest_core import models
-assert not models.Issue.__pydantic_complete__, "Issue is built at import"
-from digest_core.loading import load_issue
-paths = sorted(pathlib.Path({str(DATA)!r}).glob("2026-*"))
-with concurrent.futures.ThreadPoolExecutor(16) as pool:
-    issues = list(pool.map(load_issue, paths * 8))
-assert len({{(i.date, i.revision) for i in issues}}) == len(paths), "issues differ"
-print(len(issues))
-"""
-    out = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=False, timeout=60
-    )
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == str(8 * len(list(DATA.glob("2026-*"))))
 
 
 def _archive(tmp_path: Path) -> tuple[Path, list[dt.date]]:
