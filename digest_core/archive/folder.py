@@ -5,7 +5,6 @@ from __future__ import annotations
 import bisect
 import builtins
 import datetime as dt
-import functools
 import itertools
 import logging
 import math
@@ -15,7 +14,6 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Concatenate, ParamSpec, TypeVar
 
 from digest_core.archive.files import (
     FileEntry,
@@ -55,22 +53,6 @@ def _served_dates(groups: Iterator[builtins.list[FileEntry]]) -> Iterator[dt.dat
 
 
 __all__ = ["Archive", "ArchiveEntry", "SearchHit"]
-
-_P = ParamSpec("_P")
-_T = TypeVar("_T")
-
-
-def _reader(
-    method: Callable[Concatenate[Archive, _P], _T],
-) -> Callable[Concatenate[Archive, _P], _T]:
-    """A reader's call: background work steps aside while it runs (:mod:`.priority`)."""
-
-    @functools.wraps(method)
-    def served(self: Archive, /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
-        with self.priority.serving():
-            return method(self, *args, **kwargs)
-
-    return served
 
 
 @dataclass(frozen=True, slots=True)
@@ -391,7 +373,6 @@ class Archive:
 
     # ------------------------------------------------------------ serving
 
-    @_reader
     def on(self, date: dt.date) -> Issue:
         """The issue of ``date``.
 
@@ -417,7 +398,6 @@ class Archive:
         zh, en = f"{date} 的日报暂时无法提供", f"The issue of {date} is not available right now"
         raise IssueNotFound(nearest_text(zh, en, before, after), date=date) from error
 
-    @_reader
     def latest(self, *, on_or_before: dt.date | None = None) -> Issue:
         """The newest issue, or the newest dated ``on_or_before`` a day; broken files are skipped.
 
@@ -494,7 +474,6 @@ class Archive:
 
     # ------------------------------------------------------------ search
 
-    @_reader
     def search(
         self, word: str, *, limit: int = 20, on_or_before: dt.date | None = None
     ) -> builtins.list[SearchHit]:
@@ -517,7 +496,6 @@ class Archive:
         self.refresh()
         return self._search.search(needle, limit, on_or_before)
 
-    @_reader
     def hits_on(self, date: dt.date, word: str) -> builtins.list[SearchHit]:
         """The items (and lede) of the issue of ``date`` containing ``word``, ignoring case, as
         :meth:`search` finds them (from the index when it holds the day's file as it is);

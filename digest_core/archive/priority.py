@@ -23,25 +23,35 @@ STEP_FILES = 32
 
 
 class ReaderFirst:
-    """Readers being served now, and the background threads that step aside for them."""
+    """Readers being served now, and the background threads that step aside for them.
+
+    ``with gate.serving():`` marks a reader's call (nests; any thread). Cheap on purpose (a
+    lock and a counter; the idle event changes only when the count leaves or reaches 0):
+    every command passes through it.
+    """
 
     def __init__(self) -> None:
         self._served = 0
-        self._idle = threading.Condition(threading.Lock())
+        self._lock = threading.Lock()
+        self._idle = threading.Event()
+        self._idle.set()
         self._background = threading.local()
 
-    @contextlib.contextmanager
-    def serving(self) -> Iterator[None]:
-        """A reader's call is in progress (nests; any thread)."""
-        with self._idle:
+    def serving(self) -> ReaderFirst:
+        """A reader's call is in progress while the returned context is entered."""
+        return self
+
+    def __enter__(self) -> None:
+        with self._lock:
             self._served += 1
-        try:
-            yield
-        finally:
-            with self._idle:
-                self._served -= 1
-                if not self._served:
-                    self._idle.notify_all()
+            if self._served == 1:
+                self._idle.clear()
+
+    def __exit__(self, *_: object) -> None:
+        with self._lock:
+            self._served -= 1
+            if not self._served:
+                self._idle.set()
 
     @contextlib.contextmanager
     def background(self) -> Iterator[None]:
@@ -56,11 +66,8 @@ class ReaderFirst:
     def step(self) -> None:
         """Between two steps of background work: wait while readers are being served (at most
         :data:`MAX_WAIT`); at once in any other thread, or when no reader is."""
-        if not getattr(self._background, "on", False):
-            return
-        with self._idle:
-            if self._served:
-                self._idle.wait_for(lambda: not self._served, timeout=MAX_WAIT)
+        if self._served and getattr(self._background, "on", False):
+            self._idle.wait(MAX_WAIT)
 
     @property
     def readers(self) -> int:

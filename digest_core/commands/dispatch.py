@@ -213,14 +213,10 @@ class Commands:
         """``fn(*args, **kwargs)`` in a worker thread: file I/O, parsing and rendering."""
         self._in_threads += 1
         try:
-            return await asyncio.to_thread(self._served, fn, *args, **kwargs)
+            with self.archive.priority.serving():  # the archive's background work steps aside
+                return await asyncio.to_thread(fn, *args, **kwargs)
         finally:
             self._in_threads -= 1
-
-    def _served(self, fn: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
-        """``fn`` as a reader's call: the archive's background work steps aside meanwhile."""
-        with self.archive.priority.serving():
-            return fn(*args, **kwargs)
 
     def reply(
         self,

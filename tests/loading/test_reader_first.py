@@ -14,13 +14,15 @@ import pytest
 from digest_core.archive import Archive
 from digest_core.archive import priority as priority_module
 from digest_core.archive.priority import ReaderFirst
+from digest_core.commands import Commands, Request, Status
+from digest_core.testing import ManualClock
 
 DATA = Path(__file__).parent / "data"
 
 
 def _waiting(gate: ReaderFirst) -> int:
     """Threads waiting in the gate's condition (what a step that steps aside does)."""
-    return len(gate._idle._waiters)  # type: ignore[attr-defined]
+    return len(gate._idle._cond._waiters)  # type: ignore[attr-defined]
 
 
 def _until(predicate: object, timeout: float = 10.0) -> None:
@@ -76,10 +78,15 @@ def test_steps_outside_background_work_never_wait(monkeypatch: pytest.MonkeyPatc
     assert gate.readers == 0
 
 
-def test_readers_calls_count_as_served(tmp_path: Path) -> None:
+async def test_a_command_is_a_reader_served_while_it_reads_the_archive(tmp_path: Path) -> None:
+    """Every command (and what it runs in worker threads) counts as a reader being served, so
+    the index's background work steps aside for all of it, whatever it reads."""
     folder = tmp_path / "archive"
     shutil.copytree(DATA, folder, ignore=lambda _d, names: [n for n in names if "2026-" not in n])
     archive = Archive(folder, index=False)
+    latest = archive.latest().date
+    clock = ManualClock(dt.datetime.combine(latest, dt.time(12), tzinfo=dt.UTC))
+    commands = Commands(archive, clock, dt.UTC)
     seen: list[int] = []
     original = archive._issue
 
@@ -88,8 +95,9 @@ def test_readers_calls_count_as_served(tmp_path: Path) -> None:
         return original(*args, **kwargs)  # type: ignore[arg-type]
 
     archive._issue = spy  # type: ignore[method-assign]
-    latest = archive.latest()
-    archive.on(latest.date)
+    for command in ("today", "headline", "classic"):
+        reply = await commands.handle(Request(command))
+        assert reply.status is Status.OK, (command, reply)
     assert seen and all(n >= 1 for n in seen)
     assert archive.priority.readers == 0
 
