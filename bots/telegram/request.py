@@ -139,6 +139,10 @@ class JsonRequest(HTTPXRequest):
             raise TimedOut(message=POOL_TIMEOUT_MESSAGE) from err
         except TimeoutError as err:  # the answer did not come in time
             raise TimedOut from err
+        except aiohttp.ClientConnectorError as err:  # refused, unresolved: it never left
+            # from the socket's own error, as HTTPXRequest's were: the operator reads the same
+            # reason as before ("connection refused", "cannot resolve the host name (...)")
+            raise NetworkError(f"aiohttp.{err.__class__.__name__}: {err}") from err.os_error
         except aiohttp.ClientError as err:
             raise NetworkError(f"aiohttp.{err.__class__.__name__}: {err}") from err
 
