@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
@@ -88,7 +88,8 @@ class PlatformLimits:
     def scaled(self, factor: float) -> PlatformLimits:
         """Rates ``factor`` times higher with the same bursts: what our loopback doubles
         enforce when their windows are shortened ``factor`` times."""
-        return PlatformLimits(
+        return replace(
+            self,
             overall=_faster(self.overall, factor),
             per_target={k: _faster(r, factor) for k, r in self.per_target.items()},
         )
@@ -97,7 +98,8 @@ class PlatformLimits:
         """The same limits on a clock running ``factor`` times faster: rates and bursts both
         scaled, so "29 per second, one at a time" becomes "2,900 per second, 100 per 1/29 s"
         (a burst of 1 at 2,900/s would only measure the event loop's timer resolution)."""
-        return PlatformLimits(
+        return replace(
+            self,
             overall=Rate(
                 self.overall.per_second * factor,
                 max(1, round(self.overall.burst * factor)),

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 
 from digest_core.delivery.ledger import Ledger, PartState
+from digest_core.platform import PlatformLimits, Rate
 from digest_core.testing import ManualClock, make_issue, make_targets, open_ledger
 
 REF = make_issue().ref
@@ -112,3 +113,12 @@ async def test_a_send_to_a_platform_without_idempotent_creates_is_written_at_onc
     recorded = ledger.mark_sent_soon(row, "m1")
     await asyncio.wait_for(asyncio.shield(recorded.done), timeout=10)  # nobody waits for it
     assert (await ledger.counts(REF))[PartState.SENT] == 1
+
+
+def test_scaled_limits_keep_whether_creates_are_idempotent() -> None:
+    """The doubles' faster clocks (``scaled``, ``time_scaled``) keep the platform's fact."""
+    limits = PlatformLimits(overall=Rate(50.0, burst=50), per_target={}, idempotent_creates=True)
+    assert limits.scaled(10).idempotent_creates and limits.time_scaled(10).idempotent_creates
+    assert (
+        not PlatformLimits(overall=Rate(30.0, burst=1), per_target={}).scaled(2).idempotent_creates
+    )
