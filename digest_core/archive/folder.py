@@ -28,7 +28,7 @@ from digest_core.archive.files import (
     stat_key,
 )
 from digest_core.archive.fulltext import FullText
-from digest_core.archive.priority import STEP_FILES, ReaderFirst
+from digest_core.archive.priority import ReaderFirst
 from digest_core.archive.scan import RawTest, SearchHit, read_head
 from digest_core.archive.searching import Searcher
 from digest_core.errors import IssueFormatError, IssueNotFound
@@ -207,9 +207,7 @@ class Archive:
             return
         root_real = real_root(self.root)
         fresh: dict[str, tuple[int, FileEntry]] = {}
-        for n, (name, inode) in enumerate(names.items()):
-            if n % STEP_FILES == 0:
-                self.priority.step()
+        for name, inode in self.priority.paced(names.items()):
             known = old.get(name)
             if known is not None and known[0] == inode and not full:
                 fresh[name] = known
@@ -235,9 +233,7 @@ class Archive:
         :mod:`.priority`). Raises OSError when it cannot be listed."""
         names: dict[str, int] = {}
         with os.scandir(self.root) as it:
-            for n, e in enumerate(it):
-                if n % STEP_FILES == 0:
-                    self.priority.step()
+            for e in self.priority.paced(it):
                 if looks_like_issue(e.name):
                     names[e.name] = e.inode()
         return names

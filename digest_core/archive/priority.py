@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from typing import TypeVar
+
+_T = TypeVar("_T")
 
 #: the longest one step of background work waits for readers to be served
 MAX_WAIT = 0.05
@@ -68,6 +71,14 @@ class ReaderFirst:
         :data:`MAX_WAIT`); at once in any other thread, or when no reader is."""
         if self._served and getattr(self._background, "on", False):
             self._idle.wait(MAX_WAIT)
+
+    def paced(self, items: Iterable[_T]) -> Iterator[_T]:
+        """``items``, with a :meth:`step` before every :data:`STEP_FILES`-th: a loop of
+        background work over files steps aside for readers this way."""
+        for n, item in enumerate(items):
+            if n % STEP_FILES == 0:
+                self.step()
+            yield item
 
     @property
     def readers(self) -> int:
