@@ -163,6 +163,22 @@ def load_settings(
     return load(path, overrides=overrides, platforms=settings_models())
 
 
+def load_core_settings(
+    path: Path | str | None = None, *, overrides: dict[str, Any] | None = None
+) -> Settings:
+    """The core's settings alone, for a command that uses no platform (``archive search``,
+    ``validate``): the platforms' tables are set aside unread, so no platform's settings model
+    is imported or built (a third of such a command's start-up) and a platform's bad value
+    does not stop an editor's command. ``run``, ``post`` and ``doctor`` check them all.
+
+    Raises:
+        ConfigError: as the core's ``load_settings``, for the core's keys.
+    """
+    from digest_core.settings import load_settings as load
+
+    return load(path, overrides=overrides, unchecked=names())
+
+
 def platform_commands() -> list[PlatformCommand]:
     """The platforms' own CLI commands whose SDK is installed (found without importing it)."""
     return [c for c in PLATFORM_COMMANDS if importlib.util.find_spec(c.sdk_module) is not None]

@@ -19,7 +19,7 @@ import os
 import re
 import tomllib
 import types
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Union, get_args, get_origin
@@ -630,6 +630,7 @@ def load_settings(
     *,
     overrides: dict[str, Any] | None = None,
     platforms: Mapping[str, type[BaseModel]] | None = None,
+    unchecked: Collection[str] = (),
 ) -> Settings:
     """Load settings from ``path`` (default ``config/digest-bot.toml`` if it exists), the
     environment and ``overrides``.
@@ -639,6 +640,10 @@ def load_settings(
     an unknown key. A model may name ``secret_keys`` (refused in the file) and
     ``env_examples`` (shown for a list variable that is not JSON); one with a
     ``resolved_token()`` has it checked now.
+
+    A table named in ``unchecked`` (a platform's, for a command that reads only the core
+    settings) is set aside unread: neither validated nor an unknown key, and the settings
+    have no section for it.
 
     Raises:
         ConfigError: the file is unreadable or not TOML, holds a token, or a value is invalid;
@@ -653,6 +658,7 @@ def load_settings(
         raise ConfigError("config file not found", file=cfg)
     else:
         data = {}
+    data = {key: value for key, value in data.items() if key not in unchecked}
     with_toml = type("Settings", (Settings,), {"_toml": data, "__module__": __name__})
     fields: dict[str, Any] = {
         name: (model, Field(default_factory=model)) for name, model in platforms.items()

@@ -89,12 +89,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _configured(args: argparse.Namespace) -> int:
     """Run the chosen command's handler with the configuration and logging set up."""
     from bots.logs import setup_logging
-    from bots.registry import load_settings
+    from bots.registry import load_core_settings, load_settings
     from digest_core.errors import ConfigError, DigestError, IssueFormatError
     from digest_core.settings import default_warning
 
     try:
-        settings = load_settings(args.config, overrides=_overrides(args))
+        load = load_core_settings if getattr(args, "core_settings", False) else load_settings
+        settings = load(args.config, overrides=_overrides(args))
         if (defaults := default_warning(settings)) is not None:
             print(f"digest-bot: WARNING: {defaults}", file=sys.stderr)
         asked = getattr(args, "log_level", None) is not None

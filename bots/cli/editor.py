@@ -39,7 +39,7 @@ def configure_archive(p: argparse.ArgumentParser, common: argparse.ArgumentParse
         help="every issue: date, published/scheduled/invalid, headline, briefs (exit 1 if any "
         "file is invalid)",
     )
-    a.set_defaults(handler=cmd_archive_list, reports=True)
+    a.set_defaults(handler=cmd_archive_list, reports=True, core_settings=True)
     a = asub.add_parser(
         "add",
         parents=[common],
@@ -52,11 +52,11 @@ def configure_archive(p: argparse.ArgumentParser, common: argparse.ArgumentParse
         action="store_true",
         help="replace an issue that is already published (a correction)",
     )
-    a.set_defaults(handler=cmd_archive_add, reports=True)
+    a.set_defaults(handler=cmd_archive_add, reports=True, core_settings=True)
     a = asub.add_parser("search", parents=[common], help="find a word in titles and bodies")
     a.add_argument("word", help="word to look for (substring match)")
     a.add_argument("--limit", type=int, default=20, help="at most this many hits (default 20)")
-    a.set_defaults(handler=cmd_archive_search, reports=True)
+    a.set_defaults(handler=cmd_archive_search, reports=True, core_settings=True)
 
 
 def configure_new(p: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
@@ -69,12 +69,12 @@ def configure_new(p: argparse.ArgumentParser, common: argparse.ArgumentParser) -
         help="the issue's date YYYY-MM-DD (default: the day of the next post)",
     )
     p.add_argument("-o", "--output", type=Path, help="where to write it (default: ./DATE.yaml)")
-    p.set_defaults(handler=cmd_new, reports=True)
+    p.set_defaults(handler=cmd_new, reports=True, core_settings=True)
 
 
 def configure_schema(p: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
     """``schema`` has no options of its own."""
-    p.set_defaults(handler=cmd_schema, reports=True)
+    p.set_defaults(handler=cmd_schema, reports=True, core_settings=True)
 
 
 # ---------------------------------------------------------------- archive list

@@ -81,6 +81,45 @@ def test_archive_search_imports_its_own_module_only(tmp_path: Path) -> None:
     assert "2026-" in text  # it found the issues that mention it
     assert set(COMMAND_MODULES) & modules == {"bots.cli.editor"}
     assert "sqlalchemy" not in modules and "apscheduler" not in modules  # no ledger, no schedule
+    # the core's settings alone: no platform's settings model is imported or built
+    assert not {m for m in modules if m.endswith(".settings") and m.startswith("bots.")}
+
+
+def _config(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "digest-bot.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_an_editors_command_is_not_stopped_by_a_platforms_bad_value(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bots.cli import main
+
+    cfg = _config(tmp_path, '[telegram]\nchannels = "not a list"\n[discord]\ntoken = "x"\n')
+    argv = ["--config", str(cfg), "--archive", str(SAMPLE_ARCHIVE)]
+    assert main([*argv, "archive", "search", "模型"]) == 0
+    assert "2026-" in capsys.readouterr().out
+    assert main([*argv, "validate"]) == 0
+    # a table that is no platform's is still an unknown key, and the bot's own commands
+    # still check every platform's table
+    cfg = _config(tmp_path, "[nosuch]\nx = 1\n")
+    assert main(["--config", str(cfg), "archive", "search", "模型"]) == 1
+    assert "nosuch: unknown key" in capsys.readouterr().err
+    cfg = _config(tmp_path, '[telegram]\nchannels = "not a list"\n')
+    assert main(["--config", str(cfg), "--archive", str(SAMPLE_ARCHIVE), "status"]) == 1
+    assert "telegram.channels" in capsys.readouterr().err
+
+
+def test_an_editors_command_still_checks_the_cores_own_keys(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bots.cli import main
+
+    cfg = _config(tmp_path, '[schedule]\npost_time = "25:00"\n')
+    assert main(["--config", str(cfg), "archive", "search", "模型"]) == 1
+    err = capsys.readouterr().err
+    assert "configuration error" in err and "schedule.post_time" in err
 
 
 @pytest.mark.parametrize("command", [c.name for c in COMMANDS] + ["version"])
