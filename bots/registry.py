@@ -166,10 +166,10 @@ def load_settings(
 def load_core_settings(
     path: Path | str | None = None, *, overrides: dict[str, Any] | None = None
 ) -> Settings:
-    """The core's settings alone, for a command that uses no platform (``archive search``,
-    ``validate``): the platforms' tables are set aside unread, so no platform's settings model
-    is imported or built (a third of such a command's start-up) and a platform's bad value
-    does not stop an editor's command. ``run``, ``post`` and ``doctor`` check them all.
+    """The core's settings alone, for ``archive search`` (an editor's look-up that uses no
+    platform): the platforms' tables are set aside unread, so no platform's settings model is
+    imported or built (a sixth of its start-up) and a platform's bad value does not stop it.
+    Every other command checks them all.
 
     Raises:
         ConfigError: as the core's ``load_settings``, for the core's keys.

@@ -39,7 +39,7 @@ def configure_archive(p: argparse.ArgumentParser, common: argparse.ArgumentParse
         help="every issue: date, published/scheduled/invalid, headline, briefs (exit 1 if any "
         "file is invalid)",
     )
-    a.set_defaults(handler=cmd_archive_list, reports=True, core_settings=True)
+    a.set_defaults(handler=cmd_archive_list, reports=True)
     a = asub.add_parser(
         "add",
         parents=[common],
@@ -52,7 +52,7 @@ def configure_archive(p: argparse.ArgumentParser, common: argparse.ArgumentParse
         action="store_true",
         help="replace an issue that is already published (a correction)",
     )
-    a.set_defaults(handler=cmd_archive_add, reports=True, core_settings=True)
+    a.set_defaults(handler=cmd_archive_add, reports=True)
     a = asub.add_parser("search", parents=[common], help="find a word in titles and bodies")
     a.add_argument("word", help="word to look for (substring match)")
     a.add_argument("--limit", type=int, default=20, help="at most this many hits (default 20)")
@@ -69,12 +69,12 @@ def configure_new(p: argparse.ArgumentParser, common: argparse.ArgumentParser) -
         help="the issue's date YYYY-MM-DD (default: the day of the next post)",
     )
     p.add_argument("-o", "--output", type=Path, help="where to write it (default: ./DATE.yaml)")
-    p.set_defaults(handler=cmd_new, reports=True, core_settings=True)
+    p.set_defaults(handler=cmd_new, reports=True)
 
 
 def configure_schema(p: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
     """``schema`` has no options of its own."""
-    p.set_defaults(handler=cmd_schema, reports=True, core_settings=True)
+    p.set_defaults(handler=cmd_schema, reports=True)
 
 
 # ---------------------------------------------------------------- archive list
@@ -164,16 +164,23 @@ def cmd_archive_list(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_archive_search(args: argparse.Namespace, settings: Settings) -> int:
     """The issues that mention ``args.word``, newest first; exit 1 when none does."""
-    # one search in a fresh process: no index to build, the raw text narrows what is parsed
+    # one search in a fresh process: it reads the index the bot keeps beside an SQLite ledger
+    # when there is one of this folder (never making or changing it), and scans what that does
+    # not hold as it is now; without one, every file is scanned, its raw text first
     if not args.word.strip():
         print("digest-bot: archive search: give a word to look for, e.g. 模型", file=sys.stderr)
         return EXIT_USAGE
-    archive = Archive(settings.archive_dir, index=False)
+    from digest_core.archive.fulltext import SqliteFullText, index_path_for
+
+    path = index_path_for(settings.database_url)
+    kept = SqliteFullText.kept(path, root=settings.archive_dir) if path is not None else None
+    archive = Archive(settings.archive_dir, index=kept or False)
     hits = archive.search(args.word, limit=args.limit)
     for hit in hits:
         print(hit.describe())
     for problem in archive.known_problems():
         print(f"skipped: {problem}", file=sys.stderr)
+    archive.close()
     if not hits:
         print(f"no issue mentions {args.word!r}", file=sys.stderr)
         return EXIT_FAILED

@@ -37,7 +37,7 @@ def configure_validate(p: argparse.ArgumentParser, common: argparse.ArgumentPars
     p.add_argument(
         "--date", type=parse_date, help="date of files whose name carries none (YYYY-MM-DD)"
     )
-    p.set_defaults(handler=cmd_validate, reports=True, core_settings=True)
+    p.set_defaults(handler=cmd_validate, reports=True)
 
 
 def configure_preview(p: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:

@@ -127,6 +127,10 @@ class FullText(Protocol):
         """Release connections (and a private temporary index's file)."""
         ...
 
+    #: opened only to read (another process keeps it): :meth:`put` and :meth:`remove` refuse,
+    #: and what the index does not hold as it is on disk is scanned instead
+    read_only: bool
+
 
 def pieces_of(issue: Issue) -> list[tuple[int, Section | None, int, str, str]]:
     """The rows of ``issue`` in reading order: ``(item, section, index, title, piece)``."""
@@ -225,6 +229,8 @@ class SqliteFullText:
     cannot read is thrown away and started afresh.
     """
 
+    read_only = False
+
     def __init__(self, path: Path | None, *, root: Path) -> None:
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         if path is None:
@@ -241,12 +247,53 @@ class SqliteFullText:
         self._lock = threading.Lock()  # the writer, and the list of readers
         self._writer = self._open_writer()
 
+    @classmethod
+    def kept(cls, path: Path, *, root: Path) -> SqliteFullText | None:
+        """The index another process (the bot) keeps at ``path``, opened only to read, when
+        it is an index of this version and of the folder ``root``; None when there is none,
+        it is of another version or folder, or it cannot be read. Nothing is made, changed
+        or thrown away: a one-shot command (``digest-bot archive search``) reads what the bot
+        keeps instead of scanning ten years of files, and never disturbs it."""
+        self = cls.__new__(cls)
+        self._tmp, self.path, self.read_only = None, path, True
+        self._identity = {
+            "schema": str(SCHEMA_VERSION),
+            "unicode": unicodedata.unidata_version,
+            "root": os.path.realpath(root),
+        }
+        self._local = threading.local()
+        self._readers = []
+        self._lock = threading.Lock()
+        if not path.is_file():
+            return None
+        conn: sqlite3.Connection | None = None
+        try:
+            conn = self._connect()
+            tables = {n for (n,) in conn.execute("SELECT name FROM sqlite_master")}
+            meta = (
+                dict(conn.execute("SELECT key, value FROM meta").fetchall())
+                if "meta" in tables
+                else {}
+            )
+        except sqlite3.Error as exc:
+            log.info("archive index %s: cannot be read (%s); searches scan", self, exc)
+            meta, tables = {}, set()
+        if meta != self._identity or not {"files", "issues", "grams", "grams_terms"} <= tables:
+            if conn is not None:
+                conn.close()
+            return None
+        assert conn is not None
+        self._writer = conn
+        return self
+
     def __repr__(self) -> str:
         return f"SqliteFullText({str(self.path)!r})"
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         conn.execute("PRAGMA busy_timeout=10000")
+        if self.read_only:
+            conn.execute("PRAGMA query_only=1")
         return conn
 
     def _open_writer(self) -> sqlite3.Connection:
@@ -306,6 +353,7 @@ class SqliteFullText:
     def put(self, updates: Sequence[Update]) -> None:
         if not updates:
             return
+        self._writable()
         with self._lock, self._transaction() as conn:
             for date, info, issue in updates:
                 if issue is None:
@@ -341,11 +389,16 @@ class SqliteFullText:
         days = sorted(set(dates))
         if not days:
             return
+        self._writable()
         with self._lock, self._transaction() as conn:
             for date in days:
                 _forget(conn, date)
                 conn.execute("DELETE FROM files WHERE day = ?", (date.toordinal(),))
                 conn.execute("DELETE FROM issues WHERE day = ?", (date.toordinal(),))
+
+    def _writable(self) -> None:
+        if self.read_only:
+            raise PermissionError(f"{self}: opened only to read (another process keeps it)")
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
@@ -360,6 +413,7 @@ class SqliteFullText:
 
     def optimize(self) -> None:
         """Merge the index's segments into one (after a large build: fewer lookups a query)."""
+        self._writable()
         with self._lock:
             self._writer.execute("INSERT INTO grams(grams) VALUES ('optimize')")
 

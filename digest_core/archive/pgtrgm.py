@@ -76,6 +76,8 @@ class PgFullText:
     version is emptied and filled afresh.
     """
 
+    read_only = False
+
     def __init__(self, database_url: str, *, root: Path) -> None:
         self._dsn = _dsn(database_url)
         self._identity = {

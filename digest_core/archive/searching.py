@@ -207,7 +207,8 @@ class Searcher:
         if not self.enabled:
             return 0
         self._archive.refresh()
-        if self._open() is None:
+        store = self._open()
+        if store is None or store.read_only:
             return 0
         with self._lock:
             stale = sorted(self._stale, reverse=True)  # the newest first: what readers ask
@@ -220,11 +221,14 @@ class Searcher:
     def _prepare(self) -> set[dt.date]:
         """Before a search: bring a few stale dates up to date, or start the background build
         for many; the dates still stale."""
-        if self._open() is None:
+        store = self._open()
+        if store is None:
             return set()
         with self._lock:
             stale, gone = sorted(self._stale, reverse=True), bool(self._gone)
-        if len(stale) > INLINE_INDEX:
+        if store.read_only:
+            pass  # another process keeps it: what it does not hold as it is now is scanned
+        elif len(stale) > INLINE_INDEX:
             self.in_background()
         elif stale or gone:
             self._sync(stale)

@@ -282,3 +282,57 @@ def test_a_reader_sees_the_old_file_or_the_new_one_never_a_part(workdir: Path) -
     assert held.read() == sample("2026-11-26")  # the old file, whole, for its reader
     held.close()
     assert target.read_bytes() == sample()
+
+
+# ---------------------------------------------------------------- archive search (issue #24, 3)
+
+
+def _kept_index(workdir: Path) -> Path:
+    """The search index the bot keeps beside the workdir's SQLite ledger, brought up to date
+    as the running bot does."""
+    from digest_core.archive.fulltext import index_path_for
+
+    path = workdir / "var" / "digest-bot.search.sqlite"
+    ledger = "sqlite+aiosqlite:///var/digest-bot.db"  # as config/digest-bot.toml has it
+    assert index_path_for(ledger) == path.relative_to(workdir)
+    archive = Archive(workdir / "archive", index=path)
+    assert archive.build_index() == 5
+    archive.close()
+    return path
+
+
+def test_archive_search_reads_the_kept_index_and_scans_what_changed_since(
+    workdir: Path,
+) -> None:
+    scanned = cli(workdir, "archive", "search", "ZeRO")  # no index yet: every file scanned
+    assert scanned.returncode == 0 and "2026-11-27" in scanned.stdout
+    assert not (workdir / "var" / "digest-bot.search.sqlite").exists()  # none was made
+    index = _kept_index(workdir)
+    before = index.stat().st_mtime_ns, index.read_bytes()
+    kept = cli(workdir, "archive", "search", "ZeRO")
+    assert (kept.returncode, kept.stdout, kept.stderr) == (0, scanned.stdout, scanned.stderr)
+    # an issue edited after the bot indexed it is found by what it says now
+    day = workdir / "archive" / "2026-11-26.txt"
+    text = day.read_text(encoding="utf-8")
+    assert "投机解码的思路" in text
+    day.write_text(text.replace("投机解码的思路", "独角兽词投机解码的思路", 1), "utf-8")
+    edited = cli(workdir, "archive", "search", "独角兽词")
+    assert edited.returncode == 0, edited.stderr
+    assert edited.stdout.startswith("2026-11-26 · 重点")
+    # a file gone since is not found, though the index still holds it
+    (workdir / "archive" / "2026-11-27.txt").unlink()
+    gone = cli(workdir, "archive", "search", "ZeRO")
+    assert "2026-11-27" not in gone.stdout
+    # the command never wrote to the bot's index
+    assert (index.stat().st_mtime_ns, index.read_bytes()) == before
+
+
+def test_archive_search_leaves_an_index_of_another_folder_alone(workdir: Path) -> None:
+    index = _kept_index(workdir)
+    before = index.read_bytes()
+    other = workdir / "other"
+    shutil.copytree(workdir / "archive", other)
+    (other / "2026-11-27.txt").unlink()
+    found = cli(workdir, "--archive", str(other), "archive", "search", "ZeRO")
+    assert "2026-11-27" not in found.stdout  # the other folder's files, scanned
+    assert index.read_bytes() == before  # not thrown away, as the bot would for its own

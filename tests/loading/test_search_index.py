@@ -145,6 +145,44 @@ def test_an_index_of_another_folder_or_an_unreadable_one_is_made_afresh(
     assert [h.date for h in archive.search("稀疏")] == [D2, D2]
 
 
+def test_a_kept_index_is_read_as_it_is_and_never_changed(root: Path, tmp_path: Path) -> None:
+    path = tmp_path / "index.sqlite"
+    assert SqliteFullText.kept(path, root=root) is None  # none yet, and none is made
+    assert not path.exists()
+    keeper = Archive(root, index=path)
+    assert keeper.build_index() == 5
+    keeper.close()
+    before = path.read_bytes()
+    kept = SqliteFullText.kept(path, root=root)
+    assert kept is not None and kept.read_only
+    reader = Archive(root, index=kept)
+    # every file as indexed: the search reads the index alone (nothing stale to scan)
+    assert [h.date for h in reader.search("稀疏")] == [D2, D2]
+    assert reader._search._stale == set()
+    assert reader.build_index() == 0
+    with pytest.raises(PermissionError, match="only to read"):
+        kept.remove([D2])
+    # a file changed since it was indexed is scanned, not written into the index
+    rewrite(root / "2026-03-04.txt", (root / "2026-03-04.txt").read_text("utf-8").replace(
+        "推理服务：批处理越大", "斑马鱼服务：批处理越大"))  # fmt: skip
+    reader.refresh(full=True)
+    assert [(h.date, h.section) for h in reader.search("斑马鱼")] == [(D4, Section.HEADLINE)]
+    assert reader._search._stale == {D4}
+    reader.close()
+    assert path.read_bytes() == before
+    # of another folder, another version, or not an index: not used, and left as it is
+    other = tmp_path / "other"
+    other.mkdir()
+    assert SqliteFullText.kept(path, root=other) is None
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE meta SET value = '0' WHERE key = 'schema'")
+    assert SqliteFullText.kept(path, root=root) is None
+    junk = tmp_path / "junk.sqlite"
+    junk.write_bytes(b"not a database" * 100)
+    assert SqliteFullText.kept(junk, root=root) is None
+    assert junk.read_bytes() == b"not a database" * 100
+
+
 def test_the_index_file_sits_beside_an_sqlite_ledger(tmp_path: Path) -> None:
     db = tmp_path / "var" / "digest-bot.db"
     assert (
