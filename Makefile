@@ -50,8 +50,8 @@ test: browser-deps lint
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup $(ARGS)
 
 ## check: the fast inner loop: ruff, then the tests not marked slow (none starts a real bot
-## process, a PostgreSQL server or a browser), property tests on a tenth of their examples
-## (tests/quick.py); `make test` runs them all, in full
+## process, a PostgreSQL server or a browser, or takes over 0.25 s), property tests on a tenth
+## of their examples (tests/quick.py); `make test` runs them all, in full
 check: $(VENV)/.dev-deps
 	$(BIN)/ruff check .
 	TESTS_QUICK=1 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup -m "not slow" $(ARGS)

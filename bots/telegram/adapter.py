@@ -23,7 +23,7 @@ from bots.renderers import Flavor
 from bots.telegram.editing import TelegramEditing
 from bots.telegram.handlers import AnswerTiming, Handlers
 from bots.telegram.menus import RedactToken, command_menus, sdk_loggers
-from bots.telegram.request import JsonRequest
+from bots.telegram.request import JsonRequest, shared_tls
 from bots.telegram.settings import TelegramSettings
 from bots.telegram.wire import (
     chat_id,
@@ -490,6 +490,7 @@ class TelegramAdapter(TelegramEditing):
                     read_timeout=GET_UPDATES_READ_MARGIN,
                     write_timeout=WRITE_TIMEOUT,
                     pool_timeout=POOL_TIMEOUT,
+                    httpx_kwargs=shared_tls(),
                 )
             )
         )

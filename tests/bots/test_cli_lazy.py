@@ -72,6 +72,7 @@ def test_help_lists_every_command_and_imports_none_of_them(tmp_path: Path) -> No
     assert not {m.split(".")[0] for m in modules} & set(HEAVY), sorted(modules)
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 def test_archive_search_imports_its_own_module_only(tmp_path: Path) -> None:
     run = (
         "from bots.cli import main\n"

@@ -110,6 +110,7 @@ def test_a_telegram_login_is_checked_as_telegram_documents() -> None:
     assert login.admin(signed(BOT_TOKEN, **other), now=now) is None
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_an_admin_logs_in_with_telegram_on_the_endpoint(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

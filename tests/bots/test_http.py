@@ -162,6 +162,7 @@ def _help_count() -> tuple[str, tuple[tuple[str, str], ...]]:
     )
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_a_standby_is_ready_then_leads_when_the_lease_is_free(tmp_path: Path) -> None:
     port = free_port()
     settings = settings_for(tmp_path, port, schedule={"enabled": False})

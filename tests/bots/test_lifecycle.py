@@ -77,6 +77,7 @@ async def test_running_that_cannot_start_has_nothing_to_stop() -> None:
     assert log == []
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_leaving_stops_the_last_started_first_and_logs_a_failing_or_hanging_stop(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

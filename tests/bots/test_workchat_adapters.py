@@ -109,6 +109,7 @@ async def test_server_trouble_is_transient(
     assert len(fake.sent("ai-team")) == 1
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_a_timeout_is_transient(robot: Robot, fake: FakeWebhookService) -> None:
     fake.fail_next("ai-team", "slow", delay=0.4)
     async with robot.adapter(fake, request_timeout_seconds=0.1) as adapter:

@@ -173,6 +173,7 @@ class CountingClock(SystemClock):
         await super().sleep(seconds)
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_a_sqlite_leader_leads_on_while_another_client_write_locks_the_ledger(
     tmp_path: Path,
 ) -> None:
@@ -199,6 +200,7 @@ async def test_a_sqlite_leader_leads_on_while_another_client_write_locks_the_led
         await asyncio.gather(holding, return_exceptions=True)
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_a_sqlite_leader_s_lock_is_not_taken_away_and_lost_only_with_its_file(
     tmp_path: Path,
 ) -> None:

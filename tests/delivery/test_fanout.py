@@ -70,6 +70,7 @@ def parts_at(platform: FakePlatform, target_id: str) -> list[int]:
     return [m.payload["part"] for m in platform.sent_to(target_id)]
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_every_target_gets_every_part_in_order(ledger: Ledger, clock: ManualClock) -> None:
     platform = FakePlatform(clock, limits=TELEGRAM_LIMITS, latency=0.05)
     targets = make_targets(40)
@@ -83,6 +84,7 @@ async def test_every_target_gets_every_part_in_order(ledger: Ledger, clock: Manu
     assert (await ledger.counts(REF))[PartState.SENT] == 120
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_a_target_gets_its_parts_together_not_after_everyone_else(
     ledger: Ledger, clock: ManualClock
 ) -> None:
@@ -275,6 +277,7 @@ async def test_a_move_loop_is_cut_off(ledger: Ledger, clock: ManualClock) -> Non
     ("kind", "window", "limit"),
     [(TargetKind.GROUP, 60.0, 20), (TargetKind.PRIVATE, 1.0, 3)],
 )
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_per_target_pacing_stays_under_telegram_limits(
     ledger: Ledger, clock: ManualClock, kind: TargetKind, window: float, limit: int
 ) -> None:
@@ -292,6 +295,7 @@ async def test_per_target_pacing_stays_under_telegram_limits(
     assert clock.monotonic() <= 45 / rate * 1.05
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_overall_pacing_stays_under_the_bot_limit_and_uses_it(
     ledger: Ledger, clock: ManualClock
 ) -> None:
@@ -393,6 +397,7 @@ async def test_a_delivery_started_mid_way_leaves_targets_in_flight_to_the_first(
     assert parts_at(platform, "c0") == [0, 1, 2] and parts_at(platform, "c1") == [0, 1, 2]
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_another_process_delivering_on_the_platform_makes_a_delivery_busy(
     ledger_url: str, tmp_path: Path, clock: ManualClock
 ) -> None:
@@ -538,6 +543,7 @@ async def test_retries_running_out_on_a_cut_send_leave_it_unknown_not_failed(
     assert await ledger.day_state(REF.date, platform="fake") is DayState.DONE
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_sends_held_up_by_a_stalled_ledger_go_out_paced_not_together(
     ledger: Ledger, clock: ManualClock
 ) -> None:

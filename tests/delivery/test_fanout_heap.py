@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import gc
 
+import pytest
+
 from digest_core.delivery import DeliveryEngine, heap
 from digest_core.platform import PlatformLimits, Rate
 from digest_core.testing import (
@@ -19,6 +21,7 @@ from digest_core.testing import (
 FAST = PlatformLimits(overall=Rate(1000.0, 1000), per_target={})
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_targets_are_frozen_during_a_delivery_and_given_back_after() -> None:
     """Full passes stalled the loop for up to 1.5 s at 100k subscribers (benchmarks/scale.py):
     while delivering, the targets' objects sit in the permanent generation; afterwards,

@@ -553,6 +553,7 @@ asyncio.run(main())
 """
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_a_sqlite_lease_is_freed_by_the_kernel_when_its_holder_is_killed(
     tmp_path: Path, clock: ManualClock, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -647,6 +648,7 @@ async def test_a_large_plan_commits_other_ledger_work_between_its_batches(
     assert done == ["sent", "plan"]
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_planning_in_batches_matches_targets_across_batches(ledger: Ledger) -> None:
     n = 2 * PLAN_BATCH + PLAN_BATCH // 2
     targets = make_targets(n)

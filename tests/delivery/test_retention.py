@@ -121,6 +121,7 @@ async def test_the_rows_of_a_repost_are_summarised_with_the_old_ones_once_old(
     assert c0.last_sent_at is not None and c0.last_sent_at >= resent_at
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_pruning_goes_in_small_batches_and_lets_other_work_commit_between(
     ledger: Ledger, clock: ManualClock
 ) -> None:

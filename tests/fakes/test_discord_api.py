@@ -373,6 +373,7 @@ async def test_discord_py_paces_by_headers_without_429s(dc: FakeDiscord) -> None
     assert elapsed >= 0.2  # two full 0.1 s windows were waited out
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_500_is_retried(dc: FakeDiscord) -> None:
     dc.fail_next(CHANNEL, "server_error")
     async with logged_in(dc) as client:
@@ -704,6 +705,7 @@ async def test_a_bad_nonce_is_rejected_like_discord(
     assert len(dc.messages(CHANNEL)) == 2
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_a_slow_create_takes_effect_before_its_answer() -> None:
     async with FakeDiscord(create_latency=5.0) as fake:
         await fake.add_guild(GUILD, "Digest Guild", channels=[(CHANNEL, "digest")])

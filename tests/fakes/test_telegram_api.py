@@ -324,6 +324,7 @@ async def test_server_errors_are_network_errors(tg: FakeTelegram, bot: Bot, stat
     assert [m.text for m in tg.sent()] == ["after"]
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_slow_answer_times_out_but_still_lands(tg: FakeTelegram) -> None:
     tg.fail_next(ANN, "slow", delay=0.5)
     request = HTTPXRequest(read_timeout=0.1)
@@ -392,6 +393,7 @@ async def test_per_chat_override_and_disabled_flood_control(timedelta_retry_afte
         assert len(tg.sent(ANN)) == 10 and tg.flood_429s == 0
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_scale_compresses_windows_and_retry_after(timedelta_retry_after: None) -> None:
     async with FakeTelegram(scale=10) as tg, Bot(tg.token, base_url=tg.base_url) as bot:
         tg.add_chat(ANN, "private")
@@ -618,6 +620,7 @@ def test_telegram_html_parser_reports_byte_offsets() -> None:
 # ------------------------------------------------------------------ standalone
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_standalone_server_runs_in_a_subprocess() -> None:
     proc = await forkserver.create_subprocess_exec(
         *(sys.executable, "-m", "tests.fakes.telegram_api", "--port", "0", "--chat", "42:private"),

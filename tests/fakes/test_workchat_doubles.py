@@ -64,6 +64,7 @@ async def test_feishu_refuses_bad_shapes_and_oversize_bodies() -> None:
         assert fake.sent("g") == []
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_feishu_enforces_5_a_second_and_100_a_minute() -> None:
     now = [T0]
     async with FakeFeishu(clock=lambda: now[0]) as fake, httpx.AsyncClient() as client:
@@ -124,6 +125,7 @@ async def test_dingtalk_checks_the_signature_and_its_age() -> None:
         assert len(fake.sent("g")) == 1
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_dingtalk_holds_a_robot_10_minutes_after_20_a_minute() -> None:
     now = [T0]
     async with FakeDingTalk(clock=lambda: now[0]) as fake:
@@ -156,6 +158,7 @@ async def wecom_post(fake: FakeWeCom, key: str, body: dict[str, object]) -> int:
     return int(r.json()["errcode"])
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_wecom_checks_the_key_the_size_and_the_rate() -> None:
     now = [T0]
     async with FakeWeCom(clock=lambda: now[0]) as fake:

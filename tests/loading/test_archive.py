@@ -299,6 +299,7 @@ def hostile_files(root: Path) -> dict[str, str]:
     return files
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 def test_hostile_files_are_problems_not_crashes(root: Path) -> None:
     names = hostile_files(root)
     archive = Archive(root)
@@ -558,6 +559,7 @@ def test_a_large_archive_is_searched_while_its_index_is_built(tmp_path: Path) ->
 # ------------------------------------------------------------ a scan's shortcut for Latin words
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 def test_the_table_of_ascii_made_by_casefolding_matches_this_python() -> None:
     # the scan rules a file out by the runs of a Latin word that only ASCII can produce;
     # that holds only while this table is complete and no character folds to nothing

@@ -51,6 +51,7 @@ def every_word(root: Path) -> list[str]:
     return sorted(w for w in words if w.strip())
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 def test_every_word_is_found_as_a_scan_finds_it(root: Path, tmp_path: Path) -> None:
     indexed = Archive(root, index=tmp_path / "index.sqlite")
     scanned = Archive(root, index=False)

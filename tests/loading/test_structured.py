@@ -99,6 +99,7 @@ def test_strings_that_look_like_other_yaml_types_or_hold_yaml_line_breaks_stay_s
 
 @settings(max_examples=examples(150))
 @given(issues)
+@pytest.mark.slow  # over 0.25 s: left out of make check
 def test_json_and_yaml_round_trip_any_issue(issue: Issue) -> None:
     assert load_structured(dump_json(issue), suffix=".json") == issue
     assert load_structured(dump_yaml(issue), suffix=".yaml") == issue
@@ -340,6 +341,7 @@ TOO_DEEP = f"nested too deeply: lists and mappings may nest at most {MAX_NESTING
         ),
     ],
 )
+@pytest.mark.slow  # over 0.25 s: left out of make check
 def test_deep_nesting_is_a_format_error_at_its_line(
     text: str, suffix: StructuredSuffix, line: int
 ) -> None:
@@ -359,6 +361,7 @@ def test_nesting_up_to_the_cap_reaches_the_schema_check(suffix: StructuredSuffix
 
 
 @pytest.mark.parametrize("suffix", [".json", ".yaml"])
+@pytest.mark.slow  # over 0.25 s: left out of make check
 def test_recursion_error_from_the_parser_is_a_format_error(
     suffix: StructuredSuffix, monkeypatch: pytest.MonkeyPatch
 ) -> None:

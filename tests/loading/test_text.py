@@ -561,6 +561,7 @@ issues = st.builds(
 
 @settings(max_examples=examples(200))
 @given(issues)
+@pytest.mark.slow  # over 0.25 s: left out of make check
 def test_text_round_trip_for_any_writable_issue(issue: Issue) -> None:
     try:
         text = dump_text(issue)
@@ -572,6 +573,7 @@ def test_text_round_trip_for_any_writable_issue(issue: Issue) -> None:
 
 @settings(max_examples=examples(100))
 @given(issues, st.sampled_from(["\n", "\r\n"]), st.booleans())
+@pytest.mark.slow  # over 0.25 s: left out of make check
 def test_line_endings_and_bom_do_not_change_the_issue(issue: Issue, eol: str, bom: bool) -> None:
     try:
         text = dump_text(issue)

@@ -114,6 +114,7 @@ def _paths(data: object, at: tuple[str | int, ...] = ()) -> list[tuple[str | int
 
 
 @pytest.mark.parametrize("text", [*GOOD, *BAD], ids=range(len(GOOD) + len(BAD)))
+@pytest.mark.slow  # over 0.25 s: left out of make check
 def test_with_and_without_the_c_parser_the_outcome_is_the_same(
     text: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -122,6 +123,7 @@ def test_with_and_without_the_c_parser_the_outcome_is_the_same(
     assert _outcome(text) == fast
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 def test_every_refused_case_is_refused() -> None:
     for text in BAD:
         assert isinstance(_outcome(text), tuple), text

@@ -216,6 +216,7 @@ def test_postings_are_gaps_or_bitmaps_and_decode_to_their_days() -> None:
         assert decode_days(json.loads(json.dumps(encoded))) == wanted
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 def test_a_big_archive_has_its_index_in_years_and_small_shards() -> None:
     many = [make_issue(DAY - dt.timedelta(days=k), briefs=8) for k in range(400)]
     files = search_files(many)
@@ -248,6 +249,7 @@ def test_an_index_rebuilt_by_parts_is_the_index_built_from_nothing() -> None:
 
 
 @pytest.mark.parametrize("for_files", [False, True])
+@pytest.mark.slow  # over 0.25 s: left out of make check
 def test_a_site_rebuilt_by_parts_is_the_site_built_from_nothing(for_files: bool) -> None:
     settings = SiteConfig(rule=rule_at(at(DAY, 9)), base_url="https://digest.example/",
                           for_files=for_files)  # fmt: skip

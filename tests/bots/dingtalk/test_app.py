@@ -113,6 +113,7 @@ def buttons(message: dict[str, Any]) -> dict[str, str]:
     return out
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_today_privately_over_the_stream(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -132,6 +133,7 @@ async def test_today_privately_over_the_stream(
         assert buttons(sent[-1]) == {"← 上一期 / previous": "/issue 2026-11-26"}
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_a_brief_button_sends_that_briefs_command_privately(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -155,6 +157,7 @@ async def test_a_brief_button_sends_that_briefs_command_privately(
         assert all(m["msgKey"] == "sampleMarkdown" for m in fake.sent(GROUP))
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_groups_answer_mentions_and_send_subscriptions_to_a_private_chat(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -168,6 +171,7 @@ async def test_groups_answer_mentions_and_send_subscriptions_to_a_private_chat(
         assert fake.sent(ANN) == []
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_subscribe_get_the_next_post_once_and_press_a_section_button(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

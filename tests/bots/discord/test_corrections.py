@@ -48,6 +48,7 @@ DELETE = "DELETE /channels/{channel_id}/messages/{message_id}"
 POST = "POST /channels/{channel_id}/messages"
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_a_changed_brief_is_edited_in_place_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -86,6 +87,7 @@ async def test_a_changed_brief_is_edited_in_place_once(
             assert _requests(fake, PATCH) == patches and _requests(fake, POST) == creates
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_a_removed_part_is_deleted_and_the_keyboard_moves(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -114,6 +116,7 @@ async def test_a_removed_part_is_deleted_and_the_keyboard_moves(
             assert again.changed == 0 and _requests(fake, DELETE) == deletes
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_pins_follow_the_day_and_a_missing_permission_is_reported_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -147,6 +150,7 @@ async def test_pins_follow_the_day_and_a_missing_permission_is_reported_once(
             assert after - pins == 2
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_a_dm_subscriber_in_the_compact_format_is_corrected_in_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -256,6 +256,7 @@ async def test_a_section_button_answers_privately_with_that_part_of_that_issue(
     assert post.edits == []
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_buttons_keep_working_after_a_restart(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -367,6 +368,7 @@ async def test_status_for_an_admin(bot: Any) -> None:
 # ---------------------------------------------------------------------------- the gateway
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_a_gateway_drop_mid_post_resumes_without_a_missed_or_doubled_post(
     bot: Any,
 ) -> None:
@@ -409,6 +411,7 @@ async def test_sharding_when_configured(tmp_path: Path, monkeypatch: pytest.Monk
     assert not (intents.members or intents.presences or intents.message_content)
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_slow_work_is_deferred_first_then_answered(bot: Any) -> None:
     fake, service, _ = bot
     # opening the DM channel takes 2 s: past the 3-second rule unless the bot defers

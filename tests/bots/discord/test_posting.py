@@ -100,6 +100,7 @@ async def test_markdown_fallback_posts_content_only(
     assert fake.counters.gateway["identify"] == 0
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_429s_are_absorbed_without_loss_or_duplicates(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -117,6 +118,7 @@ async def test_429s_are_absorbed_without_loss_or_duplicates(
         assert fake.counters.rate_limited["bucket"] == 0
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_a_429_longer_than_the_request_timeout_is_retried_by_the_core(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -163,6 +165,7 @@ async def test_a_gone_channel_is_deactivated_and_never_asked_again(
 
 
 @pytest.mark.parametrize("fault", ["unavailable", "server_error", "slow"])
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_server_errors_and_timeouts_are_retried_by_the_core(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fault: str
 ) -> None:
@@ -333,6 +336,7 @@ def test_errors_are_translated_at_the_boundary(error: Exception, expected: type)
         assert translated.retry_after == (42.0 if isinstance(error, discord.RateLimited) else 3.0)
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_a_part_discord_took_but_answered_too_late_is_retried_and_posted_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -164,6 +164,7 @@ def _approval_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake: Fa
     return load_settings(config)
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_the_approval_gate_holds_alerts_and_a_late_approval_posts(
     fake: FakeDiscord, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -79,6 +79,7 @@ async def test_a_forum_gets_one_post_per_issue_corrected_inside_it(
     assert len(fake.threads(FORUM)) == 1
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_each_issue_opens_its_own_post_and_a_text_channel_a_thread_on_its_first_message(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -109,6 +110,7 @@ async def test_each_issue_opens_its_own_post_and_a_text_channel_a_thread_on_its_
     assert len(messages[1].edits) == 1 and len(fake.messages(int(posts[0]["id"]))[1].edits) == 1
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_a_post_the_bot_never_heard_back_from_is_found_again_not_opened_twice(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -69,6 +69,7 @@ async def subscribe_by_the_form(site: Site, relay: FakeRelay, address: str) -> N
         assert a.status == 200 and "已订阅" in await a.text()
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_an_email_reader_gets_the_issue_at_their_time_and_their_follow_mail_once(
     tmp_path: Path, relay: FakeRelay, monkeypatch: pytest.MonkeyPatch
 ) -> None:

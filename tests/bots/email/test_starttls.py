@@ -72,6 +72,7 @@ async def test_a_relay_that_requires_starttls_gets_the_mail_over_tls(tmp_path: P
     assert got.recipients == ["reader@example.net"] and msgid.encode() in got.data
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_an_unverified_certificate_is_refused_before_the_login(tmp_path: Path) -> None:
     _, context = self_signed(tmp_path)
     with FakeRelay(senders=set(), starttls=context, logins={USER: PASSWORD}) as relay:
@@ -82,6 +83,7 @@ async def test_an_unverified_certificate_is_refused_before_the_login(tmp_path: P
     assert relay.received == [] and PASSWORD not in str(refused.value)
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_plain_smtp_to_a_starttls_relay_is_our_configuration_refused(
     tmp_path: Path,
 ) -> None:

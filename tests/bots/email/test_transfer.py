@@ -103,6 +103,7 @@ async def test_refusals_raise_what_aiosmtplib_raises() -> None:
     assert (sender.value.code, recipient.value.code, data.value.code) == (553, 550, 554)
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_a_relay_silent_after_the_content_is_an_outcome_unknown(tmp_path: Path) -> None:
     [message] = email_render.render(make_issue(dt.date(2026, 10, 27)))
     with FakeRelay(senders=set()) as relay:

@@ -95,6 +95,7 @@ async def test_the_long_connection_endpoint_and_its_address(tmp_path: Path) -> N
         assert "HTTPS_PROXY" in checks["long connection"].fix
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_http_mode_checks_the_callbacks_secrets_instead(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

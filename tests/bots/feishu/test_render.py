@@ -67,6 +67,7 @@ def test_the_limit_check_catches_an_oversize_payload() -> None:
 
 @SETTINGS
 @given(issue=issues, part=parts)
+@pytest.mark.slow  # over 0.25 s: left out of make check
 def test_every_message_fits_and_nothing_is_lost(issue: Issue, part: Part) -> None:
     messages = fr.render(issue, part)
     for m in messages:

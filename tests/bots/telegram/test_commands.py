@@ -198,6 +198,7 @@ async def test_admins_are_not_rate_limited(bot: Running, fake: FakeTelegram) -> 
 # ---------------------------------------------------------------- secrets and modes
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_the_token_never_reaches_the_log(
     fake: FakeTelegram,
     tmp_path: Path,
@@ -305,6 +306,7 @@ async def test_digest_bot_run_answers_and_stops_cleanly(
     assert len(fake.requests) == before  # stopped: no more polling
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_digest_bot_run_builds_the_search_index_at_start(
     fake: FakeTelegram,
     tmp_path: Path,

@@ -204,6 +204,7 @@ async def test_auto_corrections_follow_a_changed_file_once(
 # ---------------------------------------------------------------- pins
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_pin_today_unpin_yesterday_and_a_missing_right_reported_once(
     fake: FakeTelegram, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

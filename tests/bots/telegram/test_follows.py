@@ -109,6 +109,7 @@ async def test_an_issue_published_early_by_repost_reaches_its_followers_once(
     assert len(follow_messages(fake.sent(ANN))) == 1 and len(fake.sent(BOB)) == bob
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_two_issues_made_public_on_one_day_each_get_their_follow_messages_once(
     fake: FakeTelegram, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -149,6 +150,7 @@ HEADLINE_27 = "KV 缓存为什么要分页"  # the headline of TODAY's issue
 HEADLINE_28 = "推理模型的 <think> 段落"  # the headline of TOMORROW's issue
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_a_held_issue_is_new_to_no_reader_surface_until_its_late_approval(
     fake: FakeTelegram, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

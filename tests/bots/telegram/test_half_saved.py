@@ -57,6 +57,7 @@ async def _logged(
             await asyncio.sleep(0.01)
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_a_file_still_being_saved_at_post_time_is_posted_complete(
     bot: Running, fake: FakeTelegram, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -87,6 +88,7 @@ async def test_a_file_still_being_saved_at_post_time_is_posted_complete(
     assert "changed again" in caplog.text and "is unchanged for 1 s now: posting it" in caplog.text
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_a_file_changed_after_the_post_is_told_to_the_admins_once(
     bot: Running, fake: FakeTelegram, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -76,6 +76,7 @@ async def test_daily_post_reaches_every_channel_once_with_its_keyboard(
     assert [len(fake.sent(c)) for c in CHANNELS] == [PARTS, PARTS]
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_digest_bot_run_posts_the_missed_issue_at_start(
     fake: FakeTelegram, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -234,6 +235,7 @@ async def test_429s_are_honoured_without_loss(bot: Running, fake: FakeTelegram) 
     assert ok[0].at - retried[-1].at >= 0.05 - 1e-3  # the retry waited as asked
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_a_migrated_group_is_followed(
     fake: FakeTelegram, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

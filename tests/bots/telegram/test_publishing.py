@@ -64,6 +64,7 @@ def _keyboard(message: SentMessage) -> list[tuple[str, str]]:
 # ---------------------------------------------------------------- embargo
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_no_reader_surface_shows_a_future_issue_before_its_time(
     fake: FakeTelegram, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -99,6 +100,7 @@ async def test_no_reader_surface_shows_a_future_issue_before_its_time(
         assert "还没有发布" in later.text
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_an_admin_repost_of_a_future_day_publishes_it_early_and_it_stays_so(
     fake: FakeTelegram, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -166,6 +168,7 @@ async def _review(bot: Running, fake: FakeTelegram, day: dt.date) -> SentMessage
     return sent[-1]
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_unapproved_is_held_and_alerted_then_a_late_approval_posts_at_once(
     fake: FakeTelegram, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -199,6 +202,7 @@ async def test_unapproved_is_held_and_alerted_then_a_late_approval_posts_at_once
         assert who == [(str(ADMIN), True), (str(ANN), False)]
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_an_approval_lets_the_post_out_and_a_changed_file_voids_it(
     fake: FakeTelegram, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -227,6 +231,7 @@ async def test_an_approval_lets_the_post_out_and_a_changed_file_voids_it(
         assert "分頁" in visible(posted)
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_approved_ahead_of_time_posts_on_schedule_and_hold_keeps_it_back(
     fake: FakeTelegram, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -249,6 +254,7 @@ async def test_approved_ahead_of_time_posts_on_schedule_and_hold_keeps_it_back(
 # ---------------------------------------------------------------- readiness
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_status_shows_readiness_and_the_missing_alert_names_the_first_error(
     fake: FakeTelegram, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

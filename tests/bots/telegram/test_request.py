@@ -13,7 +13,7 @@ from telegram.error import NetworkError, TelegramError, TimedOut
 from telegram.request import RequestData
 from telegram.request._requestparameter import RequestParameter
 
-from bots.telegram.request import JsonRequest
+from bots.telegram.request import JsonRequest, tls_context
 from bots.telegram.wire import translate
 from digest_core.errors import DeliveryError, OutcomeUnknown, TransientError
 from digest_core.platform import Target, TargetKind
@@ -108,6 +108,7 @@ async def test_an_answer_that_never_comes_may_have_arrived() -> None:
     assert type(translated) is OutcomeUnknown
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_no_free_connection_in_the_pool_timeout_never_left() -> None:
     request = _request(pool=1, read=30.0)
     async with _server(answer=False) as (url, seen, arrived):
@@ -143,3 +144,20 @@ async def test_a_shut_down_request_refuses_to_send() -> None:
     await request.shutdown()
     with pytest.raises(RuntimeError, match="not initialized"):
         await request.do_request("http://127.0.0.1:1/bot1:token/sendMessage", "POST", _data())
+
+
+async def test_every_httpx_client_shares_one_tls_context_made_as_httpx_makes_it() -> None:
+    import ssl
+
+    first, second = _request(), _request()
+    contexts = {id(r._client._transport._pool._ssl_context) for r in (first, second)}
+    assert contexts == {id(tls_context())}  # the CAs loaded once, not once a client
+    context = tls_context()
+    assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
+    # the same trust as httpx's own (SSL_CERT_FILE, else certifi): the CAs it loaded
+    import httpx
+
+    own = httpx.create_ssl_context()
+    assert context.cert_store_stats() == own.cert_store_stats()
+    await first.shutdown()
+    await second.shutdown()

@@ -50,6 +50,7 @@ async def test_compact_subscribers_get_one_message_with_the_buttons_channels_the
         assert again.ok and again.sent == 0
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_paid_broadcast_marks_every_send_and_paces_past_30_per_second(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -98,6 +98,7 @@ async def test_bot_api_calls_get_generous_explicit_timeouts(
         )  # fmt: skip
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_a_send_slower_than_the_read_timeout_is_resent_and_logged(
     fake: FakeTelegram,
     tmp_path: Path,
@@ -126,6 +127,7 @@ async def test_a_send_slower_than_the_read_timeout_is_resent_and_logged(
     assert "may have arrived" in warning and "sent again" in warning
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_a_send_slower_than_ptbs_old_default_but_within_the_timeout_is_sent_once(
     fake: FakeTelegram,
     tmp_path: Path,
@@ -163,6 +165,7 @@ async def test_send_after_stop_is_transient_not_a_contract_breach(
         await bot.adapter.stop()  # twice is harmless
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_stopping_mid_delivery_fails_nothing_and_a_restart_completes_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -248,6 +251,7 @@ async def test_stopping_mid_delivery_fails_nothing_and_a_restart_completes_it(
         assert sum(n - 1 for n in copies.values()) <= len(maybe_sent)
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_stopping_run_during_a_confirmed_repost_fails_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -297,6 +301,7 @@ async def test_stopping_run_during_a_confirmed_repost_fails_nothing(
         assert sum(n - 1 for n in copies.values()) <= in_flight
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_stop_cuts_a_hanging_reply_short_and_tells_the_reader(
     fake: FakeTelegram, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -108,6 +108,7 @@ async def test_a_closed_topic_is_refused_and_its_target_left_until_reactivated(
     assert again.sent == 2 and [m.message_thread_id for m in fake.sent(FORUM)] == [topic.id] * 2
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_doctor_checks_each_topic(
     fake: FakeTelegram, topic: FakeTopic, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

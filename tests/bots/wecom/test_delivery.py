@@ -56,6 +56,7 @@ def engine_for(ledger: Ledger) -> DeliveryEngine:
     return DeliveryEngine(ledger, clock=SystemClock(), rng=random.Random(1), backoff=backoff)
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_a_long_issue_reaches_every_group_paced_under_the_limit(
     wecom: FakeWeCom, tmp_path: Path
 ) -> None:
@@ -75,6 +76,7 @@ async def test_a_long_issue_reaches_every_group_paced_under_the_limit(
     assert [code for _, code in wecom.answers] == [0] * len(messages) * len(NAMES)
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_a_frequency_code_defers_only_its_group(wecom: FakeWeCom, tmp_path: Path) -> None:
     issue = load_issue(ARCHIVE / "2026-11-30.txt")
     adapter = adapter_for(wecom)
@@ -114,6 +116,7 @@ async def test_an_answer_cut_after_the_post_arrived_is_counted_possibly_twice(
     assert sorted(got) == [len(messages), len(messages) + 1]  # the one duplicate, counted
 
 
+@pytest.mark.slow  # over 0.25 s: left out of make check
 async def test_a_rerun_sends_only_what_is_missing(wecom: FakeWeCom, tmp_path: Path) -> None:
     issue = load_issue(ARCHIVE / "2026-11-27.txt")
     url = f"sqlite+aiosqlite:///{tmp_path}/ledger.db"
