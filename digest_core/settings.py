@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
+import functools
 import json
 import logging
 import os
@@ -20,6 +21,7 @@ import re
 import tomllib
 import types
 from collections.abc import Collection, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Union, get_args, get_origin
@@ -29,6 +31,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     SecretStr,
     ValidationError,
     create_model,
@@ -375,8 +378,13 @@ class Settings(BaseSettings):
 
     #: the names of the platform tables (fields) of this class; set by :func:`load_settings`
     platform_names: ClassVar[tuple[str, ...]] = ()
-    #: the config file these settings were read from; None when none was found
-    config_path: ClassVar[Path | None] = None
+    #: the config file these settings were read from (set by :func:`load_settings`)
+    _config_path: Path | None = PrivateAttr(default=None)
+
+    @property
+    def config_path(self) -> Path | None:
+        """The config file these settings were read from; None when none was found."""
+        return self._config_path
 
     def platform(self, name: str) -> BaseModel:
         """The settings of the platform ``name`` (its ``[name]`` table).
@@ -474,8 +482,10 @@ class Settings(BaseSettings):
     def zone(self) -> ZoneInfo:
         return ZoneInfo(self.timezone)
 
-    #: the parsed TOML file, lowest-priority source (set on the subclass load_settings makes)
-    _toml: ClassVar[dict[str, Any]] = {}
+    #: the parsed TOML file, lowest-priority source (set by load_settings while it validates)
+    _toml: ClassVar[ContextVar[Mapping[str, Any]]] = ContextVar(
+        "digest_bot_toml", default=types.MappingProxyType({})
+    )
 
     @classmethod
     def settings_customise_sources(
@@ -486,13 +496,13 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        return (init_settings, env_settings, _TomlData(settings_cls, cls._toml))
+        return (init_settings, env_settings, _TomlData(settings_cls, cls._toml.get()))
 
 
 class _TomlData(PydanticBaseSettingsSource):
     """An already-parsed TOML file as a settings source."""
 
-    def __init__(self, settings_cls: type[BaseSettings], data: dict[str, Any]):
+    def __init__(self, settings_cls: type[BaseSettings], data: Mapping[str, Any]):
         super().__init__(settings_cls)
         self._data = data
 
@@ -659,16 +669,9 @@ def load_settings(
     else:
         data = {}
     data = {key: value for key, value in data.items() if key not in unchecked}
-    with_toml = type("Settings", (Settings,), {"_toml": data, "__module__": __name__})
-    fields: dict[str, Any] = {
-        name: (model, Field(default_factory=model)) for name, model in platforms.items()
-    }
-    loaded: type[Settings] = create_model(
-        "Settings", __base__=with_toml, __module__=__name__, **fields
-    )
-    loaded.platform_names = tuple(platforms)
-    loaded.config_path = cfg if cfg.exists() else None
+    loaded = _settings_model(tuple(platforms.items()))
     _check_env_json(loaded, os.environ)
+    toml = Settings._toml.set(data)
     try:
         settings: Settings = loaded(**(overrides or {}))
     except SettingsError as exc:  # a DIGEST_BOT_* value pydantic-settings cannot parse
@@ -685,6 +688,9 @@ def load_settings(
         if env_name in os.environ:
             source = f"environment {env_name}"
         raise ConfigError(msg, file=source, key=key) from exc
+    finally:
+        Settings._toml.reset(toml)
+    settings._config_path = cfg if cfg.exists() else None
     for name, section in settings.platforms.items():
         resolve = getattr(section, "resolved_token", None)
         if resolve is None:
@@ -697,6 +703,20 @@ def load_settings(
             where = f"environment {variable}" if variable else (cfg if data else None)
             raise ConfigError(exc.detail, file=where, key=f"{name}.token_file") from exc
     return settings
+
+
+@functools.cache
+def _settings_model(platforms: tuple[tuple[str, type[BaseModel]], ...]) -> type[Settings]:
+    """The settings model with a field per platform table, built once per set of platforms
+    (building it costs pydantic a schema of every table: 15-40 ms at every load before)."""
+    fields: dict[str, Any] = {
+        name: (model, Field(default_factory=model)) for name, model in platforms
+    }
+    model: type[Settings] = create_model(
+        "Settings", __base__=Settings, __module__=__name__, **fields
+    )
+    model.platform_names = tuple(name for name, _ in platforms)
+    return model
 
 
 #: settings whose defaults are paths relative to the working directory
