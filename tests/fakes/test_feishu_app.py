@@ -17,11 +17,13 @@ from bots.workchat.sdkthread import SdkThread
 from tests.fakes import lark_frames
 from tests.fakes.feishu_app import AUTH_FAILED, CARD_LIMIT, EXCEED_CONN_LIMIT, FakeFeishuApp
 
-# the Feishu SDK's import takes about 2 s of CPU (every API's models): one worker pays it for
-# all of the tests that load it in-process (tests/xdist_groups.py)
+# the Feishu SDK's import takes 2-4 s of CPU (every API's models): one worker pays it for
+# all of the tests that load it in-process (tests/xdist_groups.py), and make check leaves
+# them out (slow)
 pytestmark = [
     pytest.mark.filterwarnings("ignore::DeprecationWarning"),
     pytest.mark.xdist_group("lark"),
+    pytest.mark.slow,
 ]
 
 

@@ -29,11 +29,13 @@ from digest_core.testing import PinnedClock
 from tests.bots.telegram.harness import ARCHIVE, TODAY, ZONE, local
 from tests.fakes.feishu_app import FakeFeishuApp
 
-# the Feishu SDK's import takes about 2 s of CPU (every API's models): one worker pays it for
-# all of the tests that load it in-process (tests/xdist_groups.py)
+# the Feishu SDK's import takes 2-4 s of CPU (every API's models): one worker pays it for
+# all of the tests that load it in-process (tests/xdist_groups.py), and make check leaves
+# them out (slow)
 pytestmark = [
     pytest.mark.filterwarnings("ignore::DeprecationWarning"),
     pytest.mark.xdist_group("lark"),
+    pytest.mark.slow,
 ]
 
 ANN = "ou_ann00000000000000000000000000"
