@@ -98,7 +98,7 @@ async def test_the_running_bot_reads_the_bounce_mailbox_every_few_seconds(
     http_port = free_port()
     url = f"http://127.0.0.1:{http_port}/metrics"
     with dovecot() as box, FakeRelay(senders=set()) as relay:
-        config = write_config(tmp_path, relay.port)
+        config = write_config(tmp_path, relay.port, rate=100)
         configure(config, box, tmp_path, http_port)
         ids = await subscribe_all(config, tmp_path)
         box.deliver(bounce(ids[hard], status="5.1.1"))  # waiting when the bot starts

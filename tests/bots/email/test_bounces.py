@@ -75,7 +75,7 @@ async def cli(config: Path, *args: str) -> tuple[int, str]:
 async def test_bounces_from_a_real_imap_mailbox_deactivate_readers(tmp_path: Path) -> None:
     hard, complaint, soft_twice, soft_once, unsub = READERS[:5]
     with dovecot() as box, FakeRelay(senders=set()) as relay:
-        config = write_config(tmp_path, relay.port)
+        config = write_config(tmp_path, relay.port, rate=100)
         with config.open("a") as fh:
             fh.write(
                 f'imap_host = "{box.host}"\nimap_port = {box.port}\nimap_security = "none"\n'

@@ -47,7 +47,7 @@ async def mailed_then_corrected(tmp_path: Path, relay: FakeRelay) -> Path:
     archive = tmp_path / "archive"
     archive.mkdir()
     shutil.copy(ARCHIVE / f"{DAY}.txt", archive / f"{DAY}.txt")
-    config = write_config(tmp_path, relay.port)
+    config = write_config(tmp_path, relay.port, rate=100)
     config.write_text(config.read_text().replace(str(ARCHIVE), str(archive)))
     ids = await subscribe_all(config, tmp_path)
     relay.handler.senders = {f"digest+{rid}@example.org" for rid in ids.values()}

@@ -32,7 +32,10 @@ DAY = "2026-11-26"
 READERS = [f"reader{n:02d}@example.net" for n in range(40)]
 
 
-def write_config(tmp_path: Path, port: int) -> Path:
+def write_config(tmp_path: Path, port: int, *, rate: float = 10) -> Path:
+    """The bot's config for the relay at ``port``; ``rate``: mails a second (10: a post to
+    the 40 readers takes 4 s, long enough to be killed mid-send; tests that kill nothing send
+    faster)."""
     config = tmp_path / "digest-bot.toml"
     config.write_text(
         f'archive_dir = "{ARCHIVE}"\n'
@@ -40,7 +43,7 @@ def write_config(tmp_path: Path, port: int) -> Path:
         'timezone = "Asia/Shanghai"\n'
         f'[email]\nhost = "127.0.0.1"\nport = {port}\nsecurity = "none"\n'
         f'from = "AI 技术日报 <{SENDER}>"\npublic_url = "https://digest.example.org/"\n'
-        f'address_book = "{tmp_path / "readers.sqlite3"}"\nrate_per_second = 10\n',
+        f'address_book = "{tmp_path / "readers.sqlite3"}"\nrate_per_second = {rate}\n',
         encoding="utf-8",
     )
     return config

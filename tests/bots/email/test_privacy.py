@@ -38,7 +38,7 @@ async def cli(config: Path, *args: str) -> tuple[int, str, str]:
 
 async def test_export_then_forget_a_reader(tmp_path: Path) -> None:
     with FakeRelay(senders=set()) as relay:
-        config = write_config(tmp_path, relay.port)
+        config = write_config(tmp_path, relay.port, rate=100)
         ids = await subscribe_all(config, tmp_path)
         relay.handler.senders = {f"digest+{rid}@example.org" for rid in ids.values()}
         post = await start_post(config)
