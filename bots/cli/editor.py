@@ -170,12 +170,21 @@ def cmd_archive_search(args: argparse.Namespace, settings: Settings) -> int:
     if not args.word.strip():
         print("digest-bot: archive search: give a word to look for, e.g. 模型", file=sys.stderr)
         return EXIT_USAGE
+    import sqlite3
+
     from digest_core.archive.fulltext import SqliteFullText, index_path_for
 
     path = index_path_for(settings.database_url)
     kept = SqliteFullText.kept(path, root=settings.archive_dir) if path is not None else None
     archive = Archive(settings.archive_dir, index=kept or False)
-    hits = archive.search(args.word, limit=args.limit)
+    try:
+        hits = archive.search(args.word, limit=args.limit)
+    except sqlite3.Error as exc:  # the bot's index went away or cannot be read here
+        print(f"digest-bot: the bot's search index cannot be read ({exc}); scanning the files",
+              file=sys.stderr)  # fmt: skip
+        archive.close()
+        archive = Archive(settings.archive_dir, index=False)
+        hits = archive.search(args.word, limit=args.limit)
     for hit in hits:
         print(hit.describe())
     for problem in archive.known_problems():

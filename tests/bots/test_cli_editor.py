@@ -336,3 +336,15 @@ def test_archive_search_leaves_an_index_of_another_folder_alone(workdir: Path) -
     found = cli(workdir, "--archive", str(other), "archive", "search", "ZeRO")
     assert "2026-11-27" not in found.stdout  # the other folder's files, scanned
     assert index.read_bytes() == before  # not thrown away, as the bot would for its own
+
+
+def test_archive_search_scans_when_the_kept_index_cannot_be_read(workdir: Path) -> None:
+    import sqlite3
+
+    index = _kept_index(workdir)
+    with sqlite3.connect(index) as db:  # an index damaged past what opening it checks
+        db.execute("DROP TABLE pieces")
+    found = cli(workdir, "archive", "search", "ZeRO")
+    assert found.returncode == 0 and "2026-11-27" in found.stdout, found.stderr
+    assert "the bot's search index cannot be read (no such table: pieces)" in found.stderr
+    assert "Traceback" not in found.stderr
