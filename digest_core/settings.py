@@ -662,7 +662,8 @@ def load_settings(
     explicit = path is not None
     cfg = Path(path) if path is not None else DEFAULT_CONFIG
     platforms = dict(platforms or {})
-    if cfg.exists():
+    found = cfg.exists()
+    if found:
         data = _read_toml(cfg, platforms)
     elif explicit:
         raise ConfigError("config file not found", file=cfg)
@@ -690,7 +691,7 @@ def load_settings(
         raise ConfigError(msg, file=source, key=key) from exc
     finally:
         Settings._toml.reset(toml)
-    settings._config_path = cfg if cfg.exists() else None
+    settings._config_path = cfg if found else None
     for name, section in settings.platforms.items():
         resolve = getattr(section, "resolved_token", None)
         if resolve is None:

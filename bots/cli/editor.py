@@ -182,8 +182,7 @@ def cmd_archive_search(args: argparse.Namespace, settings: Settings) -> int:
     except sqlite3.Error as exc:  # the bot's index went away or cannot be read here
         print(f"digest-bot: the bot's search index cannot be read ({exc}); scanning the files",
               file=sys.stderr)  # fmt: skip
-        archive.close()
-        archive = Archive(settings.archive_dir, index=False)
+        archive.close()  # the index set aside, the same archive (and its listing) scans
         hits = archive.search(args.word, limit=args.limit)
     for hit in hits:
         print(hit.describe())

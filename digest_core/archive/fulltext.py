@@ -236,6 +236,11 @@ class SqliteFullText:
         if path is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="digest-index-")
             path = Path(self._tmp.name, "index.sqlite")
+        self._prepare(path, root)
+        self._writer = self._open_writer()
+
+    def _prepare(self, path: Path, root: Path) -> None:
+        """What every index holds before its database is opened."""
         self.path = path
         self._identity = {
             "schema": str(SCHEMA_VERSION),
@@ -245,7 +250,6 @@ class SqliteFullText:
         self._local = threading.local()
         self._readers: list[sqlite3.Connection] = []
         self._lock = threading.Lock()  # the writer, and the list of readers
-        self._writer = self._open_writer()
 
     @classmethod
     def kept(cls, path: Path, *, root: Path) -> SqliteFullText | None:
@@ -255,36 +259,21 @@ class SqliteFullText:
         or thrown away: a one-shot command (``digest-bot archive search``) reads what the bot
         keeps instead of scanning ten years of files, and never disturbs it."""
         self = cls.__new__(cls)
-        self._tmp, self.path, self.read_only = None, path, True
-        self._identity = {
-            "schema": str(SCHEMA_VERSION),
-            "unicode": unicodedata.unidata_version,
-            "root": os.path.realpath(root),
-        }
-        self._local = threading.local()
-        self._readers = []
-        self._lock = threading.Lock()
+        self._tmp, self.read_only = None, True
+        self._prepare(path, root)
         if not path.is_file():
             return None
         conn: sqlite3.Connection | None = None
         try:
             conn = self._connect()
-            tables = {n for (n,) in conn.execute("SELECT name FROM sqlite_master")}
-            meta = (
-                dict(conn.execute("SELECT key, value FROM meta").fetchall())
-                if "meta" in tables
-                else {}
-            )
+            if self._holds_index(conn):
+                self._writer = conn
+                return self
         except sqlite3.Error as exc:
             log.info("archive index %s: cannot be read (%s); searches scan", self, exc)
-            meta, tables = {}, set()
-        if meta != self._identity or not {"files", "issues", "grams", "grams_terms"} <= tables:
-            if conn is not None:
-                conn.close()
-            return None
-        assert conn is not None
-        self._writer = conn
-        return self
+        if conn is not None:
+            conn.close()
+        return None
 
     def __repr__(self) -> str:
         return f"SqliteFullText({str(self.path)!r})"
@@ -325,6 +314,10 @@ class SqliteFullText:
         """The database at our path is an index of this version and folder."""
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
+        return self._holds_index(conn)
+
+    def _holds_index(self, conn: sqlite3.Connection) -> bool:
+        """The database behind ``conn`` holds an index of this version and folder (reads only)."""
         tables = {n for (n,) in conn.execute("SELECT name FROM sqlite_master")}
         if "meta" not in tables:
             return False
