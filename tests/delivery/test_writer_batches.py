@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-from collections.abc import AsyncIterator
+import logging
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,8 +22,9 @@ from sqlalchemy.dialects.sqlite import aiosqlite
 from sqlalchemy.exc import DBAPIError
 
 from digest_core.delivery.ledger import Ledger, PartState
+from digest_core.delivery.ledger.direct import DirectSqlite
 from digest_core.delivery.ledger.driver import DriverStatement
-from digest_core.delivery.ledger.writer import _STATE_STATEMENTS, _VALUE_PARAM
+from digest_core.delivery.ledger.writer import _STATE_STATEMENTS, _VALUE_PARAM, Writer
 from digest_core.testing import ManualClock, make_issue, make_targets, open_ledger
 
 REF = make_issue().ref
@@ -144,3 +147,80 @@ def test_every_change_compiles_for_the_drivers_the_ledger_uses(kind: str, dialec
     [row] = statement.rows([(7, "x", "T")])
     assert len(row) == statement.sql.count("?") + statement.sql.count("$")
     assert {7, "x", "T"} <= set(row)
+
+
+class _Trips(logging.Handler):
+    """Counts the calls aiosqlite runs on its connection's thread (it logs each one)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.count = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.getMessage().startswith("executing "):
+            self.count += 1
+
+
+@pytest.fixture
+def trips() -> Iterator[_Trips]:
+    logger = logging.getLogger("aiosqlite")
+    handler, level = _Trips(), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    yield handler
+    logger.removeHandler(handler)
+    logger.setLevel(level)
+
+
+async def test_on_an_sqlite_file_a_batch_is_three_trips_to_the_driver(
+    tmp_path: Path, trips: _Trips
+) -> None:
+    # the writer's own connection (digest_core/delivery/ledger/direct.py): the claims in one
+    # trip, each kind of change in one, the commit in one (through SQLAlchemy's cursor, one
+    # part's claim and its record took about nine)
+    async with open_ledger(ManualClock(), f"sqlite+aiosqlite:///{tmp_path / 'l.db'}") as ledger:
+        ids = await _planned(ledger, 2, 2)
+        assert await ledger.claim(ids[0])  # (opens the writer's connection)
+        trips.count, before = 0, ledger.stats.transactions
+        assert await ledger.claim(ids[1])
+        assert ledger.stats.transactions - before == 1
+        assert trips.count == 2  # the claim, the commit
+        trips.count = 0
+        await asyncio.gather(ledger.mark_sent(ids[0], "m0"), ledger.claim(ids[2]))
+        assert trips.count == 3  # one transaction: the claim, the send, the commit
+        await ledger.mark_failed(ids[1], "Rejected")
+        counts = await ledger.counts(REF)
+        assert [counts[s] for s in (PartState.SENT, PartState.FAILED)] == [1, 1]
+        assert counts[PartState.IN_FLIGHT] == 1 and counts[PartState.PENDING] == 1
+
+
+async def test_the_writers_own_connection_writes_a_batch_whole_or_not_at_all(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'l.db'}"
+    async with open_ledger(ManualClock(), url) as ledger:
+        ids = await _planned(ledger, 3, 1)
+        assert await ledger.claim(ids[0])
+        direct = await DirectSqlite.open(ledger._state.engine)
+        assert direct is not None
+        claim = Writer(ledger._state)._claim_statement(direct.dialect)
+        assert claim is not None
+        (row,) = claim.rows([(f"[{ids[1]}]", "2026-12-03 00:00:00.000000")])
+        bad = [("UPDATE parts SET state = ? WHERE no_such_column = 1", [("x",)])]
+        with pytest.raises(DBAPIError) as caught:  # as SQLAlchemy raises it: retries read it
+            await direct.write((claim.sql, row), bad)
+        assert "no_such_column" in str(caught.value.orig)
+        assert (await ledger.counts(REF))[PartState.PENDING] == 2  # the claim rolled back
+        assert await direct.write((claim.sql, row), []) == [(ids[1],)]
+        await direct.close()
+        assert (await ledger.counts(REF))[PartState.IN_FLIGHT] == 2
+
+
+async def test_in_memory_and_server_ledgers_write_through_sqlalchemy(pg_url: str) -> None:
+    for url in ("sqlite+aiosqlite://", pg_url):
+        async with open_ledger(ManualClock(), url) as ledger:
+            assert await DirectSqlite.open(ledger._state.engine) is None
+            ids = await _planned(ledger, 2, 1)
+            assert all(await asyncio.gather(*(ledger.claim(i) for i in ids)))
+            await ledger.mark_sent(ids[0], "m")
+            assert (await ledger.counts(REF))[PartState.SENT] == 1

@@ -7,17 +7,29 @@ whose only converted value is the batch's one timestamp, so :class:`DriverStatem
 SQLAlchemy compile the statement once per dialect, converts the timestamp once per batch
 (:func:`driver_value`), and hands the rows to the driver's ``executemany`` as tuples
 (``AsyncConnection.exec_driver_sql``), for aiosqlite and asyncpg alike.
+
+On aiosqlite, :func:`run_many` and :func:`fetch_all` also skip SQLAlchemy's cursor: it takes
+three or four trips to the connection's thread per statement (open a cursor, run, fetch, close),
+each a handoff between two threads and a wake of the event loop; aiosqlite's own
+``executemany`` and ``execute_fetchall`` take one. At a paced platform's rate a batch holds a
+part or two, so those trips were most of the ledger's cost per message. They run on the
+connection SQLAlchemy checked out, in its transaction, and the driver's errors are raised as
+SQLAlchemy's (``DBAPIError``), as ``exec_driver_sql`` raises them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.engine import Dialect
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.compiler import SQLCompiler
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncConnection
 
 
 def driver_value(type_: Any, value: Any, dialect: Dialect) -> Any:
@@ -78,3 +90,44 @@ class DriverStatement:
                 row[slot] = value
             out.append(tuple(row))
         return out
+
+
+async def _aiosqlite(conn: AsyncConnection) -> Any:
+    """The aiosqlite connection under ``conn`` (None on any other driver)."""
+    if conn.dialect.driver != "aiosqlite":
+        return None
+    return (await conn.get_raw_connection()).driver_connection
+
+
+def _wrapped(conn: AsyncConnection, sql: str, params: Any, exc: Exception) -> DBAPIError:
+    """The driver's ``exc`` as SQLAlchemy raises it (``OperationalError`` for a locked or
+    full database, and so on): what :func:`~digest_core.delivery.health.is_transient` reads."""
+    dbapi = conn.dialect.loaded_dbapi
+    error = DBAPIError.instance(sql, params, exc, dbapi.Error, dialect=conn.dialect)
+    assert isinstance(error, DBAPIError)
+    return error
+
+
+async def run_many(conn: AsyncConnection, sql: str, rows: list[tuple[Any, ...]]) -> None:
+    """``sql`` once per row of ``rows`` (the driver's ``executemany``), in ``conn``'s
+    transaction: one trip to aiosqlite's thread."""
+    driver = await _aiosqlite(conn)
+    if driver is None:
+        await conn.exec_driver_sql(sql, rows)
+        return
+    try:
+        await driver.executemany(sql, rows)
+    except conn.dialect.loaded_dbapi.Error as exc:
+        raise _wrapped(conn, sql, rows, exc) from exc
+
+
+async def fetch_all(conn: AsyncConnection, sql: str, row: tuple[Any, ...]) -> list[Any]:
+    """The rows ``sql`` returns with the parameters ``row``, in ``conn``'s transaction: one
+    trip to aiosqlite's thread."""
+    driver = await _aiosqlite(conn)
+    if driver is None:
+        return list(await conn.exec_driver_sql(sql, row))
+    try:
+        return list(await driver.execute_fetchall(sql, row))
+    except conn.dialect.loaded_dbapi.Error as exc:
+        raise _wrapped(conn, sql, row, exc) from exc

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from typing import Any
 
@@ -18,7 +19,9 @@ from sqlalchemy import (
     Integer,
     any_,
     bindparam,
+    func,
     literal,
+    or_,
     select,
     text,
     update,
@@ -26,7 +29,8 @@ from sqlalchemy import (
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from digest_core.delivery.health import is_transient, short_error
-from digest_core.delivery.ledger.driver import DriverStatement, driver_value
+from digest_core.delivery.ledger.direct import DirectSqlite
+from digest_core.delivery.ledger.driver import DriverStatement, driver_value, fetch_all, run_many
 from digest_core.delivery.ledger.engine import generic_plans
 from digest_core.delivery.ledger.schema import (
     PartState,
@@ -117,6 +121,18 @@ _PG_CLAIM = (
     .values(updated_at=bindparam("b_now"), **_CLAIM_VALUES)
     .returning(parts.c.id)
 )
+#: the claims of a batch on SQLite (through aiosqlite): the ids as one JSON array, so one
+#: statement, compiled once and run by the driver, whatever the batch's size (the state test
+#: as equalities: a list of values would be expanded per execution)
+_SQLITE_CLAIM = (
+    update(parts)
+    .where(
+        parts.c.id.in_(select(func.json_each(bindparam("b_ids")).table_valued("value").c.value)),
+        or_(*((parts.c.state + literal("")) == state for state in _CLAIMABLE)),
+    )
+    .values(updated_at=bindparam("b_now"), **_CLAIM_VALUES)
+    .returning(parts.c.id)
+)
 #: one claim, for databases without UPDATE … RETURNING
 _CLAIM_ONE = _state_update(parts.c.state.in_(_CLAIMABLE), **_CLAIM_VALUES)
 #: resuming a row a dead run left in flight, if no one resumed it since
@@ -144,6 +160,10 @@ class Writer:
         self.state = state
         #: each kind of change as the engine's driver runs it (None: through SQLAlchemy)
         self._statements: dict[str, DriverStatement | None] = {}
+        #: on an SQLite file, the writer's own kept connection (see :mod:`.direct`): made at
+        #: the first batch, dropped after an error (the next batch makes a new one)
+        self._direct: DirectSqlite | None = None
+        self._direct_tried = False
 
     async def claim(
         self, row_id: int, *, resumed_attempts: int | None = None, after: Op | None = None
@@ -247,6 +267,20 @@ class Writer:
     async def run(self) -> None:
         """The writer's task (the ledger starts it on open): write the queued changes in
         batches until the ledger closes and the queue is empty."""
+        try:
+            await self._run()
+        finally:
+            await self._drop_direct()
+
+    async def _drop_direct(self) -> None:
+        direct, self._direct, self._direct_tried = self._direct, None, False
+        if direct is not None:
+            try:
+                await direct.close()
+            except Exception as exc:  # (an engine disposed of meanwhile)
+                log.debug("ledger writer: closing its connection: %s", exc)
+
+    async def _run(self) -> None:
         slots = asyncio.Semaphore(self.state.writers)
         writing: set[asyncio.Task[None]] = set()
         while True:
@@ -365,6 +399,10 @@ class Writer:
         """One transaction of the writer, every row written at ``now``; returns the claims
         that won their row. ``again``: an earlier attempt at the same batch failed, perhaps
         after its commit (see :meth:`_claimed_before`)."""
+        if not again:
+            direct = await self._direct_write(claims, grouped, now)
+            if direct is not None:
+                return direct
         async with self.state.tx(exclusive=False) as conn, generic_plans(conn, restore=False):
             # (all by primary key: planning each of 200k updates anew cost more than running it)
             done = await self._claimed_before(conn, claims, now) if again else []
@@ -373,6 +411,73 @@ class Writer:
             for kind, ops in grouped.items():
                 await self._write_changes(conn, kind, ops, now)
         return won
+
+    async def _direct_write(
+        self, claims: list[Op], grouped: dict[str, list[Op]], now: Any
+    ) -> set[Op] | None:
+        """The batch through the writer's own connection to an SQLite file (see
+        :mod:`.direct`); None where it goes through SQLAlchemy (other databases, a resumed
+        claim, a statement the driver cannot run with tuples)."""
+        if self._direct is None and not self._direct_tried:
+            self._direct_tried = True
+            try:
+                self._direct = await DirectSqlite.open(self.state.engine)
+            except BaseException:
+                self._direct_tried = False  # (tried again by the next batch)
+                raise
+        direct = self._direct
+        if direct is None:
+            return None
+        resumed, plain = _split_claims(claims)
+        if resumed:
+            return None
+        dialect = direct.dialect
+        at = driver_value(parts.c.updated_at.type, now, dialect)
+        claim = None
+        if plain:
+            statement = self._claim_statement(dialect)
+            if statement is None:
+                return None
+            (row,) = statement.rows([(json.dumps(list(plain)), at)])
+            claim = (statement.sql, row)
+        changes = []
+        for kind, ops in grouped.items():
+            change = self._change_statement(kind, dialect)
+            if change is None:
+                return None
+            changes.append((change.sql, change.rows([(op.row_id, op.value, at) for op in ops])))
+        state = self.state
+        state.active += 1
+        try:
+            async with state.lock:
+                try:
+                    claimed = await direct.write(claim, changes)
+                except BaseException:
+                    await self._drop_direct()  # a new connection for the next batch
+                    raise
+            state.stats.transactions += 1
+        finally:
+            state.active -= 1
+        return {plain[row_id] for (row_id,) in claimed}
+
+    def _change_statement(self, kind: str, dialect: Any) -> DriverStatement | None:
+        """The driver's statement of one ``kind`` of change (None: SQLAlchemy runs it)."""
+        if kind not in self._statements:
+            self._statements[kind] = DriverStatement.compile(
+                _STATE_STATEMENTS[kind], dialect, ("b_id", _VALUE_PARAM[kind], "b_now"),
+                converted=["b_now"],
+            )  # fmt: skip
+        return self._statements[kind]
+
+    def _claim_statement(self, dialect: Any) -> DriverStatement | None:
+        """The claims of a batch as one statement of the driver (SQLite; None elsewhere)."""
+        if dialect.driver != "aiosqlite":
+            return None
+        if "claim" not in self._statements:
+            self._statements["claim"] = DriverStatement.compile(
+                _SQLITE_CLAIM, dialect, ("b_ids", "b_now"), converted=["b_now"]
+            )
+        return self._statements["claim"]
 
     async def _write_changes(
         self, conn: AsyncConnection, kind: str, ops: list[Op], now: Any
@@ -385,18 +490,14 @@ class Writer:
             await conn.execute(_PG_SENT, {"ids": ids, "mids": mids, "now": now})
             return
         value = _VALUE_PARAM[kind]
-        if kind not in self._statements:
-            self._statements[kind] = DriverStatement.compile(
-                _STATE_STATEMENTS[kind], conn.dialect, ("b_id", value, "b_now"), converted=["b_now"]
-            )
-        statement = self._statements[kind]
+        statement = self._change_statement(kind, conn.dialect)
         if statement is None:  # a driver taking named parameters: through SQLAlchemy
             params = [{"b_id": op.row_id, value: op.value, "b_now": now} for op in ops]
             await conn.execute(_STATE_STATEMENTS[kind], params)
             return
         at = driver_value(parts.c.updated_at.type, now, conn.dialect)
         rows = statement.rows([(op.row_id, op.value, at) for op in ops])
-        await conn.exec_driver_sql(statement.sql, rows)
+        await run_many(conn, statement.sql, rows)
 
     async def _claimed_before(self, conn: AsyncConnection, claims: list[Op], now: Any) -> list[Op]:
         """The claims an earlier attempt at this batch committed although its caller saw an
@@ -430,20 +531,18 @@ class Writer:
         if not claims:
             return []
         won: list[Op] = []
-        seen: set[int] = set()
-        plain: dict[int, Op] = {}
-        for op in claims:
-            row_id = op.row_id
-            if row_id in seen:
-                continue  # a second claim of a row in one batch: the first one decides
-            seen.add(row_id)
-            if op.value is not None:  # resuming a dead run's row: rare, one by one
-                params = {"b_id": row_id, "b_attempts": op.value, "b_now": now}
-                if (await conn.execute(_CLAIM_RESUMED, params)).rowcount:
-                    won.append(op)
-            else:
-                plain[row_id] = op
+        resumed, plain = _split_claims(claims)
+        for op in resumed:  # resuming a dead run's row: rare, one by one
+            params = {"b_id": op.row_id, "b_attempts": op.value, "b_now": now}
+            if (await conn.execute(_CLAIM_RESUMED, params)).rowcount:
+                won.append(op)
         if not plain:
+            return won
+        statement = self._claim_statement(conn.dialect)
+        if statement is not None:  # one statement, one trip to aiosqlite's thread
+            at = driver_value(parts.c.updated_at.type, now, conn.dialect)
+            (row,) = statement.rows([(json.dumps(list(plain)), at)])
+            won += [plain[row_id] for (row_id,) in await fetch_all(conn, statement.sql, row)]
             return won
         if conn.dialect.name == "postgresql":
             # one array parameter: the same statement (one plan) whatever the batch's size
@@ -459,3 +558,20 @@ class Writer:
                 if result.rowcount:
                     won.append(op)
         return won
+
+
+def _split_claims(claims: list[Op]) -> tuple[list[Op], dict[int, Op]]:
+    """A batch's claims: those resuming a dead run's row, and the plain ones by row id; of
+    two claims of one row, the first decides (the second is in neither)."""
+    resumed: list[Op] = []
+    plain: dict[int, Op] = {}
+    seen: set[int] = set()
+    for op in claims:
+        if op.row_id in seen:
+            continue
+        seen.add(op.row_id)
+        if op.value is not None:
+            resumed.append(op)
+        else:
+            plain[op.row_id] = op
+    return resumed, plain
