@@ -19,8 +19,9 @@ log = logging.getLogger(__name__)
 
 #: the first retry of a platform that could not be reached comes after about this many seconds
 RETRY_BASE_SECONDS = 2.0
-#: and the tries never get further apart than this
-RETRY_CAP_SECONDS = 60.0
+#: and the tries never get further apart than this, so a platform is started within this long
+#: of its server coming back (one getMe or login per 7.5-15 s while it is down costs nothing)
+RETRY_CAP_SECONDS = 15.0
 
 
 #: however little of the shutdown budget is left, an adapter gets this long to stop

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
+import random
 from typing import Any, cast
 
 import pytest
@@ -145,3 +146,42 @@ async def test_all_running_stops_the_started_ones_when_a_later_start_fails() -> 
         async with all_running(map(adapter, (first, down, never)), PORT, receive=False):
             pytest.fail("ran with a platform down")
     assert log == ["start first", "stop first"]
+
+
+class DownUntil(Recording):
+    """Unreachable until ``up`` on ``clock``."""
+
+    def __init__(self, clock: ManualClock, up: dt.datetime, log: list[str]) -> None:
+        super().__init__("down", log)
+        self.clock, self.up = clock, up
+
+    async def start(self, port: Port, *, receive: bool = True) -> None:
+        if self.clock.now() < self.up:
+            raise TransientError("down: cannot reach the server")
+        await super().start(port, receive=receive)
+
+
+@pytest.mark.parametrize("outage", [30, 45, 600, 3600])
+async def test_a_platform_back_after_an_outage_is_started_within_the_cap(outage: int) -> None:
+    # the fault suite's start-offline (a 30 s outage) once took 31 s to recover with the cap at
+    # 60 s: after tries at about 15-30 s the next one came 16-32 s later
+    for seed in range(20):
+        clock, log = ManualClock(NOW), []
+        up = NOW + dt.timedelta(seconds=outage)
+        down = DownUntil(clock, up, log)
+        started = asyncio.Event()
+
+        async def on_started(adapter: Adapter, started: asyncio.Event = started) -> None:
+            started.set()
+
+        starts = PlatformStarts(
+            PORT, [], clock=clock, on_started=on_started, on_fatal=lambda e: None,
+            rng=random.Random(seed),
+        )  # fmt: skip
+        async with starts:
+            assert await starts.start(adapter(down)) is False
+            await asyncio.wait_for(started.wait(), 10)  # (the manual clock moves itself on)
+            late = (clock.now() - up).total_seconds()
+        # (half of the fault suite's 30 s from the fault's end to the post complete)
+        assert 0 <= late <= 15, (seed, late)
+        assert log == ["start down", "stop down"]
