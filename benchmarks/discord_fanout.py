@@ -21,11 +21,13 @@ last. Figures:
   claim shares its part before's: 1.92 transactions a message, then 1.03), the pool's
   reset on check-in skipped when nothing is open, discord.py's bucket sweep amortised and
   each message's JSON encoded once (medians of 3, both run side by side; alone, 6-7 ms
-  before, 4.0 after when the machine was quieter). At 50 messages a second the ledger is
-  still the largest part: its writes come a part at a time, each transaction a few trips to
-  aiosqlite's thread through SQLAlchemy (benchmarks/scale.py's 0.05 ms for the engine and
-  ledger is at thousands a second, in big batches); discord.py's request with aiohttp and
-  its JSON decoding about 0.8 ms, the event loop about 0.4.
+  before, 4.0 after when the machine was quieter). At 50 messages a second the ledger was
+  still the largest part: its writes come a part at a time, and each transaction took a pool
+  checkout and several trips to aiosqlite's thread through SQLAlchemy. Since the writer keeps
+  a connection of its own on an SQLite file and runs each statement of a batch in one trip
+  (digest_core/delivery/ledger/direct.py), 2.54 ms became 1.68 (medians of 3 interleaved
+  pairs, December 2026); what is left is spread over discord.py's request with aiohttp and
+  its JSON decoding, the engine's tasks and pacing, and the event loop.
 """
 
 from __future__ import annotations
