@@ -203,15 +203,16 @@ async def test_the_writers_own_connection_writes_a_batch_whole_or_not_at_all(
         assert await ledger.claim(ids[0])
         direct = await DirectSqlite.open(ledger._state.engine)
         assert direct is not None
-        claim = Writer(ledger._state)._claim_statement(direct.dialect)
+        claim = Writer(ledger._state)._claim_params(
+            direct.dialect, [ids[1]], "2026-12-03 00:00:00.000000"
+        )
         assert claim is not None
-        (row,) = claim.rows([(f"[{ids[1]}]", "2026-12-03 00:00:00.000000")])
         bad = [("UPDATE parts SET state = ? WHERE no_such_column = 1", [("x",)])]
         with pytest.raises(DBAPIError) as caught:  # as SQLAlchemy raises it: retries read it
-            await direct.write((claim.sql, row), bad)
+            await direct.write(claim, bad)
         assert "no_such_column" in str(caught.value.orig)
         assert (await ledger.counts(REF))[PartState.PENDING] == 2  # the claim rolled back
-        assert await direct.write((claim.sql, row), []) == [(ids[1],)]
+        assert await direct.write(claim, []) == [(ids[1],)]
         await direct.close()
         assert (await ledger.counts(REF))[PartState.IN_FLIGHT] == 2
 

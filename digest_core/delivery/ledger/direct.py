@@ -20,9 +20,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.pool import StaticPool
+
+from digest_core.delivery.ledger.driver import aiosqlite_of, as_sqlalchemy_error
 
 log = logging.getLogger(__name__)
 
@@ -33,18 +34,25 @@ class DirectSqlite:
     def __init__(self, conn: AsyncConnection, driver: Any) -> None:
         self._conn = conn
         self._driver = driver
-        self._errors: type[Exception] = conn.dialect.loaded_dbapi.Error
         self.dialect = conn.dialect
+
+    @staticmethod
+    def applies(engine: AsyncEngine) -> bool:
+        """Whether the writer of ``engine`` keeps a connection: not on other drivers, nor on an
+        in-memory database (one connection, shared by everyone)."""
+        return engine.dialect.driver == "aiosqlite" and not isinstance(
+            engine.sync_engine.pool, StaticPool
+        )
 
     @classmethod
     async def open(cls, engine: AsyncEngine) -> DirectSqlite | None:
-        """A kept connection of ``engine``, or None where the writer goes through SQLAlchemy:
-        other drivers, and an in-memory database (one connection, shared by everyone)."""
-        if engine.dialect.driver != "aiosqlite" or isinstance(engine.sync_engine.pool, StaticPool):
+        """A kept connection of ``engine``, or None where the writer goes through SQLAlchemy
+        (see :meth:`applies`)."""
+        if not cls.applies(engine):
             return None
         conn = await engine.connect()
         try:
-            driver = (await conn.get_raw_connection()).driver_connection
+            driver = await aiosqlite_of(conn)
         except BaseException:
             await conn.close()
             raise
@@ -70,9 +78,8 @@ class DirectSqlite:
             await driver.commit()
         except BaseException as exc:
             await self._roll_back()
-            if isinstance(exc, self._errors):
-                error = DBAPIError.instance(sql, params, exc, self._errors, dialect=self.dialect)
-                raise error from exc
+            if isinstance(exc, self.dialect.loaded_dbapi.Error):
+                raise as_sqlalchemy_error(self.dialect, sql, params, exc) from exc
             raise
         return rows
 

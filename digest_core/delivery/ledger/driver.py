@@ -92,18 +92,17 @@ class DriverStatement:
         return out
 
 
-async def _aiosqlite(conn: AsyncConnection) -> Any:
+async def aiosqlite_of(conn: AsyncConnection) -> Any:
     """The aiosqlite connection under ``conn`` (None on any other driver)."""
     if conn.dialect.driver != "aiosqlite":
         return None
     return (await conn.get_raw_connection()).driver_connection
 
 
-def _wrapped(conn: AsyncConnection, sql: str, params: Any, exc: Exception) -> DBAPIError:
+def as_sqlalchemy_error(dialect: Dialect, sql: str, params: Any, exc: Exception) -> DBAPIError:
     """The driver's ``exc`` as SQLAlchemy raises it (``OperationalError`` for a locked or
     full database, and so on): what :func:`~digest_core.delivery.health.is_transient` reads."""
-    dbapi = conn.dialect.loaded_dbapi
-    error = DBAPIError.instance(sql, params, exc, dbapi.Error, dialect=conn.dialect)
+    error = DBAPIError.instance(sql, params, exc, dialect.loaded_dbapi.Error, dialect=dialect)
     assert isinstance(error, DBAPIError)
     return error
 
@@ -111,23 +110,23 @@ def _wrapped(conn: AsyncConnection, sql: str, params: Any, exc: Exception) -> DB
 async def run_many(conn: AsyncConnection, sql: str, rows: list[tuple[Any, ...]]) -> None:
     """``sql`` once per row of ``rows`` (the driver's ``executemany``), in ``conn``'s
     transaction: one trip to aiosqlite's thread."""
-    driver = await _aiosqlite(conn)
+    driver = await aiosqlite_of(conn)
     if driver is None:
         await conn.exec_driver_sql(sql, rows)
         return
     try:
         await driver.executemany(sql, rows)
     except conn.dialect.loaded_dbapi.Error as exc:
-        raise _wrapped(conn, sql, rows, exc) from exc
+        raise as_sqlalchemy_error(conn.dialect, sql, rows, exc) from exc
 
 
 async def fetch_all(conn: AsyncConnection, sql: str, row: tuple[Any, ...]) -> list[Any]:
     """The rows ``sql`` returns with the parameters ``row``, in ``conn``'s transaction: one
     trip to aiosqlite's thread."""
-    driver = await _aiosqlite(conn)
+    driver = await aiosqlite_of(conn)
     if driver is None:
         return list(await conn.exec_driver_sql(sql, row))
     try:
         return list(await driver.execute_fetchall(sql, row))
     except conn.dialect.loaded_dbapi.Error as exc:
-        raise _wrapped(conn, sql, row, exc) from exc
+        raise as_sqlalchemy_error(conn.dialect, sql, row, exc) from exc

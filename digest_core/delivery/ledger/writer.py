@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import json
 import logging
+from collections.abc import Collection
 from typing import Any
 
 from sqlalchemy import (
@@ -163,7 +164,7 @@ class Writer:
         #: on an SQLite file, the writer's own kept connection (see :mod:`.direct`): made at
         #: the first batch, dropped after an error (the next batch makes a new one)
         self._direct: DirectSqlite | None = None
-        self._direct_tried = False
+        self._keeps_connection = DirectSqlite.applies(state.engine)
 
     async def claim(
         self, row_id: int, *, resumed_attempts: int | None = None, after: Op | None = None
@@ -273,7 +274,7 @@ class Writer:
             await self._drop_direct()
 
     async def _drop_direct(self) -> None:
-        direct, self._direct, self._direct_tried = self._direct, None, False
+        direct, self._direct = self._direct, None
         if direct is not None:
             try:
                 await direct.close()
@@ -418,28 +419,22 @@ class Writer:
         """The batch through the writer's own connection to an SQLite file (see
         :mod:`.direct`); None where it goes through SQLAlchemy (other databases, a resumed
         claim, a statement the driver cannot run with tuples)."""
-        if self._direct is None and not self._direct_tried:
-            self._direct_tried = True
-            try:
-                self._direct = await DirectSqlite.open(self.state.engine)
-            except BaseException:
-                self._direct_tried = False  # (tried again by the next batch)
-                raise
-        direct = self._direct
-        if direct is None:
+        if not self._keeps_connection:
             return None
         resumed, plain = _split_claims(claims)
         if resumed:
             return None
+        if self._direct is None:
+            self._direct = await DirectSqlite.open(self.state.engine)
+        direct = self._direct
+        assert direct is not None  # (it applies: see _keeps_connection)
         dialect = direct.dialect
         at = driver_value(parts.c.updated_at.type, now, dialect)
         claim = None
         if plain:
-            statement = self._claim_statement(dialect)
-            if statement is None:
+            claim = self._claim_params(dialect, plain, at)
+            if claim is None:
                 return None
-            (row,) = statement.rows([(json.dumps(list(plain)), at)])
-            claim = (statement.sql, row)
         changes = []
         for kind, ops in grouped.items():
             change = self._change_statement(kind, dialect)
@@ -469,15 +464,22 @@ class Writer:
             )  # fmt: skip
         return self._statements[kind]
 
-    def _claim_statement(self, dialect: Any) -> DriverStatement | None:
-        """The claims of a batch as one statement of the driver (SQLite; None elsewhere)."""
+    def _claim_params(
+        self, dialect: Any, ids: Collection[int], at: Any
+    ) -> tuple[str, tuple[Any, ...]] | None:
+        """The plain claims of a batch (their rows' ``ids``) as one statement of the driver
+        and its parameters, written at the driver's ``at`` (SQLite; None elsewhere)."""
         if dialect.driver != "aiosqlite":
             return None
         if "claim" not in self._statements:
             self._statements["claim"] = DriverStatement.compile(
                 _SQLITE_CLAIM, dialect, ("b_ids", "b_now"), converted=["b_now"]
             )
-        return self._statements["claim"]
+        statement = self._statements["claim"]
+        if statement is None:
+            return None
+        (row,) = statement.rows([(json.dumps(list(ids)), at)])
+        return statement.sql, row
 
     async def _write_changes(
         self, conn: AsyncConnection, kind: str, ops: list[Op], now: Any
@@ -538,11 +540,10 @@ class Writer:
                 won.append(op)
         if not plain:
             return won
-        statement = self._claim_statement(conn.dialect)
-        if statement is not None:  # one statement, one trip to aiosqlite's thread
-            at = driver_value(parts.c.updated_at.type, now, conn.dialect)
-            (row,) = statement.rows([(json.dumps(list(plain)), at)])
-            won += [plain[row_id] for (row_id,) in await fetch_all(conn, statement.sql, row)]
+        at = driver_value(parts.c.updated_at.type, now, conn.dialect)
+        claim = self._claim_params(conn.dialect, plain, at)
+        if claim is not None:  # one statement, one trip to aiosqlite's thread
+            won += [plain[row_id] for (row_id,) in await fetch_all(conn, *claim)]
             return won
         if conn.dialect.name == "postgresql":
             # one array parameter: the same statement (one plan) whatever the batch's size
