@@ -166,6 +166,10 @@ def write_config(
         f'post_time = "{post:%H:%M}"\n'
         "catch_up_hours = 6\n"
         "retry_minutes = 0.02\n"
+        # the tests copy the issue in moments before it is due: without this each post first
+        # waited up to 10 s for the file to settle (tests/bots/telegram/test_half_saved.py
+        # tests that wait; conftest's no_settle_wait does not reach these processes)
+        "settle_seconds = 0\n"
         "[telegram]\n"
         f'api_base_url = "{tg.base_url}"\n'
         f"channels = {json.dumps([str(c) for c in channels])}\n"
