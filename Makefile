@@ -51,10 +51,13 @@ SITE_LISTEN ?= 127.0.0.1:8080
 site: $(VENV)/.run-deps
 	$(BIN)/digest-bot site serve --listen $(SITE_LISTEN) $(ARGS)
 
-## test: lint, type-check and the whole test suite
+## test: lint, type-check and the whole test suite (mypy runs beside the tests, on the CPU
+## they leave idle while they wait on processes and servers; its report follows theirs)
 test: browser-deps lint
-	$(BIN)/mypy
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup $(ARGS)
+	@$(BIN)/mypy >$(VENV)/.mypy.out 2>&1 & typing=$$!; \
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup $(ARGS); tests=$$?; \
+	wait $$typing; typed=$$?; echo "• mypy:"; cat $(VENV)/.mypy.out; \
+	[ $$typed = 0 ] || exit $$typed; exit $$tests
 
 ## check: the fast inner loop: ruff, then the tests not marked slow (none starts a real bot
 ## process, a PostgreSQL server or a browser, or takes over 0.25 s), property tests on a tenth
