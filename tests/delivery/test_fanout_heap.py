@@ -54,3 +54,24 @@ async def test_targets_are_frozen_during_a_delivery_and_given_back_after() -> No
     assert all(r.ok for r in reports)
     assert len(frozen_during) == 100 and min(frozen_during) > 0
     assert gc.get_freeze_count() == 0
+
+
+def test_young_collections_are_rarer_while_delivering_and_restored_after() -> None:
+    """Inside ``frozen_heap`` (nested, as overlapping deliveries are) the youngest
+    generation's threshold is at least ``heap.YOUNG_THRESHOLD``; the last one to end puts
+    the process's thresholds back as they were."""
+    before = gc.get_threshold()
+    gc.set_threshold(500, 7, 9)
+    try:
+        with heap.frozen_heap():
+            assert gc.get_threshold() == (heap.YOUNG_THRESHOLD, 7, 9)
+            with heap.frozen_heap():
+                assert gc.get_threshold() == (heap.YOUNG_THRESHOLD, 7, 9)
+            assert gc.get_threshold() == (heap.YOUNG_THRESHOLD, 7, 9)
+        assert gc.get_threshold() == (500, 7, 9)
+        gc.set_threshold(10 * heap.YOUNG_THRESHOLD, 7, 9)
+        with heap.frozen_heap():  # a process that collects even less often keeps its own
+            assert gc.get_threshold() == (10 * heap.YOUNG_THRESHOLD, 7, 9)
+        assert gc.get_threshold() == (10 * heap.YOUNG_THRESHOLD, 7, 9)
+    finally:
+        gc.set_threshold(*before)
