@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import pytest
 
-from digest_core.delivery.ledger import Ledger, PartState
+from digest_core.delivery.ledger import Ledger, PartState, Recorded
 from digest_core.platform import PlatformLimits, Rate
 from digest_core.testing import ManualClock, make_issue, make_targets, open_ledger
 
@@ -122,3 +123,86 @@ def test_scaled_limits_keep_whether_creates_are_idempotent() -> None:
     assert (
         not PlatformLimits(overall=Rate(30.0, burst=1), per_target={}).scaled(2).idempotent_creates
     )
+
+
+def _hold_batches(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch, *, refuse: bool = False
+) -> asyncio.Event:
+    """The writer's batches are held (taken off the queue, not written) until the returned
+    event is set; then written (with ``refuse``, the first fails with a ValueError)."""
+    writer = ledger._writer  # (the ledger's collaborator that writes per-part changes)
+    gate = asyncio.Event()
+    write = writer._write_batch
+    refusals = [ValueError("refused by the test")] if refuse else []
+
+    async def held(*args: Any, **kwargs: Any) -> Any:
+        await gate.wait()
+        if refusals:
+            raise refusals.pop()
+        return await write(*args, **kwargs)
+
+    monkeypatch.setattr(writer, "_write_batch", held)
+    return gate
+
+
+async def _being_written(ledger: Ledger, first: int) -> Recorded:
+    """``first`` recorded sent soon, its batch taken by the writer (held: see above)."""
+    recorded = ledger.mark_sent_soon(first, "m1")
+    await _until(lambda: recorded.done is not ledger._state.queued_sends)
+    return recorded
+
+
+async def test_a_claim_after_a_record_being_written_is_queued_once_it_is_committed(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The record's batch is being written when the next part is claimed: the claim waits
+    for that batch (it is not queued beside it) and is written after it."""
+    first, second = await _planned(ledger, 2)
+    assert await ledger.claim(first)
+    gate = _hold_batches(ledger, monkeypatch)
+    recorded = await _being_written(ledger, first)
+    claim = asyncio.ensure_future(ledger.claim(second, after=recorded))
+    await asyncio.sleep(0.01)
+    assert not claim.done() and not ledger._state.queue
+    gate.set()
+    assert await asyncio.wait_for(claim, timeout=10)
+    assert recorded.error is None
+    counts = await ledger.counts(REF)
+    assert counts[PartState.SENT] == 1 and counts[PartState.IN_FLIGHT] == 1
+
+
+async def test_a_claim_after_a_record_that_failed_raises_its_error_unclaimed(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Never a claim whose part before was not recorded: the record's error is the claim's."""
+    first, second = await _planned(ledger, 2)
+    assert await ledger.claim(first)
+    gate = _hold_batches(ledger, monkeypatch, refuse=True)
+    recorded = await _being_written(ledger, first)
+    claim = asyncio.ensure_future(ledger.claim(second, after=recorded))
+    await asyncio.sleep(0.01)
+    gate.set()
+    with pytest.raises(ValueError, match="refused by the test"):
+        await asyncio.wait_for(claim, timeout=10)
+    assert isinstance(recorded.error, ValueError)
+    await _until(lambda: not ledger.busy)
+    counts = await ledger.counts(REF)
+    assert counts[PartState.IN_FLIGHT] == 1 and counts[PartState.SENT] == 0  # first only
+
+
+async def test_a_claim_cancelled_while_its_record_is_written_is_not_written(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = await _planned(ledger, 2)
+    assert await ledger.claim(first)
+    gate = _hold_batches(ledger, monkeypatch)
+    recorded = await _being_written(ledger, first)
+    claim = asyncio.ensure_future(ledger.claim(second, after=recorded))
+    await asyncio.sleep(0.01)
+    claim.cancel()
+    gate.set()
+    await asyncio.wait_for(recorded.wait(), timeout=10)
+    await asyncio.sleep(0.01)
+    await _until(lambda: not ledger.busy)
+    counts = await ledger.counts(REF)
+    assert counts[PartState.SENT] == 1 and counts[PartState.IN_FLIGHT] == 0

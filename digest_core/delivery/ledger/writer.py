@@ -165,6 +165,11 @@ class Writer:
         #: the first batch, dropped after an error (the next batch makes a new one)
         self._direct: DirectSqlite | None = None
         self._keeps_connection = DirectSqlite.applies(state.engine)
+        #: claims waiting for the batch that writes the record of their part before, by the
+        #: future that batch settles (see :meth:`_claim_after`)
+        self._after: dict[
+            asyncio.Future[Any], list[tuple[int, int | None, asyncio.Future[bool], Op]]
+        ] = {}
 
     async def claim(
         self, row_id: int, *, resumed_attempts: int | None = None, after: Op | None = None
@@ -184,12 +189,58 @@ class Writer:
         sending, so a crash can only repeat in-flight rows.
         """
         if after is not None and after.done is not self.state.queued_sends:
-            await after.wait()  # being written already (or written): the claim comes after
+            # being written already (or written): the claim comes after it
+            if not after.done.done():
+                return await self._claim_after(row_id, resumed_attempts, after)
+            if after.error is not None:
+                raise after.error
             after = None
         claimed = await self._enqueue("claim", row_id, resumed_attempts, after=after)
         if after is not None and after.error is not None:
             raise after.error
         return claimed
+
+    def _claim_after(
+        self, row_id: int, resumed_attempts: int | None, after: Op
+    ) -> asyncio.Future[bool]:
+        """A claim queued once the batch writing ``after`` (the record of the part before
+        it) is settled: its future, failed with that record's error if it failed.
+
+        The claims waiting for one batch are queued together by one callback of its future,
+        in the order they came (awaiting the record in each caller took a shield, two
+        callbacks and a wake of the caller per part)."""
+        self._check_open()
+        done: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        sends = after.done
+        waiting = self._after.get(sends)
+        if waiting is None:
+            waiting = self._after[sends] = []
+            sends.add_done_callback(self._queue_after)
+        waiting.append((row_id, resumed_attempts, done, after))
+        return done
+
+    def _queue_after(self, sends: asyncio.Future[Any]) -> None:
+        """The batch settled by ``sends`` is: queue the claims that waited for it (see
+        :meth:`_claim_after`), except those whose caller is gone or whose part before was
+        not recorded."""
+        # (each record's error is set before its batch's future is settled: see _apply)
+        queued = False
+        for row_id, resumed_attempts, done, after in self._after.pop(sends, ()):
+            if done.done():  # its caller was cancelled meanwhile: it is not claimed
+                continue
+            if after.error is not None:
+                done.set_exception(after.error)
+                continue
+            try:
+                self._check_open()
+            except (LedgerLost, RuntimeError) as exc:
+                done.set_exception(exc)
+                continue
+            self.state.queue.append(Op("claim", row_id, resumed_attempts, done))
+            queued = True
+        if queued:
+            self.state.pressing = True
+            self.state.kick.set()
 
     async def mark_sent(self, row_id: int, message_id: str) -> None:
         """Record a successful send and the platform's message id."""
