@@ -371,7 +371,12 @@ def _whole_second(at: dt.datetime) -> dt.datetime:
 class _Fanout:
     """One delivery's scheduler: a heap of waiting targets (by ready time) and a heap of ready
     ones (by request order, so each target gets its parts together), feeding at most
-    ``max_in_flight`` send tasks at the overall bucket's pace. Only the scheduler sleeps."""
+    ``max_in_flight`` sends at once at the overall bucket's pace. Only the scheduler sleeps.
+
+    Each send runs in a sender task that, once its send is over, waits for the scheduler to
+    hand it the next one: a new task is started only when no sender is free, so there are at
+    most ``max_in_flight`` of them (a task per send, its start, registration and end, was
+    about a tenth of a delivery's CPU at 100k subscribers)."""
 
     def __init__(
         self,
@@ -396,6 +401,9 @@ class _Fanout:
         self._ready: list[tuple[int, _Run]] = []
         self._active = 0
         self._started = 0
+        #: senders free for another send: each waits for its future's result (None: the
+        #: delivery is done)
+        self._free: list[asyncio.Future[_Run | None]] = []
         self._wake = asyncio.Event()
         #: records of sends not yet committed (a sender does not wait for its own: see
         #: ``Ledger.mark_sent_soon``), by the future of the writer's batch they settle with;
@@ -465,7 +473,18 @@ class _Fanout:
             self._started += 1
             if self._started % _YIELD_EVERY == 0:
                 refreeze()  # the pacer's per-target state, kept for the delivery
-            tasks.create_task(self._send(run))
+            while self._free:
+                turn = self._free.pop()
+                if not turn.done():  # (a sender cancelled meanwhile is gone)
+                    turn.set_result(run)
+                    break
+            else:
+                tasks.create_task(self._sender(run))
+        # nothing is left to send: the free senders end
+        for turn in self._free:
+            if not turn.done():
+                turn.set_result(None)
+        self._free.clear()
 
     def _push(self, run: _Run, now: float) -> None:
         at = self.pacer.ready_at(run.target, now)
@@ -514,12 +533,20 @@ class _Fanout:
             sleeper.cancel()
             waker.cancel()
 
-    async def _send(self, run: _Run) -> None:
-        try:
-            await self._attempt(run)
-        finally:
-            self._active -= 1
-            self._wake.set()
+    async def _sender(self, run: _Run | None) -> None:
+        """Send ``run``'s current part, then each one the scheduler hands this sender next,
+        until it hands it None."""
+        loop = asyncio.get_running_loop()
+        while run is not None:
+            try:
+                await self._attempt(run)
+            finally:
+                self._active -= 1
+                self._wake.set()
+            run = None  # (not kept while free)
+            turn: asyncio.Future[_Run | None] = loop.create_future()
+            self._free.append(turn)
+            run = await turn
 
     async def _attempt(self, run: _Run) -> None:
         row = run.parts[run.pos]
