@@ -564,8 +564,10 @@ class _Fanout:
             return
         run.mark_claimed(row.id)
         # paced again as it goes: the ledger may have held it past its slot (see Pacer)
-        slot = self.pacer.send_slot(self._clock.monotonic())
-        await slot.wait(self._clock)
+        now = self._clock.monotonic()
+        slot = self.pacer.send_slot(now)
+        if not slot.begin_if_due(now):
+            await slot.wait(self._clock)
         run.attempts += 1
         key = self._key(target, row.part)  # the row's identity: the same after a restart
         try:

@@ -197,6 +197,21 @@ async def test_a_cancelled_turn_does_not_hold_up_later_ones() -> None:
     assert await third.wait(clock) == pytest.approx(2.0)
 
 
+def test_a_turn_begins_at_once_only_when_it_waits_for_nothing() -> None:
+    """``begin_if_due``: what ``wait`` does without sleeping (the fan-out's way when pacing
+    lets a send go at once); a turn due later, or behind another's answer, must ``wait``."""
+    pacer = Pacer(PlatformLimits(overall=Rate(1.0, 1), per_target={}), now=0.0)
+    first, second = pacer.send_slot(0.0), pacer.send_slot(0.0)
+    assert first.begin_if_due(0.0) and first.start == 0.0
+    assert not second.begin_if_due(0.5) and second.start is None  # due at 1.0
+    assert second.begin_if_due(1.0) and second.start == 1.0
+    window = SendWindow(1, 1.0, now=0.0, spread=1)
+    ahead = window.reserve(0.0)
+    assert ahead.begin_if_due(0.0)
+    behind = window.reserve(5.0)  # due, but it waits to hear from the turn before it
+    assert not behind.begin_if_due(5.0) and behind.start is None
+
+
 def test_platform_windows_are_their_documented_limits() -> None:
     # 30 messages in any second on Telegram, 50 requests on Discord (the send window's)
     assert TELEGRAM_LIMITS.overall == Rate(30.0, burst=30, window=1.0)
