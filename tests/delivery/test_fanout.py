@@ -95,6 +95,23 @@ async def test_a_target_gets_its_parts_together_not_after_everyone_else(
     assert max(first) < 1.0 < max(platform.times())
 
 
+@pytest.mark.parametrize("in_flight", [1, 2])
+async def test_sends_go_in_request_order_each_targets_parts_first(
+    ledger: Ledger, clock: ManualClock, in_flight: int
+) -> None:
+    """Unpaced, the ready target first in request order goes next: a target whose part is
+    back goes before the targets not started yet (its next part was ready first)."""
+    platform = FakePlatform(clock, limits=FAST, latency=0.01)
+    targets = make_targets(4)
+    await engine_for(ledger, clock, max_in_flight=in_flight).deliver(REF, platform, PARTS, targets)
+    sent = [(t.id, m.payload["part"]) for t, m, _ in platform.calls]
+    if in_flight == 1:
+        assert sent == [(t.id, part) for t in targets for part in range(3)]
+    else:  # two at a time: c0 and c1 together, then c2 and c3
+        pairs = [(0, 1), (2, 3)]
+        assert sent == [(f"c{i}", part) for pair in pairs for part in range(3) for i in pair], sent
+
+
 async def test_rerun_is_idempotent(ledger: Ledger, clock: ManualClock) -> None:
     platform = FakePlatform(clock, limits=FAST)
     engine = engine_for(ledger, clock)
