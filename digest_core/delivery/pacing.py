@@ -299,6 +299,8 @@ class Pacer:
         """The earliest time ``target`` may get its next message (the overall bucket aside)."""
         bucket = self._buckets.get(target)
         at = now if bucket is None else now + bucket.delay(now)
+        if not self._not_before:  # (no target deferred: most deliveries)
+            return at
         return max(at, self._not_before.get(target, at))
 
     def take(self, target: Target, now: float) -> None:
