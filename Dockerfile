@@ -16,6 +16,8 @@ COPY requirements/ requirements/
 COPY digest_core/ digest_core/
 COPY bots/ bots/
 COPY deploy/install.sh deploy/install.sh
+# uv, the version requirements/tools.lock pins: install.sh installs with it (pip without it)
+COPY --from=ghcr.io/astral-sh/uv:0.13.9 /uv /usr/local/bin/uv
 RUN deploy/install.sh "$VENV" $EXTRAS
 
 # ---- runtime: the virtualenv and the bundled sample archive, no compilers, no root

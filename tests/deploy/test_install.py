@@ -11,6 +11,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -156,10 +157,25 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
                     shutil.copy2(ROOT / source, target)
         elif keyword == "RUN":
             subprocess.run(
-                ["sh", "-c", rest], cwd=build, env={**os.environ, **args}, check=True, timeout=600
-            )
+                ["sh", "-c", rest], cwd=build, env={**os.environ, **args, **_uv()}, check=True,
+                timeout=600,
+            )  # fmt: skip
     assert (venv / "bin" / "digest-bot").exists()
     return venv
+
+
+def _uv() -> dict[str, str]:
+    """The image's uv (``COPY --from=ghcr.io/astral-sh/uv``) stood in for by the same version
+    installed beside the tests' interpreter (requirements/tools.lock), as ``UV``."""
+    uv = Path(sys.executable).with_name("uv")
+    return {"UV": str(uv)} if uv.exists() else {}
+
+
+def test_the_images_uv_is_the_locked_one() -> None:
+    """The Dockerfile copies the uv that requirements/tools.lock pins (what the tests use)."""
+    [locked] = re.findall(r"^uv==(\S+)$", (ROOT / "requirements" / "tools.lock").read_text(), re.M)
+    copied = re.findall(r"COPY --from=ghcr\.io/astral-sh/uv:(\S+) /uv ", DOCKERFILE.read_text())
+    assert copied == [locked]
 
 
 def _free_port() -> int:
