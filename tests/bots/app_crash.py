@@ -21,6 +21,7 @@ from zoneinfo import ZoneInfo
 
 from digest_core.clock import SystemClock
 from digest_core.delivery import Ledger
+from tests import forkserver
 from tests.bots.telegram.harness import ARCHIVE, REPO, TODAY, ZONE
 
 #: the sample issue posted as today's
@@ -73,7 +74,7 @@ def subscribe(tmp: Path, platform: str, readers: Iterable[str]) -> None:
 def start_bot(config: Path, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
     """`digest-bot run --config` as a subprocess, its output appended to ``log``."""
     with log.open("ab") as out:
-        return subprocess.Popen(
+        return forkserver.Popen(
             [sys.executable, "-m", "bots.cli", "run", "--config", str(config)],
             cwd=REPO, env={**os.environ, **env}, stdout=out, stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,

@@ -21,6 +21,7 @@ import aiohttp
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests import forkserver
 from tests.bots.email.test_bounces import cli, report
 from tests.bots.email.test_e2e import free_port
 from tests.bots.email.test_exactly_once import READERS, env, subscribe_all, write_config
@@ -102,7 +103,7 @@ async def test_the_running_bot_reads_the_bounce_mailbox_every_few_seconds(
         configure(config, box, tmp_path, http_port)
         ids = await subscribe_all(config, tmp_path)
         box.deliver(bounce(ids[hard], status="5.1.1"))  # waiting when the bot starts
-        bot = await asyncio.create_subprocess_exec(
+        bot = await forkserver.create_subprocess_exec(
             sys.executable, "-m", "bots.cli", "run", "--config", str(config),
             cwd=ROOT, env=env(), stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,

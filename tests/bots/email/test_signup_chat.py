@@ -27,6 +27,7 @@ import pytest
 
 from bots.email.addresses import reader_id
 from digest_core.subscriptions.signup import SENT
+from tests import forkserver
 from tests.bots.email.helpers import SECRET, SENDER
 from tests.bots.email.test_e2e import free_port
 from tests.bots.telegram.harness import ANN, CHANNEL, GROUP, REPO, write_config
@@ -81,7 +82,7 @@ async def test_email_in_a_chat_mails_the_link_that_subscribes(
     rid = reader_id(ADDRESS, SECRET)
     with FakeRelay(senders={f"digest+{rid}@example.org"}) as relay:
         with_email(config, tmp_path, relay.port, http_port)
-        bot = await asyncio.create_subprocess_exec(
+        bot = await forkserver.create_subprocess_exec(
             sys.executable, "-m", "bots.cli", "run", "--config", str(config),
             cwd=REPO, env=env(), stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
@@ -136,7 +137,7 @@ async def test_email_in_a_chat_mails_the_link_that_subscribes(
 
 async def status(config: Path) -> str:
     """What ``digest-bot status`` prints (beside the running bot)."""
-    proc = await asyncio.create_subprocess_exec(
+    proc = await forkserver.create_subprocess_exec(
         sys.executable, "-m", "bots.cli", "status", "--config", str(config),
         cwd=REPO, env=env(), stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
