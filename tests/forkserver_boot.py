@@ -41,7 +41,10 @@ _BUFFERED = not os.environ.get("PYTHONUNBUFFERED")
 
 def _imports_of(module: str) -> list[str]:
     """The modules ``module``'s source imports at its top level (not ``module`` itself)."""
-    spec = importlib.util.find_spec(module)
+    try:
+        spec = importlib.util.find_spec(module)
+    except ModuleNotFoundError:  # its package is not importable from here (no PYTHONPATH)
+        return []
     if spec is None or spec.origin is None or not spec.origin.endswith(".py"):
         return []
     with open(spec.origin, encoding="utf-8") as fh:

@@ -130,3 +130,21 @@ def test_what_the_server_cannot_stand_in_for_is_execd(probe: tuple[Path, dict[st
     preloaded = {**env, "LD_PRELOAD": "/nonexistent.so"}
     assert forkserver._server_for([sys.executable, "-m", "probe_mod"], ROOT, preloaded) is None
     assert forkserver._server_for([sys.executable, "-m", "probe_mod"], ROOT, env) is not None
+
+
+def test_a_server_serves_the_bot_where_the_tests_package_is_not_importable(
+    tmp_path: Path,
+) -> None:
+    """Without ``PYTHONPATH`` (as ``make test`` runs), the tests' own modules cannot be
+    preloaded: the server still starts and forks ``python -m bots.cli`` (installed), and a
+    ``python -m tests.…`` fails there as it does exec'd."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    version = [sys.executable, "-m", "bots.cli", "--version"]
+    assert forkserver._server_for(version, tmp_path, env) is not None
+    forked = forkserver.run(version, cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert forked.returncode == 0 and forked.stdout.startswith("digest-bot "), forked.stderr
+    double = [sys.executable, "-m", "tests.fakes.telegram_api", "--help"]
+    kwargs = {"cwd": tmp_path, "env": env, "capture_output": True, "text": True, "timeout": 60}
+    execd, forked = subprocess.run(double, **kwargs), forkserver.run(double, **kwargs)
+    assert execd.returncode == forked.returncode == 1
+    assert execd.stderr == forked.stderr and "No module named 'tests'" in forked.stderr
