@@ -315,6 +315,10 @@ class FakeTelegram:
         self._file_paths: dict[str, bytes] = {}
         self.downloads: list[str] = []
         self._faults: list[_Fault] = []
+        #: methods held by :meth:`hold` (lower case) -> what releases them
+        self._held: dict[str, asyncio.Event] = {}
+        #: requests waiting in a hold right now
+        self.held = 0
         self._updates: list[Params] = []
         self._update_ids = itertools.count(10_000)
         self._callback_ids = itertools.count(1)
@@ -517,6 +521,17 @@ class FakeTelegram:
         if kind not in FAULT_KINDS:
             raise ValueError(f"unknown fault kind {kind!r}")
         self._faults.append(_Fault(chat_id, kind, times, method, retry_after, delay, status))
+
+    def hold(self, method: str) -> None:
+        """Hold every later ``method`` request, before it takes effect, until :meth:`release`:
+        a Bot API that stalls with the requests in flight (:attr:`held` counts them)."""
+        self._held.setdefault(method.lower(), asyncio.Event())
+
+    def release(self, method: str) -> None:
+        """Let the requests :meth:`hold` keeps, and later ones, go on as usual."""
+        gate = self._held.pop(method.lower(), None)
+        if gate is not None:
+            gate.set()
 
     def inject_message(
         self,
@@ -804,6 +819,13 @@ class FakeTelegram:
         if handler is None:
             record.status, record.description = 404, "Not Found"
             return _error_response(ApiError(404, "Not Found"))
+        gate = self._held.get(method.lower())
+        if gate is not None:
+            self.held += 1
+            try:
+                await _first(gate.wait(), self._closing.wait())
+            finally:
+                self.held -= 1
         try:
             await self._apply_fault(method, params, chat_id)
             result = await handler(params)
@@ -898,6 +920,7 @@ class FakeTelegram:
                 "flood_429s": self.flood_429s,
                 "pending_updates": self.pending_updates,
                 "unanswered": self.unanswered,
+                "held": self.held,
             }
         if action == "add_chat":
             chat = self.add_chat(
@@ -920,6 +943,12 @@ class FakeTelegram:
             return True
         if action == "block":
             self.block(int(body["chat_id"]))
+            return True
+        if action == "hold":
+            self.hold(body["method"])
+            return True
+        if action == "release":
+            self.release(body["method"])
             return True
         raise KeyError(action)
 

@@ -340,6 +340,20 @@ async def test_slow_answer_times_out_but_still_lands(tg: FakeTelegram) -> None:
     assert delivered[0].text == "late"  # a timeout does not mean "not sent"
 
 
+async def test_a_held_method_takes_effect_only_when_released(tg: FakeTelegram, bot: Bot) -> None:
+    tg.hold("sendMessage")
+    pending = asyncio.ensure_future(bot.send_message(ANN, "held"))
+    for _ in range(1000):  # the send reaches the double
+        if tg.held:
+            break
+        await asyncio.sleep(0.01)
+    assert tg.sent(ANN) == [] and not pending.done()  # in flight, not yet delivered
+    assert (await bot.get_me()).is_bot  # other methods go on
+    tg.release("sendMessage")
+    assert (await pending).text == "held"
+    assert [m.text for m in tg.sent(ANN)] == ["held"] and tg.held == 0
+
+
 # ------------------------------------------------------------------ flood limits
 
 
