@@ -40,8 +40,9 @@ pytestmark = pytest.mark.slow  # real processes, servers or a browser
 
 CHANNELS = 300
 PARTS = 2
-#: the real bot's channels: its post takes ~10 s at the double's 30 messages a second
-BOT_CHANNELS = [-1004000000 - i for i in range(150)]
+#: the real bot's channels: the double holds its sends after the first 40 (hold) while the
+#: disk fills, so its post is still under way when the ledger fails
+BOT_CHANNELS = [-1004000000 - i for i in range(60)]
 
 
 @pytest.fixture
@@ -112,8 +113,8 @@ async def test_a_freed_disk_is_not_filled_again_by_the_log(
 
 @pytest.fixture
 def telegram_double() -> Iterator[str]:
-    """The Telegram double as its own process (real flood limits: 300 channels' post takes
-    tens of seconds), with the channels added; its root URL."""
+    """The Telegram double as its own process (real flood limits), with the channels added;
+    its root URL."""
     with running_process(dict.fromkeys(BOT_CHANNELS, "channel")) as root:
         yield root
 
@@ -121,6 +122,14 @@ def telegram_double() -> Iterator[str]:
 def sent_count(root: str) -> int:
     with httpx.Client(base_url=root) as client:
         return len(client.get("/_fake/sent").json()["result"])
+
+
+def control(root: str, action: str, **body: object) -> object:
+    """The double's control API (tests/fakes/telegram_api.py): hold, release, state."""
+    with httpx.Client(base_url=root) as client:
+        answer = client.post(f"/_fake/{action}", json=body).json()
+    assert answer["ok"], answer
+    return answer["result"]
 
 
 def sent_keys(root: str) -> list[tuple[int, int]]:
@@ -165,7 +174,12 @@ def test_sigterm_stops_the_bot_while_its_ledger_cannot_write(
     bot = start()
     try:
         wait_until(lambda: sent_count(telegram_double) >= 40, "the post to start", log, seconds=60)
+        control(telegram_double, "hold", method="sendMessage")  # the next sends stay in flight
+        wait_until(
+            lambda: control(telegram_double, "state")["held"] > 0, "a send held", log, seconds=30
+        )  # fmt: skip
         fill(tiny_disk / "filler")
+        control(telegram_double, "release", method="sendMessage")  # their records meet the disk
         wait_until(
             lambda: "ledger trouble: database or disk is full" in log.read_text(),
             "the ledger to fail",
