@@ -32,7 +32,7 @@ from digest_core.service.root import DigestService
 from tests import forkserver
 from tests.bots.telegram.harness import ARCHIVE, REPO, TODAY, write_config
 from tests.bots.telegram.harness import ZONE as TG_ZONE
-from tests.delivery.test_ledger_small_disk import sent_keys, wait_until
+from tests.delivery.test_ledger_small_disk import control, sent_keys, wait_until
 from tests.delivery.test_ledger_trouble import DAY, ZONE, AlertingPlatform, wait_for
 from tests.fakes.telegram_api import DEFAULT_TOKEN
 from tests.pg import PgServer, PgUnavailable
@@ -179,9 +179,11 @@ async def test_a_post_that_found_postgresql_down_is_reported_and_resumes(
 
 @pytest.mark.timeout(300)
 def test_the_real_bot_rides_out_a_postgresql_restart(own_server: PgServer, tmp_path: Path) -> None:
-    """The issue's case: `digest-bot run` posting to 150 channels of the Telegram double while
-    its PostgreSQL restarts; every part arrives once, with no rerun."""
-    channels = [-1005000000 - i for i in range(CHANNELS)]
+    """The issue's case: `digest-bot run` posting to channels of the Telegram double while its
+    PostgreSQL restarts; every part arrives once, with no rerun. The double holds the sends
+    after the first 60 until the server is shutting down, so the post is under way whatever
+    the machine's speed, and the records of the held sends meet the shutdown."""
+    channels = [-1005000000 - i for i in range(60)]
     double = forkserver.Popen(
         [sys.executable, "-m", "tests.fakes.telegram_api"],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
@@ -211,7 +213,10 @@ def test_the_real_bot_rides_out_a_postgresql_restart(own_server: PgServer, tmp_p
             )  # fmt: skip
         expected = {(chat, part) for chat in channels for part in range(2)}
         wait_until(lambda: len(sent_keys(root)) >= 60, "the post to start", log, seconds=60)
+        control(root, "hold", method="sendMessage")
+        wait_until(lambda: control(root, "state")["held"] > 0, "a send held", log, seconds=30)
         with own_server.shutting_down():
+            control(root, "release", method="sendMessage")
             wait_until(
                 lambda: "the database system is shutting down" in log.read_text(),
                 "the bot to meet the shutdown",
