@@ -63,9 +63,9 @@ class Deliveries:
         return None
 
 
-@pytest.fixture
-def own_server() -> Iterator[PgServer]:
-    """A server of this test's own: restarting the session's would cut other tests."""
+@pytest.fixture(scope="module")
+def module_server() -> Iterator[PgServer]:
+    """A server of this module's own: restarting the session's would cut other tests."""
     try:
         server = PgServer.start()
     except PgUnavailable as exc:
@@ -74,6 +74,15 @@ def own_server() -> Iterator[PgServer]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def own_server(module_server: PgServer) -> PgServer:
+    """The module's server, running when the test starts (a test before may have stopped it);
+    each test makes a database of its own on it."""
+    if module_server.proc.poll() is not None:
+        module_server.start_again()
+    return module_server
 
 
 @pytest.fixture
