@@ -21,7 +21,8 @@ from collections.abc import AsyncIterator, Hashable
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from digest_core.commands import Commands, Reply, Request
+from digest_core.commands import Reply, Request
+from digest_core.commands.dispatch import Commands
 from digest_core.rendering import Message, notice, plain_renderer, preview
 
 log = logging.getLogger(__name__)

@@ -18,7 +18,7 @@ from digest_core.commands.requests import Capability, Reply, Request
 from digest_core.rendering import Part, RenderOptions, notice, render
 
 if TYPE_CHECKING:
-    from digest_core.commands import Commands
+    from digest_core.commands.dispatch import Commands
 
 #: a declared handler of this module, called with the :class:`Commands`, the request and the
 #: command's argument values

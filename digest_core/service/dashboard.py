@@ -22,8 +22,9 @@ from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from digest_core.archive import Archive
-from digest_core.commands import Commands, Reply, Request, Status
+from digest_core.commands import Reply, Request, Status
 from digest_core.commands.confirmation import Action, Confirmations
+from digest_core.commands.dispatch import Commands
 from digest_core.commands.requests import ADMIN
 from digest_core.delivery import Ledger
 from digest_core.delivery.ledger.analytics import LatestDelivery

@@ -8,8 +8,9 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from digest_core.archive import Archive
 from digest_core.clock import Clock
-from digest_core.commands import Commands, Reply, Request
+from digest_core.commands import Reply, Request
 from digest_core.commands.confirmation import Confirmations
+from digest_core.commands.dispatch import Commands
 from digest_core.commands.inline import Article, articles
 from digest_core.commands.replies import SendOnce, send_replies
 from digest_core.delivery import DeliveryEngine, InactiveTarget, Ledger
