@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from digest_core.commands import Reply, Request
+from digest_core.commands.declaration import CommandSpec
 from digest_core.commands.dispatch import Commands
 from digest_core.rendering import Message, notice, plain_renderer, preview
 
@@ -48,10 +49,15 @@ WORKING = "正在执行… / working…"
 CANCELLED = "已取消 / cancelled"
 CANCELLED_NOTE = "✖ 已取消。/ Cancelled."
 
+#: what a confirmed prompt says while its command runs, unless its declaration tells
+#: (:attr:`~digest_core.commands.declaration.CommandSpec.running`)
+RUNNING = "执行中… / running…"
 
-def confirmed_note(request: Request) -> str:
-    """What a confirmed prompt becomes while its action runs."""
-    doing = "开始推送… / posting…" if request.command == "repost" else "执行中… / running…"
+
+def confirmed_note(request: Request, spec: CommandSpec | None = None) -> str:
+    """What a confirmed prompt becomes while its action runs (``spec``: the declaration of
+    the command confirmed)."""
+    doing = spec.running if spec is not None and spec.running else RUNNING
     return f"✔ 已确认，{doing} (confirmed by {request.user})"
 
 
@@ -201,4 +207,5 @@ class Confirmations:
             refused = await self.commands.handle(replace(request, flavor=plain))
             text = preview(refused.messages[0], plain) if refused.messages else ADMINS_ONLY
             return Decision(Action.REFUSE, text)
-        return Decision(Action.RUN, WORKING, confirmed_note(request), request)
+        spec = self.commands.spec(request.command)
+        return Decision(Action.RUN, WORKING, confirmed_note(request, spec), request)

@@ -166,6 +166,11 @@ class Commands:
         """The declarations of the commands answered here, in ``/help``'s order."""
         return ordered(d.spec for d in self._table.values())
 
+    def spec(self, name: str) -> CommandSpec | None:
+        """The declaration of ``/name`` as answered here (None: not a command here)."""
+        entry = self._table.get(name)
+        return None if entry is None else entry.spec
+
     def declare(self, owner: object, *bound: object, guard: Guard | None = None) -> None:
         """Answer every command declared on ``owner`` (an object whose methods
         carry :func:`~digest_core.commands.declaration.command`, or a module of such functions,

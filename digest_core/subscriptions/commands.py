@@ -11,7 +11,15 @@ import re
 import zoneinfo
 from typing import TYPE_CHECKING, Protocol
 
-from digest_core.commands.declaration import Argument, CommandSpec, command, declared, one_of, text
+from digest_core.commands.declaration import (
+    Argument,
+    CommandSpec,
+    command,
+    declared,
+    one_of,
+    spec_of,
+    text,
+)
 from digest_core.commands.requests import CHOICE_PREFIX as CHOICE_PREFIX  # (re-exported)
 from digest_core.commands.requests import (
     LEFT_REASONS,
@@ -194,8 +202,9 @@ class ReaderCommands:
             and request.platform in commands.subscribable
         ):
             return None
-        if spec.name == "unsubscribe" or (spec.name == "subscribe" and not spec.given(request)):
-            return None  # Commands.subscription answers
+        plain = spec.name == SUBSCRIBE.name and not spec.given(request)
+        if plain or spec.name == UNSUBSCRIBE.name:
+            return None  # _subscription answers
         return self._text(
             request,
             "这里不支持私信功能 / private deliveries are not available here",
@@ -420,3 +429,6 @@ class ReaderCommands:
 
 #: the commands that only make sense in a private chat (adapters answer them there)
 PRIVATE_COMMANDS = frozenset(spec.name for spec, _ in declared(ReaderCommands) if spec.dm)
+#: the plain subscription's commands, which a platform also runs for a reader (the email's
+#: confirmation and unsubscribe links)
+SUBSCRIBE, UNSUBSCRIBE = spec_of(ReaderCommands.subscribe), spec_of(ReaderCommands.unsubscribe)
