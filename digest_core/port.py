@@ -326,8 +326,10 @@ class Port(Protocol):
         zone and the host's), what to type (:func:`digest_core.service.greeting.greeting`)."""
         ...
 
-    async def inactive_targets(self, platform: str) -> list[InactiveTarget]:
-        """The targets of ``platform`` deactivated as gone, latest first (autocompletion)."""
+    async def inactive_targets(self, request: Request) -> list[InactiveTarget]:
+        """The targets of ``request.platform`` deactivated as gone, latest first, while its
+        user types an argument of ``request.command`` (autocompletion): none for a user the
+        command refuses (the core's capability check, not audited)."""
         ...
 
     async def inline(self, query: str, *, platform: str = "", asker: str = "") -> list[Article]:

@@ -185,6 +185,18 @@ class LookedUp(app_commands.Transformer):
         """(value, label) of the values for what was ``typed``, best first."""
         raise NotImplementedError
 
+    def asking(self, interaction: Interaction) -> Request:
+        """The request of the user typing: ``/command`` as they would run it (the core checks
+        what they may look up as it checks what they may run)."""
+        return Request(
+            self.command.name,
+            platform=PLATFORM,
+            flavor=Flavor.DISCORD,
+            user=str(interaction.user.id),
+            chat=str(interaction.channel_id or ""),
+            capabilities=capabilities(interaction),
+        )
+
 
 class ArchiveDate(LookedUp):
     """A date of the archive (:attr:`Completion.DATES <digest_core.port.Completion.DATES>`):
@@ -200,7 +212,7 @@ class ArchiveDate(LookedUp):
 class InactiveChannel(LookedUp):
     """A deactivated target (:attr:`Completion.INACTIVE_TARGETS
     <digest_core.port.Completion.INACTIVE_TARGETS>`): this platform's, those containing what
-    was typed, latest first, for a user with the capability the command needs (others get no
+    was typed, latest first, for a user the command allows (the core decides: others get no
     choices); read as ``discord:ID``, another platform's target is :class:`NotHere`."""
 
     async def transform(self, interaction: discord.Interaction[Any], value: Any) -> str:
@@ -212,12 +224,9 @@ class InactiveChannel(LookedUp):
         return f"{PLATFORM}:{target_id.strip()}"
 
     async def look_up(self, port: Port, interaction: Interaction, typed: str) -> list[Found]:
-        needs = self.command.needs
-        if needs is not None and needs not in capabilities(interaction):
-            return []
         typed = typed.lower().removeprefix(f"{PLATFORM}:")
         found = []
-        for inactive in await port.inactive_targets(PLATFORM):
+        for inactive in await port.inactive_targets(self.asking(interaction)):
             target_id = inactive.target.id
             label = target_id
             try:

@@ -9,7 +9,9 @@ issue commands in :mod:`.reading`, the admins' in :mod:`.admin`, the editor's in
 readers' own subscriptions in :mod:`digest_core.subscriptions.commands`; their owners are
 listed once, :data:`~digest_core.commands.catalogue.OWNERS`, and :class:`Commands` answers
 every command declared on them. A wrong argument (a :class:`~digest_core.errors.BadArgument`)
-gets a reply with the usage, never an exception.
+gets a reply with the usage, never an exception; a refusal (a
+:class:`~digest_core.errors.CommandRefused`, whoever refuses) is answered by
+:meth:`Commands.refuse`.
 """
 
 from __future__ import annotations
@@ -209,14 +211,12 @@ class Commands:
                 status=Status.USAGE,
             )
         try:
-            needs = entry.spec.needs
-            if needs is not None and needs not in request.capabilities:
-                raise CommandRefused(name, needs)
+            self.check(entry.spec, request)
             if entry.guard is not None and (early := entry.guard(entry.spec, request)):
                 return early
             return await entry.answer(request, **entry.spec.arguments(request))
         except CommandRefused as exc:
-            return await self._refused(request, exc)
+            return await self.refuse(request, exc)
         except BadArgument as exc:
             return self.reply(
                 request,
@@ -280,18 +280,39 @@ class Commands:
             raise NotRunning(NOT_RUNNING)
         return self.backend
 
-    async def _refused(self, request: Request, refused: CommandRefused) -> Reply:
-        """The one answer to a refused command: private, audited, logged."""
+    @staticmethod
+    def check(spec: CommandSpec, request: Request) -> None:
+        """The one capability check: :class:`~digest_core.errors.CommandRefused` when the
+        sender of ``request`` lacks the capability ``spec`` needs."""
+        if spec.needs is not None and spec.needs not in request.capabilities:
+            raise CommandRefused(spec.name, spec.needs)
+
+    async def refuse(self, request: Request, refused: CommandRefused) -> Reply:
+        """The one answer to a refused command or action (:meth:`check`'s, an upload's, a
+        confirmation's): private, logged, audited unless nothing was attempted."""
         action = refused.command
-        if self.backend is not None:
-            await self.backend.audit(request, action=action, allowed=False, outcome="refused")
+        if refused.audited and self.backend is not None:
+            await self.backend.audit(request, action=action, allowed=False, outcome=refused.outcome)
         log.warning(
             "refused /%s from %s:%s (needs %s)",
             action, request.platform, request.user, refused.capability,
         )  # fmt: skip
-        return self.reply(
-            request,
-            f"抱歉，/{action} 只有管理员可以使用。\nSorry, /{action} is for admins only.",
-            status=Status.REFUSED,
-            private=True,
+        told = refused.told or (
+            f"抱歉，/{action} 只有管理员可以使用。\nSorry, /{action} is for admins only."
         )
+        return self.reply(request, told, status=Status.REFUSED, private=True)
+
+    async def completions(
+        self, request: Request, find: Callable[[], Awaitable[list[_T]]]
+    ) -> list[_T]:
+        """What ``find`` looks up while the sender of ``request`` types an argument of its
+        command (a platform's autocomplete): nothing for an unknown command or one that
+        :meth:`check` refuses them (not audited: nothing was attempted)."""
+        entry = self._table.get(request.command)
+        if entry is None:
+            return []
+        try:
+            self.check(entry.spec, request)
+        except CommandRefused:
+            return []
+        return await find()
