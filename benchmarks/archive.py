@@ -46,7 +46,8 @@ import time
 from pathlib import Path
 
 from digest_core.archive import Archive
-from digest_core.commands import Commands, Request
+from digest_core.commands import Request
+from digest_core.commands.dispatch import Commands
 from digest_core.testing import ManualClock
 
 # the restart table's targets: the 3,650-file figure over the 5-file one

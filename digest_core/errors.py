@@ -130,12 +130,26 @@ class IssuePublished(IssueError):
 
 
 class CommandRefused(DigestError):
-    """``/command`` needs ``capability`` and the user does not have it (the core answers it
-    with one private refusal, audited)."""
+    """``/command`` (or the action ``command``: an upload, a confirmation's cancel) needs
+    ``capability`` and the user does not have it. The core answers it in one place
+    (:meth:`Commands.refuse <digest_core.commands.Commands.refuse>`): one private refusal,
+    logged and audited with ``outcome`` (not when ``audited`` is False: nothing was attempted),
+    telling ``told`` (default: /command is for admins only)."""
 
-    def __init__(self, command: str, capability: str):
+    def __init__(
+        self,
+        command: str,
+        capability: str,
+        *,
+        told: str = "",
+        outcome: str = "refused",
+        audited: bool = True,
+    ):
         self.command = command
         self.capability = capability
+        self.told = told
+        self.outcome = outcome
+        self.audited = audited
         super().__init__(f"/{command} needs the {capability!r} capability")
 
 

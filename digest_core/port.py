@@ -87,7 +87,13 @@ if TYPE_CHECKING:
     from digest_core.rendering.types import encode_body
     from digest_core.service.port import ServicePort as ServicePort
     from digest_core.settings import Settings, TokenSettings
-    from digest_core.subscriptions.commands import CHOICE_PREFIX, PRIVATE_COMMANDS, parse_choice
+    from digest_core.subscriptions.commands import (
+        CHOICE_PREFIX,
+        PRIVATE_COMMANDS,
+        SUBSCRIBE,
+        UNSUBSCRIBE,
+        parse_choice,
+    )
     from digest_core.subscriptions.preferences import (
         MAX_FOLLOWS,
         MAX_WORD,
@@ -110,6 +116,8 @@ __all__ = [
     "MAX_FOLLOWS",
     "MAX_WORD",
     "PRIVATE_COMMANDS",
+    "SUBSCRIBE",
+    "UNSUBSCRIBE",
     "Action",
     "Adapter",
     "AddressSignup",
@@ -218,7 +226,13 @@ _LAZY: dict[str, str] = {
         "digest_core.commands.flood": ("UserRateLimiter", "Verdict"),
         "digest_core.commands.inline": ("Article",),
         "digest_core.models": ("Section", "escape", "shorten"),
-        "digest_core.subscriptions.commands": ("CHOICE_PREFIX", "PRIVATE_COMMANDS", "parse_choice"),
+        "digest_core.subscriptions.commands": (
+            "CHOICE_PREFIX",
+            "PRIVATE_COMMANDS",
+            "SUBSCRIBE",
+            "UNSUBSCRIBE",
+            "parse_choice",
+        ),
         "digest_core.rendering": (
             "BUTTON_PREFIX",
             "Message",
@@ -312,8 +326,10 @@ class Port(Protocol):
         zone and the host's), what to type (:func:`digest_core.service.greeting.greeting`)."""
         ...
 
-    async def inactive_targets(self, platform: str) -> list[InactiveTarget]:
-        """The targets of ``platform`` deactivated as gone, latest first (autocompletion)."""
+    async def inactive_targets(self, request: Request) -> list[InactiveTarget]:
+        """The targets of ``request.platform`` deactivated as gone, latest first, while its
+        user types an argument of ``request.command`` (autocompletion): none for a user the
+        command refuses (the core's capability check, not audited)."""
         ...
 
     async def inline(self, query: str, *, platform: str = "", asker: str = "") -> list[Article]:

@@ -18,15 +18,14 @@ from digest_core.port import (
     Argument,
     CommandSpec,
     Completion,
-    Kind,
     Reply,
     Request,
     menu,
-    spec,
 )
 
 if TYPE_CHECKING:
     from bots.discord.views import Interaction
+    from digest_core.port import Port
 
 log = logging.getLogger(__name__)
 
@@ -140,64 +139,23 @@ async def run_command(
     return reply
 
 
-async def archive_dates(interaction: Interaction, current: str) -> list[app_commands.Choice[str]]:
-    """Autocomplete: archive dates containing what was typed, newest first (25 at most); a
-    reader sees only published ones (the embargo), an admin every date."""
-    port = port_of(interaction)
-    if port is None:
-        return []
-    typed = current.strip()
-    admin = bool(capabilities(interaction))
-    dates = sorted(await port.archive_dates(admin=admin), reverse=True)
-    hits = [d.isoformat() for d in dates if typed in d.isoformat()]
-    return [app_commands.Choice(name=d, value=d) for d in hits[:25]]
-
-
-async def inactive_channels(
-    interaction: Interaction, current: str
-) -> list[app_commands.Choice[str]]:
-    """Autocomplete for ``/reactivate``: the deactivated Discord targets (admins only; others
-    get no choices), latest first, those containing what was typed."""
-    port = port_of(interaction)
-    if port is None or spec("reactivate").needs not in capabilities(interaction):
-        return []
-    typed = current.strip().lower().removeprefix(f"{PLATFORM}:")
-    choices = []
-    for inactive in await port.inactive_targets(PLATFORM):
-        target_id = inactive.target.id
-        label = target_id
-        try:
-            channel = interaction.client.get_channel(int(target_id))
-        except ValueError:
-            channel = None
-        if channel is not None and getattr(channel, "name", None):
-            label += f" #{getattr(channel, 'name', '')}"
-        label += f" ({inactive.reason or 'gone'}, {inactive.since:%Y-%m-%d %H:%M})"
-        if typed and typed not in label.lower():
-            continue
-        choices.append(app_commands.Choice(name=label[:100], value=target_id))
-    return choices[:25]
-
-
-def reactivate_args(target: str) -> tuple[str, ...] | None:
-    """The core's argument for ``/reactivate target``: ``discord:ID`` for ``ID`` or
-    ``discord:ID``; None for another platform's target (not from a Discord server)."""
-    platform, _, target_id = target.strip().rpartition(":")
-    if platform and platform.lower() != PLATFORM:
-        return None
-    return (f"{PLATFORM}:{target_id.strip()}",)
-
-
 class NotHere(app_commands.AppCommandError):
     """An option's value that this platform cannot act on; the message tells the user why."""
 
 
-class InactiveTarget(app_commands.Transformer):
-    """A deactivated target, looked up while typing (:func:`inactive_channels`) and read as
-    ``discord:ID``; another platform's target is :class:`NotHere`."""
+#: one value found while typing and how it is shown
+Found = tuple[str, str]
 
-    def __init__(self, kind: Kind) -> None:
-        self.kind = kind
+
+class LookedUp(app_commands.Transformer):
+    """A text option of argument ``arg`` of ``/command`` whose values are looked up while
+    typing (the argument's :class:`~digest_core.port.Completion`; :data:`TRANSFORMERS` has a
+    subclass for each): as long as the argument's kind allows, passed to the core as typed
+    unless a subclass reads it (:meth:`transform`); at most 25 choices (:meth:`look_up`)."""
+
+    def __init__(self, command: CommandSpec, arg: Argument) -> None:
+        self.command = command
+        self.arg = arg
 
     @property
     def type(self) -> discord.AppCommandOptionType:
@@ -205,41 +163,103 @@ class InactiveTarget(app_commands.Transformer):
 
     @property
     def min_value(self) -> int | None:
-        return self.kind.low
+        return self.arg.kind.low
 
     @property
     def max_value(self) -> int | None:
-        return self.kind.high
+        return self.arg.kind.high
 
-    async def transform(self, interaction: discord.Interaction[Any], value: Any) -> str:
-        args = reactivate_args(str(value))
-        if args is None:
-            raise NotHere(
-                "这里只能恢复 Discord 频道。/ Only Discord channels can be reactivated here."
-            )
-        return args[0]
+    async def transform(self, interaction: discord.Interaction[Any], value: Any) -> Any:
+        return value
 
     async def autocomplete(  # type: ignore[override]
         self, interaction: Interaction, value: str
     ) -> list[app_commands.Choice[str]]:
-        return await inactive_channels(interaction, value)
+        port = port_of(interaction)
+        if port is None:
+            return []
+        found = await self.look_up(port, interaction, str(value).strip())
+        return [app_commands.Choice(name=label[:100], value=v) for v, label in found[:25]]
+
+    async def look_up(self, port: Port, interaction: Interaction, typed: str) -> list[Found]:
+        """(value, label) of the values for what was ``typed``, best first."""
+        raise NotImplementedError
+
+    def asking(self, interaction: Interaction) -> Request:
+        """The request of the user typing: ``/command`` as they would run it (the core checks
+        what they may look up as it checks what they may run)."""
+        return Request(
+            self.command.name,
+            platform=PLATFORM,
+            flavor=Flavor.DISCORD,
+            user=str(interaction.user.id),
+            chat=str(interaction.channel_id or ""),
+            capabilities=capabilities(interaction),
+        )
 
 
-def _annotation(arg: Argument) -> Any:
+class ArchiveDate(LookedUp):
+    """A date of the archive (:attr:`Completion.DATES <digest_core.port.Completion.DATES>`):
+    the dates containing what was typed, newest first; a reader sees only published ones (the
+    embargo), an admin every date."""
+
+    async def look_up(self, port: Port, interaction: Interaction, typed: str) -> list[Found]:
+        admin = bool(capabilities(interaction))
+        dates = sorted(await port.archive_dates(admin=admin), reverse=True)
+        return [(d, d) for d in (d.isoformat() for d in dates) if typed in d]
+
+
+class InactiveChannel(LookedUp):
+    """A deactivated target (:attr:`Completion.INACTIVE_TARGETS
+    <digest_core.port.Completion.INACTIVE_TARGETS>`): this platform's, those containing what
+    was typed, latest first, for a user the command allows (the core decides: others get no
+    choices); read as ``discord:ID``, another platform's target is :class:`NotHere`."""
+
+    async def transform(self, interaction: discord.Interaction[Any], value: Any) -> str:
+        platform, _, target_id = str(value).strip().rpartition(":")
+        if platform and platform.lower() != PLATFORM:
+            raise NotHere(
+                "这里只能恢复 Discord 频道。/ Only Discord channels can be reactivated here."
+            )
+        return f"{PLATFORM}:{target_id.strip()}"
+
+    async def look_up(self, port: Port, interaction: Interaction, typed: str) -> list[Found]:
+        typed = typed.lower().removeprefix(f"{PLATFORM}:")
+        found = []
+        for inactive in await port.inactive_targets(self.asking(interaction)):
+            target_id = inactive.target.id
+            label = target_id
+            try:
+                channel = interaction.client.get_channel(int(target_id))
+            except ValueError:
+                channel = None
+            if channel is not None and getattr(channel, "name", None):
+                label += f" #{getattr(channel, 'name', '')}"
+            label += f" ({inactive.reason or 'gone'}, {inactive.since:%Y-%m-%d %H:%M})"
+            if not typed or typed in label.lower():
+                found.append((target_id, label))
+        return found
+
+
+#: the transformer of an argument whose values are looked up, by where they are found
+TRANSFORMERS: dict[Completion, type[LookedUp]] = {
+    Completion.DATES: ArchiveDate,
+    Completion.INACTIVE_TARGETS: InactiveChannel,
+}
+
+
+def _annotation(entry: CommandSpec, arg: Argument) -> Any:
     """The discord.py annotation of ``arg``'s kind: a number or text range, a choice of
-    words, a flag, or a transformer where the value is looked up (and checked) on Discord."""
+    words, a flag, or the transformer of its :class:`~digest_core.port.Completion` where its
+    values are looked up (and read) on Discord."""
     kind = arg.kind
-    if arg.complete is Completion.INACTIVE_TARGETS:
-        return app_commands.Transform[str, InactiveTarget(kind)]
+    if arg.complete is not None:
+        return app_commands.Transform[str, TRANSFORMERS[arg.complete](entry, arg)]
     if kind.type is bool:
         return bool
     if kind.choices:
         return Literal[kind.choices]
     return app_commands.Range[kind.type, kind.low, kind.high]
-
-
-#: the autocomplete of a completion that is not a transformer's own
-AUTOCOMPLETE = {Completion.DATES: archive_dates}
 
 
 def slash_command(entry: CommandSpec) -> app_commands.Command[Any, ..., None]:
@@ -256,7 +276,7 @@ def slash_command(entry: CommandSpec) -> app_commands.Command[Any, ..., None]:
     first = inspect.Parameter.POSITIONAL_ONLY
     params = [inspect.Parameter("interaction", first, annotation=discord.Interaction)]
     for arg in options:
-        annotation = _annotation(arg)
+        annotation = _annotation(entry, arg)
         default: Any = inspect.Parameter.empty
         if not arg.required:
             default = False if arg.kind.type is bool else None
@@ -267,11 +287,6 @@ def slash_command(entry: CommandSpec) -> app_commands.Command[Any, ..., None]:
     if options:
         app_commands.rename(**{a.name: _(a.name) for a in options})(callback)
         app_commands.describe(**{a.name: _(a.en) for a in options})(callback)
-        completed = {
-            a.name: AUTOCOMPLETE[a.complete] for a in options if a.complete in AUTOCOMPLETE
-        }
-        if completed:
-            app_commands.autocomplete(**completed)(callback)
     command: app_commands.Command[Any, ..., None] = app_commands.Command(
         name=_(entry.name), description=_(entry.en), callback=callback
     )

@@ -36,6 +36,7 @@ from digest_core.port import (
     parse_action_data,
     parse_button_data,
     parse_choice,
+    spec,
 )
 
 if TYPE_CHECKING:
@@ -172,13 +173,25 @@ def buttons_view(rows: Sequence[dict[str, Any]]) -> discord.ui.View | None:
     return view
 
 
+#: Discord's style of an action button's
+BUTTON_STYLES = {
+    Style.PRIMARY: discord.ButtonStyle.primary,
+    Style.DANGER: discord.ButtonStyle.danger,
+    Style.SECONDARY: discord.ButtonStyle.secondary,
+}
+
+
 def action_row(actions: Sequence[CommandButton]) -> dict[str, Any]:
     """One row of buttons for ``actions`` in Discord's component JSON."""
-    styles = {Style.PRIMARY: 1, Style.DANGER: 4, Style.SECONDARY: 2}
     return {
         "type": 1,
         "components": [
-            {"type": 2, "style": styles[a.style], "label": a.label, "custom_id": a.data}
+            {
+                "type": 2,
+                "style": BUTTON_STYLES[a.style].value,
+                "label": a.label,
+                "custom_id": a.data,
+            }
             for a in actions
         ],
     }
@@ -352,18 +365,19 @@ class ActionButton(
     template=rf"^{ACTION_PREFIX}:(?P<command>[a-z]+)(?: (?P<args>.*))?$",
 ):
     """An Approve / Hold button (``ac:approve DATE REVISION``, see digest_core.commands.buttons):
-    the
-    core runs the command as the presser, who must be an admin (else it refuses and audits);
-    the answer is ephemeral. Persistent: a review sent before a restart still works."""
+    the core runs the command as the presser, who must be an admin (else it refuses and
+    audits); the answer is ephemeral; its style is its command's declared one. Persistent: a
+    review sent before a restart still works."""
 
     def __init__(self, custom_id: str, *, label: str = "") -> None:
         parsed = parse_action_data(custom_id)
         if parsed is None:
             raise ValueError(f"not an action button id: {custom_id!r}")
         self.command, self.args = parsed
-        style = discord.ButtonStyle.secondary
-        if self.command == "approve":
-            style = discord.ButtonStyle.primary
+        try:
+            style = BUTTON_STYLES[spec(self.command).button_style]
+        except KeyError:  # not a command: the core answers the press
+            style = discord.ButtonStyle.secondary
         super().__init__(
             discord.ui.Button(label=label or self.command, style=style, custom_id=custom_id)
         )

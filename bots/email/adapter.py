@@ -29,6 +29,8 @@ from bots.email.pacing import limits_of
 from bots.email.settings import EmailSettings
 from bots.email.tokens import Tokens
 from digest_core.port import (
+    SUBSCRIBE,
+    UNSUBSCRIBE,
     Clock,
     Message,
     OutcomeUnknown,
@@ -336,7 +338,7 @@ class EmailAdapter:
         """
         if self.port is None:
             raise TransientError("the email platform is not started", platform=NAME, target=rid)
-        command = "subscribe" if on else "unsubscribe"
+        command = (SUBSCRIBE if on else UNSUBSCRIBE).name
         reply = await self.port.handle(
             Request(
                 command=command,

@@ -1,8 +1,12 @@
 """Commands: one declaration per command, the requests and replies, dispatch and the per-user
-flood limit, confirmations, buttons and inline search."""
+flood limit, confirmations, buttons and inline search.
+
+The package re-exports what commands are made of (requests, replies, capabilities);
+:class:`~digest_core.commands.dispatch.Commands`, which answers every command the catalogue's
+owners declare (some outside this package, importing it), is imported from its module.
+"""
 
 from digest_core.commands.declaration import MAX_ECHO_CHARS
-from digest_core.commands.dispatch import Commands, parse_command_line
 from digest_core.commands.reading import MAX_REPLY_MESSAGES
 from digest_core.commands.requests import (
     ADMIN,
@@ -12,6 +16,7 @@ from digest_core.commands.requests import (
     Reply,
     Request,
     Status,
+    parse_command_line,
 )
 
 __all__ = [
@@ -21,7 +26,6 @@ __all__ = [
     "AdminBackend",
     "Capability",
     "Choice",
-    "Commands",
     "Reply",
     "Request",
     "Status",

@@ -76,6 +76,8 @@ class AdminCommands:
         needs=Capability.REPOST,
         label_zh="重新推送",
         label_zh_tw="重新推送",
+        dashboard=True,
+        running="开始推送… / posting…",
     )
     async def repost(
         self,
@@ -132,6 +134,7 @@ class AdminCommands:
         needs=Capability.REPOST,
         label_zh="更正",
         label_zh_tw="更正",
+        dashboard=True,
     )
     async def correct(self, request: Request, date: dt.date | None) -> Reply:
         """``/correct [DATE]``: edit the day's posted messages to the file's revision (no
@@ -153,6 +156,7 @@ class AdminCommands:
         needs=Capability.STATUS,
         label_zh="状态",
         label_zh_tw="狀態",
+        dashboard=True,
         lenient=True,
     )
     async def status(self, request: Request) -> Reply:
@@ -181,6 +185,7 @@ class AdminCommands:
         needs=Capability.REPOST,
         label_zh="恢复推送",
         label_zh_tw="恢復推送",
+        dashboard=True,
         too_many=GIVE_A_TARGET,
     )
     async def reactivate(self, request: Request, target: tuple[str, str]) -> Reply:

@@ -1,20 +1,22 @@
 """Every command's declaration, collected: what menus, slash commands and ``/help`` derive from.
 
-A command is declared once, on its handler (:func:`digest_core.commands.declaration.command`): its
-name,
-its description in simplified Chinese (``zh``), traditional Chinese (``zh_tw``) and English
-(``en``), its usage line, its typed arguments and the capability it needs. This module lists
-them in ``/help``'s order: :data:`CATALOGUE`. Adapters build their menus from it (Telegram's
-``setMyCommands`` reader and admin scopes, Discord's app commands, their options and
-localizations); ``/help`` and the console's help are :func:`help_text`. Descriptions fit every
-platform's limit (:data:`MAX_DESCRIPTION`).
+A command is declared once, on its handler (:func:`digest_core.commands.declaration.command`):
+its name, its description in simplified Chinese (``zh``), traditional Chinese (``zh_tw``) and
+English (``en``), its usage line, its typed arguments and the capability it needs. The
+handlers' owners are listed once, in :data:`OWNERS`:
+:class:`~digest_core.commands.dispatch.Commands` answers every command declared on them, and
+this module lists those commands in ``/help``'s order: :data:`CATALOGUE`. Adapters build
+their menus from it (Telegram's ``setMyCommands`` reader and admin scopes, Discord's app
+commands, their options and localizations); ``/help`` and the console's help are
+:func:`help_text`. Descriptions fit every platform's limit (:data:`MAX_DESCRIPTION`).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from types import MappingProxyType
+from types import MappingProxyType, ModuleType
+from typing import Any
 
 from digest_core.commands import editor as editor_commands
 from digest_core.commands.admin import AdminCommands
@@ -43,6 +45,7 @@ __all__ = [
     "CATALOGUE",
     "HELP_HEADER",
     "MAX_DESCRIPTION",
+    "OWNERS",
     "Argument",
     "CommandSpec",
     "Completion",
@@ -53,11 +56,21 @@ __all__ = [
     "spec",
 ]
 
+#: whatever declares commands, the one list of them: a class that
+#: :class:`~digest_core.commands.dispatch.Commands` builds as ``Owner(commands)`` (its
+#: ``available`` method, where it has one, may answer its commands first), or a module of
+#: handlers called with the commands
+OWNERS: tuple[type[Any] | ModuleType, ...] = (
+    Reading,
+    AdminCommands,
+    editor_commands,
+    ReaderCommands,
+    SignupCommands,
+)
+
 #: every command, in the order ``/help`` and the menus list them
 CATALOGUE: tuple[CommandSpec, ...] = ordered(
-    spec
-    for owner in (Reading, AdminCommands, editor_commands, ReaderCommands, SignupCommands)
-    for spec, _ in declared(owner)
+    spec for owner in OWNERS for spec, _ in declared(owner)
 )
 
 #: the catalogue by command name

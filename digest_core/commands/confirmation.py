@@ -5,7 +5,7 @@ A command that needs a yes/no answers with a :class:`~digest_core.commands.Reply
 messages with its two buttons and, when one is pressed, asks :meth:`Confirmations.press`
 what to do; the rules and the texts are here, once, so every platform behaves the same:
 
-- Cancel closes the prompt (admins only).
+- Cancel closes the prompt (admins only: anyone else is refused by the core, not audited).
 - Confirm by someone without the command's capability runs the request anyway, as them: the
   core refuses it and writes the audit entry; nothing is done.
 - Where the prompt knows who asked (a platform that keeps its prompts), only that admin may
@@ -21,7 +21,10 @@ from collections.abc import AsyncIterator, Hashable
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from digest_core.commands import Commands, Reply, Request
+from digest_core.commands import Reply, Request
+from digest_core.commands.declaration import CommandSpec
+from digest_core.commands.dispatch import Commands
+from digest_core.errors import CommandRefused
 from digest_core.rendering import Message, notice, plain_renderer, preview
 
 log = logging.getLogger(__name__)
@@ -46,11 +49,17 @@ BUSY = "已在处理 / already running"
 WORKING = "正在执行… / working…"
 CANCELLED = "已取消 / cancelled"
 CANCELLED_NOTE = "✖ 已取消。/ Cancelled."
+#: what a confirmed prompt says while its command runs, unless its declaration tells
+#: (:attr:`~digest_core.commands.declaration.CommandSpec.running`)
+RUNNING = "执行中… / running…"
+#: the action a press of Cancel is, as a refusal names it
+CANCEL = "cancel"
 
 
-def confirmed_note(request: Request) -> str:
-    """What a confirmed prompt becomes while its action runs."""
-    doing = "开始推送… / posting…" if request.command == "repost" else "执行中… / running…"
+def confirmed_note(request: Request, spec: CommandSpec | None = None) -> str:
+    """What a confirmed prompt becomes while its action runs (``spec``: the declaration of
+    the command confirmed)."""
+    doing = spec.running if spec is not None and spec.running else RUNNING
     return f"✔ 已确认，{doing} (confirmed by {request.user})"
 
 
@@ -188,16 +197,25 @@ class Confirmations:
             return Decision(Action.IGNORE)
         if asked_by is not None and by.user != asked_by:
             return Decision(Action.REFUSE, NOT_YOURS)
+        plain = plain_renderer()
         if cancel:
             if not by.capabilities:
-                return Decision(Action.REFUSE, ADMINS_ONLY)
+                # any admin may cancel; the core answers anyone else (nothing to audit)
+                refusal = CommandRefused(CANCEL, "admin", told=ADMINS_ONLY, audited=False)
+                refused = await self.commands.refuse(replace(by, flavor=plain), refusal)
+                return Decision(Action.REFUSE, _told(refused))
             return Decision(Action.CANCEL, CANCELLED, CANCELLED_NOTE)
         assert asked is not None
         request = replace(by, command=asked.command, args=asked.args, confirmed=True)
         if not by.capabilities:
             # the core refuses and writes the audit entry; nothing is run
-            plain = plain_renderer()
             refused = await self.commands.handle(replace(request, flavor=plain))
-            text = preview(refused.messages[0], plain) if refused.messages else ADMINS_ONLY
-            return Decision(Action.REFUSE, text)
-        return Decision(Action.RUN, WORKING, confirmed_note(request), request)
+            return Decision(Action.REFUSE, _told(refused))
+        spec = self.commands.spec(request.command)
+        return Decision(Action.RUN, WORKING, confirmed_note(request, spec), request)
+
+
+def _told(refused: Reply) -> str:
+    """The text of a refusal (plain), for the presser's short answer."""
+    plain = plain_renderer()
+    return preview(refused.messages[0], plain) if refused.messages else ADMINS_ONLY

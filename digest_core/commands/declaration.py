@@ -27,6 +27,7 @@ from enum import IntEnum, StrEnum
 from types import ModuleType
 from typing import Any, TypeVar
 
+from digest_core.commands.buttons import CommandButton, Style
 from digest_core.commands.requests import Capability, Reply, Request
 from digest_core.errors import BadArgument
 from digest_core.models import shorten
@@ -231,6 +232,12 @@ class CommandSpec:
     answered there; ``quiet`` asks for an answer only the requester sees (admin and ``dm``
     commands are always quiet).
 
+    What other parts run it by: ``dashboard`` puts it on the editor's dashboard (a button
+    there runs it, :data:`digest_core.service.dashboard.ACTIONS`); ``running`` is what its
+    confirmation prompt says once confirmed, while it runs (default 执行中… / running…);
+    ``button_label`` and ``button_style`` draw the action button that runs it
+    (:meth:`button`: Approve / Hold under a review).
+
     How words become the handler's values (:meth:`arguments`): flags are taken from anywhere
     on the line; the other arguments take the words in order, a ``rest`` one all that is left,
     an optional one that ``passes`` leaving a word that does not fit it to the next
@@ -257,6 +264,10 @@ class CommandSpec:
     too_many: str = ""
     lenient: bool = False
     any_order: bool = False
+    dashboard: bool = False
+    running: str = ""
+    button_label: str = ""
+    button_style: Style = Style.SECONDARY
 
     @property
     def options(self) -> tuple[Argument, ...]:
@@ -354,6 +365,11 @@ class CommandSpec:
         """Answered so that only the requester sees it."""
         return self.quiet or self.dm or self.admin
 
+    def button(self, *args: str) -> CommandButton:
+        """The action button that runs ``/name args`` as its presser (its declared label,
+        the name without one, and style)."""
+        return CommandButton(self.button_label or self.name, self.name, args, self.button_style)
+
 
 def command(
     name: str,
@@ -374,6 +390,10 @@ def command(
     too_many: str = "",
     lenient: bool = False,
     any_order: bool = False,
+    dashboard: bool = False,
+    running: str = "",
+    button_label: str = "",
+    button_style: Style = Style.SECONDARY,
 ) -> Callable[[_F], _F]:
     """Declare the decorated handler as the answer to ``/name`` (see :class:`CommandSpec`; an
     admin command, one with ``needs``, is listed in :attr:`Group.ADMIN` unless told)."""
@@ -381,7 +401,8 @@ def command(
         group = Group.ADMIN if needs is not None else Group.PRIVATE if dm else Group.ISSUES
     spec = CommandSpec(
         name, zh, zh_tw, en, usage, args, needs, label_zh, label_zh_tw, menu, group,
-        covered_by, dm, quiet, too_many, lenient, any_order,
+        covered_by, dm, quiet, too_many, lenient, any_order, dashboard, running, button_label,
+        button_style,
     )  # fmt: skip
 
     def declare(handler: _F) -> _F:
@@ -389,6 +410,18 @@ def command(
         return handler
 
     return declare
+
+
+def spec_of(handler: Callable[..., Awaitable[Reply]]) -> CommandSpec:
+    """The declaration on ``handler`` (a function or method decorated with :func:`command`).
+
+    Raises:
+        TypeError: ``handler`` declares no command.
+    """
+    spec = getattr(handler, DECLARED, None)
+    if not isinstance(spec, CommandSpec):
+        raise TypeError(f"{handler!r} declares no command")
+    return spec
 
 
 def declared(owner: object) -> list[tuple[CommandSpec, str]]:

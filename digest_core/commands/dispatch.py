@@ -6,8 +6,12 @@ is one declaration on its handler (:func:`~digest_core.commands.declaration.comm
 :meth:`Commands.handle` checks the capability it needs, then reads its arguments into the
 handler's typed values, for every platform. The handlers live with their concern: the readers'
 issue commands in :mod:`.reading`, the admins' in :mod:`.admin`, the editor's in :mod:`.editor`,
-readers' own subscriptions in :mod:`digest_core.subscriptions.commands`. A wrong argument (a
-:class:`~digest_core.errors.BadArgument`) gets a reply with the usage, never an exception.
+readers' own subscriptions in :mod:`digest_core.subscriptions.commands`; their owners are
+listed once, :data:`~digest_core.commands.catalogue.OWNERS`, and :class:`Commands` answers
+every command declared on them. A wrong argument (a :class:`~digest_core.errors.BadArgument`)
+gets a reply with the usage, never an exception; a refusal (a
+:class:`~digest_core.errors.CommandRefused`, whoever refuses) is answered by
+:meth:`Commands.refuse`.
 """
 
 from __future__ import annotations
@@ -18,12 +22,12 @@ import functools
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import ParamSpec, TypeVar
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from digest_core.archive import Archive
 from digest_core.clock import Clock
-from digest_core.commands import editor as editor_commands
-from digest_core.commands.admin import AdminCommands
+from digest_core.commands.catalogue import OWNERS
 from digest_core.commands.declaration import (
     CommandSpec,
     declared,
@@ -47,6 +51,10 @@ from digest_core.rendering import (
     notice,
 )
 
+if TYPE_CHECKING:
+    from digest_core.subscriptions.commands import ReaderStore
+    from digest_core.subscriptions.signup import AddressSignup
+
 log = logging.getLogger(__name__)
 
 
@@ -56,6 +64,11 @@ NOT_RUNNING = "推送服务未运行 / delivery is not running"
 
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
+_O = TypeVar("_O")
+
+#: the method of an owner class (:data:`~digest_core.commands.catalogue.OWNERS`) that may
+#: answer one of its commands first, a :data:`Guard`
+GUARD = "available"
 
 #: what answers one command: a declared handler bound to its owner, given the request and the
 #: values of the command's arguments by name
@@ -97,13 +110,17 @@ class Commands:
         metrics: MetricsSink = NULL_METRICS,
         embargo: Embargo | None = None,
         readers: ReadersSink = NULL_READERS,
+        store: ReaderStore | None = None,
+        signup: AddressSignup | None = None,
     ):
         """``post_options`` are the platforms' channel-post options by platform name;
         ``subscribable`` names the platforms that can send the daily issue privately;
         ``metrics`` hears how long each command took; ``embargo`` decides what readers may
         see (default: a day from its local midnight); ``readers`` hears which sections and
-        stories readers looked at (counted, never who). Every reader command reads the archive
-        through :meth:`view`, never directly."""
+        stories readers looked at (counted, never who); ``store`` keeps readers' own settings
+        and ``signup`` mails the digest to an address (None: those commands say they are not
+        available). Every reader command reads the archive through :meth:`view`, never
+        directly. Every command declared by the catalogue's owners is answered."""
         self.archive = archive
         self.clock = clock
         self.zone = zone
@@ -113,16 +130,34 @@ class Commands:
         self.subscribable = subscribable
         self.metrics = metrics
         self.readers = readers
+        self.store = store
+        self.signup = signup
         self._in_threads = 0
         watch = getattr(clock, "watch", None)
         if callable(watch):  # a ManualClock must not jump while a thread works for a command
             watch(lambda: self._in_threads > 0)
         self._table: dict[str, Declared] = {}
+        self._owners: dict[type[Any], object] = {}
+        for owner in OWNERS:
+            self._install(owner)
         #: the readers' issue commands and the section buttons, with their render cache
-        self.reading = Reading(self)
-        self.declare(self.reading)
-        self.declare(AdminCommands(self))
-        self.declare(editor_commands, self)
+        self.reading = self.owner(Reading)
+
+    def _install(self, owner: type[Any] | ModuleType) -> None:
+        """Answer the commands declared on ``owner``: a module's handlers, called with these
+        commands, or the handlers of ``owner(self)``, guarded by its :data:`GUARD` method."""
+        if isinstance(owner, ModuleType):
+            self.declare(owner, self)
+            return
+        instance = owner(self)
+        self._owners[owner] = instance
+        self.declare(instance, guard=getattr(instance, GUARD, None))
+
+    def owner(self, kind: type[_O]) -> _O:
+        """The instance of the owner class ``kind`` whose commands are answered here."""
+        instance = self._owners[kind]
+        assert isinstance(instance, kind)
+        return instance
 
     @property
     def names(self) -> list[str]:
@@ -132,6 +167,11 @@ class Commands:
     def specs(self) -> tuple[CommandSpec, ...]:
         """The declarations of the commands answered here, in ``/help``'s order."""
         return ordered(d.spec for d in self._table.values())
+
+    def spec(self, name: str) -> CommandSpec | None:
+        """The declaration of ``/name`` as answered here (None: not a command here)."""
+        entry = self._table.get(name)
+        return None if entry is None else entry.spec
 
     def declare(self, owner: object, *bound: object, guard: Guard | None = None) -> None:
         """Answer every command declared on ``owner`` (an object whose methods
@@ -171,14 +211,12 @@ class Commands:
                 status=Status.USAGE,
             )
         try:
-            needs = entry.spec.needs
-            if needs is not None and needs not in request.capabilities:
-                raise CommandRefused(name, needs)
+            self.check(entry.spec, request)
             if entry.guard is not None and (early := entry.guard(entry.spec, request)):
                 return early
             return await entry.answer(request, **entry.spec.arguments(request))
         except CommandRefused as exc:
-            return await self._refused(request, exc)
+            return await self.refuse(request, exc)
         except BadArgument as exc:
             return self.reply(
                 request,
@@ -242,30 +280,39 @@ class Commands:
             raise NotRunning(NOT_RUNNING)
         return self.backend
 
-    async def _refused(self, request: Request, refused: CommandRefused) -> Reply:
-        """The one answer to a refused command: private, audited, logged."""
+    @staticmethod
+    def check(spec: CommandSpec, request: Request) -> None:
+        """The one capability check: :class:`~digest_core.errors.CommandRefused` when the
+        sender of ``request`` lacks the capability ``spec`` needs."""
+        if spec.needs is not None and spec.needs not in request.capabilities:
+            raise CommandRefused(spec.name, spec.needs)
+
+    async def refuse(self, request: Request, refused: CommandRefused) -> Reply:
+        """The one answer to a refused command or action (:meth:`check`'s, an upload's, a
+        confirmation's): private, logged, audited unless nothing was attempted."""
         action = refused.command
-        if self.backend is not None:
-            await self.backend.audit(request, action=action, allowed=False, outcome="refused")
+        if refused.audited and self.backend is not None:
+            await self.backend.audit(request, action=action, allowed=False, outcome=refused.outcome)
         log.warning(
             "refused /%s from %s:%s (needs %s)",
             action, request.platform, request.user, refused.capability,
         )  # fmt: skip
-        return self.reply(
-            request,
-            f"抱歉，/{action} 只有管理员可以使用。\nSorry, /{action} is for admins only.",
-            status=Status.REFUSED,
-            private=True,
+        told = refused.told or (
+            f"抱歉，/{action} 只有管理员可以使用。\nSorry, /{action} is for admins only."
         )
+        return self.reply(request, told, status=Status.REFUSED, private=True)
 
-
-def parse_command_line(line: str) -> tuple[str, tuple[str, ...]] | None:
-    """Split ``/cmd@bot arg1 arg2`` into ``("cmd", ("arg1", "arg2"))``; None if not a command."""
-    line = line.strip()
-    if not line.startswith("/") or len(line) < 2:
-        return None
-    head, *rest = line.split()
-    name = head[1:].split("@", 1)[0].lower()
-    if not name:
-        return None
-    return name, tuple(rest)
+    async def completions(
+        self, request: Request, find: Callable[[], Awaitable[list[_T]]]
+    ) -> list[_T]:
+        """What ``find`` looks up while the sender of ``request`` types an argument of its
+        command (a platform's autocomplete): nothing for an unknown command or one that
+        :meth:`check` refuses them (not audited: nothing was attempted)."""
+        entry = self._table.get(request.command)
+        if entry is None:
+            return []
+        try:
+            self.check(entry.spec, request)
+        except CommandRefused:
+            return []
+        return await find()

@@ -13,12 +13,13 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
+from digest_core.commands.buttons import Style
 from digest_core.commands.declaration import Argument, command, date_argument
 from digest_core.commands.requests import Capability, Reply, Request
 from digest_core.rendering import Part, RenderOptions, notice, render
 
 if TYPE_CHECKING:
-    from digest_core.commands import Commands
+    from digest_core.commands.dispatch import Commands
 
 #: a declared handler of this module, called with the :class:`Commands`, the request and the
 #: command's argument values
@@ -74,11 +75,16 @@ async def preview(commands: Commands, request: Request, date: dt.date | None) ->
 
 
 def _decision(
-    name: str, *, approve: bool, about: tuple[str, str, str], label: tuple[str, str]
+    name: str,
+    approve: bool,
+    about: tuple[str, str, str, str],
+    label: tuple[str, str],
+    style: Style,
 ) -> Answer:
     """The declared handler of ``/name [DATE]``: approve (or hold back) DATE's issue (default:
     the next one), of the REVISION a review button names (else its current one); ``about`` is
-    the command's description (简体, 繁體, English), ``label`` its Chinese names."""
+    the command's description (简体, 繁體, English) and the label of the review's button that
+    runs it (drawn in ``style``), ``label`` its Chinese names. A dashboard action."""
 
     @command(
         name,
@@ -90,6 +96,9 @@ def _decision(
         needs=Capability.PUBLISH,
         label_zh=label[0],
         label_zh_tw=label[1],
+        dashboard=True,
+        button_label=about[3],
+        button_style=style,
     )
     async def decide(
         commands: Commands, request: Request, date: dt.date | None, revision: str | None
@@ -105,18 +114,20 @@ def _decision(
     return decide
 
 
-#: what /approve says of itself (简体, 繁體, English)
+#: what /approve says of itself (简体, 繁體, English), and its review button
 APPROVE = (
     "管理员：批准某一期按时推送（需要批准时）",
     "管理員：批准某一期按時推送（需要批准時）",
     "Admins: approve an issue for its post (when approval is required)",
+    "✅ 批准 / Approve",
 )
-#: what /hold says of itself
+#: what /hold says of itself, and its review button
 HOLD = (
     "管理员：暂缓某一期，批准前不推送",
     "管理員：暫緩某一期，批准前不推送",
     "Admins: hold an issue back until it is approved",
+    "⏸ 暂缓 / Hold",
 )
 
-approve = _decision("approve", approve=True, about=APPROVE, label=("批准", "批准"))
-hold = _decision("hold", approve=False, about=HOLD, label=("暂缓", "暫緩"))
+approve = _decision("approve", True, APPROVE, ("批准", "批准"), Style.PRIMARY)
+hold = _decision("hold", False, HOLD, ("暂缓", "暫緩"), Style.DANGER)

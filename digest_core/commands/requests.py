@@ -154,3 +154,15 @@ class AdminBackend(Protocol):
         """Approve (or hold) ``date``'s issue, of ``revision`` when given (a stale one is
         refused); audited; a late approval posts at once. The reply text."""
         ...
+
+
+def parse_command_line(line: str) -> tuple[str, tuple[str, ...]] | None:
+    """Split ``/cmd@bot arg1 arg2`` into ``("cmd", ("arg1", "arg2"))``; None if not a command."""
+    line = line.strip()
+    if not line.startswith("/") or len(line) < 2:
+        return None
+    head, *rest = line.split()
+    name = head[1:].split("@", 1)[0].lower()
+    if not name:
+        return None
+    return name, tuple(rest)

@@ -34,7 +34,9 @@ from apscheduler.triggers.interval import IntervalTrigger
 
 from digest_core.archive import Archive
 from digest_core.clock import Clock, zoned_text
-from digest_core.commands.buttons import CommandButton, Style
+from digest_core.commands import editor
+from digest_core.commands.buttons import CommandButton
+from digest_core.commands.declaration import spec_of
 from digest_core.errors import IssueNotFound
 from digest_core.publishing.embargo import EARLY_ACTION, Embargo
 from digest_core.publishing.schedule import PostState
@@ -48,7 +50,8 @@ log = logging.getLogger(__name__)
 
 #: how often admins are reminded of a post held for want of approval
 ALERT_EVERY = dt.timedelta(minutes=30)
-APPROVE, HOLD = "approve", "hold"
+#: the commands of a review's buttons; their names are the audit log's actions of decisions
+APPROVE, HOLD = spec_of(editor.approve), spec_of(editor.hold)
 #: how far back the audit log is read for decisions and early publishes
 _AUDIT_WINDOW = 2000
 
@@ -227,7 +230,7 @@ class Publishing:
     async def decision(self, day: dt.date) -> Decision | None:
         """The latest approve or hold of ``day`` (any revision)."""
         entries = await self.ledger.audit_log(
-            actions=[APPROVE, HOLD], mentions=day.isoformat(), limit=_AUDIT_WINDOW
+            actions=[APPROVE.name, HOLD.name], mentions=day.isoformat(), limit=_AUDIT_WINDOW
         )
         for entry in entries:
             if not entry.allowed or entry.args.get("date") != day.isoformat():
@@ -266,7 +269,7 @@ class Publishing:
     def _held_text(self, day: dt.date, revision: str, decision: Decision | None) -> str:
         if decision is None:
             why = "还没有人批准 / nobody approved it"
-        elif decision.action == HOLD:
+        elif decision.action == HOLD.name:
             why = f"{decision.by} 暂缓了它 / {decision.by} put it on hold"
         else:
             why = (
@@ -323,7 +326,7 @@ class Publishing:
         """
         issue = await asyncio.to_thread(self.archive.on, day)
         platform, _, user = by.rpartition(":")
-        action = APPROVE if approve else HOLD
+        action = (APPROVE if approve else HOLD).name
         current = issue.revision
         if revision is not None and revision != current:
             await self.ledger.record_audit(
@@ -378,10 +381,7 @@ class Publishing:
             await self._alert(self._missing_text(day, None))
             return {}
         args = (day.isoformat(), issue.revision)
-        actions = (
-            CommandButton("✅ 批准 / Approve", APPROVE, args, Style.PRIMARY),
-            CommandButton("⏸ 暂缓 / Hold", HOLD, args, Style.DANGER),
-        )
+        actions = (APPROVE.button(*args), HOLD.button(*args))
         note = (
             f"待批准 / to approve: {day} 的日报（{issue.revision}），读者将看到以下内容 / "
             "what readers will get:"
@@ -474,7 +474,9 @@ class Publishing:
 
 def _approves(decision: Decision | None, revision: str) -> bool:
     """True when ``decision`` is an approval of ``revision``."""
-    return decision is not None and decision.action == APPROVE and decision.revision == revision
+    if decision is None:
+        return False
+    return decision.action == APPROVE.name and decision.revision == revision
 
 
 async def early_publishes(ledger: Ledger) -> dict[dt.date, dt.datetime]:

@@ -11,14 +11,20 @@ from typing import TYPE_CHECKING
 from digest_core.archive.adding import MAX_ADD_BYTES, Added, add_issue
 from digest_core.clock import zoned_text
 from digest_core.commands import MAX_REPLY_MESSAGES, Capability, Reply, Request, Status
-from digest_core.errors import ConfigError, DigestError, IssueFormatError, IssuePublished
+from digest_core.errors import (
+    CommandRefused,
+    ConfigError,
+    DigestError,
+    IssueFormatError,
+    IssuePublished,
+)
 from digest_core.models import shorten
 from digest_core.rendering import Message, Part, RenderOptions, notice, render
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from digest_core.commands import AdminBackend
+    from digest_core.commands.dispatch import Commands
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +33,10 @@ MAX_PROBLEM_LINES = 10
 
 #: the audit log's name for an upload
 ACTION = "upload"
+#: the capability an upload needs
+NEEDS = Capability.REPOST
+#: what a sender without it is told
+ADMINS_ONLY = "只有管理员可以发送日报文件。\nOnly admins can send issue files to the bot."
 
 
 class IssueUploads:
@@ -38,7 +48,10 @@ class IssueUploads:
     :func:`~digest_core.archive.adding.add_issue` (validated, written atomically, a published day
     replaced only as a correction). The answer is private:
     the errors (``name:line: detail``) and warnings, or a line saying where it was stored and
-    when it posts followed by the preview of the post as readers will get it.
+    when it posts followed by the preview of the post as readers will get it. A sender
+    without :data:`NEEDS` is refused by ``commands`` (:meth:`Commands.refuse
+    <digest_core.commands.Commands.refuse>`, audited as every refusal), which also give the
+    audit log and the platforms' post options.
     """
 
     def __init__(
@@ -47,14 +60,14 @@ class IssueUploads:
         *,
         post_at: Callable[[dt.date], dt.datetime],
         now: Callable[[], dt.datetime],
-        backend: AdminBackend | None = None,
-        post_options: dict[str, RenderOptions] | None = None,
+        commands: Commands,
     ) -> None:
         self.archive_dir = archive_dir
         self.post_at = post_at
         self.now = now
-        self.backend = backend
-        self.post_options = post_options or {}
+        self.commands = commands
+        self.backend = commands.backend
+        self.post_options = commands.post_options
 
     async def take(
         self,
@@ -83,16 +96,11 @@ class IssueUploads:
 
     async def refusal(self, request: Request, *, name: str, size: int | None) -> Reply | None:
         """Why the file cannot be taken before it is downloaded, or ``None``: the sender is not
-        an admin (audited), or it is larger than 1 MiB."""
-        if Capability.REPOST not in request.capabilities:
-            if self.backend is not None:
-                await self.backend.audit(request, action=ACTION, allowed=False, outcome=name)
-            log.warning("refused an issue file from %s:%s", request.platform, request.user)
-            return self._text(
-                request,
-                "只有管理员可以发送日报文件。\nOnly admins can send issue files to the bot.",
-                Status.REFUSED,
-            )
+        an admin (refused by the core, audited with the file's name), or it is larger than
+        1 MiB."""
+        if NEEDS not in request.capabilities:
+            refused = CommandRefused(ACTION, NEEDS, told=ADMINS_ONLY, outcome=name)
+            return await self.commands.refuse(request, refused)
         if size is not None and size > MAX_ADD_BYTES:
             return self._text(
                 request,

@@ -22,8 +22,10 @@ from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from digest_core.archive import Archive
-from digest_core.commands import Commands, Reply, Request, Status
+from digest_core.commands import Reply, Request, Status
+from digest_core.commands.catalogue import CATALOGUE
 from digest_core.commands.confirmation import Action, Confirmations
+from digest_core.commands.dispatch import Commands
 from digest_core.commands.requests import ADMIN
 from digest_core.delivery import Ledger
 from digest_core.delivery.ledger.analytics import LatestDelivery
@@ -45,8 +47,8 @@ log = logging.getLogger(__name__)
 ANSWER_WITHIN = 3.0
 #: how long the Audience page's figures are reused (seconds)
 AUDIENCE_FRESH = 30.0
-#: the commands the dashboard's buttons run
-ACTIONS = frozenset({"approve", "hold", "repost", "correct", "status", "reactivate"})
+#: the commands the dashboard's buttons run (declared ``dashboard=True``)
+ACTIONS = frozenset(spec.name for spec in CATALOGUE if spec.dashboard)
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,9 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from digest_core.archive import Archive
 from digest_core.clock import Clock
-from digest_core.commands import Commands, Reply, Request
+from digest_core.commands import Reply, Request
 from digest_core.commands.confirmation import Confirmations
+from digest_core.commands.dispatch import Commands
 from digest_core.commands.inline import Article, articles
 from digest_core.commands.replies import SendOnce, send_replies
 from digest_core.delivery import DeliveryEngine, InactiveTarget, Ledger
@@ -70,16 +71,18 @@ class ServicePort:
             # published = visible to readers: the one embargo rule (early publishes too)
             post_at=self.embargo.publish_time,
             now=self.clock.now,
-            backend=self.commands.backend,
-            post_options=self.commands.post_options,
+            commands=self.commands,
         )
         return await uploads.take(request, name=name, size=size, download=download)
 
     async def greeting(self) -> str:
         return await asyncio.to_thread(greeting, self.archive, self.poster, zone=self.zone)
 
-    async def inactive_targets(self, platform: str) -> list[InactiveTarget]:
-        return await self.ledger.inactive_targets(platform)
+    async def inactive_targets(self, request: Request) -> list[InactiveTarget]:
+        platform = request.platform
+        return await self.commands.completions(
+            request, lambda: self.ledger.inactive_targets(platform)
+        )
 
     async def inline(self, query: str, *, platform: str = "", asker: str = "") -> list[Article]:
         found = await asyncio.to_thread(articles, self.archive, self.visibility, query)  # file I/O

@@ -18,8 +18,8 @@ from collections.abc import Sequence
 
 from digest_core.archive import Archive
 from digest_core.clock import Clock
-from digest_core.commands import Commands
 from digest_core.commands.confirmation import Confirmations
+from digest_core.commands.dispatch import Commands
 from digest_core.delivery import DeliveryEngine, Ledger
 from digest_core.delivery.health import Trouble
 from digest_core.delivery.resuming import Resumer
@@ -38,9 +38,8 @@ from digest_core.service.port import ServicePort
 from digest_core.service.posting import Deliveries, Posting
 from digest_core.service.status import StatusReport, describe_report
 from digest_core.service.usage import Usage
-from digest_core.subscriptions.commands import ReaderCommands
 from digest_core.subscriptions.delivery import Personal, Visibility
-from digest_core.subscriptions.signup import AddressSignup, SignupCommands
+from digest_core.subscriptions.signup import AddressSignup
 
 __all__ = ["RESUME_CAP_SECONDS", "DigestService", "describe_report"]
 
@@ -170,12 +169,15 @@ class DigestService(ServicePort):
         self, schedule: ScheduleConfig, platforms: Sequence[Adapter], subscribable: frozenset[str]
     ) -> None:
         """The commands (the core's, readers', ``/email``), confirmations and the dashboard."""
+        #: ``/email ADDRESS`` through the first platform that mails the digest (none: the
+        #: command says it is not available)
+        signups = [p for p in platforms if isinstance(p, AddressSignup)]
         self.commands = Commands(
             self.archive, self.clock, self.zone,
             backend=self.admin,
             post_options={p.name: p.post_options for p in platforms},
             subscribable=subscribable, metrics=self.metrics, embargo=self.embargo,
-            readers=self.usage,
+            readers=self.usage, store=self.ledger, signup=signups[0] if signups else None,
         )  # fmt: skip
         self.confirmations = Confirmations(self.commands)
         self.dashboard = Dashboard(
@@ -183,13 +185,6 @@ class DigestService(ServicePort):
             posting=self.posting, usage=self.usage, commands=self.commands,
             confirmations=self.confirmations, zone=self.zone,
         )  # fmt: skip
-        ReaderCommands(
-            self.commands, self.ledger, zone_name=str(self.zone), post_time=schedule.post_time
-        ).install()
-        #: ``/email ADDRESS`` through the first platform that mails the digest (none: the
-        #: command says it is not available)
-        signups = [p for p in platforms if isinstance(p, AddressSignup)]
-        SignupCommands(self.commands, signups[0] if signups else None).install()
 
     def _expose(self) -> None:
         """What `digest-bot` commands, the runtime and the tests call: the collaborators' own."""

@@ -1,6 +1,7 @@
 """Readers' own commands: /subscribe with a time and format, /unsubscribe, /zone, /settings,
-/follow, /unfollow, /following (declared here, answered by :class:`~digest_core.commands.Commands`
-once the service installs them)."""
+/follow, /unfollow, /following (declared here, answered by
+:class:`~digest_core.commands.dispatch.Commands`: :class:`ReaderCommands` is one of the
+catalogue's owners)."""
 
 from __future__ import annotations
 
@@ -8,15 +9,32 @@ import datetime as dt
 import logging
 import re
 import zoneinfo
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from digest_core.commands import Choice, Commands, Reply, Request, Status
-from digest_core.commands.declaration import Argument, CommandSpec, command, declared, one_of, text
+from digest_core.commands.declaration import (
+    Argument,
+    CommandSpec,
+    command,
+    declared,
+    one_of,
+    spec_of,
+    text,
+)
 from digest_core.commands.requests import CHOICE_PREFIX as CHOICE_PREFIX  # (re-exported)
-from digest_core.commands.requests import LEFT_REASONS, READING_CHOICES
+from digest_core.commands.requests import (
+    LEFT_REASONS,
+    READING_CHOICES,
+    Choice,
+    Reply,
+    Request,
+    Status,
+)
 from digest_core.delivery.ledger.preferences import MAX_FOLLOWS, Followed, Format, Preference
 from digest_core.errors import BadArgument
 from digest_core.models import shorten
+
+if TYPE_CHECKING:
+    from digest_core.commands.dispatch import Commands
 
 log = logging.getLogger(__name__)
 
@@ -118,20 +136,20 @@ def zone_named(name: str) -> zoneinfo.ZoneInfo | None:
 
 
 class ReaderCommands:
-    """The readers' commands over ``commands`` (texts, usage, the plain subscription) and a
-    :class:`ReaderStore`. ``zone_name`` and ``post_time`` are the digest's own."""
+    """The readers' commands over ``commands``: its texts, usage and plain subscription, its
+    :class:`ReaderStore` (``commands.store``), and the digest's zone and post time."""
 
-    def __init__(
-        self, commands: Commands, store: ReaderStore, *, zone_name: str, post_time: dt.time
-    ) -> None:
+    def __init__(self, commands: Commands) -> None:
         self.commands = commands
-        self.store = store
-        self.zone_name = zone_name
-        self.post_time = post_time
+        self.zone_name = str(commands.zone)
+        self.post_time = commands.embargo.post_time
 
-    def install(self) -> None:
-        """Answer every reader command declared here on :attr:`commands`."""
-        self.commands.declare(self, guard=self._available)
+    @property
+    def store(self) -> ReaderStore:
+        """The readers' preferences and follows (:meth:`available` answers without one)."""
+        store = self.commands.store
+        assert store is not None
+        return store
 
     # ------------------------------------------------------------ helpers
 
@@ -173,14 +191,20 @@ class ReaderCommands:
         """Every answer here is private."""
         return self.commands.reply(request, text, status=status, private=True, choices=choices)
 
-    def _available(self, spec: CommandSpec, request: Request) -> Reply | None:
+    def available(self, spec: CommandSpec, request: Request) -> Reply | None:
         """None where private deliveries are; else the answer, before any argument is read:
         the plain subscription's (``/subscribe`` without arguments, ``/unsubscribe``) or this
         module's."""
-        if self.commands.backend is not None and request.platform in self.commands.subscribable:
+        commands = self.commands
+        if (
+            commands.backend is not None
+            and commands.store is not None
+            and request.platform in commands.subscribable
+        ):
             return None
-        if spec.name == "unsubscribe" or (spec.name == "subscribe" and not spec.given(request)):
-            return None  # Commands.subscription answers
+        plain = spec.name == SUBSCRIBE.name and not spec.given(request)
+        if plain or spec.name == UNSUBSCRIBE.name:
+            return None  # _subscription answers
         return self._text(
             request,
             "这里不支持私信功能 / private deliveries are not available here",
@@ -229,7 +253,7 @@ class ReaderCommands:
         if time is None and format is None:
             return await self._subscription(request, on=True)
         backend = self.commands.backend
-        assert backend is not None  # _available
+        assert backend is not None  # available()
         await backend.subscribe(request.platform, request.chat, on=True)
         changes: dict[str, object] = {}
         if time is not None:
@@ -405,3 +429,6 @@ class ReaderCommands:
 
 #: the commands that only make sense in a private chat (adapters answer them there)
 PRIVATE_COMMANDS = frozenset(spec.name for spec, _ in declared(ReaderCommands) if spec.dm)
+#: the plain subscription's commands, which a platform also runs for a reader (the email's
+#: confirmation and unsubscribe links)
+SUBSCRIBE, UNSUBSCRIBE = spec_of(ReaderCommands.subscribe), spec_of(ReaderCommands.unsubscribe)

@@ -15,12 +15,15 @@ sees it), and neither it nor the log quotes the address.
 from __future__ import annotations
 
 import logging
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from digest_core.commands import Commands, Reply, Request, Status
 from digest_core.commands.declaration import Argument, CommandSpec, Group, command, text
+from digest_core.commands.requests import Reply, Request, Status
 from digest_core.errors import BadArgument
 from digest_core.subscriptions.commands import FORMAT
+
+if TYPE_CHECKING:
+    from digest_core.commands.dispatch import Commands
 
 log = logging.getLogger(__name__)
 
@@ -68,17 +71,13 @@ _ADDRESS = Argument(
 
 
 class SignupCommands:
-    """``/email`` over ``commands``, answered through ``signup`` (None: not available)."""
+    """``/email`` over ``commands``, answered through its ``signup`` (None: not available)."""
 
-    def __init__(self, commands: Commands, signup: AddressSignup | None) -> None:
+    def __init__(self, commands: Commands) -> None:
         self.commands = commands
-        self.signup = signup
+        self.signup = commands.signup
 
-    def install(self) -> None:
-        """Answer the commands declared here on :attr:`commands`."""
-        self.commands.declare(self, guard=self._available)
-
-    def _available(self, spec: CommandSpec, request: Request) -> Reply | None:
+    def available(self, spec: CommandSpec, request: Request) -> Reply | None:
         if self.signup is not None:
             return None
         return self.commands.reply(request, NOT_HERE, status=Status.USAGE, private=True)
@@ -98,7 +97,7 @@ class SignupCommands:
     async def by_mail(self, request: Request, address: str, format: str | None) -> Reply:
         """``/email ADDRESS [FORMAT]``: a confirmation mail to ADDRESS (see the module doc)."""
         signup = self.signup
-        assert signup is not None  # _available
+        assert signup is not None  # available()
         checked = signup.checked_address(address)
         if checked is None:
             raise BadArgument(NOT_AN_ADDRESS)

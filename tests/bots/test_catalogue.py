@@ -19,17 +19,21 @@ from bots.registry import load_settings
 from bots.renderers import Flavor
 from bots.runtime import open_service
 from bots.telegram.menus import command_menus
-from digest_core.commands import ADMIN, Capability, Reply, Request, Status
+from digest_core.archive import Archive
+from digest_core.commands import ADMIN, Capability, Reply, Request, Status, editor
+from digest_core.commands.admin import AdminCommands
 from digest_core.commands.catalogue import (
     BY_NAME,
     CATALOGUE,
     MAX_DESCRIPTION,
+    OWNERS,
     help_line,
     help_text,
     menu,
 )
-from digest_core.commands.declaration import Argument, number
+from digest_core.commands.declaration import Argument, Group, declared, number
 from digest_core.commands.declaration import command as declare_command
+from digest_core.commands.dispatch import Commands
 from digest_core.errors import BadArgument
 from digest_core.rendering import preview
 from digest_core.service.root import DigestService
@@ -42,6 +46,8 @@ ADMINS = (42, 43)
 MORNING = dt.datetime(2026, 11, 30, 1, 0, tzinfo=dt.UTC)
 LISTED = {s.name for s in CATALOGUE if s.menu}
 ADMIN_ONLY = {s.name for s in CATALOGUE if s.admin}
+#: the owners of the admins' commands (every other owner's are readers')
+ADMIN_OWNERS = (AdminCommands, editor)
 #: Discord's application command option types (string, integer, boolean)
 OPTION_TYPES = {str: 3, int: 4, bool: 5}
 
@@ -70,7 +76,17 @@ def test_the_catalogue_is_well_formed() -> None:
         assert spec.usage.split()[0] == f"/{spec.name}"
         texts = [spec.zh, spec.zh_tw, spec.en, *(a.en for a in spec.args)]
         assert all(1 <= len(t) <= MAX_DESCRIPTION for t in texts), spec.name
-    assert {"repost", "status", "reactivate", "correct", "preview", "approve", "hold"} == ADMIN_ONLY
+    # the admins' commands are exactly those of the admins' owners, each needing a capability
+    assert {s.name for owner in ADMIN_OWNERS for s, _ in declared(owner)} == ADMIN_ONLY
+    assert all(s.needs in Capability and s.group is Group.ADMIN for s in CATALOGUE if s.admin)
+
+
+def test_a_commands_answers_every_owner_with_nothing_installed(tmp_path: Path) -> None:
+    # one list of owners (OWNERS): any Commands answers all of their declarations
+    assert len(set(OWNERS)) == len(OWNERS)
+    commands = Commands(Archive(tmp_path, index=False), ManualClock(MORNING), dt.UTC)
+    assert commands.names == [s.name for owner in OWNERS for s, _ in declared(owner)]
+    assert set(commands.names) == set(BY_NAME)
 
 
 async def test_every_catalogue_command_is_answered(service: DigestService) -> None:

@@ -14,7 +14,8 @@ import pytest
 from digest_core.archive import Archive
 from digest_core.archive import priority as priority_module
 from digest_core.archive.priority import ReaderFirst
-from digest_core.commands import Commands, Request, Status
+from digest_core.commands import Request, Status
+from digest_core.commands.dispatch import Commands
 from digest_core.testing import ManualClock
 
 DATA = Path(__file__).parent / "data"
