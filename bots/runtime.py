@@ -211,8 +211,8 @@ async def open_service(
         finally:
             # the readers' counts since the last periodic flush, inline queries still
             # settling among them (flush never raises: a refused one is logged)
-            service.usage.searches.settle_all()
-            await service.usage.flush(ledger)
+            service.engagement.searches.settle_all()
+            await service.engagement.flush(ledger)
 
 
 def _track_links(settings: Settings, adapters: Sequence[Adapter]) -> None:
@@ -245,7 +245,7 @@ def retention_job(service: DigestService, settings: Settings) -> RetentionJob:
 #: "auto"``, else told to the admins)
 AUTO_CORRECT_SECONDS = 60.0
 #: how often readers' counts are added to the ledger (the dashboard flushes before it reads)
-USAGE_FLUSH_SECONDS = 15.0
+ENGAGEMENT_FLUSH_SECONDS = 15.0
 
 
 def _hours(h: float) -> dt.timedelta:
@@ -480,9 +480,14 @@ def _install_jobs(
         )  # fmt: skip
     # readers' counts (commands, buttons, searches, clicks) into the ledger, for the dashboard
     scheduler.add_job(
-        service.usage.flush, "interval", args=[service.ledger], seconds=USAGE_FLUSH_SECONDS,
-        id="usage-counts", max_instances=1, coalesce=True,
-    )  # fmt: skip
+        service.engagement.flush,
+        "interval",
+        args=[service.ledger],
+        seconds=ENGAGEMENT_FLUSH_SECONDS,
+        id="usage-counts",
+        max_instances=1,
+        coalesce=True,
+    )
 
 
 def _scheduler(settings: Settings) -> AsyncIOScheduler:

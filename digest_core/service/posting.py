@@ -48,7 +48,7 @@ Groups = list[tuple[Format, list[Message], list[Target]]]
 _R = TypeVar("_R")
 
 
-class Deliveries:
+class UnderWay:
     """The deliveries under way in this process: one lock per (day, platform), so a
     ``/repost`` while the daily post runs waits for it, and the tasks shutdown waits for."""
 
@@ -106,7 +106,7 @@ class Posting:
     personal: Personal
     pins: Pins
     alerts: Alerts
-    deliveries: Deliveries
+    under_way: UnderWay
     resumer: Resumer
     #: the schedule's settle time for a file still being saved, in seconds
     settle: float = 0.0
@@ -159,7 +159,7 @@ class Posting:
         issue = self.archive.on(day)
         await self.publishing.published(day, by=requested_by)
         chosen = [p for p in self._chosen(platforms) if self._started(p, day)]
-        async with self.deliveries.tracked():
+        async with self.under_way.tracked():
             reports = await _every(
                 chosen,
                 functools.partial(self._deliver, issue, only_target, force, progress),
@@ -236,7 +236,7 @@ class Posting:
             # the post's thread, where a target gets one (a forum post): date and headline
             title=thread_title(issue.date, issue.headline.title),
         )
-        async with self.deliveries.lock(issue.date, platform.name):
+        async with self.under_way.lock(issue.date, platform.name):
             for fmt, parts, group in groups:
                 if group:
                     done = await deliver(issue.ref, platform, parts, group, variant=fmt.value)
@@ -320,18 +320,18 @@ class Posting:
                 fmt.value: render(issue, platform.flavor, part, options=platform.post_options)
                 for fmt, part in PART_OF_FORMAT.items()
             }
-            async with self.deliveries.lock(issue.date, platform.name):
+            async with self.under_way.lock(issue.date, platform.name):
                 return await correct(
                     self.engine, issue.ref, platform, messages, zone=self.zone, progress=progress
                 )
 
-        async with self.deliveries.tracked():
+        async with self.under_way.tracked():
             return await _every(self._chosen(platforms), run, "correction")
 
     async def deliver_personal(self) -> list[DeliveryReport]:
         """What is due to readers on their own terms now (the minute job): the issue at each
         subscriber's time, follow messages. Shutdown waits for it like for a post."""
-        async with self.deliveries.tracked():
+        async with self.under_way.tracked():
             return await self.personal.run_due()
 
     async def settled(self, day: dt.date) -> float:
@@ -375,7 +375,7 @@ class Posting:
         them to unwind: a part being sent stays in flight in the ledger and the next start
         resends it; parts not started stay pending. Resumes waiting for the ledger end too.
         Returns how many deliveries were cancelled."""
-        tasks = self.deliveries.tasks()
+        tasks = self.under_way.tasks()
         waiting = [t for t in self.resumer.waiters() if t not in tasks]
         for task in [*tasks, *waiting]:
             task.cancel()

@@ -34,10 +34,10 @@ from digest_core.publishing.schedule import DailyPoster, ScheduleConfig
 from digest_core.service.admin import Admin
 from digest_core.service.alerts import Alerts, ledger_health_text
 from digest_core.service.dashboard import Dashboard
-from digest_core.service.port import ServicePort
-from digest_core.service.posting import Deliveries, Posting
+from digest_core.service.engagement import Engagement
+from digest_core.service.posting import Posting, UnderWay
+from digest_core.service.reception import Reception
 from digest_core.service.status import StatusReport, describe_report
-from digest_core.service.usage import Usage
 from digest_core.subscriptions.commands import ReaderCommands
 from digest_core.subscriptions.delivery import Personal, Visibility
 from digest_core.subscriptions.signup import AddressSignup, SignupCommands
@@ -51,7 +51,7 @@ log = logging.getLogger(__name__)
 RESUME_CAP_SECONDS = 15.0
 
 
-class DigestService(ServicePort):
+class DigestService(Reception):
     """Ties the archive, the ledger and the platforms together; the adapters'
     :class:`~digest_core.port.Port`, and what ``digest-bot`` commands call."""
 
@@ -70,12 +70,12 @@ class DigestService(ServicePort):
     ):
         """``publishing``: approval and alert times (default: no approval needed); call
         :meth:`load` before serving so early publishes recorded earlier count."""
-        self.usage = Usage(clock=clock, zone=zone)  # readers' counts, a post's live sends
-        engine.metrics = Tee(engine.metrics, self.usage)
+        self.engagement = Engagement(clock=clock, zone=zone)  # readers' counts, a post's live sends
+        engine.metrics = Tee(engine.metrics, self.engagement)
         self.archive, self.ledger, self.engine, self.clock = archive, ledger, engine, clock
-        self.zone, self.metrics = zone, Tee(metrics, self.usage)
+        self.zone, self.metrics = zone, Tee(metrics, self.engagement)
         self.platforms = {p.name: p for p in platforms}
-        self.deliveries = Deliveries()
+        self.under_way = UnderWay()
         subscribable = frozenset(p.name for p in platforms if getattr(p, "subscriptions", False))
         self._build_publishing(schedule, publishing or PublishingConfig())
         self._build_posting(schedule, subscribable)
@@ -107,7 +107,7 @@ class DigestService(ServicePort):
             post_on=lambda day, name: self.post(day, platforms=[name], requested_by="resume:"),
             answers=ledger.answers,
             waiting=self._waiting_rows,
-            busy=self.deliveries.busy,
+            busy=self.under_way.busy,
             send_alert=lambda name, text: self.platforms[name].alert_admins(text),
             alert=lambda text: self.alerts.alert(text),
             base=engine.backoff.base,
@@ -140,14 +140,14 @@ class DigestService(ServicePort):
             archive=archive, ledger=ledger, engine=engine, clock=clock, zone=zone,
             visibility=self.visibility,
             platforms={n: p for n, p in self.platforms.items() if n in subscribable},
-            lock=self.deliveries.lock, catch_up=schedule.catch_up,
+            lock=self.under_way.lock, catch_up=schedule.catch_up,
         )  # fmt: skip
         self.pins = Pins(ledger, alert=self.alert)
         self.posting = Posting(
             archive=archive, ledger=ledger, engine=engine, clock=clock, zone=zone,
             platforms=self.platforms, metrics=self.metrics, publishing=self.publishing,
             personal=self.personal, pins=self.pins, alerts=self.alerts,
-            deliveries=self.deliveries, resumer=self.resumer,
+            under_way=self.under_way, resumer=self.resumer,
             settle=schedule.settle.total_seconds(),
         )  # fmt: skip
         self.poster = DailyPoster(
@@ -175,12 +175,12 @@ class DigestService(ServicePort):
             backend=self.admin,
             post_options={p.name: p.post_options for p in platforms},
             subscribable=subscribable, metrics=self.metrics, embargo=self.embargo,
-            readers=self.usage,
+            readers=self.engagement,
         )  # fmt: skip
         self.confirmations = Confirmations(self.commands)
         self.dashboard = Dashboard(
             archive=self.archive, ledger=self.ledger, publishing=self.publishing,
-            posting=self.posting, usage=self.usage, commands=self.commands,
+            posting=self.posting, engagement=self.engagement, commands=self.commands,
             confirmations=self.confirmations, zone=self.zone,
         )  # fmt: skip
         ReaderCommands(
@@ -195,7 +195,7 @@ class DigestService(ServicePort):
         """What `digest-bot` commands, the runtime and the tests call: the collaborators' own."""
         self.post, self.correct = self.posting.post, self.posting.correct
         self.deliver_personal, self.post_state = self.posting.deliver_personal, self.posting.state
-        self.cancel_deliveries, self.idle = self.posting.cancel, self.deliveries.idle
+        self.cancel_deliveries, self.idle = self.posting.cancel, self.under_way.idle
         self.status, self.describe = self.report.text, self.report.describe
         self.auto_correct = self.changes.auto_correct
         self.check_posted_files = self.changes.check_posted_files

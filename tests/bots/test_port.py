@@ -122,7 +122,7 @@ def test_the_port_exports_everything_adapters_import_from_it() -> None:
     assert [n for n in exported if not hasattr(port, n)] == []
     imported = {n for m in MODULES for n in port_names_imported(m.read_text("utf-8"))}
     assert sorted(imported - exported) == []
-    assert "ServicePort" not in exported  # the service's side, not the adapters'
+    assert "Reception" not in exported  # the service's side, not the adapters'
 
 
 def test_there_are_platform_folders_to_check() -> None:
@@ -182,13 +182,14 @@ def test_adapters_never_sleep_or_retry_a_rate_limit() -> None:
 
 def test_the_service_offers_every_member_of_the_port() -> None:
     # mypy checks it too: bots/runtime.py hands the service to Adapter.start(port: Port)
-    from digest_core.port import Port, ServicePort
+    from digest_core.port import Port
+    from digest_core.service.reception import Reception
     from digest_core.service.root import DigestService
 
     members = sorted(n for n in vars(Port) if not n.startswith("_"))
     assert "handle" in members and "reply" in members
-    assert issubclass(DigestService, ServicePort)
-    declared = ServicePort.__annotations__
+    assert issubclass(DigestService, Reception)
+    declared = Reception.__annotations__
     assert [m for m in members if not hasattr(DigestService, m) and m not in declared] == []
 
 

@@ -5,6 +5,7 @@ break them), and a composition root that owns no behaviour."""
 from __future__ import annotations
 
 import ast
+import collections
 import itertools
 import re
 from collections.abc import Iterator
@@ -177,10 +178,34 @@ def test_the_prefix_check_finds_a_family() -> None:
     assert _families({"health", "heap", "v0001_base", "v0002_leases"}) == set()
 
 
+#: one concept under one class name in several modules: each renderer's own ``Limits``
+ONE_CONCEPT_CLASSES = {"Limits"}
+#: two concepts under one class name, both in modules another change is rewriting now (the
+#: ledger's corrections, the confirmation flow, the approvals): renamed there, then removed
+#: from here (a confirmation's ``Action`` and ``Decision`` against a correction's ``Action``
+#: and an approval's ``Decision``)
+NOT_YET_RENAMED = {"Action", "Decision"}
+
+
 def test_no_word_names_two_concepts() -> None:
-    """``readers`` once meant three things (commands, storage, a Discord view)."""
-    stems = [p.stem for p in [*CORE.rglob("*.py"), *(ROOT / "bots").rglob("*.py")]]
+    """``readers`` once meant three things (commands, storage, a Discord view); ``port`` the
+    adapters' door and the service's side of it; ``usage`` a command's help line and the
+    readers' counts; ``Deliveries`` the deliveries under way and a dashboard page."""
+    paths = [*CORE.rglob("*.py"), *(ROOT / "bots").rglob("*.py")]
+    stems = [p.stem for p in paths]
     assert "readers" not in stems and "personal" not in stems and "corrector" not in stems
+    # ``port``: the adapters' door (Port, Adapter); ``usage``: CommandSpec.usage, a help line
+    assert [p for p in paths if p.stem == "port"] == [CORE / "port.py"]
+    assert "usage" not in stems
+    classes = collections.Counter(
+        node.name
+        for path in CORE.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ClassDef)
+    )
+    twice = {name for name, n in classes.items() if n > 1}
+    assert twice - ONE_CONCEPT_CLASSES - NOT_YET_RENAMED == set()
+    assert "Usage" not in classes
 
 
 @pytest.mark.parametrize("root", ["digest_core", "bots"])

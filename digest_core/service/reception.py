@@ -19,14 +19,14 @@ from digest_core.publishing.embargo import Embargo
 from digest_core.publishing.schedule import DailyPoster
 from digest_core.publishing.uploads import IssueUploads
 from digest_core.rendering import Message
+from digest_core.service.engagement import Engagement
 from digest_core.service.greeting import greeting
-from digest_core.service.usage import Usage
 from digest_core.subscriptions import preferences
 from digest_core.subscriptions.delivery import Visibility
 from digest_core.subscriptions.preferences import ReaderPreferences
 
 
-class ServicePort:
+class Reception:
     """The :class:`~digest_core.port.Port` over the service's parts;
     :class:`~digest_core.service.root.DigestService` inherits it (its constructor sets these
     attributes)."""
@@ -41,7 +41,7 @@ class ServicePort:
     poster: DailyPoster
     zone: dt.tzinfo
     visibility: Visibility
-    usage: Usage
+    engagement: Engagement
 
     @property
     def command_names(self) -> Sequence[str]:
@@ -84,7 +84,7 @@ class ServicePort:
     async def inline(self, query: str, *, platform: str = "", asker: str = "") -> list[Article]:
         found = await asyncio.to_thread(articles, self.archive, self.visibility, query)  # file I/O
         if platform:
-            self.usage.searches.heard(platform, asker, query, found)
+            self.engagement.searches.heard(platform, asker, query, found)
         return found
 
     async def reply(
