@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 
 from digest_core.archive import Archive
 from digest_core.clock import Clock
@@ -26,10 +27,11 @@ from digest_core.subscriptions.delivery import Visibility
 from digest_core.subscriptions.preferences import ReaderPreferences
 
 
+@dataclass
 class Reception:
-    """The :class:`~digest_core.port.Port` over the service's parts;
-    :class:`~digest_core.service.root.DigestService` inherits it (its constructor sets these
-    attributes)."""
+    """The :class:`~digest_core.port.Port` over the service's parts: what adapters ask,
+    answered (:class:`~digest_core.service.root.DigestService` builds it and offers its
+    methods as its own)."""
 
     archive: Archive
     embargo: Embargo
