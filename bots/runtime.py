@@ -17,7 +17,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from bots import periodic, registry
 from bots.inflight import InFlight
-from bots.registry import BuildContext
+from bots.platformspec import BuildContext, PlatformSpec
 from bots.starting import PlatformStarts
 from digest_core.archive import Archive, index_for
 from digest_core.clock import Clock, SystemClock
@@ -95,7 +95,7 @@ def build_adapters(
         raise ConfigError(f"unknown platform {only!r} (choose from {', '.join(registry.names())})")
     ctx = BuildContext(clock=clock, stdin=stdin, out=out, in_flight=in_flight)
     adapters: list[Adapter] = []
-    fallbacks: list[registry.PlatformSpec] = []
+    fallbacks: list[PlatformSpec] = []
     for spec in registry.specs():
         if spec.fallback:
             fallbacks.append(spec)
@@ -532,7 +532,7 @@ def _metrics(settings: Settings) -> PrometheusMetrics | None:
             "the HTTP endpoint needs prometheus-client: pip install 'digest-bot[http]'",
             key="http.listen",
         ) from exc
-    from bots.cli.common import version
+    from bots import version
 
     return PrometheusMetrics(version=version())
 

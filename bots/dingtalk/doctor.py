@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 import httpx
 
+from bots.dingtalk.adapter import DingTalkAdapter
 from bots.dingtalk.api import TOKEN_PATH
 from bots.dingtalk.settings import DingTalkSettings
 from bots.doctor import Check, fail, ok
@@ -43,7 +44,9 @@ STREAM_FIX = (
 
 async def checks(settings: DingTalkSettings, *, now: Callable[[], dt.datetime]) -> list[Check]:
     """DingTalk's lines of the doctor's table; none when nothing of DingTalk is configured."""
-    return await app_doctor.checks(settings, "client_id", lambda: probe(settings), now=now)
+    return await app_doctor.checks(
+        settings, "client_id", lambda: probe(settings), webhook=DingTalkAdapter, now=now
+    )
 
 
 def probe(settings: DingTalkSettings) -> app_doctor.AppProbe:

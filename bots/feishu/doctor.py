@@ -21,6 +21,7 @@ from collections.abc import Callable
 import httpx
 
 from bots.doctor import Check, fail, ok
+from bots.feishu.adapter import FeishuAdapter
 from bots.feishu.api import BOT_INFO_PATH, TOKEN_PATH
 from bots.feishu.settings import FeishuSettings
 from bots.workchat.app import doctor as app_doctor
@@ -59,7 +60,9 @@ CALLBACK_FIX = (
 
 async def checks(settings: FeishuSettings, *, now: Callable[[], dt.datetime]) -> list[Check]:
     """Feishu's lines of the doctor's table; none when nothing of Feishu is configured."""
-    return await app_doctor.checks(settings, "app_id", lambda: probe(settings), now=now)
+    return await app_doctor.checks(
+        settings, "app_id", lambda: probe(settings), webhook=FeishuAdapter, now=now
+    )
 
 
 def probe(settings: FeishuSettings) -> app_doctor.AppProbe:

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from bots.doctor import Check, Status, run_checks
+from bots.cli.doctor import run_checks
+from bots.doctor import Check, Status
 from bots.registry import load_settings
 from bots.workchat.app.doctor import sdk_check
 from tests import ports
