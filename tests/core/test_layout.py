@@ -403,3 +403,27 @@ def f(self, platforms):
         "lambda (self.poster.post_at(day), self.poster.post_at(day) + catch_up)",
         "lambda self.post(day, requested_by='resume:')",
     ]
+
+
+def test_the_run_is_contexts_entered_top_down() -> None:
+    """``digest-bot run``: every part an async context manager entered on one exit stack
+    (no callback pushed to be run "from the last line up"), ``run`` and what it enters its
+    parts with (``_serve``) under 60 lines each as ``ruff format`` writes them, and
+    ``open_service`` too."""
+    runtime = ROOT / "bots" / "runtime.py"
+    assert "fmt:" not in runtime.read_text()
+    tree = ast.parse(_formatted(runtime))
+    functions = {
+        f.name: f.end_lineno - f.lineno + 1
+        for f in tree.body
+        if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef) and f.end_lineno
+    }
+    assert {n: functions[n] for n in ("run", "_serve", "open_service") if functions[n] >= 60} == {}
+    pushed = [
+        ast.unparse(n.func)
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and n.func.attr in ("callback", "push_async_callback", "push_async_exit", "push")
+    ]
+    assert pushed == []
