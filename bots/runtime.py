@@ -292,12 +292,12 @@ async def run(
             open_service(
                 settings,
                 only=only,
+                metrics=metrics or NULL_METRICS,
+                new_ledger=new_ledger,
                 clock=clock,
+                in_flight=in_flight,
                 stdin=stdin,
                 out=out,
-                in_flight=in_flight,
-                new_ledger=new_ledger,
-                metrics=metrics or NULL_METRICS,
             )
         )
         if not await _serve(stack, settings, service, ending, in_flight, metrics):

@@ -129,10 +129,10 @@ class Posting:
             archive=self.archive,
             ledger=self.ledger,
             engine=self.engine,
+            platforms=self.platforms.subscribed(),
             clock=self.clock,
             zone=self.zone,
             visibility=self.visibility,
-            platforms=self.platforms.subscribed(),
             lock=self.under_way.lock,
             catch_up=self.poster.config.catch_up,
         )

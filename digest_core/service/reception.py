@@ -33,12 +33,12 @@ class Reception:
     answered (:class:`~digest_core.service.root.DigestService` builds it and offers its
     methods as its own)."""
 
+    commands: Commands
     archive: Archive
     embargo: Embargo
     ledger: Ledger
     engine: DeliveryEngine
     clock: Clock
-    commands: Commands
     confirmations: Confirmations
     poster: DailyPoster
     zone: dt.tzinfo

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
+from typing import TypedDict
 
 from digest_core.archive import Archive
 from digest_core.clock import Clock
@@ -47,6 +48,16 @@ RESUME_CAP_SECONDS = 15.0
 NO_APPROVAL = PublishingConfig()
 
 
+class Basis(TypedDict):
+    """What posting and the adapters' reception are built on (keyword arguments of both)."""
+
+    archive: Archive
+    ledger: Ledger
+    engine: DeliveryEngine
+    clock: Clock
+    zone: dt.tzinfo
+
+
 class DigestService:
     """Ties the archive, the ledger and the platforms together; the adapters'
     :class:`~digest_core.port.Port` (its :class:`.Reception`'s methods), and what
@@ -70,6 +81,7 @@ class DigestService:
         engine.metrics = Tee(engine.metrics, self.engagement)
         self.archive, self.ledger, self.engine, self.clock = archive, ledger, engine, clock
         self.zone, self.metrics = zone, Tee(metrics, self.engagement)
+        self.basis = Basis(archive=archive, ledger=ledger, engine=engine, clock=clock, zone=zone)
         self.platforms = Platforms(platforms)
         self.under_way = UnderWay()
         self._build_publishing(schedule, publishing)
@@ -132,18 +144,13 @@ class DigestService:
             alert=self.alert,
             settle=lambda day: self.posting.settled(day),
         )
-        self.pins = Pins(self.ledger, alert=self.alert)
         self.posting = Posting(
-            archive=self.archive,
-            ledger=self.ledger,
-            engine=self.engine,
-            clock=self.clock,
-            zone=self.zone,
+            **self.basis,
             platforms=self.platforms,
             metrics=self.metrics,
             publishing=self.publishing,
             visibility=self.visibility,
-            pins=self.pins,
+            pins=Pins(self.ledger, alert=self.alert),
             alerts=self.alerts,
             under_way=self.under_way,
             resumer=self.resumer,
@@ -151,20 +158,19 @@ class DigestService:
         )
         self.report = StatusReport(
             ledger=self.ledger,
+            targets=self.posting.targets,
             zone=self.zone,
             platforms=self.platforms,
+            unavailable=self.posting.unavailable,
             poster=self.poster,
             publishing=self.publishing,
-            resumer=self.resumer,
-            targets=self.posting.targets,
-            unavailable=self.posting.unavailable,
             interrupted=self.posting.interrupted,
+            resumer=self.resumer,
         )
         self.admin = Admin(self.posting, self.report, self.publishing, self.ledger)
 
     def _build_commands(self, schedule: ScheduleConfig) -> None:
-        """The commands (the core's, readers', ``/email``), confirmations and the dashboard,
-        and the Port over them (:class:`.Reception`)."""
+        """The commands (the core's, readers', ``/email``), the Port and the dashboard."""
         self.commands = Commands(
             self.archive,
             self.clock,
@@ -176,49 +182,43 @@ class DigestService:
             embargo=self.embargo,
             readers=self.engagement,
         )
-        self.confirmations = Confirmations(self.commands)
+        self.reception = Reception(
+            self.commands,
+            **self.basis,
+            embargo=self.embargo,
+            poster=self.poster,
+            confirmations=Confirmations(self.commands),
+            visibility=self.visibility,
+            engagement=self.engagement,
+        )
         self.dashboard = Dashboard(
             archive=self.archive,
             ledger=self.ledger,
             publishing=self.publishing,
+            confirmations=self.reception.confirmations,
             posting=self.posting,
             engagement=self.engagement,
             commands=self.commands,
-            confirmations=self.confirmations,
             zone=self.zone,
         )
-        zone_name = str(self.zone)
         ReaderCommands(
-            self.commands, self.ledger, zone_name=zone_name, post_time=schedule.post_time
+            self.commands, self.ledger, zone_name=str(self.zone), post_time=schedule.post_time
         ).install()
         #: ``/email ADDRESS`` through the first platform that mails the digest
         SignupCommands(self.commands, self.platforms.signup()).install()
-        self.reception = Reception(
-            archive=self.archive,
-            embargo=self.embargo,
-            ledger=self.ledger,
-            engine=self.engine,
-            clock=self.clock,
-            commands=self.commands,
-            confirmations=self.confirmations,
-            poster=self.poster,
-            zone=self.zone,
-            visibility=self.visibility,
-            engagement=self.engagement,
-        )
 
     def _expose(self) -> None:
         """What adapters (the Port), commands, the runtime and tests call: its parts' own."""
         r, p, c = self.reception, self.posting, self.changes
         self.handle, self.section, self.archive_dates = r.handle, r.section, r.archive_dates
-        self.receive_issue_file, self.greeting = r.receive_issue_file, r.greeting
+        self.confirmations, self.receive_issue_file = r.confirmations, r.receive_issue_file
         self.inactive_targets, self.inline, self.reply = r.inactive_targets, r.inline, r.reply
         self.account, self.counted, self.preferences = r.account, r.counted, r.preferences
-        self.set_preferences, self.post, self.correct = r.set_preferences, p.post, p.correct
+        self.greeting, self.set_preferences, self.post = r.greeting, r.set_preferences, p.post
         self.personal, self.post_state, self.catch_up = p.personal, p.state, p.catch_up
         self.deliver_personal, self.cancel_deliveries = p.deliver_personal, p.cancel
-        self.ledger_lost, self.idle = p.ledger_lost, self.under_way.idle
-        self.status, self.describe = self.report.text, self.report.describe
+        self.ledger_lost, self.idle, self.pins = p.ledger_lost, self.under_way.idle, p.pins
+        self.correct, self.status, self.describe = p.correct, self.report.text, self.report.describe
         self.auto_correct, self.check_posted_files = c.auto_correct, c.check_posted_files
         self.subscribe, self.settle_alerts = self.admin.subscribe, self.alerts.settle
 
