@@ -1,9 +1,11 @@
-"""`digest-bot doctor`: check the set-up before it fails at post time, and say how to fix it.
+"""`digest-bot doctor`'s checks: what a check is (:class:`Check`: ok, warn or fail, with its
+fix), the core's own (the config file, the archive, the ledger, the kernel's clock), the clock
+against a server's ``Date`` header, and the table.
 
-The checks: the config file, the archive, the ledger, then each configured platform's own
-checks, which its spec declares (``PlatformSpec.doctor``): the token, the bot's rights in every
-channel, the webhook, and the clock against the platform's ``Date`` header. Nothing is sent to
-any chat. The result is a table; any failure makes ``doctor`` exit 1.
+Each platform's checks, which its spec declares (``PlatformSpec.doctor``: the token, the bot's
+rights in every channel, the webhook), are built of these; :mod:`bots.cli.doctor` runs them all
+(it reads the registry: this module does not, so the platforms' checks can import it). Nothing
+is sent to any chat. Any failure makes ``doctor`` exit 1.
 """
 
 from __future__ import annotations
@@ -12,17 +14,12 @@ import ctypes
 import ctypes.util
 import datetime as dt
 import email.utils
-import importlib
-import importlib.util
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from pydantic import BaseModel
-
-from bots import registry
 from digest_core.models import counted
 from digest_core.settings import Settings, default_warning
 
@@ -187,52 +184,6 @@ async def ledger_check(settings: Settings) -> Check:
     except OSError as exc:
         return fail("ledger", "database", f"{shown}: {exc}", "check database_url and the server")
     return ok("ledger", "database", f"{shown} (ledger {ledger_id})")
-
-
-def platform_checkers() -> Iterable[tuple[str, PlatformChecks]]:
-    """Each platform declaring checks, with its checks function (imported now)."""
-    for declared in registry.specs():
-        if declared.doctor is None:
-            continue
-        if declared.sdk_module and importlib.util.find_spec(declared.sdk_module) is None:
-            continue
-        module, _, function = declared.doctor.partition(":")
-        yield declared.name, getattr(importlib.import_module(module), function)
-
-
-async def run_checks(
-    settings: Settings, *, now: Callable[[], dt.datetime] | None = None
-) -> list[Check]:
-    """Every check, in table order. ``now`` is the clock compared with the servers'."""
-    now = now or (lambda: dt.datetime.now(dt.UTC))
-    checks = [config_check(settings), *archive_check(settings), await ledger_check(settings)]
-    configured = 0
-    for name, checker in platform_checkers():
-        section: BaseModel = settings.platform(name)
-        try:
-            found = await checker(section, now=now)
-        except Exception as exc:  # one platform's bug must not hide the others' results
-            from bots.network import network_reason
-
-            reason = network_reason(exc)
-            if reason is None:
-                log.exception("doctor: %s checks failed", name)
-                reason = f"{type(exc).__name__}: {exc}"
-            found = [fail(name, "api", f"cannot check: {reason}", "check the network")]
-        configured += bool(found)
-        checks.extend(found)
-    if not any(c.name == "clock" for c in checks):  # no server's Date header to compare with
-        checks.append(kernel_clock_check())
-    if not configured:
-        checks.append(
-            warn(
-                "platforms",
-                "configured",
-                "no platform is configured: run would use the console",
-                "set DIGEST_BOT_TELEGRAM__TOKEN or DIGEST_BOT_DISCORD__TOKEN and channels",
-            )
-        )
-    return checks
 
 
 #: adjtimex(2)'s answer when the kernel does not consider the clock synchronised

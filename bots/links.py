@@ -6,7 +6,7 @@ the link in it (from 1) and the platform of the post, signed with ``[analytics] 
 the link up in the archive's issue of that day: the token carries no URL, so a token, even a
 forged one, can only lead to a link an issue holds; anything else is 404, never an open
 redirect. Clicks are counted per issue × story × link × platform × day (:class:`~digest_core.
-service.usage.Usage`, flushed to the ledger's ``link_clicks``), once the issue is public.
+service.engagement.Engagement`, flushed to the ledger's ``link_clicks``), once the issue is public.
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ def endpoint_routes(settings: Settings) -> list[RouteInstaller]:
                                     headers=_HEADERS)  # fmt: skip
             date, story, number, platform = found
             if service.embargo.visible(date):  # an admin's preview before the post: uncounted
-                service.usage.click(date, story, number, platform)
+                service.engagement.click(date, story, number, platform)
             raise web.HTTPFound(location=url, headers=_HEADERS)
 
         app.router.add_get("/" + PREFIX + "{token}", follow)

@@ -8,7 +8,7 @@ import datetime as dt
 import logging
 import os
 import signal
-from collections.abc import AsyncIterator, Coroutine, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
@@ -17,7 +17,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from bots import periodic, registry
 from bots.inflight import InFlight
-from bots.registry import BuildContext
+from bots.platformspec import BuildContext, PlatformSpec
 from bots.starting import PlatformStarts
 from digest_core.archive import Archive, index_for
 from digest_core.clock import Clock, SystemClock
@@ -37,6 +37,7 @@ from digest_core.subscriptions.delivery import install as install_personal
 if TYPE_CHECKING:
     from bots.http import HttpEndpoint, RouteInstaller
     from bots.metrics import PrometheusMetrics
+    from digest_core.delivery.resuming import Resumer
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +96,7 @@ def build_adapters(
         raise ConfigError(f"unknown platform {only!r} (choose from {', '.join(registry.names())})")
     ctx = BuildContext(clock=clock, stdin=stdin, out=out, in_flight=in_flight)
     adapters: list[Adapter] = []
-    fallbacks: list[registry.PlatformSpec] = []
+    fallbacks: list[PlatformSpec] = []
     for spec in registry.specs():
         if spec.fallback:
             fallbacks.append(spec)
@@ -141,7 +142,8 @@ async def open_service(
 
     ``new_ledger`` accepts an empty (or another) ledger where the marker beside it records
     the one the bot had (see :meth:`Ledger.open`); ``metrics`` hears what the engine and the
-    commands do; ``option`` is :func:`build_adapters`'.
+    commands do; ``option`` is :func:`build_adapters`'. Leaving it adds the readers' counts
+    since the last periodic flush to the ledger, then closes it.
 
     Raises:
         ConfigError: the archive folder is missing (:func:`check_archive_dir`), or see
@@ -150,69 +152,77 @@ async def open_service(
     check_archive_dir(settings)
     clock = clock or SystemClock()
     adapters = build_adapters(
-        settings,
-        only=only,
-        option=option,
-        clock=clock,
-        stdin=stdin,
-        out=out,
-        in_flight=in_flight,
+        settings, only=only, option=option, clock=clock, stdin=stdin, out=out, in_flight=in_flight
     )
-    if settings.site.base_url is not None:  # posts and replies link to the web archive
-        for adapter in adapters:
-            adapter.post_options = replace(adapter.post_options, site_url=settings.site.base_url)
-    _track_links(settings, adapters)
-    d = settings.delivery
+    _post_options(settings, adapters)
     async with Ledger.open(
         settings.database_url,
         clock=clock,
         new_ledger=new_ledger,
         upgrade=settings.ledger.auto_upgrade,
     ) as ledger:
-        engine = DeliveryEngine(
-            ledger,
-            clock=clock,
-            backoff=Backoff(
-                base=d.backoff_base_seconds, cap=d.backoff_max_seconds, max_attempts=d.max_attempts
-            ),
-            metrics=metrics,
-            max_wait=d.max_wait_seconds,
-        )
-        s = settings.schedule
-        service = DigestService(
-            archive=Archive(
-                settings.archive_dir, index=index_for(settings.database_url, settings.archive_dir)
-            ),
-            ledger=ledger,
-            engine=engine,
-            clock=clock,
-            zone=settings.zone,
-            schedule=ScheduleConfig(
-                zone=settings.zone,
-                post_time=s.time,
-                catch_up=_hours(s.catch_up_hours),
-                retry_every=_hours(s.retry_minutes / 60),
-                deadline=_hours(s.deadline_hours),
-                enabled=s.enabled,
-                settle=dt.timedelta(seconds=s.settle_seconds),
-            ),
-            platforms=adapters,
-            metrics=metrics,
-            publishing=PublishingConfig(
-                require_approval=s.require_approval,
-                review_before=s.before_post(s.review_time, default_hours=2),
-                missing_before=s.before_post(s.missing_alert, default_hours=3),
-            ),
-        )
+        service = _service(settings, ledger, adapters, clock=clock, metrics=metrics)
         await service.load()
-        service.resumer.check_every = d.resume_check_seconds
+        service.resumer.check_every = settings.delivery.resume_check_seconds
         try:
             yield service
         finally:
             # the readers' counts since the last periodic flush, inline queries still
             # settling among them (flush never raises: a refused one is logged)
-            service.usage.searches.settle_all()
-            await service.usage.flush(ledger)
+            service.engagement.searches.settle_all()
+            await service.engagement.flush(ledger)
+
+
+def _service(
+    settings: Settings,
+    ledger: Ledger,
+    adapters: Sequence[Adapter],
+    *,
+    clock: Clock,
+    metrics: MetricsSink,
+) -> DigestService:
+    """The service over ``ledger`` and ``adapters``, as ``settings`` configure it: the
+    engine's backoff and waits (``[delivery]``), the schedule and approvals (``[schedule]``)."""
+    d, s = settings.delivery, settings.schedule
+    backoff = Backoff(
+        base=d.backoff_base_seconds, cap=d.backoff_max_seconds, max_attempts=d.max_attempts
+    )
+    return DigestService(
+        archive=Archive(
+            settings.archive_dir, index=index_for(settings.database_url, settings.archive_dir)
+        ),
+        ledger=ledger,
+        engine=DeliveryEngine(
+            ledger, clock=clock, backoff=backoff, metrics=metrics, max_wait=d.max_wait_seconds
+        ),
+        clock=clock,
+        zone=settings.zone,
+        schedule=ScheduleConfig(
+            zone=settings.zone,
+            post_time=s.time,
+            catch_up=_hours(s.catch_up_hours),
+            retry_every=_hours(s.retry_minutes / 60),
+            deadline=_hours(s.deadline_hours),
+            enabled=s.enabled,
+            settle=dt.timedelta(seconds=s.settle_seconds),
+        ),
+        platforms=adapters,
+        metrics=metrics,
+        publishing=PublishingConfig(
+            require_approval=s.require_approval,
+            review_before=s.before_post(s.review_time, default_hours=2),
+            missing_before=s.before_post(s.missing_alert, default_hours=3),
+        ),
+    )
+
+
+def _post_options(settings: Settings, adapters: Sequence[Adapter]) -> None:
+    """Posts and replies link to the web archive (``[site] base_url``), and their source
+    links go through the bot's counting redirect (``[analytics] track_links``)."""
+    if settings.site.base_url is not None:
+        for adapter in adapters:
+            adapter.post_options = replace(adapter.post_options, site_url=settings.site.base_url)
+    _track_links(settings, adapters)
 
 
 def _track_links(settings: Settings, adapters: Sequence[Adapter]) -> None:
@@ -245,7 +255,7 @@ def retention_job(service: DigestService, settings: Settings) -> RetentionJob:
 #: "auto"``, else told to the admins)
 AUTO_CORRECT_SECONDS = 60.0
 #: how often readers' counts are added to the ledger (the dashboard flushes before it reads)
-USAGE_FLUSH_SECONDS = 15.0
+ENGAGEMENT_FLUSH_SECONDS = 15.0
 
 
 def _hours(h: float) -> dt.timedelta:
@@ -263,11 +273,11 @@ async def run(
     new_ledger: bool = False,
 ) -> None:
     """Run until SIGINT/SIGTERM (or ``stop``): schedule, catch-up, commands. As a standby
-    (:mod:`digest_core.service.leadership`) only the adapters that ``standby_receives`` run; once
-    this
-    process leads, every platform, the jobs and the catch-up start. Each part is a context on
-    one exit stack, left in reverse order within :data:`SHUTDOWN_BUDGET_SECONDS`, whatever
-    ended the run; the HTTP endpoint runs throughout.
+    (:mod:`digest_core.service.leadership`) only the adapters that ``standby_receives`` run;
+    once this process leads, every platform, the jobs and the catch-up start. Each part is
+    an async context manager entered in turn on one exit stack (:func:`_serve`), so each
+    outlives the ones entered after it: left from the last within
+    :data:`SHUTDOWN_BUDGET_SECONDS`, whatever ended the run.
 
     Raises:
         LeadershipLost: it led and lost the leader's lease (its deliveries cancelled at once).
@@ -278,40 +288,67 @@ async def run(
     ending, in_flight, metrics = _Ending(stop or asyncio.Event()), InFlight(), _metrics(settings)
     async with contextlib.AsyncExitStack() as stack:
         stack.enter_context(_signals(ending.stop))  # left last, after the ledger closes
-        service = await stack.enter_async_context(open_service(
-            settings, only=only, clock=clock, stdin=stdin, out=out, in_flight=in_flight,
-            new_ledger=new_ledger, metrics=metrics or NULL_METRICS))  # fmt: skip
-        service.archive.index_in_background()  # not by the first reader's /search
-        service.resume_after_trouble = True  # a post cut by ledger trouble goes on by itself
-        leadership = Leadership(
-            service.ledger, clock=service.clock, lease_seconds=settings.leader.lease_seconds
+        service = await stack.enter_async_context(
+            open_service(
+                settings,
+                only=only,
+                metrics=metrics or NULL_METRICS,
+                new_ledger=new_ledger,
+                clock=clock,
+                in_flight=in_flight,
+                stdin=stdin,
+                out=out,
+            )
         )
-        starts = _platform_starts(service, settings, leadership, ending)
-        await stack.enter_async_context(_endpoint(settings, service, leadership, starts, metrics))
-        resuming = await stack.enter_async_context(_Tasks())  # after the adapters stopped
-        stack.push_async_exit(starts)  # adapters stop after the graces, the last started first
-        scheduler = _scheduler(settings)  # (no job until this process leads)
-        shutdown = await stack.enter_async_context(_Shutdown(service, scheduler, in_flight, ending))
-        # left before the graces, from the last line up:
-        stack.callback(service.resumer.stop)  # no new resume (one under way is a delivery),
-        retention = retention_job(service, settings)
-        stack.push_async_callback(retention.stop)  # no pruning,
-        stack.push_async_callback(starts.stop)  # no platform still unreachable is started,
-        tasks = await stack.enter_async_context(_Tasks())  # no watchdog and no lease held
-        tasks.spawn(_watch_ledger(service, settings, ending), "ledger-watchdog")
-        await starts.start_all(filter(receives_as_standby, service.platforms.values()))
-        if not await _until_leading(leadership, ending.stop):
-            return
-        tasks.spawn(_hold(leadership, service, ending), "leadership")
-        await starts.start_all(service.platforms.values())
-        _install_jobs(scheduler, service, settings, retention)
-        resuming.spawn(service.resumer.run(), "resume")  # what deliveries left waiting
-        _log_running(service, settings)
-        if settings.schedule.enabled:
-            shutdown.catching_up.spawn(service.catch_up(), "catch-up")
-        await ending.stop.wait()
-        log.info("stopping")
+        if not await _serve(stack, settings, service, ending, in_flight, metrics):
+            return  # stopped as a standby, before it led
     ending.raise_first()
+
+
+async def _serve(
+    stack: contextlib.AsyncExitStack,
+    settings: Settings,
+    service: DigestService,
+    ending: _Ending,
+    in_flight: InFlight,
+    metrics: PrometheusMetrics | None,
+) -> bool:
+    """The running bot's parts, each an async context manager that stops what it started,
+    entered in turn on the run's ``stack``: the parts entered before the shutdown's graces
+    (:class:`_Shutdown`) outlive them, the ones entered after it stop before they begin.
+    Then the platforms start and, once this process leads, the jobs, the resumer and the
+    catch-up; until ``ending`` stops it (False: it stopped before it led)."""
+    enter = stack.enter_async_context
+    service.archive.index_in_background()  # not by the first reader's /search
+    service.resume_after_trouble = True  # a post cut by ledger trouble goes on by itself
+    leadership = Leadership(
+        service.ledger, clock=service.clock, lease_seconds=settings.leader.lease_seconds
+    )
+    starts = _platform_starts(service, settings, leadership, ending)
+    await enter(_endpoint(settings, service, leadership, starts, metrics))  # throughout
+    resumer = await enter(_Resumer(service.resumer))  # its loop: ends after the adapters
+    await enter(starts)  # the adapters: stop after the graces, the last started first
+    await enter(_alerts_settled(service, ending.budget))  # the alerts under way: sent first
+    scheduler = await enter(_scheduler(settings))  # paused by the graces, then shut down
+    shutdown = await enter(_Shutdown(service, scheduler, in_flight, ending))  # the graces
+    await enter(resumer.resuming())  # new resumes: none once the shutdown begins,
+    retention = await enter(_retention(service, settings))  # nor pruning,
+    await enter(starts.retrying())  # nor a platform still unreachable started,
+    tasks = await enter(_Tasks())  # nor the ledger's watchdog, nor the lease held
+    tasks.spawn(_watch_ledger(service, settings, ending), "ledger-watchdog")
+    await starts.start_all(filter(receives_as_standby, service.platforms.values()))
+    if not await _until_leading(leadership, ending.stop):
+        return False
+    tasks.spawn(_hold(leadership, service, ending), "leadership")
+    await starts.start_all(service.platforms.values())
+    _install_jobs(scheduler, service, settings, retention)
+    resumer.start()  # what deliveries left waiting
+    _log_running(service, settings)
+    if settings.schedule.enabled:
+        shutdown.catching_up.spawn(service.catch_up(), "catch-up")
+    await ending.stop.wait()
+    log.info("stopping")
+    return True
 
 
 class _Ending:
@@ -374,6 +411,31 @@ class _Tasks(contextlib.AbstractAsyncContextManager["_Tasks"]):
 
     async def __aexit__(self, *exc: object) -> None:
         await self.cancel()
+
+
+class _Resumer(contextlib.AbstractAsyncContextManager["_Resumer"]):
+    """The resumer's loop (:class:`~digest_core.delivery.resuming.Resumer`): started once
+    this process leads (:meth:`start`), cancelled on leaving, after the adapters stopped (an
+    alert it is resending finishes meanwhile). New resumes begin only while :meth:`resuming`
+    is entered, which is left before the shutdown's graces (one under way is a delivery:
+    the graces wait for it)."""
+
+    def __init__(self, resumer: Resumer) -> None:
+        self.resumer = resumer
+        self._loop = _Tasks()
+
+    def start(self) -> None:
+        self._loop.spawn(self.resumer.run(), "resume")
+
+    @contextlib.asynccontextmanager
+    async def resuming(self) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            self.resumer.stop()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._loop.cancel()
 
 
 @contextlib.contextmanager
@@ -462,34 +524,70 @@ def _install_jobs(
     if settings.schedule.enabled:
         service.poster.install(scheduler)
         service.publishing.install(scheduler)
-        install_personal(
-            scheduler, service.deliver_personal, now=service.clock.now(),
-            every=settings.schedule.personal_seconds,
-        )  # fmt: skip
+        every = settings.schedule.personal_seconds
+        install_personal(scheduler, service.deliver_personal, now=service.clock.now(), every=every)
     retention.install(scheduler)
     periodic.install(scheduler, service.platforms.values(), now=service.clock.now())
     if settings.schedule.corrections == "auto":
-        scheduler.add_job(
-            service.auto_correct, "interval", seconds=AUTO_CORRECT_SECONDS,
-            id="auto-correct", max_instances=1, coalesce=True,
-        )  # fmt: skip
+        _every(scheduler, AUTO_CORRECT_SECONDS, service.auto_correct, "auto-correct")
     else:
-        scheduler.add_job(
-            service.check_posted_files, "interval", seconds=AUTO_CORRECT_SECONDS,
-            id="posted-files", max_instances=1, coalesce=True,
-        )  # fmt: skip
+        _every(scheduler, AUTO_CORRECT_SECONDS, service.check_posted_files, "posted-files")
     # readers' counts (commands, buttons, searches, clicks) into the ledger, for the dashboard
+    flush = service.engagement.flush
+    _every(scheduler, ENGAGEMENT_FLUSH_SECONDS, flush, "usage-counts", service.ledger)
+
+
+def _every(
+    scheduler: AsyncIOScheduler,
+    seconds: float,
+    job: Callable[..., Awaitable[object]],
+    name: str,
+    *args: object,
+) -> None:
+    """``job(*args)`` every ``seconds``, one run at a time, missed runs run once (job ``name``)."""
     scheduler.add_job(
-        service.usage.flush, "interval", args=[service.ledger], seconds=USAGE_FLUSH_SECONDS,
-        id="usage-counts", max_instances=1, coalesce=True,
-    )  # fmt: skip
+        job,
+        "interval",
+        args=list(args),
+        seconds=seconds,
+        id=name,
+        max_instances=1,
+        coalesce=True,
+    )
 
 
-def _scheduler(settings: Settings) -> AsyncIOScheduler:
-    """The run's scheduler, started (in the digest's zone, on the running loop)."""
+@contextlib.asynccontextmanager
+async def _scheduler(settings: Settings) -> AsyncIterator[AsyncIOScheduler]:
+    """The run's scheduler, started (in the digest's zone, on the running loop), shut down on
+    leaving (the shutdown's graces paused it: no job fires meanwhile)."""
     scheduler = AsyncIOScheduler(timezone=settings.zone, event_loop=asyncio.get_running_loop())
     scheduler.start()
-    return scheduler
+    try:
+        yield scheduler
+    finally:
+        scheduler.shutdown(wait=False)
+
+
+@contextlib.asynccontextmanager
+async def _retention(service: DigestService, settings: Settings) -> AsyncIterator[RetentionJob]:
+    """The ledger's daily pruning (its job installed once this process leads), stopped on
+    leaving (a pruning under way ends)."""
+    job = retention_job(service, settings)
+    try:
+        yield job
+    finally:
+        await job.stop()
+
+
+@contextlib.asynccontextmanager
+async def _alerts_settled(service: DigestService, budget: _Budget) -> AsyncIterator[None]:
+    """Leaving it waits, within half of what is left of the shutdown ``budget``, for the
+    admins' alerts under way (a lost ledger's, an interrupted post's), before the adapters
+    they go through close."""
+    try:
+        yield
+    finally:
+        await service.settle_alerts(within=budget.left() / 2)
 
 
 def _log_running(service: DigestService, settings: Settings) -> None:
@@ -527,7 +625,7 @@ def _metrics(settings: Settings) -> PrometheusMetrics | None:
             "the HTTP endpoint needs prometheus-client: pip install 'digest-bot[http]'",
             key="http.listen",
         ) from exc
-    from bots.cli.common import version
+    from bots import version
 
     return PrometheusMetrics(version=version())
 
@@ -580,16 +678,17 @@ async def _endpoint(
 
 
 class _Shutdown(contextlib.AbstractAsyncContextManager["_Shutdown"]):
-    """Leaving it stops within :data:`SHUTDOWN_BUDGET_SECONDS`, adapters still connected until
-    the end (they are left after it, within what remains of the budget).
+    """The shutdown's graces: leaving it begins the :data:`SHUTDOWN_BUDGET_SECONDS` budget,
+    adapters still connected (the parts entered before it are left after it, the scheduler's
+    shut down, the alerts under way sent and the adapters stopped within what remains).
 
-    No new triggers, and new commands are told to try again. A post under way gets
-    :data:`SHUTDOWN_GRACE_SECONDS`, then is cancelled (the ledger keeps what it had not sent
-    and the next start sends it); commands being answered get :data:`COMMAND_GRACE_SECONDS`
-    (or as long as the post), then are cancelled and their users told to try again. Then
-    nothing of ours may outlive the ledger: the catch-up (:attr:`catching_up`) and the poster
-    end. A lost ledger's deliveries were cancelled when it was found; its alerts go out
-    before the adapters close.
+    No new triggers (the scheduler paused), and new commands are told to try again. A post
+    under way gets :data:`SHUTDOWN_GRACE_SECONDS`, then is cancelled (the ledger keeps what it
+    had not sent and the next start sends it); commands being answered get
+    :data:`COMMAND_GRACE_SECONDS` (or as long as the post), then are cancelled and their users
+    told to try again. Then nothing of ours may outlive the ledger: the catch-up
+    (:attr:`catching_up`) and the poster end. A lost ledger's deliveries were cancelled when
+    it was found.
     """
 
     def __init__(
@@ -632,5 +731,3 @@ class _Shutdown(contextlib.AbstractAsyncContextManager["_Shutdown"]):
         await in_flight.apologise(within=min(APOLOGY_SECONDS, left() / 2))
         await self.catching_up.cancel()
         await service.poster.stop()
-        self.scheduler.shutdown(wait=False)
-        await service.settle_alerts(within=left() / 2)

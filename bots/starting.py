@@ -98,7 +98,8 @@ class PlatformStarts:
 
     Used as an async context manager, leaving it cancels the retries (:meth:`stop`) and
     stops the started adapters, the last started first, each within ``stop_within()``
-    seconds (:class:`Running`).
+    seconds (:class:`Running`). :meth:`retrying` is the span of the retries alone (``run``
+    leaves it before the shutdown's graces: no platform starts during them).
     """
 
     def __init__(
@@ -140,6 +141,16 @@ class PlatformStarts:
     ) -> None:
         await self.stop()
         await self._running.aclose()
+
+    @contextlib.asynccontextmanager
+    async def retrying(self) -> AsyncIterator[PlatformStarts]:
+        """While entered, a platform that could not be reached is retried in the background;
+        leaving it cancels the retries still waiting (:meth:`stop`), the started adapters
+        stay started."""
+        try:
+            yield self
+        finally:
+            await self.stop()
 
     async def _enter(self, adapter: Adapter) -> None:
         await self._running.enter_async_context(

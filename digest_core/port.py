@@ -10,7 +10,8 @@ type and helper an adapter may use, and an adapter imports the core from here an
 renderer module only (tests/bots/test_port.py checks the imports). The re-exports are loaded on
 first use (PEP 562), so a platform's small declaration modules (``spec.py``, ``settings.py``)
 importing a settings base or its pacing from here load neither the ledger nor the scheduler.
-The service's side of the port is :class:`~digest_core.service.port.ServicePort`.
+The service's side of the port is :class:`~digest_core.service.reception.Reception` (not
+re-exported: adapters never see the service).
 """
 
 from __future__ import annotations
@@ -85,7 +86,6 @@ if TYPE_CHECKING:
         preview,
     )
     from digest_core.rendering.types import encode_body
-    from digest_core.service.port import ServicePort as ServicePort
     from digest_core.settings import Settings, TokenSettings
     from digest_core.subscriptions.commands import (
         CHOICE_PREFIX,
@@ -247,7 +247,6 @@ _LAZY: dict[str, str] = {
         "digest_core.rendering.types": ("encode_body",),
         "digest_core.commands.replies": ("SendOnce",),
         "digest_core.settings": ("Settings", "TokenSettings"),
-        "digest_core.service.port": ("ServicePort",),
         "digest_core.subscriptions.preferences": (
             "MAX_FOLLOWS",
             "MAX_WORD",

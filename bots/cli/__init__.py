@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -42,7 +43,7 @@ class Command(NamedTuple):
 
 
 #: every command, in the order of ``--help``; the platforms' own commands (``discord``,
-#: ``email``) come from the registry, between ``site`` and ``version``
+#: ``email``: :data:`PLATFORM_COMMANDS`) come between ``site`` and ``version``
 COMMANDS = (
     Command("validate", "bots.cli.issues:configure_validate",
             "check issue files; print path:line: problem"),
@@ -69,6 +70,41 @@ COMMANDS = (
     Command("site", "bots.cli.site:configure", "build or serve the web archive"),
 )  # fmt: skip
 VERSION = Command("version", None, "print the version (as --version, -V)")
+
+
+class PlatformCommand(NamedTuple):
+    """A platform's own ``digest-bot`` command (``digest-bot discord sync``)."""
+
+    #: the command, and the platform it belongs to
+    name: str
+    #: ``"module:function"`` adding its options and actions to its parser,
+    #: ``function(parser, common_parent)``
+    configure: str
+    #: its line in ``digest-bot --help``
+    help: str
+    #: the SDK's import name: the command is offered only when it is installed
+    sdk_module: str
+
+
+#: the platforms' own commands, in registry order, between ``site`` and ``version``: a table
+#: here and not in the platforms' declarations, so that ``--help`` lists them importing no
+#: platform (a declaration imports its settings model, and with it pydantic)
+PLATFORM_COMMANDS = (
+    PlatformCommand(
+        "discord", "bots.discord.arguments:configure", "Discord set-up: sync, invite", "discord"
+    ),
+    PlatformCommand(
+        "email", "bots.cli.email:configure", "email readers: export, forget", "aiosmtplib"
+    ),
+    PlatformCommand(
+        "feishu", "bots.feishu.menu:configure", "Feishu app bot set-up: menu", "lark_oapi"
+    ),
+)
+
+
+def platform_commands() -> list[PlatformCommand]:
+    """The platforms' own commands whose SDK is installed (found without importing it)."""
+    return [c for c in PLATFORM_COMMANDS if importlib.util.find_spec(c.sdk_module) is not None]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -231,8 +267,6 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     common = _common_options(argparse.SUPPRESS)
     sub = parser.add_subparsers(title="commands", metavar="COMMAND", action=_LazyCommands)
     assert isinstance(sub, _LazyCommands)
-    from bots.registry import platform_commands
-
     platforms = [Command(c.name, c.configure, c.help) for c in platform_commands()]
     for command in (*COMMANDS, *platforms, VERSION):
         p = sub.add_parser(command.name, parents=[common], help=command.help)

@@ -1,6 +1,6 @@
 """What every `digest-bot` command shares: exit statuses, the date argument, running a
-coroutine, the version (apart from :mod:`bots.cli`, so that commands import these and not the
-parser)."""
+coroutine, the version (:func:`bots.version`; apart from :mod:`bots.cli`, so that commands
+import these and not the parser)."""
 
 from __future__ import annotations
 
@@ -9,22 +9,11 @@ import datetime as dt
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+from bots import version as version
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 _T = TypeVar("_T")
-
-
-def version() -> str:
-    """The installed distribution's version (the package's own when not installed)."""
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as dist_version
-
-    try:
-        return dist_version("digest-bot")
-    except PackageNotFoundError:
-        from digest_core import __version__
-
-        return __version__
 
 
 def parse_date(text: str) -> dt.date:

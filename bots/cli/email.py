@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 
 def configure(p: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
     """``email export|forget ADDRESS``, ``email bounces`` and ``email notify-correction DATE``
-    under ``email`` (:data:`bots.registry.PLATFORM_COMMANDS`)."""
+    under ``email`` (:data:`bots.cli.PLATFORM_COMMANDS`)."""
     sub = p.add_subparsers(title="email commands", metavar="ACTION", required=True)
     e = sub.add_parser(
         "export", parents=[common], help="print what is kept about one reader (JSON)"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from bots.registry import BuildContext, PlatformSpec
+from bots.platformspec import BuildContext, PlatformSpec
 from bots.renderers import Flavor
 from digest_core.port import PlatformLimits, Rate
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from bots.dingtalk.spec import DINGTALK_LIMITS
+from bots.dingtalk.pacing import DINGTALK_LIMITS
 from bots.workchat.adapter import Request, WebhookAdapter
 from bots.workchat.signing import dingtalk_query
 from bots.workchat.transport import ErrorRule, Outcome

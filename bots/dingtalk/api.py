@@ -16,7 +16,7 @@ import json
 import logging
 from typing import Any
 
-from bots.workchat.appapi import AppApi
+from bots.workchat.app.api import AppApi
 from bots.workchat.transport import WebhookTransport
 from digest_core.port import (
     Clock,

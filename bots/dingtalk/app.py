@@ -23,7 +23,7 @@ from bots.dingtalk.api import DingTalkApi
 from bots.dingtalk.handlers import DingTalkHandlers
 from bots.dingtalk.receiving import CallbackServer, StreamConnection
 from bots.dingtalk.settings import DingTalkSettings
-from bots.workchat.appbot import AppBot
+from bots.workchat.app.bot import AppBot
 from digest_core.port import Message, PartKey, Target, TargetKind
 from digest_core.rendering import dingtalk as dingtalk_render
 

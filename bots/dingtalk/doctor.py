@@ -2,7 +2,7 @@
 and, with ``[dingtalk] client_id``, the app robot: its credentials (an access token), its
 robot code, and how it receives: the Stream gateway and the address it hands out, or the
 HTTP callback's settings. Plain calls over httpx; nothing is sent to any chat and no stream
-is opened (:mod:`bots.workchat.appdoctor`).
+is opened (:mod:`bots.workchat.app.doctor`).
 
 - Token: ``POST /v1.0/oauth2/accessToken`` {appKey, appSecret} (https://open.dingtalk.com/
   document/orgapp/obtain-the-access_token-of-an-internal-app): ``accessToken``.
@@ -21,11 +21,12 @@ from collections.abc import Callable
 
 import httpx
 
+from bots.dingtalk.adapter import DingTalkAdapter
 from bots.dingtalk.api import TOKEN_PATH
 from bots.dingtalk.settings import DingTalkSettings
 from bots.doctor import Check, fail, ok
-from bots.workchat import appdoctor
-from bots.workchat.appdoctor import Unreachable, call, unreachable
+from bots.workchat.app import doctor as app_doctor
+from bots.workchat.app.doctor import Unreachable, call, unreachable
 
 AREA = "dingtalk"
 GATEWAY_PATH = "/v1.0/gateway/connections/open"
@@ -43,14 +44,16 @@ STREAM_FIX = (
 
 async def checks(settings: DingTalkSettings, *, now: Callable[[], dt.datetime]) -> list[Check]:
     """DingTalk's lines of the doctor's table; none when nothing of DingTalk is configured."""
-    return await appdoctor.checks(settings, "client_id", lambda: probe(settings), now=now)
+    return await app_doctor.checks(
+        settings, "client_id", lambda: probe(settings), webhook=DingTalkAdapter, now=now
+    )
 
 
-def probe(settings: DingTalkSettings) -> appdoctor.AppProbe:
+def probe(settings: DingTalkSettings) -> app_doctor.AppProbe:
     """The app robot's checks: the SDK, the credentials (an access token), the robot, and the
     stream or the callback."""
 
-    async def more(client: httpx.AsyncClient, secret: str, _: appdoctor.Answer) -> list[Check]:
+    async def more(client: httpx.AsyncClient, secret: str, _: app_doctor.Answer) -> list[Check]:
         receiving = (
             _callback_check(settings, secret)
             if settings.mode == "http"
@@ -58,7 +61,7 @@ def probe(settings: DingTalkSettings) -> appdoctor.AppProbe:
         )
         return [_robot_check(settings), receiving]
 
-    return appdoctor.AppProbe(
+    return app_doctor.AppProbe(
         area=AREA,
         sdk=("dingtalk_stream", "dingtalk"),
         secret=lambda: settings.resolved_client_secret().get_secret_value(),
@@ -103,16 +106,16 @@ async def _stream_check(
     endpoint = answer.body.get("endpoint")
     if answer.status >= 400 or not isinstance(endpoint, str) or not answer.body.get("ticket"):
         return fail(AREA, name, f"DingTalk refuses the stream ({_quoted(answer)})", STREAM_FIX)
-    reason = await appdoctor.tcp_reachable(endpoint)
+    reason = await app_doctor.tcp_reachable(endpoint)
     if reason is not None:
-        return fail(AREA, name, f"the stream's endpoint: {reason}", appdoctor.NETWORK_FIX)
+        return fail(AREA, name, f"the stream's endpoint: {reason}", app_doctor.NETWORK_FIX)
     host = endpoint.split("//", 1)[-1].split("/", 1)[0]
     return ok(AREA, name, f"the gateway gives an endpoint; {host} answers")
 
 
 def _callback_check(settings: DingTalkSettings, secret: str) -> Check:
     # the callback is signed with the Client Secret, present once the token came
-    return appdoctor.callback_check(
+    return app_doctor.callback_check(
         AREA,
         settings.listen_address,
         settings.callback_path,
@@ -122,7 +125,7 @@ def _callback_check(settings: DingTalkSettings, secret: str) -> Check:
     )
 
 
-def _quoted(answer: appdoctor.Answer) -> str:
+def _quoted(answer: app_doctor.Answer) -> str:
     """HTTP status, code and message, for the table (DingTalk echoes no secret)."""
     code = answer.body.get("code", "")
     message = str(answer.body.get("message", ""))[:100]

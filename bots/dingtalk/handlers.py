@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from bots.dingtalk.receiving import RobotMessage
-from bots.workchat.apphandlers import HELP_HINT, AppHandlers
+from bots.workchat.app.handlers import HELP_HINT, AppHandlers
 from digest_core.port import (
     ADMIN,
     PRIVATE_COMMANDS,

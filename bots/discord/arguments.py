@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 
 def configure(p: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
     """``discord sync [--guild ID]`` and ``discord invite [--client-id ID]`` under ``discord``
-    (:data:`bots.registry.PLATFORM_COMMANDS`)."""
+    (:data:`bots.cli.PLATFORM_COMMANDS`)."""
     sub = p.add_subparsers(title="discord commands", metavar="ACTION", required=True)
 
     s = sub.add_parser(

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, cast
 
 from bots.email.pacing import limits_of
 from bots.email.settings import EmailSettings
-from bots.registry import BuildContext, PlatformSpec
+from bots.platformspec import BuildContext, PlatformSpec
 
 if TYPE_CHECKING:
     from digest_core.port import Adapter, Renderer

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from bots.feishu.spec import FEISHU_LIMITS
+from bots.feishu.pacing import FEISHU_LIMITS
 from bots.workchat.adapter import Request, WebhookAdapter
 from bots.workchat.signing import feishu_sign
 from bots.workchat.transport import ErrorRule, Outcome

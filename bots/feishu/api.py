@@ -16,7 +16,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from bots.workchat.appapi import AppApi
+from bots.workchat.app.api import AppApi
 from bots.workchat.transport import ErrorRule, Outcome, WebhookTransport, translate
 from digest_core.port import (
     Clock,

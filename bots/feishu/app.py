@@ -20,7 +20,7 @@ from bots.feishu.api import FeishuApi, message_uuid
 from bots.feishu.handlers import FeishuHandlers
 from bots.feishu.receiving import CallbackServer, LongConnection
 from bots.feishu.settings import FeishuSettings
-from bots.workchat.appbot import AppBot
+from bots.workchat.app.bot import AppBot
 from digest_core.port import Message, PartKey, Target
 from digest_core.rendering import feishu as feishu_render
 

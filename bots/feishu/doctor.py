@@ -2,7 +2,7 @@
 and, with ``[feishu] app_id``, the app bot: its credentials (a tenant access token), its bot
 (enabled in the tenant), and how it receives: the long connection's endpoint and address,
 or the HTTP callback's settings. Plain calls over httpx, so the ``Date`` header can be read;
-nothing is sent to any chat and no long connection is opened (:mod:`bots.workchat.appdoctor`).
+nothing is sent to any chat and no long connection is opened (:mod:`bots.workchat.app.doctor`).
 
 - Token: https://open.feishu.cn/document/server-docs/authentication-management/access-token/
   tenant_access_token_internal (``code`` 0 and ``tenant_access_token``).
@@ -21,10 +21,11 @@ from collections.abc import Callable
 import httpx
 
 from bots.doctor import Check, fail, ok
+from bots.feishu.adapter import FeishuAdapter
 from bots.feishu.api import BOT_INFO_PATH, TOKEN_PATH
 from bots.feishu.settings import FeishuSettings
-from bots.workchat import appdoctor
-from bots.workchat.appdoctor import Unreachable, call, unreachable
+from bots.workchat.app import doctor as app_doctor
+from bots.workchat.app.doctor import Unreachable, call, unreachable
 
 AREA = "feishu"
 ENDPOINT_PATH = "/callback/ws/endpoint"
@@ -59,14 +60,16 @@ CALLBACK_FIX = (
 
 async def checks(settings: FeishuSettings, *, now: Callable[[], dt.datetime]) -> list[Check]:
     """Feishu's lines of the doctor's table; none when nothing of Feishu is configured."""
-    return await appdoctor.checks(settings, "app_id", lambda: probe(settings), now=now)
+    return await app_doctor.checks(
+        settings, "app_id", lambda: probe(settings), webhook=FeishuAdapter, now=now
+    )
 
 
-def probe(settings: FeishuSettings) -> appdoctor.AppProbe:
+def probe(settings: FeishuSettings) -> app_doctor.AppProbe:
     """The app bot's checks: the SDK, the credentials (a tenant access token), the bot, and
     the long connection or the callback."""
 
-    async def more(client: httpx.AsyncClient, secret: str, token: appdoctor.Answer) -> list[Check]:
+    async def more(client: httpx.AsyncClient, secret: str, token: app_doctor.Answer) -> list[Check]:
         bot = await _bot_check(client, settings.base, token.body["tenant_access_token"])
         receiving = (
             _callback_check(settings)
@@ -75,7 +78,7 @@ def probe(settings: FeishuSettings) -> appdoctor.AppProbe:
         )
         return [bot, receiving]
 
-    return appdoctor.AppProbe(
+    return app_doctor.AppProbe(
         area=AREA,
         sdk=("lark_oapi", "feishu"),
         secret=lambda: settings.resolved_app_secret().get_secret_value(),
@@ -132,14 +135,14 @@ async def _long_connection_check(
     url = data.get("URL") if isinstance(data, dict) else None
     if answer.status != 200 or code != 0 or not isinstance(url, str):
         return _endpoint_refused(answer)
-    reason = await appdoctor.tcp_reachable(url)
+    reason = await app_doctor.tcp_reachable(url)
     if reason is not None:
-        return fail(AREA, name, f"the long connection's address: {reason}", appdoctor.NETWORK_FIX)
+        return fail(AREA, name, f"the long connection's address: {reason}", app_doctor.NETWORK_FIX)
     host = url.split("//", 1)[-1].split("/", 1)[0].split("?", 1)[0]
     return ok(AREA, name, f"the endpoint gives an address; {host} answers")
 
 
-def _endpoint_refused(answer: appdoctor.Answer) -> Check:
+def _endpoint_refused(answer: app_doctor.Answer) -> Check:
     name, code = "long connection", answer.body.get("code")
     quoted = _quoted(answer)
     if code in (AUTH_FAILED, FORBIDDEN):
@@ -157,7 +160,7 @@ def _endpoint_refused(answer: appdoctor.Answer) -> Check:
 
 
 def _callback_check(settings: FeishuSettings) -> Check:
-    return appdoctor.callback_check(
+    return app_doctor.callback_check(
         AREA,
         settings.listen_address,
         settings.callback_path,
@@ -170,7 +173,7 @@ def _callback_check(settings: FeishuSettings) -> Check:
     )
 
 
-def _quoted(answer: appdoctor.Answer) -> str:
+def _quoted(answer: app_doctor.Answer) -> str:
     """The answer's code and message, for the table (never a secret: Feishu echoes none)."""
     code = answer.body.get("code", f"HTTP {answer.status}")
     return f"{code} {str(answer.body.get('msg', ''))[:100]!r}"

@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from bots.feishu.receiving import CardPress, MenuChoice, Receivers, TextMessage
-from bots.workchat.apphandlers import HELP_HINT, AppHandlers
+from bots.workchat.app.handlers import HELP_HINT, AppHandlers
 from digest_core.port import (
     ADMIN,
     PRIVATE_COMMANDS,

@@ -37,7 +37,7 @@ def bot_menu() -> list[MenuItem]:
 
 def configure(p: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
     """``digest-bot feishu menu``: print the items of the bot menu to set up
-    (:data:`bots.registry.PLATFORM_COMMANDS`)."""
+    (:data:`bots.cli.PLATFORM_COMMANDS`)."""
     sub = p.add_subparsers(title="feishu commands", metavar="ACTION", required=True)
     shown = sub.add_parser(
         "menu", parents=[common],

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from bots.registry import BuildContext, PlatformSpec
+from bots.platformspec import BuildContext, PlatformSpec
 from bots.renderers import Flavor
 from bots.telegram.settings import TelegramSettings
 from digest_core.port import PlatformLimits, Rate, TargetKind

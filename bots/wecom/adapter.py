@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from bots.wecom.spec import WECOM_LIMITS
+from bots.wecom.pacing import WECOM_LIMITS
 from bots.workchat.adapter import Request, WebhookAdapter
 from bots.workchat.transport import ErrorRule, Outcome
 from bots.workchat.urls import token_from

@@ -16,27 +16,32 @@ from dataclasses import replace
 
 import httpx
 
-from bots import registry
 from bots.doctor import TIMEOUT_SECONDS, Check, clock_check, fail, ok
 from bots.network import network_reason
-from bots.registry import BuildContext
+from bots.workchat.adapter import WebhookAdapter
 from bots.workchat.settings import WebhookSettings
 from digest_core.port import ConfigError, SystemClock
 
 log = logging.getLogger(__name__)
 
 
-async def checks(settings: WebhookSettings, *, now: Callable[[], dt.datetime]) -> list[Check]:
-    """The platform's lines of the doctor's table; none when it names no target."""
+async def checks(
+    settings: WebhookSettings,
+    *,
+    adapter: type[WebhookAdapter],
+    now: Callable[[], dt.datetime],
+) -> list[Check]:
+    """The platform's lines of the doctor's table; none when it names no target. ``adapter``
+    is the platform's, built to check every target's webhook (it refuses one not of its
+    form), never started."""
     area = settings.platform
     if not settings.all_targets():
         return []
     try:
-        adapter = registry.spec(area).build(settings, BuildContext(clock=SystemClock()))
+        adapter(settings, clock=SystemClock())
         secrets = settings.resolved_secrets()
     except ConfigError as exc:
         return [fail(area, "webhooks", str(exc), "set the webhook of every target")]
-    assert adapter is not None
     out = [
         ok(
             area,

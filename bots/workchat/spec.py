@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, cast
 
-from bots.registry import BuildContext, PlatformSpec
+from bots.platformspec import BuildContext, PlatformSpec
 from bots.workchat.settings import WebhookSettings
 
 if TYPE_CHECKING:
@@ -21,7 +21,7 @@ def webhook_platform(
     limits: PlatformLimits,
     app_adapter: str | None = None,
     sdk: str | None = None,
-    doctor: str = "bots.workchat.doctor:checks",
+    doctor: str,
 ) -> PlatformSpec:
     """The PlatformSpec of a send-only webhook platform named ``settings.platform``.
 
@@ -30,7 +30,8 @@ def webhook_platform(
     settings name targets (``targets`` or ``alert_target``). ``limits`` is its documented
     pacing. ``app_adapter`` (``"module:Class"``, taking the settings, ``clock`` and
     ``in_flight``) is built instead when the settings configure an app bot (their ``app``
-    property); ``sdk`` names the SDK it needs.
+    property); ``sdk`` names the SDK it needs. ``doctor`` is ``"module:function"`` of its
+    checks, the platform's own (they build its webhook adapter: :mod:`bots.workchat.doctor`).
     """
     name = settings.platform
 

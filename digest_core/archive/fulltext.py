@@ -67,7 +67,7 @@ FEW_TERMS = 64
 _PAGE = 64
 
 
-class Row(NamedTuple):
+class Piece(NamedTuple):
     """One indexed piece of an issue, as :meth:`FullText.candidates` gives it."""
 
     date: dt.date
@@ -116,7 +116,7 @@ class FullText(Protocol):
 
     def candidates(
         self, needle: str, *, on_or_before: dt.date | None = None, day: dt.date | None = None
-    ) -> Generator[Row, None, None]:
+    ) -> Generator[Piece, None, None]:
         """Pieces that may contain ``needle`` (casefolded, not blank), newest issue first and
         in reading order within an issue; every piece that contains it is among them. Only
         dates ``on_or_before`` a day, or only ``day``, when given. Consume it in the thread
@@ -412,7 +412,7 @@ class SqliteFullText:
 
     def candidates(
         self, needle: str, *, on_or_before: dt.date | None = None, day: dt.date | None = None
-    ) -> Generator[Row, None, None]:
+    ) -> Generator[Piece, None, None]:
         if "\x00" in needle:  # no piece holds a control character (nor could FTS5 take it)
             return
         low, high = id_range(on_or_before, day)
@@ -435,7 +435,7 @@ class SqliteFullText:
         try:
             while page := cursor.fetchmany(_PAGE):
                 for rid, item, section, index, title, piece in page:
-                    yield Row(date_of(rid), item, _SECTIONS.get(section), index, title, piece)
+                    yield Piece(date_of(rid), item, _SECTIONS.get(section), index, title, piece)
         finally:
             cursor.close()
 

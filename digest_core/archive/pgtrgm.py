@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 from digest_core.archive.fulltext import (
     SCHEMA_VERSION,
     Indexed,
-    Row,
+    Piece,
     Update,
     date_of,
     id_range,
@@ -207,7 +207,7 @@ class PgFullText:
 
     def candidates(
         self, needle: str, *, on_or_before: dt.date | None = None, day: dt.date | None = None
-    ) -> Generator[Row, None, None]:
+    ) -> Generator[Piece, None, None]:
         if "\x00" in needle:  # no piece holds a control character (nor can PostgreSQL text)
             return
         low, high = id_range(on_or_before, day)
@@ -216,7 +216,7 @@ class PgFullText:
             page = self._run(self._page(pattern, low, high))
             for rid, item, section, index, title, piece, folded in page:
                 text = folded if piece is None else piece
-                yield Row(date_of(rid), item, _SECTIONS.get(section), index, title, text)
+                yield Piece(date_of(rid), item, _SECTIONS.get(section), index, title, text)
             if len(page) < _PAGE:
                 return
             low = page[-1][0] + 1

@@ -32,7 +32,7 @@ from digest_core.archive.files import FileEntry, StatKey
 from digest_core.archive.fulltext import (
     FullText,
     Indexed,
-    Row,
+    Piece,
     SqliteFullText,
     Update,
     index_path_for,
@@ -68,7 +68,7 @@ def index_for(database_url: str, root: Path) -> Path | FullText | bool:
     return index_path_for(database_url) or True
 
 
-def hits_of(rows: Iterable[Row], needle: str) -> Iterator[SearchHit]:
+def hits_of(rows: Iterable[Piece], needle: str) -> Iterator[SearchHit]:
     """The hits among candidate ``rows`` (in index order): per item, the first piece that
     really contains ``needle`` (casefolded), as :func:`~digest_core.archive.scan.hits_in`."""
     last: tuple[dt.date, int] | None = None

@@ -50,6 +50,11 @@ class Admin:
             return "没有配置推送目标 / no targets are configured"
         return "\n".join([await self.report.describe(r) for r in reports])
 
+    async def approved(self, date: dt.date) -> str:
+        """The post of ``date`` its late approval makes (what the ledger lacks, audited as the
+        approval's): :class:`~digest_core.publishing.approval.Publishing`'s ``post``."""
+        return await self.repost(date, force=False, requested_by="approval")
+
     async def correct_issue(self, date: dt.date, *, requested_by: str) -> str:
         log.info("correction of %s requested by %s", date, requested_by)
         reports = await self.posting.correct(date)

@@ -26,7 +26,7 @@ class Alerts:
         self.platforms = platforms
         self._queue = queue
         #: alerts under way (about the ledger's health: they never touch the ledger)
-        self._under_way: set[asyncio.Task[None]] = set()
+        self._sending: set[asyncio.Task[None]] = set()
 
     async def alert(self, text: str) -> None:
         """Tell every platform's admins ``text``; logged at WARNING, unless a platform shows
@@ -45,14 +45,14 @@ class Alerts:
     def soon(self, text: str) -> None:
         """:meth:`alert` in a task of its own (from a callback, or not to wait for it)."""
         task = asyncio.get_running_loop().create_task(self.alert(text), name="delivery-alert")
-        self._under_way.add(task)
-        task.add_done_callback(self._under_way.discard)
+        self._sending.add(task)
+        task.add_done_callback(self._sending.discard)
 
     async def settle(self, *, within: float) -> None:
         """Wait up to ``within`` seconds for the alerts under way (on shutdown, before the
         adapters stop)."""
-        if self._under_way:
-            await asyncio.wait(list(self._under_way), timeout=max(within, 0.01))
+        if self._sending:
+            await asyncio.wait(list(self._sending), timeout=max(within, 0.01))
 
 
 def ledger_health_text(

@@ -8,7 +8,7 @@ chat. An action that outlasts :data:`ANSWER_WITHIN` (a post) goes on in the back
 answer joins :attr:`Dashboard.jobs`.
 
 The pages read the ledger through its bounded queries (:mod:`digest_core.delivery.ledger.
-analytics`), the counts of :class:`~digest_core.service.usage.Usage` (flushed first, so
+analytics`), the counts of :class:`~digest_core.service.engagement.Engagement` (flushed first, so
 they are current), and the archive from a worker thread.
 """
 
@@ -37,8 +37,16 @@ from digest_core.port import Adapter
 from digest_core.publishing.approval import Decision, Publishing, Readiness
 from digest_core.publishing.schedule import PostState
 from digest_core.rendering import Message, plain_renderer, preview
+from digest_core.service.engagement import (
+    COMMAND,
+    DASHBOARD,
+    FOUND,
+    LEFT,
+    SECTION,
+    Engagement,
+    Live,
+)
 from digest_core.service.posting import Posting
-from digest_core.service.usage import COMMAND, DASHBOARD, FOUND, LEFT, SECTION, Live, Usage
 from digest_core.site.links import anchor
 
 log = logging.getLogger(__name__)
@@ -166,13 +174,13 @@ class Dashboard:
         ledger: Ledger,
         publishing: Publishing,
         posting: Posting,
-        usage: Usage,
+        engagement: Engagement,
         commands: Commands,
         confirmations: Confirmations,
         zone: dt.tzinfo,
     ) -> None:
         self.archive, self.ledger, self.publishing = archive, ledger, publishing
-        self.posting, self.usage, self.zone = posting, usage, zone
+        self.posting, self.engagement, self.zone = posting, engagement, zone
         self.commands, self.confirmations = commands, confirmations
         self.clock = commands.clock
         #: the latest button actions, newest last
@@ -312,8 +320,8 @@ class Dashboard:
         return Deliveries(
             day=day,
             latest=latest,
-            live={n: self.usage.live.get(n, Live()) for n in sorted(names)},
-            rates={n: self.usage.rate(n) for n in sorted(names)},
+            live={n: self.engagement.live.get(n, Live()) for n in sorted(names)},
+            rates={n: self.engagement.rate(n) for n in sorted(names)},
             limits=limits,
             zone=self.zone,
         )
@@ -337,7 +345,7 @@ class Dashboard:
         return view
 
     async def _audience_now(self, days: int) -> Audience:
-        await self.usage.flush(self.ledger)
+        await self.engagement.flush(self.ledger)
         today = self.today_date()
         span = [today - dt.timedelta(days=days - 1 - i) for i in range(days)]
         base, rows = await self.ledger.subscriber_days(since=span[0])
@@ -407,7 +415,7 @@ class Dashboard:
     async def stories(self, *, days: int = 30, issue: dt.date | None = None) -> list[StoryRow]:
         """Per story of the issues of the last ``days`` (or of one issue): clicks on its links,
         presses of its section's button, searches that showed it; most read first."""
-        await self.usage.flush(self.ledger)
+        await self.engagement.flush(self.ledger)
         since = self.today_date() - dt.timedelta(days=days - 1)
         prefix = None if issue is None else issue.isoformat() + ":"
         rows: dict[tuple[dt.date, str], _Tally] = collections.defaultdict(_Tally)

@@ -5,7 +5,9 @@ What :class:`Posting` owns: which platforms a post goes to (not those still star
 groups of targets per format (channels, private subscribers in their own formats), the pins
 after a post, corrections in place, and a delivery that raised: kept for ``status``, told to
 the admins, and resumed after ledger trouble (:meth:`~digest_core.delivery.resuming.Resumer.
-after_trouble`).
+after_trouble`). And what the running bot asks of posting: the start-up catch-up, what the
+:class:`~digest_core.delivery.resuming.Resumer` resumes (a day's window, its waiting rows), the
+admins told when the ledger fails, answers again, or is lost.
 """
 
 from __future__ import annotations
@@ -23,11 +25,11 @@ from digest_core.archive import Archive
 from digest_core.archive.settling import wait_settled
 from digest_core.clock import Clock
 from digest_core.delivery import DeliveryEngine, DeliveryReport, Ledger, ProgressCallback
-from digest_core.delivery.health import is_transient, short_error
+from digest_core.delivery.health import Trouble, is_transient, short_error
 from digest_core.delivery.ledger.preferences import Format
 from digest_core.delivery.resuming import Resumer
 from digest_core.delivery.threads import thread_title
-from digest_core.errors import DeliveryBusy, IssueNotFound
+from digest_core.errors import DeliveryBusy, IssueNotFound, LedgerLost
 from digest_core.metrics import MetricsSink
 from digest_core.models import Issue
 from digest_core.platform import Target, TargetKind
@@ -35,20 +37,26 @@ from digest_core.port import Adapter
 from digest_core.publishing.approval import Publishing
 from digest_core.publishing.corrections import CorrectionReport, correct
 from digest_core.publishing.pins import Pins
-from digest_core.publishing.schedule import SETTLE_MAX_FACTOR, PostState
+from digest_core.publishing.schedule import SETTLE_MAX_FACTOR, DailyPoster, PostState
 from digest_core.rendering import Message, Part, render
-from digest_core.service.alerts import Alerts
+from digest_core.service.alerts import Alerts, ledger_health_text
+from digest_core.service.platforms import Platforms
 from digest_core.service.status import Interrupted, describe_report, describe_waits
-from digest_core.subscriptions.delivery import FORMAT_OF_PART, PART_OF_FORMAT, Personal
+from digest_core.subscriptions.delivery import FORMAT_OF_PART, PART_OF_FORMAT, Personal, Visibility
 
 log = logging.getLogger(__name__)
+
+#: the waiting rows of a day the Resumer reads at a time (newest first)
+WAITING_ROWS = 500
+#: who a resumed post is requested by (its audit record; a resume's waits are not alerted)
+RESUME = "resume:"
 
 #: a post's groups: the format each engine run records, its messages, its targets
 Groups = list[tuple[Format, list[Message], list[Target]]]
 _R = TypeVar("_R")
 
 
-class Deliveries:
+class UnderWay:
     """The deliveries under way in this process: one lock per (day, platform), so a
     ``/repost`` while the daily post runs waits for it, and the tasks shutdown waits for."""
 
@@ -100,21 +108,34 @@ class Posting:
     engine: DeliveryEngine
     clock: Clock
     zone: dt.tzinfo
-    platforms: dict[str, Adapter]
+    platforms: Platforms
     metrics: MetricsSink
     publishing: Publishing
-    personal: Personal
+    #: readers' view of the embargo (subscribers' own deliveries read through it)
+    visibility: Visibility
     pins: Pins
     alerts: Alerts
-    deliveries: Deliveries
+    under_way: UnderWay
     resumer: Resumer
-    #: the schedule's settle time for a file still being saved, in seconds
-    settle: float = 0.0
+    #: when days are due (the settle time of a file still being saved, the catch-up window)
+    poster: DailyPoster
     #: the running bot (``run`` sets it): a delivery that raised is told to the admins, and
     #: one that ledger trouble interrupted resumes once the ledger answers
     resume_after_trouble: bool = False
 
     def __post_init__(self) -> None:
+        #: subscribers' own times and formats, and follows (the minute job: deliver_personal)
+        self.personal = Personal(
+            archive=self.archive,
+            ledger=self.ledger,
+            engine=self.engine,
+            platforms=self.platforms.subscribed(),
+            clock=self.clock,
+            zone=self.zone,
+            visibility=self.visibility,
+            lock=self.under_way.lock,
+            catch_up=self.poster.config.catch_up,
+        )
         #: a delivery that raised, by (day, platform), until one of that day and platform
         #: completes: shown by ``status``
         self.interrupted: dict[tuple[dt.date, str], Interrupted] = {}
@@ -159,7 +180,7 @@ class Posting:
         issue = self.archive.on(day)
         await self.publishing.published(day, by=requested_by)
         chosen = [p for p in self._chosen(platforms) if self._started(p, day)]
-        async with self.deliveries.tracked():
+        async with self.under_way.tracked():
             reports = await _every(
                 chosen,
                 functools.partial(self._deliver, issue, only_target, force, progress),
@@ -168,7 +189,7 @@ class Posting:
         if any(r.waiting for r in reports) or (platforms is None and only_target is None):
             self.resumer.note(day, reports)
         waits = [r for r in reports if r.waiting]
-        if waits and requested_by != "resume:":  # (a resume's waits are in `status`)
+        if waits and requested_by != RESUME:  # (a resume's waits are in `status`)
             await self.alerts.alert(describe_waits(day, waits, self.zone))
         return reports
 
@@ -236,7 +257,7 @@ class Posting:
             # the post's thread, where a target gets one (a forum post): date and headline
             title=thread_title(issue.date, issue.headline.title),
         )
-        async with self.deliveries.lock(issue.date, platform.name):
+        async with self.under_way.lock(issue.date, platform.name):
             for fmt, parts, group in groups:
                 if group:
                     done = await deliver(issue.ref, platform, parts, group, variant=fmt.value)
@@ -300,8 +321,8 @@ class Posting:
     async def correct(
         self,
         day: dt.date,
-        *,
         platforms: Sequence[str] | None = None,
+        *,
         progress: ProgressCallback | None = None,
     ) -> list[CorrectionReport]:
         """Edit the messages already posted for ``day`` to show its current revision, on the
@@ -320,27 +341,28 @@ class Posting:
                 fmt.value: render(issue, platform.flavor, part, options=platform.post_options)
                 for fmt, part in PART_OF_FORMAT.items()
             }
-            async with self.deliveries.lock(issue.date, platform.name):
+            async with self.under_way.lock(issue.date, platform.name):
                 return await correct(
                     self.engine, issue.ref, platform, messages, zone=self.zone, progress=progress
                 )
 
-        async with self.deliveries.tracked():
+        async with self.under_way.tracked():
             return await _every(self._chosen(platforms), run, "correction")
 
     async def deliver_personal(self) -> list[DeliveryReport]:
         """What is due to readers on their own terms now (the minute job): the issue at each
         subscriber's time, follow messages. Shutdown waits for it like for a post."""
-        async with self.deliveries.tracked():
+        async with self.under_way.tracked():
             return await self.personal.run_due()
 
     async def settled(self, day: dt.date) -> float:
         """Wait while the file of ``day`` is still being saved (the scheduled post's settle)."""
+        settle = self.poster.config.settle.total_seconds()
         return await wait_settled(
             functools.partial(asyncio.to_thread, self.archive.file_of, day),
             clock=self.clock,
-            settle=self.settle,
-            max_wait=self.settle * SETTLE_MAX_FACTOR,
+            settle=settle,
+            max_wait=settle * SETTLE_MAX_FACTOR,
         )
 
     async def scheduled(self, day: dt.date) -> None:
@@ -375,12 +397,54 @@ class Posting:
         them to unwind: a part being sent stays in flight in the ledger and the next start
         resends it; parts not started stay pending. Resumes waiting for the ledger end too.
         Returns how many deliveries were cancelled."""
-        tasks = self.deliveries.tasks()
+        tasks = self.under_way.tasks()
         waiting = [t for t in self.resumer.waiters() if t not in tasks]
         for task in [*tasks, *waiting]:
             task.cancel()
         await asyncio.gather(*tasks, *waiting, return_exceptions=True)
         return len(tasks)
+
+    # ------------------------------------------------------------ the running bot
+
+    async def catch_up(self) -> None:
+        """The start-up catch-up; missed posts are reported unless the ledger is brand new."""
+        first_start = not await self.ledger.records(limit=1)
+        await self.poster.catch_up(report_missed=not first_start)
+
+    async def resume(self, day: dt.date) -> list[DeliveryReport]:
+        """The Resumer's post of ``day`` (what the ledger lacks)."""
+        return await self.post(day, requested_by=RESUME)
+
+    async def resume_on(self, day: dt.date, platform: str) -> list[DeliveryReport]:
+        """The Resumer's post of ``day`` on ``platform`` alone (after ledger trouble)."""
+        return await self.post(day, platforms=[platform], requested_by=RESUME)
+
+    def window(self, day: dt.date) -> tuple[dt.datetime, dt.datetime]:
+        """The post time of ``day`` and the end of its catch-up window: the Resumer resumes a
+        post only inside it."""
+        at = self.poster.post_at(day)
+        return at, at + self.poster.config.catch_up
+
+    async def waiting(self, day: dt.date) -> list[tuple[str | None, str]]:
+        """(error, target) of the day's rows a delivery left waiting, newest first."""
+        rows = await self.ledger.waiting(day, limit=WAITING_ROWS)
+        return [(r.last_error, r.target) for r in rows]
+
+    def ledger_health_changed(self, trouble: Trouble, cleared_at: dt.datetime | None) -> None:
+        """The ledger's database failed (``cleared_at`` None) or answers again: the admins
+        told, with the deliveries it interrupted (a listener of the ledger's health)."""
+        stopped = sorted(self.interrupted.values(), key=lambda i: (i.day, i.platform))
+        which = [(i.platform, i.day, i.resumes) for i in stopped]
+        self.alerts.soon(ledger_health_text(trouble, cleared_at, self.zone, which))
+
+    async def ledger_lost(self, error: LedgerLost) -> None:
+        """The ledger's database was deleted or replaced (the watchdog saw it): cancel the
+        deliveries under way (the ledger already refuses their claims) and alert the admins.
+        The runtime then stops the bot."""
+        cancelled = await self.cancel()
+        if cancelled:
+            log.error("stopped %d delivery(ies): the ledger is lost", cancelled)
+        await self.alerts.alert(f"账本数据库丢失，机器人停止 / {error}")
 
 
 async def _every(

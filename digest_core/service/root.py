@@ -1,29 +1,25 @@
 """DigestService: the running bot's composition root — it builds the core's collaborators,
-wires them to each other and to the platforms, and owns no behaviour of its own.
+wires them to each other and to the platforms (:mod:`.platforms`), and owns no behaviour.
 
-Adapters (:class:`~digest_core.port.Adapter`) are Platforms that also receive commands; the
-service posts through them (:mod:`.posting`) and answers their commands through the narrow
-:class:`~digest_core.port.Port` (:mod:`.port`), so every platform behaves the same. Where each
-concern lives: posting and corrections :mod:`.posting`, alerts :mod:`.alerts`, ``status``
-:mod:`.status`, the admin commands' backend :mod:`.admin`, resuming what waits
-:mod:`digest_core.delivery.resuming`, a changed file after its post
-:mod:`digest_core.publishing.changes`.
+The service posts through the adapters (:mod:`.posting`: also the catch-up and the ledger's
+trouble) and answers them through the :class:`~digest_core.port.Port` (:mod:`.reception`);
+alerts :mod:`.alerts`, ``status`` :mod:`.status`, the admin commands :mod:`.admin`, resuming
+:mod:`digest_core.delivery.resuming`. One built before one it calls gets it through a lambda
+that only forwards (tests/core/test_layout.py checks that the root only delegates).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import logging
 from collections.abc import Sequence
+from typing import TypedDict
 
 from digest_core.archive import Archive
 from digest_core.clock import Clock
 from digest_core.commands.confirmation import Confirmations
 from digest_core.commands.dispatch import Commands
 from digest_core.delivery import DeliveryEngine, Ledger
-from digest_core.delivery.health import Trouble
 from digest_core.delivery.resuming import Resumer
-from digest_core.errors import LedgerLost
 from digest_core.metrics import NULL_METRICS, MetricsSink, Tee
 from digest_core.port import Adapter
 from digest_core.publishing.approval import Publishing, PublishingConfig
@@ -32,27 +28,38 @@ from digest_core.publishing.embargo import Embargo
 from digest_core.publishing.pins import Pins
 from digest_core.publishing.schedule import DailyPoster, ScheduleConfig
 from digest_core.service.admin import Admin
-from digest_core.service.alerts import Alerts, ledger_health_text
+from digest_core.service.alerts import Alerts
 from digest_core.service.dashboard import Dashboard
-from digest_core.service.port import ServicePort
-from digest_core.service.posting import Deliveries, Posting
+from digest_core.service.engagement import Engagement
+from digest_core.service.platforms import Platforms
+from digest_core.service.posting import Posting, UnderWay
+from digest_core.service.reception import Reception
 from digest_core.service.status import StatusReport, describe_report
-from digest_core.service.usage import Usage
-from digest_core.subscriptions.delivery import Personal, Visibility
-from digest_core.subscriptions.signup import AddressSignup
+from digest_core.subscriptions.delivery import Visibility
 
 __all__ = ["RESUME_CAP_SECONDS", "DigestService", "describe_report"]
-
-log = logging.getLogger(__name__)
 
 #: waiting posts and queued alerts are tried again at least this often (so a post resumes
 #: within this long of an outage's end, plus what the try under way still waits)
 RESUME_CAP_SECONDS = 15.0
+#: no approval needed, alerts at their default times
+NO_APPROVAL = PublishingConfig()
 
 
-class DigestService(ServicePort):
+class Basis(TypedDict):
+    """What posting and the adapters' reception are built on (keyword arguments of both)."""
+
+    archive: Archive
+    ledger: Ledger
+    engine: DeliveryEngine
+    clock: Clock
+    zone: dt.tzinfo
+
+
+class DigestService:
     """Ties the archive, the ledger and the platforms together; the adapters'
-    :class:`~digest_core.port.Port`, and what ``digest-bot`` commands call."""
+    :class:`~digest_core.port.Port` (its :class:`.Reception`'s methods), and what
+    ``digest-bot`` commands call."""
 
     def __init__(
         self,
@@ -65,163 +72,159 @@ class DigestService(ServicePort):
         schedule: ScheduleConfig,
         platforms: Sequence[Adapter],
         metrics: MetricsSink = NULL_METRICS,
-        publishing: PublishingConfig | None = None,
+        publishing: PublishingConfig = NO_APPROVAL,
     ):
-        """``publishing``: approval and alert times (default: no approval needed); call
-        :meth:`load` before serving so early publishes recorded earlier count."""
-        self.usage = Usage(clock=clock, zone=zone)  # readers' counts, a post's live sends
-        engine.metrics = Tee(engine.metrics, self.usage)
+        """``publishing``: approval and alert times; :meth:`load` before serving."""
+        self.engagement = Engagement(clock=clock, zone=zone)  # readers' counts, live sends
+        engine.metrics = Tee(engine.metrics, self.engagement)
         self.archive, self.ledger, self.engine, self.clock = archive, ledger, engine, clock
-        self.zone, self.metrics = zone, Tee(metrics, self.usage)
-        self.platforms = {p.name: p for p in platforms}
-        self.deliveries = Deliveries()
-        subscribable = frozenset(p.name for p in platforms if getattr(p, "subscriptions", False))
-        self._build_publishing(schedule, publishing or PublishingConfig())
-        self._build_posting(schedule, subscribable)
-        self._build_commands(schedule, platforms, subscribable)
+        self.zone, self.metrics = zone, Tee(metrics, self.engagement)
+        self.basis = Basis(archive=archive, ledger=ledger, engine=engine, clock=clock, zone=zone)
+        self.platforms = Platforms(platforms)
+        self.under_way = UnderWay()
+        self._build_publishing(schedule, publishing)
+        self._build_posting(schedule)
+        self._build_commands()
         self.changes = FileChanges(
             archive=archive,
             ledger=ledger,
             platforms=self.platforms,
             today=self.poster.today,
-            correct=lambda day, names: self.posting.correct(day, platforms=names),
+            correct=self.posting.correct,
             alert=self.alert,
         )
-        ledger.health.subscribe(self._ledger_health_changed)
+        ledger.health.subscribe(self.posting.ledger_health_changed)
         self._expose()
 
     def _build_publishing(self, schedule: ScheduleConfig, publishing: PublishingConfig) -> None:
         """What resumes waiting deliveries, the alerts, the embargo and the approvals."""
-        ledger, engine, clock = self.ledger, self.engine, self.clock
         #: what deliveries left waiting, resumed while the bot runs (and alerts queued)
         self.resumer = Resumer(
-            clock=clock,
-            window=lambda day: (
-                self.poster.post_at(day),
-                self.poster.post_at(day) + schedule.catch_up,
-            ),
+            clock=self.clock,
+            window=lambda day: self.posting.window(day),
             today=lambda: self.poster.today(),
             state=lambda day: self.posting.state(day),
-            post=lambda day: self.post(day, requested_by="resume:"),
-            post_on=lambda day, name: self.post(day, platforms=[name], requested_by="resume:"),
-            answers=ledger.answers,
-            waiting=self._waiting_rows,
-            busy=self.deliveries.busy,
-            send_alert=lambda name, text: self.platforms[name].alert_admins(text),
+            post=lambda day: self.posting.resume(day),
+            post_on=lambda day, name: self.posting.resume_on(day, name),
+            answers=self.ledger.answers,
+            waiting=lambda day: self.posting.waiting(day),
+            busy=self.under_way.busy,
+            send_alert=self.platforms.alert_admins,
             alert=lambda text: self.alerts.alert(text),
-            base=engine.backoff.base,
-            cap=min(engine.backoff.cap, RESUME_CAP_SECONDS),
+            base=self.engine.backoff.base,
+            cap=min(self.engine.backoff.cap, RESUME_CAP_SECONDS),
         )
         self.alerts = Alerts(self.platforms, queue=self.resumer.queue_alert)
         self.alert = self.alerts.alert
         #: the one rule of what readers may see (every reader surface reads through it)
-        self.embargo = Embargo(zone=schedule.zone, post_time=schedule.post_time, clock=clock)
+        self.embargo = Embargo(zone=schedule.zone, post_time=schedule.post_time, clock=self.clock)
         self.visibility = Visibility(self.embargo)
         self.publishing = Publishing(
             publishing,
             embargo=self.embargo,
             archive=self.archive,
-            ledger=ledger,
-            clock=clock,
-            platforms=lambda: list(self.platforms.values()),
-            post=lambda day: self.admin.repost(day, force=False, requested_by="approval"),
+            ledger=self.ledger,
+            clock=self.clock,
+            platforms=self.platforms.adapters,
+            post=lambda day: self.admin.approved(day),
             state=lambda day: self.posting.state(day),
             alert=self.alert,
         )
 
-    def _build_posting(self, schedule: ScheduleConfig, subscribable: frozenset[str]) -> None:
-        """Posting (the day's and subscribers' own), the daily poster, status and admin."""
-        archive, ledger, engine, clock, zone = (
-            self.archive, self.ledger, self.engine, self.clock, self.zone
-        )  # fmt: skip
-        #: subscribers' own times and formats, and follows (the minute job: deliver_personal)
-        self.personal = Personal(
-            archive=archive, ledger=ledger, engine=engine, clock=clock, zone=zone,
-            visibility=self.visibility,
-            platforms={n: p for n, p in self.platforms.items() if n in subscribable},
-            lock=self.deliveries.lock, catch_up=schedule.catch_up,
-        )  # fmt: skip
-        self.pins = Pins(ledger, alert=self.alert)
-        self.posting = Posting(
-            archive=archive, ledger=ledger, engine=engine, clock=clock, zone=zone,
-            platforms=self.platforms, metrics=self.metrics, publishing=self.publishing,
-            personal=self.personal, pins=self.pins, alerts=self.alerts,
-            deliveries=self.deliveries, resumer=self.resumer,
-            settle=schedule.settle.total_seconds(),
-        )  # fmt: skip
+    def _build_posting(self, schedule: ScheduleConfig) -> None:
+        """The daily poster, posting (the day's and subscribers' own), status and admin."""
         self.poster = DailyPoster(
             schedule,
-            clock=clock,
-            has_issue=self.posting.has_issue,
-            state=self.posting.state,
-            post=self.posting.scheduled,
+            clock=self.clock,
+            has_issue=lambda day: self.posting.has_issue(day),
+            state=lambda day: self.posting.state(day),
+            post=lambda day: self.posting.scheduled(day),
             alert=self.alert,
-            settle=self.posting.settled,
+            settle=lambda day: self.posting.settled(day),
+        )
+        self.posting = Posting(
+            **self.basis,
+            platforms=self.platforms,
+            metrics=self.metrics,
+            publishing=self.publishing,
+            visibility=self.visibility,
+            pins=Pins(self.ledger, alert=self.alert),
+            alerts=self.alerts,
+            under_way=self.under_way,
+            resumer=self.resumer,
+            poster=self.poster,
         )
         self.report = StatusReport(
-            ledger=ledger, zone=zone, platforms=self.platforms, poster=self.poster,
-            publishing=self.publishing, resumer=self.resumer, targets=self.posting.targets,
-            unavailable=self.posting.unavailable, interrupted=self.posting.interrupted,
-        )  # fmt: skip
-        self.admin = Admin(self.posting, self.report, self.publishing, ledger)
+            ledger=self.ledger,
+            targets=self.posting.targets,
+            zone=self.zone,
+            platforms=self.platforms,
+            unavailable=self.posting.unavailable,
+            poster=self.poster,
+            publishing=self.publishing,
+            interrupted=self.posting.interrupted,
+            resumer=self.resumer,
+        )
+        self.admin = Admin(self.posting, self.report, self.publishing, self.ledger)
 
-    def _build_commands(
-        self, schedule: ScheduleConfig, platforms: Sequence[Adapter], subscribable: frozenset[str]
-    ) -> None:
-        """The commands (the core's, readers', ``/email``), confirmations and the dashboard."""
-        #: ``/email ADDRESS`` through the first platform that mails the digest (none: the
-        #: command says it is not available)
-        signups = [p for p in platforms if isinstance(p, AddressSignup)]
+    def _build_commands(self) -> None:
+        """The commands (the core's, readers', ``/email``), the Port and the dashboard."""
         self.commands = Commands(
-            self.archive, self.clock, self.zone,
+            self.archive,
+            self.clock,
+            self.zone,
             backend=self.admin,
-            post_options={p.name: p.post_options for p in platforms},
-            subscribable=subscribable, metrics=self.metrics, embargo=self.embargo,
-            readers=self.usage, store=self.ledger, signup=signups[0] if signups else None,
-        )  # fmt: skip
-        self.confirmations = Confirmations(self.commands)
+            post_options=self.platforms.post_options(),
+            subscribable=self.platforms.subscribable,
+            metrics=self.metrics,
+            embargo=self.embargo,
+            readers=self.engagement,
+            store=self.ledger,
+            signup=self.platforms.signup(),
+        )
+        self.reception = Reception(
+            self.commands,
+            **self.basis,
+            embargo=self.embargo,
+            poster=self.poster,
+            confirmations=Confirmations(self.commands),
+            visibility=self.visibility,
+            engagement=self.engagement,
+        )
         self.dashboard = Dashboard(
-            archive=self.archive, ledger=self.ledger, publishing=self.publishing,
-            posting=self.posting, usage=self.usage, commands=self.commands,
-            confirmations=self.confirmations, zone=self.zone,
-        )  # fmt: skip
+            archive=self.archive,
+            ledger=self.ledger,
+            publishing=self.publishing,
+            confirmations=self.reception.confirmations,
+            posting=self.posting,
+            engagement=self.engagement,
+            commands=self.commands,
+            zone=self.zone,
+        )
 
     def _expose(self) -> None:
-        """What `digest-bot` commands, the runtime and the tests call: the collaborators' own."""
-        self.post, self.correct = self.posting.post, self.posting.correct
-        self.deliver_personal, self.post_state = self.posting.deliver_personal, self.posting.state
-        self.cancel_deliveries, self.idle = self.posting.cancel, self.deliveries.idle
-        self.status, self.describe = self.report.text, self.report.describe
-        self.auto_correct = self.changes.auto_correct
-        self.check_posted_files = self.changes.check_posted_files
+        """What adapters (the Port), commands, the runtime and tests call: its parts' own."""
+        r, p, c = self.reception, self.posting, self.changes
+        self.handle, self.section, self.archive_dates = r.handle, r.section, r.archive_dates
+        self.confirmations, self.receive_issue_file = r.confirmations, r.receive_issue_file
+        self.inactive_targets, self.inline, self.reply = r.inactive_targets, r.inline, r.reply
+        self.account, self.counted, self.preferences = r.account, r.counted, r.preferences
+        self.greeting, self.set_preferences, self.post = r.greeting, r.set_preferences, p.post
+        self.personal, self.post_state, self.catch_up = p.personal, p.state, p.catch_up
+        self.deliver_personal, self.cancel_deliveries = p.deliver_personal, p.cancel
+        self.ledger_lost, self.idle, self.pins = p.ledger_lost, self.under_way.idle, p.pins
+        self.correct, self.status, self.describe = p.correct, self.report.text, self.report.describe
+        self.auto_correct, self.check_posted_files = c.auto_correct, c.check_posted_files
         self.subscribe, self.settle_alerts = self.admin.subscribe, self.alerts.settle
 
     async def load(self) -> None:
         """Read what earlier runs recorded that the service needs (early publishes)."""
         await self.publishing.load()
 
-    async def _waiting_rows(self, day: dt.date) -> list[tuple[str | None, str]]:
-        """(error, target) of the day's rows a delivery left waiting, newest first."""
-        return [(r.last_error, r.target) for r in await self.ledger.waiting(day, limit=500)]
-
-    def _ledger_health_changed(self, trouble: Trouble, cleared_at: dt.datetime | None) -> None:
-        stopped = sorted(self.posting.interrupted.values(), key=lambda i: (i.day, i.platform))
-        which = [(i.platform, i.day, i.resumes) for i in stopped]
-        self.alerts.soon(ledger_health_text(trouble, cleared_at, self.zone, which))
-
-    async def ledger_lost(self, error: LedgerLost) -> None:
-        """The ledger's database was deleted or replaced (the watchdog saw it): cancel the
-        deliveries under way (the ledger already refuses their claims) and alert the admins.
-        The runtime then stops the bot."""
-        cancelled = await self.posting.cancel()
-        if cancelled:
-            log.error("stopped %d delivery(ies): the ledger is lost", cancelled)
-        await self.alert(f"账本数据库丢失，机器人停止 / {error}")
-
-    async def catch_up(self) -> None:
-        """The start-up catch-up; missed posts are reported unless the ledger is brand new."""
-        first_start = not await self.ledger.records(limit=1)
-        await self.poster.catch_up(report_missed=not first_start)
+    @property
+    def command_names(self) -> Sequence[str]:
+        """The core's commands' names (those installed so far)."""
+        return self.reception.command_names
 
     @property
     def unavailable(self) -> dict[str, str]:

@@ -16,8 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from bots.cli import COMMANDS, build_parser
-from bots.registry import PLATFORM_COMMANDS
+from bots.cli import COMMANDS, PLATFORM_COMMANDS, build_parser
 from tests.samples import SAMPLE_ARCHIVE
 
 ROOT = Path(__file__).resolve().parents[2]

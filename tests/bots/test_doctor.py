@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from bots.doctor import Check, Status, run_checks
+from bots.cli.doctor import run_checks
+from bots.doctor import Check, Status
 from bots.registry import load_settings
 from tests import forkserver
 from tests.fakes.discord_api import EMBED_LINKS, SEND_MESSAGES, FakeDiscord

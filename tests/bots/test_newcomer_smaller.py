@@ -10,7 +10,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from bots.doctor import Status, format_table, ok, run_checks, warn
+from bots.cli.doctor import run_checks
+from bots.doctor import Status, format_table, ok, warn
 from bots.registry import load_settings
 from digest_core.clock import zoned_text
 from digest_core.testing import make_issue

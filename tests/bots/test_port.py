@@ -9,6 +9,7 @@ imports of the core is ``digest_core.port`` (its ``__all__``) and its own render
 from __future__ import annotations
 
 import ast
+import inspect
 import re
 import subprocess
 import sys
@@ -122,7 +123,7 @@ def test_the_port_exports_everything_adapters_import_from_it() -> None:
     assert [n for n in exported if not hasattr(port, n)] == []
     imported = {n for m in MODULES for n in port_names_imported(m.read_text("utf-8"))}
     assert sorted(imported - exported) == []
-    assert "ServicePort" not in exported  # the service's side, not the adapters'
+    assert "Reception" not in exported  # the service's side, not the adapters'
 
 
 def test_there_are_platform_folders_to_check() -> None:
@@ -182,14 +183,19 @@ def test_adapters_never_sleep_or_retry_a_rate_limit() -> None:
 
 def test_the_service_offers_every_member_of_the_port() -> None:
     # mypy checks it too: bots/runtime.py hands the service to Adapter.start(port: Port)
-    from digest_core.port import Port, ServicePort
+    from digest_core.port import Port
+    from digest_core.service.reception import Reception
     from digest_core.service.root import DigestService
 
     members = sorted(n for n in vars(Port) if not n.startswith("_"))
     assert "handle" in members and "reply" in members
-    assert issubclass(DigestService, ServicePort)
-    declared = ServicePort.__annotations__
-    assert [m for m in members if not hasattr(DigestService, m) and m not in declared] == []
+    fields = Reception.__dataclass_fields__
+    assert [m for m in members if not hasattr(Reception, m) and m not in fields] == []
+    # the service offers them as its own: its attributes, or the ones its builders set
+    nodes = ast.walk(ast.parse(inspect.getsource(DigestService)))
+    attributes = [n for n in nodes if isinstance(n, ast.Attribute)]
+    stored = {a.attr for a in attributes if isinstance(a.ctx, ast.Store)}
+    assert [m for m in members if not hasattr(DigestService, m) and m not in stored] == []
 
 
 def test_the_door_is_light_for_the_platforms_declarations() -> None:

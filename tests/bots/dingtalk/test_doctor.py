@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from bots.doctor import Check, Status, run_checks
+from bots.cli.doctor import run_checks
+from bots.doctor import Check, Status
 from bots.registry import load_settings
 from tests import ports
 from tests.fakes.dingtalk_app import FakeDingTalkApp

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from bots.doctor import Status, run_checks
+from bots.cli.doctor import run_checks
+from bots.doctor import Status
 from digest_core.delivery.threads import thread_title
 from tests.bots.discord.harness import (
     CHANNELS,

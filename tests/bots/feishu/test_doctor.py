@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from bots.doctor import Check, Status, run_checks
+from bots.cli.doctor import run_checks
+from bots.doctor import Check, Status
 from bots.registry import load_settings
-from bots.workchat.appdoctor import sdk_check
+from bots.workchat.app.doctor import sdk_check
 from tests import ports
 from tests.fakes.feishu_app import FakeFeishuApp
 from tests.samples import SAMPLE_ARCHIVE

@@ -277,14 +277,14 @@ async def test_inline_hits_count_as_searches_once_the_reader_stops_typing(
 ) -> None:
     # the reader types on: "Trans", then "Transformer" (twice); only the last query of the
     # burst counts. Another reader's query is a search of its own; an empty query none
-    bot.service.usage.searches.settle = 3600.0  # (settled below, not by waiting)
+    bot.service.engagement.searches.settle = 3600.0  # (settled below, not by waiting)
     for word in ("Trans", "Transformer"):
         await fake.wait_for_inline_answer(fake.inject_inline_query(ANN, word))
     typed = await fake.wait_for_inline_answer(fake.inject_inline_query(ANN, "Transformer"))
     other = await fake.wait_for_inline_answer(fake.inject_inline_query(BOB, "模型"))
     await fake.wait_for_inline_answer(fake.inject_inline_query(CAROL, ""))
     assert typed.results and other.results
-    bot.service.usage.searches.settle_all()
+    bot.service.engagement.searches.settle_all()
     stories = await bot.service.dashboard.stories(days=30)
     found = {f"{r.date}:{r.story}": r.found for r in stories if r.found}
     expected: dict[str, int] = {}

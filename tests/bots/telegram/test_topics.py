@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from bots.doctor import Status, run_checks
+from bots.cli.doctor import run_checks
+from bots.doctor import Status
 from bots.registry import load_settings
 from tests.bots.telegram.harness import (
     ADMIN,

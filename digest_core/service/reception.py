@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 
 from digest_core.archive import Archive
 from digest_core.clock import Clock
@@ -20,29 +21,30 @@ from digest_core.publishing.embargo import Embargo
 from digest_core.publishing.schedule import DailyPoster
 from digest_core.publishing.uploads import IssueUploads
 from digest_core.rendering import Message
+from digest_core.service.engagement import Engagement
 from digest_core.service.greeting import greeting
-from digest_core.service.usage import Usage
 from digest_core.subscriptions import preferences
 from digest_core.subscriptions.delivery import Visibility
 from digest_core.subscriptions.preferences import ReaderPreferences
 
 
-class ServicePort:
-    """The :class:`~digest_core.port.Port` over the service's parts;
-    :class:`~digest_core.service.root.DigestService` inherits it (its constructor sets these
-    attributes)."""
+@dataclass
+class Reception:
+    """The :class:`~digest_core.port.Port` over the service's parts: what adapters ask,
+    answered (:class:`~digest_core.service.root.DigestService` builds it and offers its
+    methods as its own)."""
 
+    commands: Commands
     archive: Archive
     embargo: Embargo
     ledger: Ledger
     engine: DeliveryEngine
     clock: Clock
-    commands: Commands
     confirmations: Confirmations
     poster: DailyPoster
     zone: dt.tzinfo
     visibility: Visibility
-    usage: Usage
+    engagement: Engagement
 
     @property
     def command_names(self) -> Sequence[str]:
@@ -87,7 +89,7 @@ class ServicePort:
     async def inline(self, query: str, *, platform: str = "", asker: str = "") -> list[Article]:
         found = await asyncio.to_thread(articles, self.archive, self.visibility, query)  # file I/O
         if platform:
-            self.usage.searches.heard(platform, asker, query, found)
+            self.engagement.searches.heard(platform, asker, query, found)
         return found
 
     async def reply(

@@ -10,7 +10,7 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from bots.workchat.appbot import AppBot
+from bots.workchat.app.bot import AppBot
 from digest_core.port import (
     DeliveryError,
     Message,

@@ -1,9 +1,9 @@
-"""Usage: what readers did, counted for the editor's dashboard, and a delivery's live counts.
+"""Engagement: what readers did, counted for the editor's dashboard, and a post's live sends.
 
 A :class:`~digest_core.metrics.MetricsSink` (commands answered; parts sent, retried, 429s)
 and a :class:`~digest_core.metrics.ReadersSink` (section buttons, search hits), plus the
 clicks of tracked links. Counts are per day (the digest's zone), platform and key, never per
-reader: no method is given one. They gather in memory and :meth:`Usage.flush` adds them to
+reader: no method is given one. They gather in memory and :meth:`Engagement.flush` adds them to
 the ledger in one upsert per table (every few seconds, and before the dashboard reads them);
 a flush the ledger refuses keeps them for the next.
 """
@@ -41,13 +41,13 @@ class Live:
     recent: collections.deque[float] = field(default_factory=lambda: collections.deque(maxlen=4096))
 
 
-class Usage:
+class Engagement:
     """See the module docstring."""
 
     def __init__(self, *, clock: Clock, zone: dt.tzinfo) -> None:
         self.clock = clock
         self.zone = zone
-        self._usage: collections.Counter[tuple[dt.date, str, str, str]] = collections.Counter()
+        self._counts: collections.Counter[tuple[dt.date, str, str, str]] = collections.Counter()
         self._clicks: collections.Counter[tuple[dt.date, str, int, str, dt.date]] = (
             collections.Counter()
         )
@@ -83,20 +83,20 @@ class Usage:
     def command(self, platform: str, command: str, seconds: float, *, status: str) -> None:
         if platform == DASHBOARD:
             return  # an admin's button (the audit log has it), not a reader's command
-        self._usage[(self._today(), platform, COMMAND, command)] += 1
+        self._counts[(self._today(), platform, COMMAND, command)] += 1
 
     # ------------------------------------------------------------ ReadersSink
 
     def section(self, platform: str, date: dt.date, section: str) -> None:
-        self._usage[(self._today(), platform, SECTION, f"{date.isoformat()}:{section}")] += 1
+        self._counts[(self._today(), platform, SECTION, f"{date.isoformat()}:{section}")] += 1
 
     def found(self, platform: str, stories: list[tuple[dt.date, str]]) -> None:
         today = self._today()
         for date, story in stories:
-            self._usage[(today, platform, FOUND, f"{date.isoformat()}:{story}")] += 1
+            self._counts[(today, platform, FOUND, f"{date.isoformat()}:{story}")] += 1
 
     def left(self, platform: str, reason: str) -> None:
-        self._usage[(self._today(), platform, LEFT, reason)] += 1
+        self._counts[(self._today(), platform, LEFT, reason)] += 1
 
     def click(self, date: dt.date, story: str, link: int, platform: str) -> None:
         """A reader followed link ``link`` (from 1) of ``story`` in the issue of ``date``,
@@ -109,15 +109,15 @@ class Usage:
         """Add what was counted since the last flush to the ledger; kept for the next one if
         the ledger refuses (never raises)."""
         async with self._flushing:
-            usage, self._usage = self._usage, collections.Counter()
+            counts, self._counts = self._counts, collections.Counter()
             clicks, self._clicks = self._clicks, collections.Counter()
             try:
-                await ledger.add_usage(usage)
-                usage = collections.Counter()
+                await ledger.add_usage(counts)
+                counts = collections.Counter()
                 await ledger.add_clicks(clicks)
             except Exception as exc:
                 log.warning("usage counts kept for later: the ledger refused them: %s", exc)
-                self._usage.update(usage)
+                self._counts.update(counts)
                 self._clicks.update(clicks)
 
     def rate(self, platform: str, *, seconds: float = 5.0) -> float:

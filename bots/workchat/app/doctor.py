@@ -26,6 +26,7 @@ import httpx
 from bots.doctor import TIMEOUT_SECONDS, Check, clock_check, fail, ok
 from bots.network import network_reason
 from bots.workchat import doctor as webhook_doctor
+from bots.workchat.adapter import WebhookAdapter
 from bots.workchat.settings import WebhookSettings
 from digest_core.port import ConfigError
 
@@ -124,11 +125,13 @@ async def checks(
     app_key: str,
     probe: Callable[[], AppProbe],
     *,
+    webhook: type[WebhookAdapter],
     now: Callable[[], dt.datetime],
 ) -> list[Check]:
-    """A platform's lines of the doctor's table: its webhooks', then, when ``settings``
-    configure the app (``app_key`` set), the app's (:func:`app_checks`: the clock once)."""
-    out = await webhook_checks(settings, app_key, now=now)
+    """A platform's lines of the doctor's table: its webhooks' (``webhook``: its webhook
+    adapter), then, when ``settings`` configure the app (``app_key`` set), the app's
+    (:func:`app_checks`: the clock once)."""
+    out = await webhook_checks(settings, app_key, webhook=webhook, now=now)
     if settings.app:
         clock = not any(c.name == "clock" for c in out)
         out.extend(await app_checks(probe(), now=now, clock=clock))
@@ -165,12 +168,16 @@ async def app_checks(
 
 
 async def webhook_checks(
-    settings: WebhookSettings, app_key: str, *, now: Callable[[], dt.datetime]
+    settings: WebhookSettings,
+    app_key: str,
+    *,
+    webhook: type[WebhookAdapter],
+    now: Callable[[], dt.datetime],
 ) -> list[Check]:
     """The webhook targets' checks (:mod:`bots.workchat.doctor`), for the settings as if they
     configured no app (``app_key`` unset): their adapter is built without the app's secrets."""
     plain = settings.model_copy(update={app_key: None})
-    return await webhook_doctor.checks(plain, now=now)
+    return await webhook_doctor.checks(plain, adapter=webhook, now=now)
 
 
 async def tcp_reachable(url: str) -> str | None:

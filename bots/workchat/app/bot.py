@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast
 
 from bots.inflight import RESTARTING, InFlight
 from bots.workchat.adapter import WebhookAdapter
-from bots.workchat.appapi import AppApi
+from bots.workchat.app.api import AppApi
 from bots.workchat.settings import AppBotSettings
 from bots.workchat.transport import WebhookTransport
 from digest_core.port import (

@@ -1,0 +1,69 @@
+"""A platform's declaration (:class:`PlatformSpec`), what each ``bots/<name>/spec.py`` defines as
+``PLATFORM``, and what its adapter factory may use (:class:`BuildContext`).
+
+A leaf: the declarations import it and nothing of the registry, which names them in its table
+(:data:`bots.registry.PLATFORMS`), so no declaration depends on the table that names it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from bots.inflight import InFlight
+    from digest_core.clock import Clock
+    from digest_core.port import Adapter, PlatformLimits
+    from digest_core.rendering import Renderer
+
+
+@dataclass(frozen=True)
+class BuildContext:
+    """What an adapter factory may use besides its settings."""
+
+    clock: Clock
+    stdin: TextIO | None = None
+    out: TextIO | None = None
+    in_flight: InFlight | None = None
+
+
+@dataclass(frozen=True)
+class PlatformSpec:
+    """Everything the rest of the bot knows about one platform.
+
+    The platform's facts sit here as fields: its renderer (whose module holds the text and
+    size limits, ``Limits``) and its pacing (``limits``, the Platform's ``limits`` that its
+    adapter sends under). The adapter the factory builds carries the rest: the renderer as
+    ``flavor``, and whether readers can subscribe (``subscriptions``).
+    """
+
+    name: str
+    #: one line for ``--help``
+    summary: str
+    #: the model of the ``[name]`` table (and ``DIGEST_BOT_NAME__*``); None: no table
+    settings: type[BaseModel] | None
+    #: the renderer of the platform's posts, notices and ``digest-bot preview``
+    renderer: Callable[[], Renderer]
+    #: the adapter from the platform's settings, or None when they configure nothing to
+    #: post to (no token, no targets); may raise ImportError when the SDK is missing
+    build: Callable[[Any, BuildContext], Adapter | None]
+    #: what ``--only NAME`` needs when ``build`` gave None (a sentence naming the setting)
+    needs: str = ""
+    #: the settings key ``needs`` is about
+    needs_key: str | None = None
+    #: built when no other platform is configured (the console)
+    fallback: bool = False
+    #: the documented sending limits the core paces this platform's sends under (its adapter's
+    #: ``limits``, unless configured otherwise)
+    limits: PlatformLimits | None = None
+    #: the SDK the adapter imports (the ``digest-bot[name]`` extra), for a missing-SDK error
+    sdk: str | None = None
+    #: the SDK's import name: the platform's doctor checks run only when it is installed
+    sdk_module: str | None = None
+    #: ``"module:function"`` of the platform's ``digest-bot doctor`` checks,
+    #: ``async checks(settings_section, *, now) -> list[bots.doctor.Check]`` (an empty list
+    #: when the section configures nothing); they MUST NOT send to any chat
+    doctor: str | None = None
