@@ -9,7 +9,8 @@ import digest_core.delivery.ledger as ledger_package
 from digest_core.delivery.ledger import Ledger, metadata
 
 PACKAGE = Path(ledger_package.__file__).parent
-MODULES = sorted(PACKAGE.glob("*.py"))
+#: every module of the package, its migrations included
+MODULES = sorted(PACKAGE.rglob("*.py"))
 #: the longest function the package may have, in lines (docstring included)
 LONGEST = 60
 
@@ -41,7 +42,7 @@ def test_every_table_is_declared_in_schema_only() -> None:
 
 def test_no_function_is_longer_than_the_limit() -> None:
     longer = [
-        f"{path.name}:{node.name} ({node.end_lineno - node.lineno + 1} lines)"
+        f"{path.relative_to(PACKAGE)}:{node.name} ({node.end_lineno - node.lineno + 1} lines)"
         for path, tree in _trees()
         for node in ast.walk(tree)
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
@@ -49,6 +50,10 @@ def test_no_function_is_longer_than_the_limit() -> None:
         and node.end_lineno - node.lineno + 1 > LONGEST
     ]
     assert longer == []
+
+
+def test_the_migrations_are_among_the_modules_checked() -> None:
+    assert PACKAGE / "migrations" / "versions" / "v0001_base.py" in MODULES
 
 
 def test_no_collaborator_inherits_the_state_each_one_is_given_it() -> None:

@@ -60,43 +60,20 @@ class Lifecycle:
         marker = marker_for(database) if database is not None else None
         expected = read_marker(marker) if marker is not None else None
         exists = database is None or database.exists()
-        if database is not None:
+        if database is not None and marker is not None:
             shown = str(database)
-        if marker is not None and not exists:
-            # before connecting: a connection would create the missing file
-            check_identity(
-                shown=shown,
-                marker=marker,
-                expected=expected,
-                found=None,
-                exists=False,
-                new_ledger=new_ledger,
+            self._check_before_connecting(
+                database, shown, marker, expected, exists=exists, new_ledger=new_ledger
             )
-        if database is not None and not exists:
-            _set_aside_orphans(database, self.state.clock.now())
-        if database is not None and (unwritable := _unwritable(database)):
-            # found now, not as a post that waits for ever for a read-only file to answer
-            raise _open_error(None, shown, database, reason=unwritable)
         try:
             if database is not None and FLOCK_AVAILABLE:  # one host: the kernel's leases
                 self.state.locks = FileLocks(database)
                 self.state.locks.prepare()
             if database is not None and exists and (damage := await self._check_file()):
                 raise _open_error(None, shown, database, reason=f"damaged: {damage}")
-            found = await self._read_identity()
-            adopted = None
-            if found is None and expected is not None and await self._has_schema():
-                # a ledger from before ledger ids (a backup older than them): a real one
-                adopted = expected
-            if marker is not None:
-                check_identity(
-                    shown=shown,
-                    marker=marker,
-                    expected=expected,
-                    found=found or adopted,
-                    exists=exists,
-                    new_ledger=new_ledger,
-                )
+            found, adopted = await self._identify(
+                shown, marker, expected, exists=exists, new_ledger=new_ledger
+            )
             await self._migrate(shown, upgrade=upgrade)
             self.state.ledger_id = found or await self._create_identity(adopted)
         except (LedgerError, ConfigError):
@@ -111,6 +88,60 @@ class Lifecycle:
             write_marker(marker, self.state.ledger_id)
         if database is not None:
             self._watch(database)
+
+    def _check_before_connecting(
+        self,
+        database: Path,
+        shown: str,
+        marker: Path,
+        expected: str | None,
+        *,
+        exists: bool,
+        new_ledger: bool,
+    ) -> None:
+        """What an SQLite file is refused for before a connection (which would create it):
+        a missing file the marker says existed, a file that cannot be written; the ``-wal``
+        and ``-shm`` a deleted file left are set aside."""
+        if not exists:
+            check_identity(
+                shown=shown,
+                marker=marker,
+                expected=expected,
+                found=None,
+                exists=False,
+                new_ledger=new_ledger,
+            )
+            _set_aside_orphans(database, self.state.clock.now())
+        if unwritable := _unwritable(database):
+            # found now, not as a post that waits for ever for a read-only file to answer
+            raise _open_error(None, shown, database, reason=unwritable)
+
+    async def _identify(
+        self,
+        shown: str,
+        marker: Path | None,
+        expected: str | None,
+        *,
+        exists: bool,
+        new_ledger: bool,
+    ) -> tuple[str | None, str | None]:
+        """The ledger id stored in the database (None: none yet), and the id of the marker
+        to adopt (a ledger from before ledger ids); refused if not the marker's ledger."""
+        found = await self._read_identity()
+        adopted = None
+        if found is None and expected is not None and await self._has_schema():
+            # a ledger from before ledger ids (a backup older than them): a real one
+            adopted = expected
+        if marker is not None:
+            check_identity(
+                shown=shown,
+                marker=marker,
+                expected=expected,
+                found=found or adopted,
+                exists=exists,
+                new_ledger=new_ledger,
+            )
+        return found, adopted
 
     def _watch(self, database: Path) -> None:
         """Keep the opened file's identity (the watchdog compares it) and checkpoint its log
