@@ -20,10 +20,10 @@ from digest_core.delivery.identity import (
     write_marker,
 )
 from digest_core.delivery.ledger.engine import (
-    _open_error,
-    _set_aside_orphans,
-    _sqlite_file,
-    _unwritable,
+    open_error,
+    set_aside_orphans,
+    sqlite_file,
+    unwritable_reason,
 )
 from digest_core.delivery.ledger.migrate import (
     UPGRADE_COMMAND,
@@ -42,6 +42,8 @@ from digest_core.delivery.ledger.schema import (
 from digest_core.delivery.ledger.state import LedgerState
 from digest_core.errors import ConfigError, LedgerError
 
+__all__ = ["Lifecycle"]
+
 log = logging.getLogger(__name__)
 
 
@@ -56,7 +58,7 @@ class Lifecycle:
         :meth:`~digest_core.delivery.ledger.Ledger.open`)."""
         parsed = make_url(url)
         shown = parsed.render_as_string(hide_password=True)
-        database = _sqlite_file(url)
+        database = sqlite_file(url)
         marker = marker_for(database) if database is not None else None
         expected = read_marker(marker) if marker is not None else None
         exists = database is None or database.exists()
@@ -70,7 +72,7 @@ class Lifecycle:
                 self.state.locks = FileLocks(database)
                 self.state.locks.prepare()
             if database is not None and exists and (damage := await self._check_file()):
-                raise _open_error(None, shown, database, reason=f"damaged: {damage}")
+                raise open_error(None, shown, database, reason=f"damaged: {damage}")
             found, adopted = await self._identify(
                 shown, marker, expected, exists=exists, new_ledger=new_ledger
             )
@@ -79,7 +81,7 @@ class Lifecycle:
         except (LedgerError, ConfigError):
             raise
         except (DBAPIError, OSError) as exc:
-            raise _open_error(exc, shown, database) from exc
+            raise open_error(exc, shown, database) from exc
         if marker is not None and expected != self.state.ledger_id:
             if expected is not None:
                 log.warning(
@@ -111,10 +113,10 @@ class Lifecycle:
                 exists=False,
                 new_ledger=new_ledger,
             )
-            _set_aside_orphans(database, self.state.clock.now())
-        if unwritable := _unwritable(database):
+            set_aside_orphans(database, self.state.clock.now())
+        if unwritable := unwritable_reason(database):
             # found now, not as a post that waits for ever for a read-only file to answer
-            raise _open_error(None, shown, database, reason=unwritable)
+            raise open_error(None, shown, database, reason=unwritable)
 
     async def _identify(
         self,

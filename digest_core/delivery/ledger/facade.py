@@ -17,7 +17,7 @@ from digest_core.delivery.ledger.analytics import Analytics
 from digest_core.delivery.ledger.audit import Audit
 from digest_core.delivery.ledger.core import Lifecycle
 from digest_core.delivery.ledger.corrections import Corrections
-from digest_core.delivery.ledger.engine import _set_aside_orphans, create_engine
+from digest_core.delivery.ledger.engine import create_engine, set_aside_orphans
 from digest_core.delivery.ledger.leases import Leases
 from digest_core.delivery.ledger.migrate import SchemaState
 from digest_core.delivery.ledger.planning import Planning
@@ -31,6 +31,8 @@ from digest_core.delivery.ledger.subscribers import Subscribers
 from digest_core.delivery.ledger.targets import Targets
 from digest_core.delivery.ledger.threads import ThreadBook
 from digest_core.delivery.ledger.writer import Writer
+
+__all__ = ["Ledger"]
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -135,7 +137,7 @@ class Ledger:
             if lost_file is not None and not lost_file.exists():
                 # its -wal is ours and dead: left there, it would be replayed into a backup
                 # copied to the path
-                _set_aside_orphans(lost_file, state.clock.now())
+                set_aside_orphans(lost_file, state.clock.now())
 
     # -- the shared state, as callers see it ---------------------------------------------------
 

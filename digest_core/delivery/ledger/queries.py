@@ -31,6 +31,8 @@ from digest_core.delivery.ledger.state import LedgerState
 from digest_core.models import IssueRef
 from digest_core.platform import TargetKind
 
+__all__ = ["Queries"]
+
 log = logging.getLogger(__name__)
 
 

@@ -20,6 +20,15 @@ from digest_core.delivery.ledger.schema import (
 )
 from digest_core.delivery.ledger.state import LedgerState
 
+__all__ = [
+    "DEFAULT_BATCH",
+    "DEFAULT_PAUSE",
+    "DaySummary",
+    "PruneReport",
+    "Retention",
+    "served_before_pruning",
+]
+
 log = logging.getLogger(__name__)
 
 #: part rows per transaction of pruning (a target's rows are never split between two): a
