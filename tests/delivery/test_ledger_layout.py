@@ -4,6 +4,7 @@ small public surfaces (each module's ``__all__``; nothing private imported acros
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import bots
@@ -194,3 +195,14 @@ def test_a_module_of_the_package_is_imported_only_for_what_it_lists() -> None:
     }
     assert sorted(outside) == []
 
+
+def test_the_package_docstring_names_each_of_its_modules_and_no_other() -> None:
+    modules = {  # the package's own modules and subpackages (not their modules)
+        name.removeprefix(f"{ledger_package.__name__}.")
+        for name in map(_module_name, MODULES)
+        if name.rpartition(".")[0] == ledger_package.__name__
+    }
+    doc = ledger_package.__doc__ or ""
+    named = set(re.findall(r":mod:`\.(\w+)`", doc))
+    assert sorted(modules - named) == []
+    assert sorted(named - modules) == []  # (no module it cites is missing)
