@@ -100,7 +100,7 @@ def test_each_public_method_of_the_facade_is_one_of_a_collaborator_with_its_cont
         and name != "open"  # the facade's own (an async context manager)
         and hasattr(getattr(Ledger, name), "__wrapped__")
     }
-    assert {"plan", "claim", "mark_sent", "plan_correction", "acquire_lease", "prune"} <= set(
+    assert {"plan", "claim", "mark_sent_soon", "plan_correction", "acquire_lease", "prune"} <= set(
         forwarded
     )
     for name, method in forwarded.items():

@@ -56,9 +56,10 @@ class Ledger:
     """The delivery ledger, subscribers and audit log in one SQL database.
 
     Open it with ``async with Ledger.open(url, clock=...) as ledger``; the schema is created (or
-    migrated) on open. Per-part state changes (:meth:`claim`, :meth:`mark_sent`, …) go through a
-    group-commit writer: each call returns once its change is committed, and changes that arrive
-    while a transaction runs share the next one, so many concurrent sends cost few transactions.
+    migrated) on open. Per-part state changes (:meth:`claim`, :meth:`mark_failed`, …) go through a
+    group-commit writer: each call returns once its change is committed (:meth:`mark_sent_soon`
+    at once, with the change to wait for), and changes that arrive while a transaction runs
+    share the next one, so many concurrent sends cost few transactions.
 
     Several deliveries may share a database, in one process or many: :meth:`claim` is
     conditional, so a part is sent by one of them only, and :class:`DeliveryEngine` holds a
@@ -213,13 +214,11 @@ class Ledger:
     # -- each collaborator's methods ---------------------------------------------------------
 
     read_identity = _via("_lifecycle", Lifecycle.read_identity)
-    checkpoint = _via("_lifecycle", Lifecycle.checkpoint)
     answers = _via("_lifecycle", Lifecycle.answers)
 
     plan = _via("_planning", Planning.plan)
 
     claim = _via("_writer", Writer.claim)
-    mark_sent = _via("_writer", Writer.mark_sent)
     mark_sent_soon = _via("_writer", Writer.mark_sent_soon)
     release = _via("_writer", Writer.release)
     mark_unknown = _via("_writer", Writer.mark_unknown)
@@ -266,8 +265,6 @@ class Ledger:
     waiting = _via("_queries", Queries.waiting)
     in_flight = _via("_queries", Queries.in_flight)
     last_sent = _via("_queries", Queries.last_sent)
-    counts = _via("_queries", Queries.counts)
-    day_counts = _via("_queries", Queries.day_counts)
     day_state = _via("_queries", Queries.day_state)
     posted_revision = _via("_queries", Queries.posted_revision)
     deliveries = _via("_queries", Queries.deliveries)
