@@ -15,7 +15,6 @@ from digest_core.testing import (
     ManualClock,
     make_issue,
     make_targets,
-    mark_sent,
     open_ledger,
     part_counts,
 )
@@ -49,7 +48,7 @@ async def deliver(ledger: Ledger, ref: object, targets: list[Target], n: int = 3
             elif tp.target.id == "c2" and part.part > 0:
                 await ledger.mark_failed(part.id, "gone")
             else:
-                await mark_sent(ledger, part.id, f"m{part.id}")
+                await ledger.mark_sent_soon(part.id, f"m{part.id}").wait()
 
 
 async def old_and_new_days(ledger: Ledger, clock: ManualClock) -> None:
@@ -119,7 +118,7 @@ async def test_the_rows_of_a_repost_are_summarised_with_the_old_ones_once_old(
     resent_at = clock.now()
     for part in forced.targets[0].parts:
         await ledger.claim(part.id)
-        await mark_sent(ledger, part.id, "again")
+        await ledger.mark_sent_soon(part.id, "again").wait()
     clock.advance(91 * 86400)
     await ledger.prune(before=BEFORE + dt.timedelta(days=91), audit_before=clock.now())
     assert sum((await part_counts(ledger, OLD)).values()) == 0
@@ -145,7 +144,7 @@ async def test_pruning_goes_in_small_batches_and_lets_other_work_commit_between(
 
     task = asyncio.create_task(pruning())
     await asyncio.sleep(0)
-    await mark_sent(ledger, row.id, "m")
+    await ledger.mark_sent_soon(row.id, "m").wait()
     done.append("sent")
     await task
     assert done == ["sent", "pruned"]

@@ -40,6 +40,7 @@ __all__ = [
     "DEFAULT_LEASE_TTL",
     "DEFAULT_LEDGER_URL",
     "FULL_VARIANT",
+    "IN_CHUNK",
     "MAYBE_SENT",
     "SCHEMA_VERSION",
     "DayState",
@@ -83,8 +84,9 @@ DEFAULT_LEASE_TTL = 60.0
 #: without a variant shows (rows of schema 7 and older were all recorded so): see
 #: :data:`part_digests`.
 FULL_VARIANT = "full"
-#: SQLite's bound-parameter limit is 32766 since 3.32; stay far below it.
-_CHUNK = 500
+#: How many ids :func:`in_chunks` puts in one ``IN (…)``: SQLite's bound-parameter limit is
+#: 32766 since 3.32; stay far below it.
+IN_CHUNK = 500
 
 
 class PartState(StrEnum):
@@ -402,6 +404,6 @@ def issue_filter(ref: IssueRef, platform: str) -> Any:
 
 
 def in_chunks(ids: Sequence[int]) -> Iterable[Sequence[int]]:
-    """``ids`` in slices of at most 500, each few enough for one ``IN (…)``."""
-    for start in range(0, len(ids), _CHUNK):
-        yield ids[start : start + _CHUNK]
+    """``ids`` in slices of at most :data:`IN_CHUNK`, each few enough for one ``IN (…)``."""
+    for start in range(0, len(ids), IN_CHUNK):
+        yield ids[start : start + IN_CHUNK]
