@@ -13,9 +13,12 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
+from sqlalchemy import func, select
+
 from digest_core.clock import Clock
-from digest_core.delivery.ledger import Ledger
-from digest_core.models import Issue, Item
+from digest_core.delivery.ledger import Ledger, PartState, deliveries, parts
+from digest_core.delivery.ledger.queries import current_states, day_rows
+from digest_core.models import Issue, IssueRef, Item
 from digest_core.platform import PartKey, PlatformLimits, Rate, Target, TargetKind
 from digest_core.rendering import Message, Renderer, RenderOptions, plain_renderer
 
@@ -145,6 +148,43 @@ async def open_ledger(
         if isinstance(clock, ManualClock):
             clock.watch(lambda: ledger.busy)
         yield ledger
+
+
+async def mark_sent(ledger: Ledger, row_id: int, message_id: str) -> None:
+    """Record a claimed row sent with ``message_id`` and return once that is committed (as a
+    delivery does: :meth:`Ledger.mark_sent_soon`, then waiting for it)."""
+    await ledger.mark_sent_soon(row_id, message_id).wait()
+
+
+async def part_counts(
+    ledger: Ledger, ref: IssueRef, *, platform: str | None = None
+) -> dict[PartState, int]:
+    """How many rows of an issue revision (all generations) are in each state."""
+    query = (
+        select(parts.c.state, func.count())
+        .join(deliveries, parts.c.delivery_id == deliveries.c.id)
+        .where(deliveries.c.issue_date == ref.date, deliveries.c.revision == ref.revision)
+        .group_by(parts.c.state)
+    )
+    if platform is not None:
+        query = query.where(deliveries.c.platform == platform)
+    async with ledger._tx() as conn:
+        found = {PartState(state): int(n) for state, n in await conn.execute(query)}
+    return {state: found.get(state, 0) for state in PartState}
+
+
+async def day_part_counts(
+    ledger: Ledger, day: dt.date, *, platform: str | None = None
+) -> dict[PartState, int]:
+    """How many of a day's current rows (see :meth:`Ledger.day_state`) are in each state,
+    summed over platforms unless ``platform`` is given."""
+    async with ledger._tx() as conn:
+        found = await day_rows(conn, day, platform)
+    totals = dict.fromkeys(PartState, 0)
+    for states in current_states(found).values():
+        for state in states:
+            totals[state] += 1
+    return totals
 
 
 @dataclass(frozen=True)

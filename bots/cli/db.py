@@ -67,10 +67,10 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
 
 async def _status(settings: Settings) -> int:
     from digest_core.delivery.ledger import SCHEMA_VERSION
-    from digest_core.delivery.ledger.engine import _open_error, _sqlite_file, create_engine
+    from digest_core.delivery.ledger.engine import create_engine, open_error, sqlite_file
     from digest_core.delivery.ledger.migrate import UPGRADE_COMMAND, read_state
 
-    database = _sqlite_file(settings.database_url)
+    database = sqlite_file(settings.database_url)
     if database is not None and not database.exists():
         print(f"no ledger at {database} yet: the bot creates it at start")
         return EXIT_OK
@@ -79,7 +79,7 @@ async def _status(settings: Settings) -> int:
         async with engine.connect() as conn:
             state = await conn.run_sync(read_state)
     except Exception as exc:
-        raise _open_error(exc, _shown(settings), database) from exc
+        raise open_error(exc, _shown(settings), database) from exc
     finally:
         await engine.dispose()
     print(f"ledger {_shown(settings)}: {state.describe()}")

@@ -106,10 +106,10 @@ def early_publishes_of(settings: Settings) -> dict[dt.date, dt.datetime]:
     import asyncio
 
     from digest_core.delivery import Ledger
-    from digest_core.delivery.ledger.engine import _sqlite_file
+    from digest_core.delivery.ledger.engine import sqlite_file
     from digest_core.publishing.approval import early_publishes
 
-    database = _sqlite_file(settings.database_url)
+    database = sqlite_file(settings.database_url)
     if database is not None and not database.exists():
         return {}
 

@@ -11,7 +11,7 @@ import pytest
 from bots.registry import load_settings
 from bots.runtime import open_service, retention_job
 from digest_core.delivery import PartState
-from digest_core.testing import ManualClock
+from digest_core.testing import ManualClock, part_counts
 from tests.core.test_service_commands import make_config
 
 # 09:00 in Shanghai on 2026-11-30
@@ -32,13 +32,13 @@ async def test_the_retention_job_prunes_old_days_and_status_shows_the_summary(
         [report] = await service.post(day, force=False)
         assert report.ok
         ref = service.archive.on(day).ref
-        sent = (await service.ledger.counts(ref))[PartState.SENT]
+        sent = (await part_counts(service.ledger, ref))[PartState.SENT]
         assert sent > 0
         job = retention_job(service, settings)
         assert (await job.run()).parts == 0  # type: ignore[union-attr]  # today's: kept
         clock.advance(8 * 86400)
         pruned = await job.run()
         assert pruned is not None and pruned.parts == sent
-        assert sum((await service.ledger.counts(ref)).values()) == 0
+        assert sum((await part_counts(service.ledger, ref)).values()) == 0
         status = await service.status()
     assert f"{day} (已归档 / rows pruned; parts sent: {sent})" in status

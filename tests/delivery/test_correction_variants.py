@@ -19,7 +19,7 @@ from digest_core.models import IssueRef
 from digest_core.platform import PlatformLimits, Rate, Target, TargetKind
 from digest_core.publishing.corrections import correct
 from digest_core.rendering import Message
-from digest_core.testing import ManualClock, open_ledger
+from digest_core.testing import ManualClock, open_ledger, part_counts
 from tests.delivery.test_corrections import EditingPlatform
 
 DAY = dt.date(2026, 10, 27)
@@ -212,7 +212,7 @@ async def test_a_schema_7_ledger_keeps_its_deliveries_correctable(
         )
         assert (report.edited, report.unchanged, report.added) == (2, 2, 0) and report.ok
         assert platform.texts("dm0") == ["full a 1", "full B 2"]
-        assert (await ledger.counts(R2))[PartState.SENT] == 4
+        assert (await part_counts(ledger, R2))[PartState.SENT] == 4
 
 
 async def test_a_plan_of_several_batches_lists_exactly_the_rows_it_recorded(

@@ -27,7 +27,15 @@ from digest_core.delivery.ledger.engine import create_engine
 from digest_core.delivery.ledger.planning import PLAN_BATCH
 from digest_core.errors import ConfigError
 from digest_core.platform import Target, TargetKind
-from digest_core.testing import ManualClock, make_issue, make_targets, open_ledger
+from digest_core.testing import (
+    ManualClock,
+    day_part_counts,
+    make_issue,
+    make_targets,
+    mark_sent,
+    open_ledger,
+    part_counts,
+)
 
 REF = make_issue().ref
 
@@ -48,7 +56,7 @@ async def send_all(ledger: Ledger, plan_targets: list[Target], n: int = 3) -> No
     ids = [part.id for tp in plan.targets for part in tp.parts]
     # all at once: the group-commit writer makes it a few transactions, not 2 per row
     assert all(await asyncio.gather(*(ledger.claim(i) for i in ids)))
-    await asyncio.gather(*(ledger.mark_sent(i, f"m{i}") for i in ids))
+    await asyncio.gather(*(mark_sent(ledger, i, f"m{i}") for i in ids))
 
 
 async def test_plan_inserts_one_pending_row_per_target_and_part(ledger: Ledger) -> None:
@@ -56,7 +64,7 @@ async def test_plan_inserts_one_pending_row_per_target_and_part(ledger: Ledger) 
     assert plan.generation == 1
     assert [[p.part for p in tp.parts] for tp in plan.targets] == [[0, 1, 2]] * 4
     assert all(p.state is PartState.PENDING for tp in plan.targets for p in tp.parts)
-    assert (await ledger.counts(REF))[PartState.PENDING] == 12
+    assert (await part_counts(ledger, REF))[PartState.PENDING] == 12
 
 
 async def test_plan_is_idempotent_and_sends_only_what_is_missing(ledger: Ledger) -> None:
@@ -65,13 +73,13 @@ async def test_plan_is_idempotent_and_sends_only_what_is_missing(ledger: Ledger)
     done = first.targets[0].parts
     for part in done[:2]:
         await ledger.claim(part.id)
-        await ledger.mark_sent(part.id, "x")
+        await mark_sent(ledger, part.id, "x")
     again = await ledger.plan(REF, "fake", targets, 3)
     assert again.delivery_id == first.delivery_id
     assert [p.part for p in again.targets[0].parts] == [2]
     assert again.targets[0].already_sent == 2
     assert [len(tp.parts) for tp in again.targets] == [1, 3, 3]
-    assert sum((await ledger.counts(REF)).values()) == 9  # no new rows
+    assert sum((await part_counts(ledger, REF)).values()) == 9  # no new rows
 
 
 async def test_plan_adds_rows_for_new_targets_only(ledger: Ledger) -> None:
@@ -114,7 +122,7 @@ async def test_claims_are_conditional(ledger: Ledger) -> None:
     assert not await ledger.claim(first.id)  # in flight: someone is sending it
     await ledger.release(first.id, "TransientError: 502")
     assert await ledger.claim(first.id)  # pending again
-    await ledger.mark_sent(first.id, "m1")
+    await mark_sent(ledger, first.id, "m1")
     assert not await ledger.claim(first.id)  # sent stays sent
     await ledger.mark_failed(first.id, "late")
     await ledger.skip(second.id, "skipped")
@@ -133,7 +141,7 @@ async def test_claims_are_conditional_without_update_returning(
     claims = [ledger.claim(i) for i in (*ids, ids[0])]
     assert list(await asyncio.gather(*claims)) == [True, True, True, False]
     assert not await ledger.claim(ids[1])
-    assert (await ledger.counts(REF))[PartState.IN_FLIGHT] == 3
+    assert (await part_counts(ledger, REF))[PartState.IN_FLIGHT] == 3
 
 
 async def test_a_dead_runs_row_is_resumed_once(ledger_url: str, clock: ManualClock) -> None:
@@ -196,7 +204,7 @@ async def test_force_creates_a_new_generation_and_keeps_history(ledger: Ledger) 
     assert [len(tp.parts) for tp in daily.targets] == [3, 0]
     history = await ledger.deliveries(REF)
     assert [(d.generation, d.forced) for d in history] == [(1, False), (2, True)]
-    assert (await ledger.counts(REF))[PartState.SENT] == 6
+    assert (await part_counts(ledger, REF))[PartState.SENT] == 6
 
 
 async def test_state_changes_record_attempts_message_ids_and_aware_times(
@@ -208,7 +216,7 @@ async def test_state_changes_record_attempts_message_ids_and_aware_times(
     await ledger.release(row.id, "TransientError: 502")
     clock.advance(5)
     await ledger.claim(row.id)
-    await ledger.mark_sent(row.id, "4711")
+    await mark_sent(ledger, row.id, "4711")
     record = await ledger.last_sent("fake", "c0")
     assert record is not None
     assert (record.state, record.attempts, record.message_id) == (PartState.SENT, 2, "4711")
@@ -223,7 +231,7 @@ async def test_concurrent_state_changes_share_transactions(ledger: Ledger) -> No
     before = ledger.stats.transactions
     await asyncio.gather(*(ledger.claim(i) for i in ids))
     assert ledger.stats.transactions - before < len(ids) / 10  # group commit
-    assert (await ledger.counts(REF))[PartState.IN_FLIGHT] == 100
+    assert (await part_counts(ledger, REF))[PartState.IN_FLIGHT] == 100
 
 
 async def test_gone_target_is_skipped_until_it_subscribes_again(ledger: Ledger) -> None:
@@ -232,7 +240,7 @@ async def test_gone_target_is_skipped_until_it_subscribes_again(ledger: Ledger) 
     plan = await ledger.plan(REF, "fake", [chat], 2)
     await ledger.mark_gone(chat, row_ids=[p.id for p in plan.targets[0].parts], reason="blocked")
     assert await ledger.subscribers("fake") == []
-    assert (await ledger.counts(REF))[PartState.GONE] == 2
+    assert (await part_counts(ledger, REF))[PartState.GONE] == 2
     skipped = await ledger.plan(REF, "fake", [chat], 2)
     assert (skipped.targets, skipped.inactive) == ((), (chat,))
     assert await ledger.subscribe("fake", "42")  # they unblocked the bot and said /start
@@ -293,7 +301,7 @@ async def test_file_ledger_survives_reopen_and_refuses_a_newer_schema(tmp_path: 
     async with Ledger.open(url, clock=clock) as ledger:
         await send_all(ledger, make_targets(2))
     async with Ledger.open(url, clock=clock) as ledger:
-        assert (await ledger.counts(REF))[PartState.SENT] == 6
+        assert (await part_counts(ledger, REF))[PartState.SENT] == 6
         async with ledger._tx() as conn:  # simulate a database written by a newer release
             await conn.execute(update(schema_version).values(version=SCHEMA_VERSION + 1))
     with pytest.raises(ConfigError, match="newer"):
@@ -313,9 +321,9 @@ async def test_day_counts_cover_the_current_rows_of_the_day(ledger: Ledger) -> N
     await send_all(ledger, make_targets(1))
     # a corrected file: c0 already has the day's issue, c1 gets the correction
     await ledger.plan(corrected, "fake", make_targets(2), 2)
-    counts = await ledger.day_counts(REF.date, platform="fake")
+    counts = await day_part_counts(ledger, REF.date, platform="fake")
     assert (counts[PartState.SENT], counts[PartState.PENDING]) == (3, 2)
-    assert sum((await ledger.day_counts(REF.date, platform="other")).values()) == 0
+    assert sum((await day_part_counts(ledger, REF.date, platform="other")).values()) == 0
     assert await ledger.day_state(REF.date, platform="fake") is DayState.PARTIAL
     assert await ledger.day_state(REF.date, platform="other") is DayState.NONE
 
@@ -330,9 +338,9 @@ async def test_a_forced_day_is_done_despite_stale_rows_of_an_older_generation(
     forced = await ledger.plan(REF, "fake", make_targets(1), 3, force=True)
     for part in forced.targets[0].parts:
         assert await ledger.claim(part.id)
-        await ledger.mark_sent(part.id, "m")
+        await mark_sent(ledger, part.id, "m")
     assert await ledger.day_state(REF.date, platform="fake") is DayState.DONE
-    counts = await ledger.day_counts(REF.date, platform="fake")
+    counts = await day_part_counts(ledger, REF.date, platform="fake")
     assert (counts[PartState.SENT], counts[PartState.IN_FLIGHT], counts[PartState.PENDING]) == (
         3,
         0,
@@ -359,9 +367,9 @@ async def test_a_corrected_revision_goes_only_to_targets_without_the_day(ledger:
     c0, c1, _ = first.targets
     for part in c0.parts:  # c0 got the whole issue, c1 its first part, c2 nothing
         assert await ledger.claim(part.id)
-        await ledger.mark_sent(part.id, "m")
+        await mark_sent(ledger, part.id, "m")
     assert await ledger.claim(c1.parts[0].id)
-    await ledger.mark_sent(c1.parts[0].id, "m")
+    await mark_sent(ledger, c1.parts[0].id, "m")
     corrected = make_issue(briefs=3).ref
     plan = await ledger.plan(corrected, "fake", targets, 4)
     assert [(tp.sent_revision, tp.already_sent, len(tp.parts)) for tp in plan.targets] == [
@@ -379,13 +387,13 @@ async def test_rows_under_an_earlier_id_count_for_the_moved_target(ledger: Ledge
     plan = await ledger.plan(REF, "fake", [old], 3)
     first, *rest = plan.targets[0].parts
     assert await ledger.claim(first.id)
-    await ledger.mark_sent(first.id, "m")  # part 0 reached the old id, then it moved
+    await mark_sent(ledger, first.id, "m")  # part 0 reached the old id, then it moved
     await ledger.move_target(old, new, row_ids=[p.id for p in rest])
     for requested in (old, new):  # config names either id
         again = await ledger.plan(REF, "fake", [requested], 3)
         assert [p.part for p in again.targets[0].parts] == [1, 2]
         assert again.targets[0].already_sent == 1
-    assert (await ledger.counts(REF))[PartState.PENDING] == 2  # no row for part 0 at -1009
+    assert (await part_counts(ledger, REF))[PartState.PENDING] == 2  # no row for part 0 at -1009
 
 
 async def test_a_move_recorded_on_a_later_day_is_followed_for_earlier_days(
@@ -395,7 +403,7 @@ async def test_a_move_recorded_on_a_later_day_is_followed_for_earlier_days(
     plan = await ledger.plan(REF, "fake", [old], 3)
     first, *rest = plan.targets[0].parts
     assert await ledger.claim(first.id)
-    await ledger.mark_sent(first.id, "m")
+    await mark_sent(ledger, first.id, "m")
     await ledger.mark_failed(rest[0].id, "TransientError: timeout")
     await ledger.skip(rest[1].id, "skipped: part 1 failed")
     # the next day's delivery finds the group migrated (rows of that day move, not these)
@@ -642,7 +650,7 @@ async def test_a_large_plan_commits_other_ledger_work_between_its_batches(
     task = asyncio.create_task(big_plan())
     await asyncio.sleep(0)
     assert ledger.busy  # the plan's first transaction is running
-    await ledger.mark_sent(row.id, "m1")
+    await mark_sent(ledger, row.id, "m1")
     done.append("sent")
     await task
     assert done == ["sent", "plan"]

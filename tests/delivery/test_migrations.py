@@ -14,7 +14,7 @@ from digest_core.delivery.ledger import SCHEMA_VERSION, Ledger, PartState, metad
 from digest_core.delivery.ledger.migrate import HEAD, lock_for_upgrade, read_state, upgrade
 from digest_core.errors import ConfigError, LedgerError
 from digest_core.platform import Target, TargetKind
-from digest_core.testing import ManualClock, make_issue, make_targets
+from digest_core.testing import ManualClock, make_issue, make_targets, part_counts
 
 DATA = Path(__file__).with_name("data")
 REF = make_issue().ref
@@ -52,7 +52,7 @@ async def test_a_ledger_of_a_release_before_alembic_is_upgraded_and_keeps_its_ro
     url = old_ledger(tmp_path / "old.db", version)
     assert "alembic_version" not in sqlite_tables(tmp_path / "old.db")
     async with Ledger.open(url, clock=ManualClock()) as ledger:
-        assert (await ledger.counts(REF))[PartState.SENT] == 6
+        assert (await part_counts(ledger, REF))[PartState.SENT] == 6
         assert await ledger.subscribers("fake") == [Target("fake", "42", TargetKind.PRIVATE)]
         assert [e.outcome for e in await ledger.audit_log()] == ["sent 3"]
         assert (await ledger.acquire_lease("x", ttl=60)).owner == ledger.owner

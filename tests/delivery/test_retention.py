@@ -11,7 +11,13 @@ import pytest
 from digest_core.delivery.ledger import Ledger, PartState
 from digest_core.delivery.retention import PRUNE_LEASE, RetentionPolicy, prune_once
 from digest_core.platform import Target, TargetKind
-from digest_core.testing import ManualClock, make_issue, make_targets, open_ledger
+from digest_core.testing import (
+    ManualClock,
+    make_issue,
+    make_targets,
+    open_ledger,
+    part_counts,
+)
 
 OLD = make_issue(dt.date(2026, 7, 1)).ref
 NEW = make_issue(dt.date(2026, 10, 26)).ref
@@ -42,7 +48,7 @@ async def deliver(ledger: Ledger, ref: object, targets: list[Target], n: int = 3
             elif tp.target.id == "c2" and part.part > 0:
                 await ledger.mark_failed(part.id, "gone")
             else:
-                await ledger.mark_sent(part.id, f"m{part.id}")
+                await ledger.mark_sent_soon(part.id, f"m{part.id}").wait()
 
 
 async def old_and_new_days(ledger: Ledger, clock: ManualClock) -> None:
@@ -63,8 +69,8 @@ async def test_old_rows_become_summaries_and_recent_rows_stay(
     )
     assert report.days == [(OLD.date, "fake")]
     assert (report.parts, report.summaries, report.audit) == (12, 4, 1)
-    assert sum((await ledger.counts(OLD)).values()) == 0
-    assert (await ledger.counts(NEW))[PartState.SENT] == 9  # untouched
+    assert sum((await part_counts(ledger, OLD)).values()) == 0
+    assert (await part_counts(ledger, NEW))[PartState.SENT] == 9  # untouched
     found = {s.target: s for s in await ledger.summaries(day=OLD.date)}
     assert {t: (s.sent, s.failed, s.unsent) for t, s in found.items()} == {
         "c0": (3, 0, 0),
@@ -99,7 +105,7 @@ async def test_a_pruned_day_is_not_sent_again_unless_forced(
     # the newcomer's rows of the old issue are recent: the next pruning leaves them
     report = await ledger.prune(before=BEFORE, audit_before=clock.now())
     assert report.parts == 0
-    assert (await ledger.counts(OLD))[PartState.PENDING] == 9
+    assert (await part_counts(ledger, OLD))[PartState.PENDING] == 9
 
 
 async def test_the_rows_of_a_repost_are_summarised_with_the_old_ones_once_old(
@@ -112,10 +118,10 @@ async def test_the_rows_of_a_repost_are_summarised_with_the_old_ones_once_old(
     resent_at = clock.now()
     for part in forced.targets[0].parts:
         await ledger.claim(part.id)
-        await ledger.mark_sent(part.id, "again")
+        await ledger.mark_sent_soon(part.id, "again").wait()
     clock.advance(91 * 86400)
     await ledger.prune(before=BEFORE + dt.timedelta(days=91), audit_before=clock.now())
-    assert sum((await ledger.counts(OLD)).values()) == 0
+    assert sum((await part_counts(ledger, OLD)).values()) == 0
     [c0] = await ledger.summaries(day=OLD.date, target="c0")
     assert c0.sent == 6  # 3 of the first delivery, 3 of the forced repost
     assert c0.last_sent_at is not None and c0.last_sent_at >= resent_at
@@ -138,7 +144,7 @@ async def test_pruning_goes_in_small_batches_and_lets_other_work_commit_between(
 
     task = asyncio.create_task(pruning())
     await asyncio.sleep(0)
-    await ledger.mark_sent(row.id, "m")
+    await ledger.mark_sent_soon(row.id, "m").wait()
     done.append("sent")
     await task
     assert done == ["sent", "pruned"]
@@ -154,7 +160,7 @@ async def test_one_process_prunes_at_a_time(ledger_url: str, clock: ManualClock)
         clock.advance(120 * 86400)
         assert (await b.acquire_lease(PRUNE_LEASE, ttl=60)).owner == "b"
         assert await prune_once(a, policy, clock=clock, zone=dt.UTC) is None
-        assert (await a.counts(OLD))[PartState.SENT] == 5
+        assert (await part_counts(a, OLD))[PartState.SENT] == 5
         await b.release_lease(PRUNE_LEASE)
         report = await prune_once(a, policy, clock=clock, zone=dt.UTC)
         assert report is not None and report.parts == 6

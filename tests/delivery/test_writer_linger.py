@@ -16,7 +16,7 @@ import pytest
 
 from digest_core.delivery.ledger import Ledger, PartState, Recorded
 from digest_core.platform import PlatformLimits, Rate
-from digest_core.testing import ManualClock, make_issue, make_targets, open_ledger
+from digest_core.testing import ManualClock, make_issue, make_targets, open_ledger, part_counts
 
 REF = make_issue().ref
 
@@ -56,7 +56,7 @@ async def test_a_send_recorded_soon_shares_the_next_claims_transaction(ledger: L
     assert await asyncio.wait_for(ledger.claim(second), timeout=10)
     assert recorded.done.done() and recorded.error is None
     assert ledger.stats.transactions == before + 1  # the send and the claim: one transaction
-    counts = await ledger.counts(REF)
+    counts = await part_counts(ledger, REF)
     assert counts[PartState.SENT] == 1 and counts[PartState.IN_FLIGHT] == 1
 
 
@@ -66,7 +66,7 @@ async def test_a_waiter_of_a_send_recorded_soon_has_it_written_at_once(ledger: L
     _linger(ledger, 3600.0)
     recorded = ledger.mark_sent_soon(row, "m1", linger=True)
     await asyncio.wait_for(recorded.wait(), timeout=10)
-    assert (await ledger.counts(REF))[PartState.SENT] == 1
+    assert (await part_counts(ledger, REF))[PartState.SENT] == 1
 
 
 async def test_a_send_recorded_soon_is_written_by_itself_after_the_linger(ledger: Ledger) -> None:
@@ -75,7 +75,7 @@ async def test_a_send_recorded_soon_is_written_by_itself_after_the_linger(ledger
     _linger(ledger, 0.01)
     recorded = ledger.mark_sent_soon(row, "m1", linger=True)
     await asyncio.wait_for(asyncio.shield(recorded.done), timeout=10)  # nobody urges it
-    assert (await ledger.counts(REF))[PartState.SENT] == 1
+    assert (await part_counts(ledger, REF))[PartState.SENT] == 1
 
 
 async def test_a_claim_after_a_queued_record_is_written_with_it(ledger: Ledger) -> None:
@@ -89,7 +89,7 @@ async def test_a_claim_after_a_queued_record_is_written_with_it(ledger: Ledger) 
     assert await asyncio.wait_for(ledger.claim(second, after=recorded), timeout=10)
     assert recorded.done.done() and recorded.error is None
     assert ledger.stats.transactions == before + 1
-    counts = await ledger.counts(REF)
+    counts = await part_counts(ledger, REF)
     assert counts[PartState.SENT] == 1 and counts[PartState.IN_FLIGHT] == 1
 
 
@@ -99,7 +99,7 @@ async def test_a_claim_after_a_record_already_written_waits_for_it(ledger: Ledge
     recorded = ledger.mark_sent_soon(first, "m1", linger=True)
     await recorded.wait()
     assert await ledger.claim(second, after=recorded)
-    counts = await ledger.counts(REF)
+    counts = await part_counts(ledger, REF)
     assert counts[PartState.SENT] == 1 and counts[PartState.IN_FLIGHT] == 1
 
 
@@ -113,7 +113,7 @@ async def test_a_send_to_a_platform_without_idempotent_creates_is_written_at_onc
     _linger(ledger, 3600.0)
     recorded = ledger.mark_sent_soon(row, "m1")
     await asyncio.wait_for(asyncio.shield(recorded.done), timeout=10)  # nobody waits for it
-    assert (await ledger.counts(REF))[PartState.SENT] == 1
+    assert (await part_counts(ledger, REF))[PartState.SENT] == 1
 
 
 def test_scaled_limits_keep_whether_creates_are_idempotent() -> None:
@@ -167,7 +167,7 @@ async def test_a_claim_after_a_record_being_written_is_queued_once_it_is_committ
     gate.set()
     assert await asyncio.wait_for(claim, timeout=10)
     assert recorded.error is None
-    counts = await ledger.counts(REF)
+    counts = await part_counts(ledger, REF)
     assert counts[PartState.SENT] == 1 and counts[PartState.IN_FLIGHT] == 1
 
 
@@ -186,7 +186,7 @@ async def test_a_claim_after_a_record_that_failed_raises_its_error_unclaimed(
         await asyncio.wait_for(claim, timeout=10)
     assert isinstance(recorded.error, ValueError)
     await _until(lambda: not ledger.busy)
-    counts = await ledger.counts(REF)
+    counts = await part_counts(ledger, REF)
     assert counts[PartState.IN_FLIGHT] == 1 and counts[PartState.SENT] == 0  # first only
 
 
@@ -204,5 +204,5 @@ async def test_a_claim_cancelled_while_its_record_is_written_is_not_written(
     await asyncio.wait_for(recorded.wait(), timeout=10)
     await asyncio.sleep(0.01)
     await _until(lambda: not ledger.busy)
-    counts = await ledger.counts(REF)
+    counts = await part_counts(ledger, REF)
     assert counts[PartState.SENT] == 1 and counts[PartState.IN_FLIGHT] == 0

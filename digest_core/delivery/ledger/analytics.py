@@ -42,6 +42,18 @@ from digest_core.delivery.ledger.schema import (
 )
 from digest_core.delivery.ledger.state import LedgerState
 
+__all__ = [
+    "MAX_ROWS",
+    "RECENT",
+    "SENT",
+    "Analytics",
+    "ClickKey",
+    "LatestDelivery",
+    "TargetProgress",
+    "UsageKey",
+    "reading",
+]
+
 log = logging.getLogger(__name__)
 
 #: (issue date, story, link, platform, day) of a click count

@@ -25,6 +25,8 @@ from digest_core.delivery.ledger.schema import (
 )
 from digest_core.delivery.ledger.state import LedgerState
 
+__all__ = ["Audit"]
+
 log = logging.getLogger(__name__)
 
 

@@ -12,9 +12,11 @@ from pathlib import Path
 
 from sqlalchemy import make_url
 
-from digest_core.delivery.ledger.engine import _sqlite_file
+from digest_core.delivery.ledger.engine import sqlite_file
 from digest_core.delivery.ledger.schema import CONFIG_KEY
 from digest_core.errors import ConfigError, LedgerError
+
+__all__ = ["Backup", "backup_sqlite", "pg_dump_command", "shell", "sqlite_source"]
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +91,7 @@ def sqlite_source(url: str) -> Path | None:
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite":
         return None
-    found = _sqlite_file(url)
+    found = sqlite_file(url)
     if found is None:
         raise ConfigError("an in-memory ledger has nothing to back up", key=CONFIG_KEY)
     return found

@@ -8,9 +8,24 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
-from digest_core.delivery.ledger.records import PlannedPart, _Entry
+from digest_core.delivery.ledger.records import PlanEntry, PlannedPart
 from digest_core.delivery.ledger.schema import PartState
 from digest_core.platform import Target
+
+__all__ = [
+    "Classification",
+    "FoundRow",
+    "Pairs",
+    "Situation",
+    "all_sent",
+    "check_request",
+    "classify",
+    "counts",
+    "entries",
+    "fresh_entries",
+    "new_rows",
+    "split_unsent",
+]
 
 #: (requested, resolved) targets of a batch
 Pairs = Sequence[tuple[Target, Target]]
@@ -244,7 +259,7 @@ def entries(
     already: Mapping[str, int],
     in_progress: Mapping[str, int],
     superseded: Mapping[str, str],
-) -> list[_Entry]:
+) -> list[PlanEntry]:
     """One plan entry per (requested, resolved) pair, in their order."""
     return [
         (
@@ -260,12 +275,14 @@ def entries(
     ]
 
 
-def all_sent(pairs: Pairs, n_parts: int) -> list[_Entry]:
+def all_sent(pairs: Pairs, n_parts: int) -> list[PlanEntry]:
     """The entries of targets that got every part: nothing to send."""
     return [(req.id, req.kind.value, t.id, (), n_parts, 0, None) for req, t in pairs]
 
 
-def fresh_entries(pairs: Pairs, ids: Mapping[tuple[str, int], int], n_parts: int) -> list[_Entry]:
+def fresh_entries(
+    pairs: Pairs, ids: Mapping[tuple[str, int], int], n_parts: int
+) -> list[PlanEntry]:
     """The entries of targets whose every part was just inserted pending (``ids``: the
     inserted row ids by (target, part))."""
     pending = PartState.PENDING
@@ -283,7 +300,7 @@ def fresh_entries(pairs: Pairs, ids: Mapping[tuple[str, int], int], n_parts: int
     ]
 
 
-def counts(found: Iterable[_Entry]) -> tuple[int, int]:
+def counts(found: Iterable[PlanEntry]) -> tuple[int, int]:
     """(targets that got another revision of the day, targets delivered by another run)."""
     superseded = live = 0
     for entry in found:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 
 from sqlalchemy import delete, insert, inspect, literal, make_url, select
@@ -20,10 +21,10 @@ from digest_core.delivery.identity import (
     write_marker,
 )
 from digest_core.delivery.ledger.engine import (
-    _open_error,
-    _set_aside_orphans,
-    _sqlite_file,
-    _unwritable,
+    open_error,
+    set_aside_orphans,
+    sqlite_file,
+    unwritable_reason,
 )
 from digest_core.delivery.ledger.migrate import (
     UPGRADE_COMMAND,
@@ -42,7 +43,51 @@ from digest_core.delivery.ledger.schema import (
 from digest_core.delivery.ledger.state import LedgerState
 from digest_core.errors import ConfigError, LedgerError
 
+__all__ = ["Lifecycle"]
+
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class _Opening:
+    """What opening a ledger knows before it connects."""
+
+    #: the database as messages name it: an SQLite file's path, else the URL (no password)
+    shown: str
+    #: the SQLite file (None: a database server, or SQLite in memory)
+    database: Path | None
+    #: the marker beside the file, and the ledger id it holds
+    marker: Path | None
+    expected: str | None
+    #: whether the database exists (a server's always does)
+    exists: bool
+    #: accept a missing, new or different database (``run --new-ledger``)
+    new_ledger: bool
+
+    @classmethod
+    def of(cls, url: str, *, new_ledger: bool) -> _Opening:
+        parsed = make_url(url)
+        shown = parsed.render_as_string(hide_password=True)
+        database = sqlite_file(url)
+        marker = marker_for(database) if database is not None else None
+        expected = read_marker(marker) if marker is not None else None
+        exists = database is None or database.exists()
+        if database is not None:
+            shown = str(database)
+        return cls(shown, database, marker, expected, exists, new_ledger)
+
+    def check_identity(self, found: str | None) -> None:
+        """Refuse a database that holds ledger id ``found`` (None: none) if the marker
+        records another ledger (nothing without a marker)."""
+        if self.marker is not None:
+            check_identity(
+                shown=self.shown,
+                marker=self.marker,
+                expected=self.expected,
+                found=found,
+                exists=self.exists,
+                new_ledger=self.new_ledger,
+            )
 
 
 class Lifecycle:
@@ -54,63 +99,53 @@ class Lifecycle:
     async def start(self, url: str, *, new_ledger: bool, upgrade: bool = True) -> None:
         """Check the identity, migrate, check the file: everything opening does first (see
         :meth:`~digest_core.delivery.ledger.Ledger.open`)."""
-        parsed = make_url(url)
-        shown = parsed.render_as_string(hide_password=True)
-        database = _sqlite_file(url)
-        marker = marker_for(database) if database is not None else None
-        expected = read_marker(marker) if marker is not None else None
-        exists = database is None or database.exists()
+        opening = _Opening.of(url, new_ledger=new_ledger)
+        shown, database, marker = opening.shown, opening.database, opening.marker
         if database is not None:
-            shown = str(database)
-        if marker is not None and not exists:
-            # before connecting: a connection would create the missing file
-            check_identity(
-                shown=shown,
-                marker=marker,
-                expected=expected,
-                found=None,
-                exists=False,
-                new_ledger=new_ledger,
-            )
-        if database is not None and not exists:
-            _set_aside_orphans(database, self.state.clock.now())
-        if database is not None and (unwritable := _unwritable(database)):
-            # found now, not as a post that waits for ever for a read-only file to answer
-            raise _open_error(None, shown, database, reason=unwritable)
+            self._check_before_connecting(opening, database)
         try:
             if database is not None and FLOCK_AVAILABLE:  # one host: the kernel's leases
                 self.state.locks = FileLocks(database)
                 self.state.locks.prepare()
-            if database is not None and exists and (damage := await self._check_file()):
-                raise _open_error(None, shown, database, reason=f"damaged: {damage}")
-            found = await self._read_identity()
-            adopted = None
-            if found is None and expected is not None and await self._has_schema():
-                # a ledger from before ledger ids (a backup older than them): a real one
-                adopted = expected
-            if marker is not None:
-                check_identity(
-                    shown=shown,
-                    marker=marker,
-                    expected=expected,
-                    found=found or adopted,
-                    exists=exists,
-                    new_ledger=new_ledger,
-                )
+            if database is not None and opening.exists and (damage := await self._check_file()):
+                raise open_error(None, shown, database, reason=f"damaged: {damage}")
+            found, adopted = await self._identify(opening)
             await self._migrate(shown, upgrade=upgrade)
             self.state.ledger_id = found or await self._create_identity(adopted)
         except (LedgerError, ConfigError):
             raise
         except (DBAPIError, OSError) as exc:
-            raise _open_error(exc, shown, database) from exc
-        if marker is not None and expected != self.state.ledger_id:
-            if expected is not None:
+            raise open_error(exc, shown, database) from exc
+        if marker is not None and opening.expected != self.state.ledger_id:
+            if opening.expected is not None:
                 log.warning(
                     "%s: accepting ledger %s (%s)", marker, self.state.ledger_id, NEW_LEDGER_FLAG
                 )
             write_marker(marker, self.state.ledger_id)
         if database is not None:
             self._watch(database)
+
+    def _check_before_connecting(self, opening: _Opening, database: Path) -> None:
+        """What an SQLite file is refused for before a connection (which would create it):
+        a missing file the marker says existed, a file that cannot be written; the ``-wal``
+        and ``-shm`` a deleted file left are set aside."""
+        if not opening.exists:
+            opening.check_identity(None)
+            set_aside_orphans(database, self.state.clock.now())
+        if unwritable := unwritable_reason(database):
+            # found now, not as a post that waits for ever for a read-only file to answer
+            raise open_error(None, opening.shown, database, reason=unwritable)
+
+    async def _identify(self, opening: _Opening) -> tuple[str | None, str | None]:
+        """The ledger id stored in the database (None: none yet), and the id of the marker
+        to adopt (a ledger from before ledger ids); refused if not the marker's ledger."""
+        found = await self._read_identity()
+        adopted = None
+        if found is None and opening.expected is not None and await self._has_schema():
+            # a ledger from before ledger ids (a backup older than them): a real one
+            adopted = opening.expected
+        opening.check_identity(found or adopted)
+        return found, adopted
 
     def _watch(self, database: Path) -> None:
         """Keep the opened file's identity (the watchdog compares it) and checkpoint its log

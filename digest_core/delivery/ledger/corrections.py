@@ -59,6 +59,8 @@ from digest_core.delivery.ledger.state import LedgerState, retried
 from digest_core.models import IssueRef
 from digest_core.platform import Target, TargetKind
 
+__all__ = ["CorrectionPlan", "CorrectionRow", "Corrections", "Digests"]
+
 log = logging.getLogger(__name__)
 
 #: targets compared per transaction (as planning's batches: bounded loop time and memory)

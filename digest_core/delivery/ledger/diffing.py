@@ -8,6 +8,19 @@ from enum import StrEnum
 
 from digest_core.delivery.ledger.schema import FULL_VARIANT, PartState
 
+__all__ = [
+    "Action",
+    "Planned",
+    "Row",
+    "action",
+    "behind",
+    "compare",
+    "nothing_to_do",
+    "shows",
+    "unchanged",
+    "view",
+]
+
 #: a part of a target's correction as decided: (part, state value, message id); sent with a
 #: message id: unchanged; sent with ``""``: gone, stays gone; pending: to edit (message id),
 #: send anew (None) or, past the new revision's parts, delete

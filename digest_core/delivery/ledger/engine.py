@@ -1,4 +1,5 @@
-"""The SQLAlchemy engine factory and the one-line errors of a database that cannot be opened."""
+"""The SQLAlchemy engine factory, the file of an SQLite URL and its checks before opening, and
+the one-line errors of a database that cannot be opened."""
 
 from __future__ import annotations
 
@@ -28,6 +29,18 @@ from digest_core.delivery.ledger.schema import (
     CONFIG_KEY,
 )
 from digest_core.errors import ConfigError, LedgerError
+
+__all__ = [
+    "PG_SERVER_SETTINGS",
+    "WAL_AUTOCHECKPOINT_PAGES",
+    "WAL_LIMIT_BYTES",
+    "create_engine",
+    "generic_plans",
+    "open_error",
+    "set_aside_orphans",
+    "sqlite_file",
+    "unwritable_reason",
+]
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +115,7 @@ def create_engine(url: str, *, echo: bool) -> AsyncEngine:
         try:
             Path(database).parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise _open_error(exc, database, Path(database)) from exc
+            raise open_error(exc, database, Path(database)) from exc
     _set_pragmas(engine, busy_ms)
     return engine
 
@@ -210,7 +223,7 @@ def _wal(cursor: Any, busy_ms: int) -> None:
         pause = min(pause * 2, 0.02)
 
 
-def _sqlite_file(url: str) -> Path | None:
+def sqlite_file(url: str) -> Path | None:
     """The file of an SQLite URL (None for other databases and in-memory SQLite)."""
     parsed = make_url(url)
     database = parsed.database or ""
@@ -223,7 +236,7 @@ def _sqlite_file(url: str) -> Path | None:
     return Path(database)
 
 
-def _set_aside_orphans(database: Path, now: dt.datetime) -> None:
+def set_aside_orphans(database: Path, now: dt.datetime) -> None:
     """Rename the ``-wal`` and ``-shm`` files a deleted database left behind: SQLite would
     replay that old log into the new, empty file."""
     for suffix in ("-wal", "-shm"):
@@ -238,7 +251,7 @@ def _set_aside_orphans(database: Path, now: dt.datetime) -> None:
                 log.warning("%s has no database; moved it to %s", orphan, aside)
 
 
-def _unwritable(database: Path) -> str | None:
+def unwritable_reason(database: Path) -> str | None:
     """Why SQLite could not write ``database`` and its ``-wal`` beside it, or None. Asks the
     kernel (``access``), which also refuses root an immutable file or a read-only mount."""
     folder = database.parent
@@ -251,7 +264,7 @@ def _unwritable(database: Path) -> str | None:
     return None
 
 
-def _open_error(
+def open_error(
     exc: BaseException | None, shown: str, database: Path | None, *, reason: str = ""
 ) -> LedgerError:
     """One line for a database that cannot be opened: what is wrong with which file, and the

@@ -17,7 +17,7 @@ from digest_core.delivery.ledger.analytics import Analytics
 from digest_core.delivery.ledger.audit import Audit
 from digest_core.delivery.ledger.core import Lifecycle
 from digest_core.delivery.ledger.corrections import Corrections
-from digest_core.delivery.ledger.engine import _set_aside_orphans, create_engine
+from digest_core.delivery.ledger.engine import create_engine, set_aside_orphans
 from digest_core.delivery.ledger.leases import Leases
 from digest_core.delivery.ledger.migrate import SchemaState
 from digest_core.delivery.ledger.planning import Planning
@@ -31,6 +31,8 @@ from digest_core.delivery.ledger.subscribers import Subscribers
 from digest_core.delivery.ledger.targets import Targets
 from digest_core.delivery.ledger.threads import ThreadBook
 from digest_core.delivery.ledger.writer import Writer
+
+__all__ = ["Ledger"]
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -54,9 +56,10 @@ class Ledger:
     """The delivery ledger, subscribers and audit log in one SQL database.
 
     Open it with ``async with Ledger.open(url, clock=...) as ledger``; the schema is created (or
-    migrated) on open. Per-part state changes (:meth:`claim`, :meth:`mark_sent`, …) go through a
-    group-commit writer: each call returns once its change is committed, and changes that arrive
-    while a transaction runs share the next one, so many concurrent sends cost few transactions.
+    migrated) on open. Per-part state changes (:meth:`claim`, :meth:`mark_failed`, …) go through a
+    group-commit writer: each call returns once its change is committed (:meth:`mark_sent_soon`
+    at once, with the change to wait for), and changes that arrive while a transaction runs
+    share the next one, so many concurrent sends cost few transactions.
 
     Several deliveries may share a database, in one process or many: :meth:`claim` is
     conditional, so a part is sent by one of them only, and :class:`DeliveryEngine` holds a
@@ -135,7 +138,7 @@ class Ledger:
             if lost_file is not None and not lost_file.exists():
                 # its -wal is ours and dead: left there, it would be replayed into a backup
                 # copied to the path
-                _set_aside_orphans(lost_file, state.clock.now())
+                set_aside_orphans(lost_file, state.clock.now())
 
     # -- the shared state, as callers see it ---------------------------------------------------
 
@@ -211,13 +214,11 @@ class Ledger:
     # -- each collaborator's methods ---------------------------------------------------------
 
     read_identity = _via("_lifecycle", Lifecycle.read_identity)
-    checkpoint = _via("_lifecycle", Lifecycle.checkpoint)
     answers = _via("_lifecycle", Lifecycle.answers)
 
     plan = _via("_planning", Planning.plan)
 
     claim = _via("_writer", Writer.claim)
-    mark_sent = _via("_writer", Writer.mark_sent)
     mark_sent_soon = _via("_writer", Writer.mark_sent_soon)
     release = _via("_writer", Writer.release)
     mark_unknown = _via("_writer", Writer.mark_unknown)
@@ -264,8 +265,6 @@ class Ledger:
     waiting = _via("_queries", Queries.waiting)
     in_flight = _via("_queries", Queries.in_flight)
     last_sent = _via("_queries", Queries.last_sent)
-    counts = _via("_queries", Queries.counts)
-    day_counts = _via("_queries", Queries.day_counts)
     day_state = _via("_queries", Queries.day_state)
     posted_revision = _via("_queries", Queries.posted_revision)
     deliveries = _via("_queries", Queries.deliveries)

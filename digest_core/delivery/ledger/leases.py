@@ -34,6 +34,8 @@ from digest_core.delivery.ledger.schema import (
 )
 from digest_core.delivery.ledger.state import LedgerState, retried
 
+__all__ = ["Leases", "foreign_holder"]
+
 log = logging.getLogger(__name__)
 
 #: how often a lock another process holds is tried again before it is reported held: a
@@ -64,7 +66,7 @@ def _owner_dead(owner: str) -> bool:
     return False
 
 
-async def _foreign_holder(
+async def foreign_holder(
     conn: AsyncConnection, name: str, *, owner: str, locks: FileLocks | None = None
 ) -> Lease | None:
     """The lease ``name`` if an owner other than ``owner`` holds it and it is live (unexpired by the

@@ -28,6 +28,16 @@ if TYPE_CHECKING:  # Alembic takes 0.4 s to import: only when a schema is to be 
     from alembic.runtime.migration import MigrationContext
     from alembic.script import ScriptDirectory
 
+__all__ = [
+    "HEAD",
+    "UPGRADE_COMMAND",
+    "SchemaState",
+    "lock_for_upgrade",
+    "read_state",
+    "scripts",
+    "upgrade",
+]
+
 log = logging.getLogger(__name__)
 
 #: the newest revision this code knows: the one a ledger is upgraded to

@@ -36,6 +36,8 @@ from urllib.parse import quote
 if sys.platform != "win32":
     import fcntl
 
+__all__ = ["AVAILABLE", "FOLDER_SUFFIX", "FileLocks", "locks_folder"]
+
 log = logging.getLogger(__name__)
 
 #: whether this system has ``flock`` (not Windows: there an SQLite ledger keeps its leases as

@@ -45,26 +45,28 @@ from digest_core.delivery.ledger.classify import (
 from digest_core.delivery.ledger.driver import DriverStatement, driver_value
 from digest_core.delivery.ledger.engine import generic_plans
 from digest_core.delivery.ledger.leases import (
-    _foreign_holder,
+    foreign_holder,
 )
 from digest_core.delivery.ledger.records import (
     Plan,
-    _Entry,
+    PlanEntry,
     delivery_lease,
 )
 from digest_core.delivery.ledger.retention import served_before_pruning
 from digest_core.delivery.ledger.schema import (
     FULL_VARIANT,
     PartState,
-    _chunks,
-    _issue_filter,
     deliveries,
+    in_chunks,
+    issue_filter,
     parts,
     targets,
 )
 from digest_core.delivery.ledger.state import LedgerState, retried
 from digest_core.models import IssueRef
 from digest_core.platform import Target
+
+__all__ = ["PLAN_BATCH", "Planning"]
 
 log = logging.getLogger(__name__)
 
@@ -250,7 +252,7 @@ class Planning:
         delivery_id, generation = await self._delivery_for(
             conn, ref, platform, n_parts, force=force, now=now
         )
-        foreign = await _foreign_holder(
+        foreign = await foreign_holder(
             conn, delivery_lease(platform), owner=self.state.owner, locks=self.state.locks
         )
         # the day's deliveries on the platform -> their revision (none read with force)
@@ -277,10 +279,10 @@ class Planning:
 
     async def _plan_batches(
         self, batch: _Batch, requested: Sequence[Target], moves: _Moves
-    ) -> tuple[list[_Entry], list[Target]]:
+    ) -> tuple[list[PlanEntry], list[Target]]:
         """Plan ``requested`` :data:`PLAN_BATCH` targets at a time, each batch in its own
         transaction; returns the entries and the deactivated targets left out."""
-        found: list[_Entry] = []
+        found: list[PlanEntry] = []
         inactive: list[Target] = []
         for start in range(0, len(requested), PLAN_BATCH):
             pairs = moves.resolve(requested[start : start + PLAN_BATCH], inactive)
@@ -296,7 +298,7 @@ class Planning:
 
     async def _plan_batch_tx(
         self, batch: _Batch, pairs: list[tuple[Target, Target]], moves: _Moves
-    ) -> list[_Entry]:
+    ) -> list[PlanEntry]:
         async with self.state.tx() as conn:
             return await self._plan_batch(conn, batch, pairs, moves)
 
@@ -306,7 +308,7 @@ class Planning:
         batch: _Batch,
         pairs: list[tuple[Target, Target]],
         moves: _Moves,
-    ) -> list[_Entry]:
+    ) -> list[PlanEntry]:
         """Plan one batch of (requested, resolved) targets (see :meth:`plan`)."""
         if not batch.pruned:
             return await self._plan_unpruned(conn, batch, pairs, moves)
@@ -329,7 +331,7 @@ class Planning:
         batch: _Batch,
         pairs: list[tuple[Target, Target]],
         moves: _Moves,
-    ) -> list[_Entry]:
+    ) -> list[PlanEntry]:
         finals = [t.id for _, t in pairs]
         if batch.known is not None and not any(
             a in batch.known for f in finals for a in moves.ids_of(f)
@@ -378,10 +380,10 @@ class Planning:
                 await self._insert_rows(conn, inserts, batch.now)
             stats.rows_inserted += len(inserts)
         for new_id, ids in found.retarget.items():
-            for chunk in _chunks(ids):
+            for chunk in in_chunks(ids):
                 await conn.execute(update(parts).where(parts.c.id.in_(chunk)).values(target=new_id))
                 stats.rows_updated += len(chunk)
-        for chunk in _chunks(found.resets):
+        for chunk in in_chunks(found.resets):
             await conn.execute(
                 update(parts)
                 .where(parts.c.id.in_(chunk))
@@ -412,7 +414,7 @@ class Planning:
 
     async def _plan_fresh(
         self, conn: AsyncConnection, batch: _Batch, pairs: list[tuple[Target, Target]]
-    ) -> list[_Entry] | None:
+    ) -> list[PlanEntry] | None:
         """Plan a batch of targets that had no rows in the day's deliveries when planning
         started (the first post of a day, or new subscribers): every part is inserted
         pending, and the inserted ids are the plan, with no query of the parts table. (On
@@ -507,7 +509,7 @@ class Planning:
             await conn.execute(
                 select(deliveries.c.id, deliveries.c.generation)
                 # corrections (negative generations) are never completed by a post
-                .where(_issue_filter(ref, platform), deliveries.c.generation > 0)
+                .where(issue_filter(ref, platform), deliveries.c.generation > 0)
                 .order_by(deliveries.c.generation.desc())
                 .limit(1)
             )
@@ -552,7 +554,7 @@ async def _targets_with_rows(
 
 
 def _log_outcome(
-    platform: str, ref: IssueRef, found: Sequence[_Entry], inactive: Sequence[Target]
+    platform: str, ref: IssueRef, found: Sequence[PlanEntry], inactive: Sequence[Target]
 ) -> None:
     superseded, live = counts(found)
     if inactive:

@@ -29,6 +29,8 @@ from digest_core.delivery.ledger.schema import (
 )
 from digest_core.delivery.ledger.state import LedgerState
 
+__all__ = ["MAX_FOLLOWS", "Followed", "Format", "Preference", "Readers"]
+
 log = logging.getLogger(__name__)
 
 #: the most keywords one reader may follow

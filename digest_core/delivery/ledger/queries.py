@@ -1,4 +1,4 @@
-"""Status queries: part records, counts, a day's state, deliveries."""
+"""Status queries: part records, a day's state, deliveries."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ import logging
 from collections.abc import (
     Iterable,
 )
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import (
-    func,
     select,
 )
 from sqlalchemy.engine import Row
+from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql import Select
 
 from digest_core.delivery.ledger.records import (
@@ -30,6 +30,8 @@ from digest_core.delivery.ledger.schema import (
 from digest_core.delivery.ledger.state import LedgerState
 from digest_core.models import IssueRef
 from digest_core.platform import TargetKind
+
+__all__ = ["DayRows", "Queries", "current_states", "day_rows"]
 
 log = logging.getLogger(__name__)
 
@@ -127,25 +129,6 @@ class Queries:
         )
         return found[0] if found else None
 
-    async def counts(self, ref: IssueRef, *, platform: str | None = None) -> dict[PartState, int]:
-        """How many rows of an issue revision (all generations) are in each state."""
-        return await self._counts(
-            deliveries.c.issue_date == ref.date,
-            deliveries.c.revision == ref.revision,
-            platform=platform,
-        )
-
-    async def day_counts(
-        self, day: dt.date, *, platform: str | None = None
-    ) -> dict[PartState, int]:
-        """How many of a day's current rows (see :meth:`day_state`) are in each state, summed
-        over platforms unless ``platform`` is given."""
-        totals = dict.fromkeys(PartState, 0)
-        for states in (await self._day_rows(day, platform)).values():
-            for state in states:
-                totals[state] += 1
-        return totals
-
     async def day_state(self, day: dt.date, *, platform: str) -> DayState:
         """How far the post of ``day`` got on ``platform``, judged by its current rows.
 
@@ -159,69 +142,14 @@ class Queries:
         of unknown outcome, else ``DONE`` (failed and gone rows are final: they are reported,
         not retried here).
         """
-        states = (await self._day_rows(day, platform)).get(platform, [])
+        async with self.state.tx() as conn:
+            found = await day_rows(conn, day, platform)
+        states = current_states(found).get(platform, [])
         if not states:
             return DayState.NONE
         if any(s is PartState.PENDING or s in MAYBE_SENT for s in states):
             return DayState.PARTIAL
         return DayState.DONE
-
-    async def _day_rows(self, day: dt.date, platform: str | None) -> dict[str, list[PartState]]:
-        """platform -> the states of the day's current rows (see :meth:`day_state`)."""
-        query = (
-            select(
-                deliveries.c.platform,
-                deliveries.c.id,
-                deliveries.c.revision,
-                deliveries.c.generation,
-                parts.c.target,
-                parts.c.state,
-            )
-            .join(deliveries, parts.c.delivery_id == deliveries.c.id)
-            .where(deliveries.c.issue_date == day)
-        )
-        latest = (
-            select(deliveries.c.platform, deliveries.c.revision)
-            .where(deliveries.c.issue_date == day)
-            .order_by(deliveries.c.id)
-        )
-        if platform is not None:
-            query = query.where(deliveries.c.platform == platform)
-            latest = latest.where(deliveries.c.platform == platform)
-        async with self.state.tx() as conn:
-            # the revision of each platform's latest delivery (later rows overwrite)
-            revision_of = {p: r for p, r in await conn.execute(latest)}
-            rows: dict[tuple[str, str], list[tuple[int, str, int, PartState]]] = {}
-            for p, d_id, revision, generation, target, state in await conn.execute(query):
-                rows.setdefault((p, target), []).append(
-                    (d_id, revision, generation, PartState(state))
-                )
-        found: dict[str, list[PartState]] = {}
-        for (p, _), mine in rows.items():
-            latest_revision = [r for r in mine if r[1] == revision_of[p]]
-            if latest_revision:
-                generation = max(r[2] for r in latest_revision)
-                chosen = [r[3] for r in latest_revision if r[2] == generation]
-            else:
-                sent = [r for r in mine if r[3] is PartState.SENT]
-                pool = sent or mine
-                d_id = max(r[0] for r in pool)
-                chosen = [r[3] for r in pool if r[0] == d_id]
-            found.setdefault(p, []).extend(chosen)
-        return found
-
-    async def _counts(self, *where: Any, platform: str | None) -> dict[PartState, int]:
-        query = (
-            select(parts.c.state, func.count())
-            .join(deliveries, parts.c.delivery_id == deliveries.c.id)
-            .where(*where)
-            .group_by(parts.c.state)
-        )
-        if platform is not None:
-            query = query.where(deliveries.c.platform == platform)
-        async with self.state.tx() as conn:
-            found = {PartState(state): int(n) for state, n in await conn.execute(query)}
-        return {state: found.get(state, 0) for state in PartState}
 
     async def posted_revision(self, day: dt.date, *, platform: str) -> str | None:
         """The revision of the latest delivery of ``day`` on ``platform`` (a post, a forced
@@ -277,3 +205,60 @@ def _newest_rows() -> Select[Any]:
         .join(deliveries, parts.c.delivery_id == deliveries.c.id)
         .order_by(parts.c.updated_at.desc(), parts.c.id.desc())
     )
+
+
+class DayRows(NamedTuple):
+    """The rows of a day as :func:`current_states` judges them."""
+
+    #: platform -> the revision of its latest delivery of the day
+    revision_of: dict[str, str]
+    #: (platform, target) -> (delivery id, revision, generation, state) of each of its rows
+    rows: dict[tuple[str, str], list[tuple[int, str, int, PartState]]]
+
+
+async def day_rows(conn: AsyncConnection, day: dt.date, platform: str | None) -> DayRows:
+    """The rows of ``day`` (of ``platform`` only if given), read in the transaction of
+    ``conn``."""
+    query = (
+        select(
+            deliveries.c.platform,
+            deliveries.c.id,
+            deliveries.c.revision,
+            deliveries.c.generation,
+            parts.c.target,
+            parts.c.state,
+        )
+        .join(deliveries, parts.c.delivery_id == deliveries.c.id)
+        .where(deliveries.c.issue_date == day)
+    )
+    latest = (
+        select(deliveries.c.platform, deliveries.c.revision)
+        .where(deliveries.c.issue_date == day)
+        .order_by(deliveries.c.id)
+    )
+    if platform is not None:
+        query = query.where(deliveries.c.platform == platform)
+        latest = latest.where(deliveries.c.platform == platform)
+    # the revision of each platform's latest delivery (later rows overwrite)
+    revision_of = {p: r for p, r in await conn.execute(latest)}
+    rows: dict[tuple[str, str], list[tuple[int, str, int, PartState]]] = {}
+    for p, d_id, revision, generation, target, state in await conn.execute(query):
+        rows.setdefault((p, target), []).append((d_id, revision, generation, PartState(state)))
+    return DayRows(revision_of, rows)
+
+
+def current_states(found: DayRows) -> dict[str, list[PartState]]:
+    """platform -> the states of the day's current rows (see :meth:`Queries.day_state`)."""
+    current: dict[str, list[PartState]] = {}
+    for (p, _), mine in found.rows.items():
+        latest_revision = [r for r in mine if r[1] == found.revision_of[p]]
+        if latest_revision:
+            generation = max(r[2] for r in latest_revision)
+            chosen = [r[3] for r in latest_revision if r[2] == generation]
+        else:
+            sent = [r for r in mine if r[3] is PartState.SENT]
+            pool = sent or mine
+            d_id = max(r[0] for r in pool)
+            chosen = [r[3] for r in pool if r[0] == d_id]
+        current.setdefault(p, []).extend(chosen)
+    return current

@@ -16,6 +16,20 @@ from digest_core.delivery.ledger.schema import (
 from digest_core.models import IssueRef
 from digest_core.platform import Target, TargetKind
 
+__all__ = [
+    "AuditEntry",
+    "DeliveryRecord",
+    "InactiveTarget",
+    "Lease",
+    "LedgerStats",
+    "PartRecord",
+    "Plan",
+    "PlanEntry",
+    "PlannedPart",
+    "TargetPlan",
+    "delivery_lease",
+]
+
 log = logging.getLogger(__name__)
 
 
@@ -69,10 +83,10 @@ class Plan:
     ref: IssueRef
     platform: str
     n_parts: int
-    #: one plain tuple per planned target (:data:`_Entry`), read as :attr:`targets`: plain
+    #: one plain tuple per planned target (:data:`PlanEntry`), read as :attr:`targets`: plain
     #: tuples of strings and numbers drop out of the garbage collector's passes, whose cost
     #: grows with every object alive and stalls the loop at 100k targets
-    entries: tuple[_Entry, ...]
+    entries: tuple[PlanEntry, ...]
     #: requested targets skipped because they are deactivated (gone)
     inactive: tuple[Target, ...]
 
@@ -92,7 +106,7 @@ class Plan:
 
 #: a planned target as :class:`Plan` keeps it: (requested id, kind, resolved id, rows,
 #: already sent, in progress, sent revision), the fields of :class:`TargetPlan`
-_Entry = tuple[str, str, str, tuple[PlannedPart, ...], int, int, str | None]
+PlanEntry = tuple[str, str, str, tuple[PlannedPart, ...], int, int, str | None]
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,15 @@ from digest_core.delivery.ledger.schema import (
 )
 from digest_core.delivery.ledger.state import LedgerState
 
+__all__ = [
+    "DEFAULT_BATCH",
+    "DEFAULT_PAUSE",
+    "DaySummary",
+    "PruneReport",
+    "Retention",
+    "served_before_pruning",
+]
+
 log = logging.getLogger(__name__)
 
 #: part rows per transaction of pruning (a target's rows are never split between two): a
@@ -197,53 +206,10 @@ class Retention:
         """Summarise and delete the rows of the next targets of one day's deliveries, about
         ``batch`` rows (one transaction); returns (rows deleted, summaries written)."""
         async with self.state.tx() as conn:
-            chunk: list[str] = []
-            for d_id in ids:  # in the order of the unique index: no sort, no scan
-                found = [
-                    str(t)
-                    for (t,) in await conn.execute(
-                        select(parts.c.target)
-                        .where(parts.c.delivery_id == d_id)
-                        .order_by(parts.c.target, parts.c.part)
-                        .limit(batch)
-                    )
-                ]
-                if found:
-                    chunk = list(dict.fromkeys(found))
-                    if len(found) == batch and len(chunk) > 1:
-                        chunk.pop()  # its rows may go on past the limit: next time
-                    break
+            chunk = await _next_targets(conn, ids, batch)
             if not chunk:
                 return 0, 0
-            rows = await conn.execute(
-                select(
-                    parts.c.target,
-                    func.min(parts.c.kind),
-                    _count(PartState.SENT),
-                    _count(PartState.FAILED),
-                    _count(PartState.GONE),
-                    func.count(),
-                    func.sum(parts.c.attempts),
-                    func.max(case((parts.c.state == PartState.SENT.value, parts.c.updated_at))),
-                )
-                .where(parts.c.delivery_id.in_(ids), parts.c.target.in_(chunk))
-                .group_by(parts.c.target)
-            )
-            new = {
-                str(target): DaySummary(
-                    day,
-                    platform,
-                    str(target),
-                    str(kind),
-                    int(sent),
-                    int(failed),
-                    int(gone),
-                    int(total) - int(sent) - int(failed) - int(gone),
-                    int(attempts or 0),
-                    last,
-                )
-                for target, kind, sent, failed, gone, total, attempts, last in rows
-            }
+            new = await _summarise(conn, day, platform, ids, chunk)
             await self._merge_summaries(conn, day, platform, new)
             deleted = (
                 await conn.execute(
@@ -364,3 +330,59 @@ class Retention:
             row.attempts,
             row.last_sent_at,
         )
+
+
+async def _next_targets(conn: AsyncConnection, ids: Sequence[int], batch: int) -> list[str]:
+    """The targets of about ``batch`` rows of the first of the deliveries ``ids`` that has
+    rows left, whole targets only, in target order (none: no rows left)."""
+    for d_id in ids:  # in the order of the unique index: no sort, no scan
+        found = [
+            str(t)
+            for (t,) in await conn.execute(
+                select(parts.c.target)
+                .where(parts.c.delivery_id == d_id)
+                .order_by(parts.c.target, parts.c.part)
+                .limit(batch)
+            )
+        ]
+        if found:
+            chunk = list(dict.fromkeys(found))
+            if len(found) == batch and len(chunk) > 1:
+                chunk.pop()  # its rows may go on past the limit: next time
+            return chunk
+    return []
+
+
+async def _summarise(
+    conn: AsyncConnection, day: dt.date, platform: str, ids: Sequence[int], chunk: list[str]
+) -> dict[str, DaySummary]:
+    """target -> the summary of its rows in the deliveries ``ids``, for the targets ``chunk``."""
+    rows = await conn.execute(
+        select(
+            parts.c.target,
+            func.min(parts.c.kind),
+            _count(PartState.SENT),
+            _count(PartState.FAILED),
+            _count(PartState.GONE),
+            func.count(),
+            func.sum(parts.c.attempts),
+            func.max(case((parts.c.state == PartState.SENT.value, parts.c.updated_at))),
+        )
+        .where(parts.c.delivery_id.in_(ids), parts.c.target.in_(chunk))
+        .group_by(parts.c.target)
+    )
+    return {
+        str(target): DaySummary(
+            day,
+            platform,
+            str(target),
+            str(kind),
+            int(sent),
+            int(failed),
+            int(gone),
+            int(total) - int(sent) - int(failed) - int(gone),
+            int(attempts or 0),
+            last,
+        )
+        for target, kind, sent, failed, gone, total, attempts, last in rows
+    }

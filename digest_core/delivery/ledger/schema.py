@@ -35,6 +35,39 @@ from sqlalchemy.sql.functions import FunctionElement
 
 from digest_core.models import IssueRef
 
+__all__ = [
+    "CONFIG_KEY",
+    "DEFAULT_LEASE_TTL",
+    "DEFAULT_LEDGER_URL",
+    "FULL_VARIANT",
+    "IN_CHUNK",
+    "MAYBE_SENT",
+    "SCHEMA_VERSION",
+    "DayState",
+    "PartState",
+    "UTCDateTime",
+    "audit",
+    "day_summaries",
+    "db_time",
+    "deliveries",
+    "follow_checks",
+    "follows",
+    "in_chunks",
+    "issue_filter",
+    "leases",
+    "ledger_identity",
+    "link_clicks",
+    "metadata",
+    "part_digests",
+    "parts",
+    "preferences",
+    "schema_version",
+    "subscribers",
+    "targets",
+    "threads",
+    "usage_counts",
+]
+
 log = logging.getLogger(__name__)
 
 #: Where the ledger lives unless config says otherwise (relative to the working directory).
@@ -51,8 +84,9 @@ DEFAULT_LEASE_TTL = 60.0
 #: without a variant shows (rows of schema 7 and older were all recorded so): see
 #: :data:`part_digests`.
 FULL_VARIANT = "full"
-#: SQLite's bound-parameter limit is 32766 since 3.32; stay far below it.
-_CHUNK = 500
+#: How many ids :func:`in_chunks` puts in one ``IN (…)``: SQLite's bound-parameter limit is
+#: 32766 since 3.32; stay far below it.
+IN_CHUNK = 500
 
 
 class PartState(StrEnum):
@@ -360,7 +394,8 @@ def _db_time_default(element: db_time, compiler: SQLCompiler, **kw: Any) -> str:
     return f"((CURRENT_TIMESTAMP AT TIME ZONE 'UTC') + make_interval(secs => {seconds}))"
 
 
-def _issue_filter(ref: IssueRef, platform: str) -> Any:
+def issue_filter(ref: IssueRef, platform: str) -> Any:
+    """The deliveries of issue revision ``ref`` on ``platform`` (a WHERE clause)."""
     return and_(
         deliveries.c.issue_date == ref.date,
         deliveries.c.revision == ref.revision,
@@ -368,6 +403,7 @@ def _issue_filter(ref: IssueRef, platform: str) -> Any:
     )
 
 
-def _chunks(ids: Sequence[int]) -> Iterable[Sequence[int]]:
-    for start in range(0, len(ids), _CHUNK):
-        yield ids[start : start + _CHUNK]
+def in_chunks(ids: Sequence[int]) -> Iterable[Sequence[int]]:
+    """``ids`` in slices of at most :data:`IN_CHUNK`, each few enough for one ``IN (…)``."""
+    for start in range(0, len(ids), IN_CHUNK):
+        yield ids[start : start + IN_CHUNK]

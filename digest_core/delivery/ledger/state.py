@@ -23,6 +23,18 @@ from digest_core.delivery.ledger.oslocks import FileLocks
 from digest_core.delivery.ledger.records import LedgerStats
 from digest_core.errors import LedgerLost
 
+__all__ = [
+    "LINGER_SECONDS",
+    "WRITERS",
+    "HasState",
+    "LedgerState",
+    "Op",
+    "Recorded",
+    "new_owner",
+    "retried",
+    "settle_sends",
+]
+
 log = logging.getLogger(__name__)
 
 #: the writer's concurrent transactions on a server database (PostgreSQL)

@@ -21,13 +21,19 @@ from digest_core.delivery.ledger.schema import (
 from digest_core.delivery.ledger.state import LedgerState
 from digest_core.platform import Target, TargetKind
 
+__all__ = ["Subscribers", "activate_subscriber"]
+
 log = logging.getLogger(__name__)
 
 #: subscriber rows turned into targets between two yields to the event loop
 _READ_CHUNK = 5000
 
 
-async def _subscribe(conn: AsyncConnection, platform: str, chat_id: str, now: dt.datetime) -> bool:
+async def activate_subscriber(
+    conn: AsyncConnection, platform: str, chat_id: str, now: dt.datetime
+) -> bool:
+    """Make the chat an active subscriber since ``now`` (in ``conn``'s transaction); False
+    if it already was one."""
     found = (
         await conn.execute(
             select(subscribers.c.active).where(
@@ -63,7 +69,7 @@ class Subscribers:
         """
         now = self.state.clock.now()
         async with self.state.tx() as conn:
-            added = await _subscribe(conn, platform, chat_id, now)
+            added = await activate_subscriber(conn, platform, chat_id, now)
             await conn.execute(
                 update(targets)
                 .where(

@@ -20,16 +20,18 @@ from digest_core.delivery.ledger.records import (
 )
 from digest_core.delivery.ledger.schema import (
     PartState,
-    _chunks,
+    in_chunks,
     parts,
     subscribers,
     targets,
 )
 from digest_core.delivery.ledger.state import LedgerState, retried
 from digest_core.delivery.ledger.subscribers import (
-    _subscribe,
+    activate_subscriber,
 )
 from digest_core.platform import Target, TargetKind
+
+__all__ = ["Targets"]
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +140,7 @@ class Targets:
         self.state.live.difference_update(ids)
         clash = [r.id for r in rows if (r.delivery_id, r.part) in taken]
         moved = [r.id for r in rows if (r.delivery_id, r.part) not in taken]
-        for chunk in _chunks(moved):
+        for chunk in in_chunks(moved):
             await conn.execute(
                 update(parts).where(parts.c.id.in_(chunk)).values(target=new.id, updated_at=now)
             )
@@ -206,7 +208,7 @@ class Targets:
     ) -> None:
         ids = list(row_ids)
         self.state.live.difference_update(ids)
-        for chunk in _chunks(ids):
+        for chunk in in_chunks(ids):
             result = await conn.execute(
                 update(parts)
                 .where(parts.c.id.in_(chunk), parts.c.state != PartState.SENT.value)
@@ -232,4 +234,4 @@ async def _move_subscriber(
             .where(subscribers.c.platform == old.platform, subscribers.c.chat_id == old.id)
             .values(active=False, until=now)
         )
-        await _subscribe(conn, new.platform, new.id, now)
+        await activate_subscriber(conn, new.platform, new.id, now)

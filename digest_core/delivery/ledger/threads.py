@@ -21,6 +21,8 @@ from sqlalchemy import insert, select, update
 from digest_core.delivery.ledger.schema import deliveries, threads
 from digest_core.delivery.ledger.state import LedgerState, retried
 
+__all__ = ["ThreadBook", "ThreadRecord"]
+
 log = logging.getLogger(__name__)
 
 

@@ -35,7 +35,7 @@ from digest_core.delivery.ledger.driver import DriverStatement, driver_value, fe
 from digest_core.delivery.ledger.engine import generic_plans
 from digest_core.delivery.ledger.schema import (
     PartState,
-    _chunks,
+    in_chunks,
     parts,
 )
 from digest_core.delivery.ledger.state import LedgerState, Op, settle_sends
@@ -560,7 +560,7 @@ class Writer:
         if not claims:
             return []
         found: set[int] = set()
-        for chunk in _chunks(list({op.row_id for op in claims})):
+        for chunk in in_chunks(list({op.row_id for op in claims})):
             result = await conn.execute(
                 select(parts.c.id).where(
                     parts.c.id.in_(chunk),
@@ -601,7 +601,7 @@ class Writer:
             result = await conn.execute(_PG_CLAIM, {"b_ids": list(plain), "b_now": now})
             won += [plain[row_id] for (row_id,) in result]
         elif conn.dialect.update_returning:
-            for chunk in _chunks(list(plain)):
+            for chunk in in_chunks(list(plain)):
                 result = await conn.execute(_CLAIM_RETURNING, {"b_ids": chunk, "b_now": now})
                 won += [plain[row_id] for (row_id,) in result]
         else:

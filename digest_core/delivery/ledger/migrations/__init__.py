@@ -12,6 +12,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
+__all__ = ["has_column", "set_schema_version"]
+
 
 def set_schema_version(version: int) -> None:
     """Record ``version`` in the ``schema_version`` table (one row)."""

@@ -23,6 +23,14 @@ def upgrade() -> None:
         sa.Column("version", sa.Integer, primary_key=True),
         if_not_exists=True,
     )
+    _create_deliveries_and_parts()
+    _create_targets_and_subscribers()
+    _create_audit()
+    set_schema_version(1)
+
+
+def _create_deliveries_and_parts() -> None:
+    """What was sent where: a delivery per issue, platform and generation, a row per part."""
     op.create_table(
         "deliveries",
         sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
@@ -54,6 +62,10 @@ def upgrade() -> None:
     )
     op.create_index("ix_parts_state", "parts", ["state"], if_not_exists=True)
     op.create_index("ix_parts_target", "parts", ["target"], if_not_exists=True)
+
+
+def _create_targets_and_subscribers() -> None:
+    """Targets found gone or moved, and the private chats subscribed."""
     op.create_table(
         "targets",
         sa.Column("platform", sa.String(32), primary_key=True),
@@ -74,6 +86,10 @@ def upgrade() -> None:
         sa.Column("until", sa.DateTime),
         if_not_exists=True,
     )
+
+
+def _create_audit() -> None:
+    """The audit log of commands."""
     op.create_table(
         "audit",
         sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
@@ -86,4 +102,3 @@ def upgrade() -> None:
         sa.Column("outcome", sa.Text, nullable=False),
         if_not_exists=True,
     )
-    set_schema_version(1)
