@@ -187,6 +187,7 @@ class DiscordAdapter(DiscordThreads):
         self._pointer = ApiPointer()
         self._gateway: asyncio.Task[None] | None = None
         self._bodies = CreateBodies()
+        self._routes = CreateRoutes()
 
     # ------------------------------------------------------------ Platform
 
@@ -210,7 +211,7 @@ class DiscordAdapter(DiscordThreads):
         body = aiohttp.BytesPayload(
             self._bodies.body(message, nonce), content_type="application/json"
         )
-        route = Route("POST", "/channels/{channel_id}/messages", channel_id=channel_id)
+        route = self._routes.route(channel_id)
         try:
             async with asyncio.timeout(self.settings.request_timeout_seconds):
                 data = await client.http.request(route, data=body)
@@ -598,6 +599,49 @@ class CreateBodies:
             self._known.move_to_end(id(message))
         tail = f'"allowed_mentions":{_ALLOWED_MENTIONS_JSON},"nonce":{json.dumps(nonce)}'
         return (known[2] + tail + ',"enforce_nonce":true}').encode("ascii")
+
+
+class CreateRoutes:
+    """discord.py's ``Route`` of ``POST /channels/{id}/messages`` for each channel, made once,
+    its URL parsed once.
+
+    discord.py hands ``route.url`` to aiohttp as it is, and aiohttp parses a ``str`` into a
+    ``yarl.URL`` on every request, then works out its parts again (host, port, path, origin:
+    yarl caches each on the URL object, so a new object computes them anew; yarl's own cache
+    of parsed strings holds fewer URLs than a post has channels). Here a route keeps one
+    ``yarl.URL`` built exactly as aiohttp builds it from the string, so the request is the
+    same: about 10 µs of CPU a send, more on a machine whose caches went cold between sends
+    (benchmarks/discord_fanout.py). A route is a value (discord.py reads its method, path,
+    URL and major parameters), so one serves every send to its channel; the routes are made
+    again when ``Route.BASE`` changes (:class:`ApiPointer`), and at most :attr:`SIZE`
+    channels are kept (direct messages to many readers), the oldest dropped first.
+
+    A discord.py whose ``Route`` has no ``url`` string is given its routes as they are made.
+    """
+
+    SIZE = 4096
+    PATH = "/channels/{channel_id}/messages"
+
+    def __init__(self) -> None:
+        self._base = ""
+        self._routes: dict[int, Route] = {}
+
+    def route(self, channel_id: int) -> Route:
+        """The create route of ``channel_id``, under the current ``Route.BASE``."""
+        if self._base != Route.BASE:
+            self._routes.clear()
+            self._base = Route.BASE
+        route = self._routes.get(channel_id)
+        if route is None:
+            route = Route("POST", self.PATH, channel_id=channel_id)
+            url = getattr(route, "url", None)
+            if isinstance(url, str):
+                # aiohttp takes a str or a yarl.URL (``URL(url)`` is what it does with a str)
+                route.url = yarl.URL(url)  # type: ignore[assignment]
+            if len(self._routes) >= self.SIZE:
+                del self._routes[next(iter(self._routes))]
+            self._routes[channel_id] = route
+        return route
 
 
 def part_nonce(key: PartKey) -> str:
