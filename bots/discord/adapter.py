@@ -64,6 +64,11 @@ LOGIN_REQUESTS = 2
 #: JSON error codes: https://discord.com/developers/docs/topics/opcodes-and-status-codes
 UNKNOWN_MESSAGE = 10008
 MISSING_PERMISSIONS = 50013
+#: aiohttp's own timeouts for the adapter's requests: none. Each of them runs inside
+#: ``asyncio.timeout(request_timeout_seconds)``, which also covers discord.py's waits and
+#: retries; aiohttp's default (5 minutes in all, for each attempt) armed and cancelled a timer
+#: per request. discord.py hands its ``request``'s other keywords to aiohttp as they are.
+NO_AIOHTTP_TIMEOUT = aiohttp.ClientTimeout()
 
 
 # --------------------------------------------------------------------------- pointing discord.py
@@ -214,7 +219,7 @@ class DiscordAdapter(DiscordThreads):
         route = self._routes.route(channel_id)
         try:
             async with asyncio.timeout(self.settings.request_timeout_seconds):
-                data = await client.http.request(route, data=body)
+                data = await client.http.request(route, data=body, timeout=NO_AIOHTTP_TIMEOUT)
         except Exception as exc:
             raise self._translate(exc, target) from exc
         return str(data["id"])
@@ -330,7 +335,7 @@ class DiscordAdapter(DiscordThreads):
         try:
             async with asyncio.timeout(self.settings.request_timeout_seconds):
                 try:
-                    await client.http.request(route, json=json)
+                    await client.http.request(route, json=json, timeout=NO_AIOHTTP_TIMEOUT)
                 except discord.HTTPException as exc:
                     if exc.code != THREAD_ARCHIVED or channel_id == int(target.id):
                         raise
@@ -338,8 +343,9 @@ class DiscordAdapter(DiscordThreads):
                     await client.http.request(
                         Route("PATCH", "/channels/{channel_id}", channel_id=channel_id),
                         json={"archived": False},
+                        timeout=NO_AIOHTTP_TIMEOUT,
                     )
-                    await client.http.request(route, json=json)
+                    await client.http.request(route, json=json, timeout=NO_AIOHTTP_TIMEOUT)
         except discord.NotFound as exc:
             if exc.code == UNKNOWN_MESSAGE:
                 raise MessageGone(
