@@ -1,5 +1,5 @@
 """The create-message bodies: each message's JSON encoded once, the nonce added per send
-(issue #24, item 5), and the same JSON as encoding the whole payload each time."""
+(issue #24, item 5), the same JSON as encoding the whole payload each time, in UTF-8."""
 
 from __future__ import annotations
 
@@ -26,8 +26,15 @@ def test_a_body_is_the_payload_with_mentions_off_and_the_nonce() -> None:
     for nonce in ("first", "second"):
         body = bodies.body(message, nonce)
         assert json.loads(body) == _sent(message.payload, nonce)
-        body.decode("ascii")  # (ASCII, as discord.py encodes JSON)
+        assert "héllo ✓".encode() in body  # UTF-8, not escaped to ASCII
     assert json.loads(bodies.body(Message({}), "n")) == _sent({}, "n")
+
+
+def test_a_payload_that_cannot_be_utf8_is_escaped_as_discord_py_escapes_it() -> None:
+    payload = {"content": "half a pair: \ud83d ✓"}
+    body = CreateBodies().body(Message(payload), "n")
+    assert json.loads(body) == _sent(payload, "n")
+    assert b"\\ud83d \\u2713" in body  # ASCII, as json.dumps escapes it
 
 
 def test_a_payloads_own_mentions_and_nonce_are_replaced() -> None:
