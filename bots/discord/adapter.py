@@ -10,7 +10,7 @@ import json
 import logging
 import secrets
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
@@ -192,6 +192,7 @@ class DiscordAdapter(DiscordThreads):
         self._pointer = ApiPointer()
         self._gateway: asyncio.Task[None] | None = None
         self._bodies = CreateBodies()
+        self._edits = EditBodies()
         self._routes = CreateRoutes()
 
     # ------------------------------------------------------------ Platform
@@ -213,9 +214,7 @@ class DiscordAdapter(DiscordThreads):
         client = self._require_client()
         channel_id = self.channel_of(target)  # a forum post's thread, for its later parts
         nonce = secrets.token_hex(12) if key is None else part_nonce(key)
-        body = aiohttp.BytesPayload(
-            self._bodies.body(message, nonce), content_type="application/json"
-        )
+        body = _json_payload(self._bodies.body(message, nonce))
         route = self._routes.route(channel_id)
         try:
             async with asyncio.timeout(self.settings.request_timeout_seconds):
@@ -253,24 +252,19 @@ class DiscordAdapter(DiscordThreads):
 
     async def edit(self, target: Target, message_id: str, message: Message) -> None:
         """``PATCH /channels/{c}/messages/{m}`` with the payload's content, embeds and
-        components (absent ones are cleared, so the edited message is exactly the payload).
+        components (absent ones are cleared, so the edited message is exactly the payload),
+        mentions off; the JSON encoded once per message (:class:`EditBodies`).
 
         Raises:
             MessageGone: 404 Unknown Message (10008).
             the errors of :meth:`send` otherwise.
         """
-        payload = {
-            "content": message.payload.get("content") or "",
-            "embeds": message.payload.get("embeds") or [],
-            "components": message.payload.get("components") or [],
-            "allowed_mentions": dict(ALLOWED_MENTIONS),
-        }
         await self._message_call(
             target,
             "PATCH",
             "/channels/{channel_id}/messages/{message_id}",
             message_id,
-            json=payload,
+            body=self._edits.body(message),
         )
 
     async def delete(self, target: Target, message_id: str) -> bool:
@@ -318,7 +312,14 @@ class DiscordAdapter(DiscordThreads):
             return
 
     async def _message_call(
-        self, target: Target, method: str, path: str, message_id: str, *, json: Any = None
+        self,
+        target: Target,
+        method: str,
+        path: str,
+        message_id: str,
+        *,
+        json: Any = None,
+        body: bytes | None = None,
     ) -> None:
         """One request about message ``message_id`` in channel ``target`` (in a forum, in
         the post's thread: an archived one is unarchived first, as Discord requires): 404
@@ -332,10 +333,16 @@ class DiscordAdapter(DiscordThreads):
             raise Rejected(
                 f"not a Discord message id: {message_id!r}", platform=self.name, target=target.id
             ) from None
+
+        def sent() -> dict[str, Any]:
+            """The request's body: ``body`` as it is (a new aiohttp payload each time), else
+            ``json`` for discord.py to encode."""
+            return {"data": _json_payload(body)} if body is not None else {"json": json}
+
         try:
             async with asyncio.timeout(self.settings.request_timeout_seconds):
                 try:
-                    await client.http.request(route, json=json, timeout=NO_AIOHTTP_TIMEOUT)
+                    await client.http.request(route, **sent(), timeout=NO_AIOHTTP_TIMEOUT)
                 except discord.HTTPException as exc:
                     if exc.code != THREAD_ARCHIVED or channel_id == int(target.id):
                         raise
@@ -345,7 +352,7 @@ class DiscordAdapter(DiscordThreads):
                         json={"archived": False},
                         timeout=NO_AIOHTTP_TIMEOUT,
                     )
-                    await client.http.request(route, json=json, timeout=NO_AIOHTTP_TIMEOUT)
+                    await client.http.request(route, **sent(), timeout=NO_AIOHTTP_TIMEOUT)
         except discord.NotFound as exc:
             if exc.code == UNKNOWN_MESSAGE:
                 raise MessageGone(
@@ -570,59 +577,102 @@ _SEND_KEYS = frozenset({"allowed_mentions", "nonce", "enforce_nonce"})
 _ALLOWED_MENTIONS_JSON = json.dumps(ALLOWED_MENTIONS, separators=(",", ":"))
 
 
-class CreateBodies:
-    """The JSON of create-message bodies, each message's encoded once (compact, in UTF-8),
-    its nonce added per send.
+def _json_payload(body: bytes) -> aiohttp.BytesPayload:
+    """``body`` (JSON) for aiohttp, sent as discord.py sends its own JSON."""
+    return aiohttp.BytesPayload(body, content_type="application/json")
 
-    A post sends the same few messages to every channel, and encoding each anew was about
-    0.13 ms of CPU a message (benchmarks/discord_fanout.py). A message is known by identity
-    while its payload keeps its keys and their values' identities; a payload whose values
-    are changed inside (an embed's field edited in place) after it was sent is not noticed:
-    messages are values, built anew for new content (the renderers and ``message_admins``
-    make new ones). The last :attr:`SIZE` messages are kept.
 
-    The text is UTF-8, not escaped to ASCII as discord.py's own encoder does it (with its
-    ``speed`` extra, orjson, discord.py sends UTF-8 too; JSON's encoding, RFC 8259): a
-    Chinese character is 3 bytes instead of a 6-byte ``\\uXXXX``, and a post's message half
-    the bytes to hand to aiohttp and the socket (about 15 µs of CPU a send at 22 kB). A
-    payload that cannot be UTF-8 (a lone surrogate) is escaped to ASCII as before.
+class _EncodedOnce:
+    """Bytes made from a message's payload once per message: a post sends (or a correction
+    edits) the same few messages in every channel, and encoding each anew cost about 0.13 ms
+    of CPU a message (benchmarks/discord_fanout.py).
+
+    A message is known by identity while its payload keeps its keys and their values'
+    identities; a payload whose values are changed inside (an embed's field edited in place)
+    after it was sent is not noticed: messages are values, built anew for new content (the
+    renderers, ``corrected`` and ``message_admins`` make new ones). The last :attr:`SIZE`
+    messages are kept.
+
+    JSON is written compact and in UTF-8, not escaped to ASCII as discord.py's own encoder
+    does it (with its ``speed`` extra, orjson, discord.py sends UTF-8 too; JSON's encoding,
+    RFC 8259): a Chinese character is 3 bytes instead of a 6-byte ``\\uXXXX``, and a post's
+    message half the bytes to hand to aiohttp and the socket (about 15 µs of CPU a send at
+    22 kB). A payload that cannot be UTF-8 (a lone surrogate) is escaped to ASCII instead.
     """
 
     SIZE = 16
-    #: what follows a message's own keys: mentions off, the nonce's key (its value per send)
-    _MIDDLE = f'"allowed_mentions":{_ALLOWED_MENTIONS_JSON},"nonce":'
-    _END = b',"enforce_nonce":true}'
 
     def __init__(self) -> None:
         self._known: OrderedDict[int, tuple[Message, tuple[tuple[str, int], ...], bytes]] = (
             OrderedDict()
         )
 
-    def body(self, message: Message, nonce: str) -> bytes:
-        """``message.payload`` with ``allowed_mentions``, ``nonce`` and ``enforce_nonce``."""
+    def _encoded(self, message: Message) -> bytes:
         payload = message.payload
         shape = tuple((k, id(v)) for k, v in payload.items())
         known = self._known.get(id(message))
         if known is None or known[0] is not message or known[1] != shape:
-            known = (message, shape, self._head(payload))
+            known = (message, shape, self._encode(payload))
             self._known[id(message)] = known
             if len(self._known) > self.SIZE:
                 self._known.popitem(last=False)
         else:
             self._known.move_to_end(id(message))
-        return b"".join((known[2], json.dumps(nonce).encode("ascii"), self._END))
+        return known[2]
 
-    def _head(self, payload: dict[str, Any]) -> bytes:
+    def _encode(self, payload: dict[str, Any]) -> bytes:
+        raise NotImplementedError
+
+    @staticmethod
+    def _utf8(text_of: Callable[[bool], str]) -> bytes:
+        """``text_of(False)`` (JSON not escaped to ASCII) in UTF-8; where that cannot be, the
+        ASCII of ``text_of(True)``."""
+        try:
+            return text_of(False).encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: escaped, as discord.py would send it
+            return text_of(True).encode("ascii")
+
+
+class CreateBodies(_EncodedOnce):
+    """The JSON of create-message bodies: each message's encoded once, its nonce added per
+    send (see :class:`_EncodedOnce`)."""
+
+    #: what follows a message's own keys: mentions off, the nonce's key (its value per send)
+    _MIDDLE = f'"allowed_mentions":{_ALLOWED_MENTIONS_JSON},"nonce":'
+    _END = b',"enforce_nonce":true}'
+
+    def body(self, message: Message, nonce: str) -> bytes:
+        """``message.payload`` with ``allowed_mentions``, ``nonce`` and ``enforce_nonce``."""
+        return b"".join((self._encoded(message), json.dumps(nonce).encode("ascii"), self._END))
+
+    def _encode(self, payload: dict[str, Any]) -> bytes:
         """The body up to the nonce's value: the payload's keys (but :data:`_SEND_KEYS`),
         then :attr:`_MIDDLE`."""
         rest = {k: v for k, v in payload.items() if k not in _SEND_KEYS}
-        text = json.dumps(rest, separators=(",", ":"), ensure_ascii=False)[:-1]
-        head = text + ("," if rest else "") + self._MIDDLE
-        try:
-            return head.encode("utf-8")
-        except UnicodeEncodeError:  # a lone surrogate: escaped, as discord.py would send it
-            text = json.dumps(rest, separators=(",", ":"), ensure_ascii=True)[:-1]
-            return (text + ("," if rest else "") + self._MIDDLE).encode("ascii")
+        comma = "," if rest else ""
+
+        def text(ascii: bool) -> str:
+            return json.dumps(rest, separators=(",", ":"), ensure_ascii=ascii)[:-1] + comma
+
+        return self._utf8(lambda ascii: text(ascii) + self._MIDDLE)
+
+
+class EditBodies(_EncodedOnce):
+    """The JSON of edit-message bodies (``PATCH``), each message's encoded once (see
+    :class:`_EncodedOnce`): the payload's content, embeds and components, absent ones
+    cleared (so the edited message is exactly the payload), mentions off."""
+
+    def body(self, message: Message) -> bytes:
+        return self._encoded(message)
+
+    def _encode(self, payload: dict[str, Any]) -> bytes:
+        edit = {
+            "content": payload.get("content") or "",
+            "embeds": payload.get("embeds") or [],
+            "components": payload.get("components") or [],
+            "allowed_mentions": ALLOWED_MENTIONS,
+        }
+        return self._utf8(lambda ascii: json.dumps(edit, separators=(",", ":"), ensure_ascii=ascii))
 
 
 class CreateRoutes:

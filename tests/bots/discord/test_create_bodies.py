@@ -1,11 +1,12 @@
-"""The create-message bodies: each message's JSON encoded once, the nonce added per send
-(issue #24, item 5), the same JSON as encoding the whole payload each time, in UTF-8."""
+"""The create- and edit-message bodies: each message's JSON encoded once, the nonce added
+per send (issue #24, item 5), the same JSON as encoding the whole payload each time, in
+UTF-8."""
 
 from __future__ import annotations
 
 import json
 
-from bots.discord.adapter import CreateBodies
+from bots.discord.adapter import CreateBodies, EditBodies
 from digest_core.rendering import Message
 from digest_core.rendering.discord import ALLOWED_MENTIONS
 
@@ -59,3 +60,22 @@ def test_only_the_last_messages_are_kept() -> None:
     for m in messages:
         assert json.loads(bodies.body(m, "n"))["content"] == m.payload["content"]
     assert len(bodies._known) == CreateBodies.SIZE
+
+
+def test_an_edit_body_is_the_payload_with_absent_parts_cleared_and_mentions_off() -> None:
+    bodies = EditBodies()
+    embeds = [{"title": "标题", "fields": [{"name": "n", "value": "v"}]}]
+    rows = [{"type": 1, "components": []}]
+    cases = [
+        ({"content": "改正 ✓"}, {"content": "改正 ✓", "embeds": [], "components": []}),
+        (
+            {"embeds": embeds, "components": rows, "allowed_mentions": {"parse": ["everyone"]}},
+            {"content": "", "embeds": embeds, "components": rows},
+        ),
+    ]
+    for payload, edited in cases:
+        message = Message(payload)
+        body = bodies.body(message)
+        assert json.loads(body) == {**edited, "allowed_mentions": dict(ALLOWED_MENTIONS)}
+        assert bodies.body(message) is body  # encoded once
+    assert "改正 ✓".encode() in bodies.body(Message({"content": "改正 ✓"}))  # UTF-8
