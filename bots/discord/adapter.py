@@ -608,6 +608,7 @@ class _EncodedOnce:
         )
 
     def _encoded(self, message: Message) -> bytes:
+        """What :meth:`_encode` made of ``message``'s payload, made now if not kept."""
         payload = message.payload
         shape = tuple((k, id(v)) for k, v in payload.items())
         known = self._known.get(id(message))
@@ -621,6 +622,7 @@ class _EncodedOnce:
         return known[2]
 
     def _encode(self, payload: dict[str, Any]) -> bytes:
+        """The bytes of one payload (each kind of body its own)."""
         raise NotImplementedError
 
     @staticmethod
@@ -651,10 +653,10 @@ class CreateBodies(_EncodedOnce):
         rest = {k: v for k, v in payload.items() if k not in _SEND_KEYS}
         comma = "," if rest else ""
 
-        def text(ascii: bool) -> str:
-            return json.dumps(rest, separators=(",", ":"), ensure_ascii=ascii)[:-1] + comma
+        def text(escaped: bool) -> str:
+            return json.dumps(rest, separators=(",", ":"), ensure_ascii=escaped)[:-1] + comma
 
-        return self._utf8(lambda ascii: text(ascii) + self._MIDDLE)
+        return self._utf8(lambda escaped: text(escaped) + self._MIDDLE)
 
 
 class EditBodies(_EncodedOnce):
@@ -672,7 +674,9 @@ class EditBodies(_EncodedOnce):
             "components": payload.get("components") or [],
             "allowed_mentions": ALLOWED_MENTIONS,
         }
-        return self._utf8(lambda ascii: json.dumps(edit, separators=(",", ":"), ensure_ascii=ascii))
+        return self._utf8(
+            lambda escaped: json.dumps(edit, separators=(",", ":"), ensure_ascii=escaped)
+        )
 
 
 class CreateRoutes:
