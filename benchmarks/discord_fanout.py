@@ -6,7 +6,10 @@ discord.py client posting over HTTP to ``tests.fakes.discord_api.FakeDiscord`` w
 rate limits (50 requests/s global, 5 messages per 5 s per channel; ``--scale`` shrinks the
 double's windows and speeds the bot's pacing by the same factor). Each run is a fresh process
 (peak RSS is the bot's alone: the double runs in a process of its own); medians are printed
-last. Figures:
+last. ``--no-http`` answers each message create in the bot's process after 2 ms instead (the
+adapter builds and sends each part as before; discord.py's request, aiohttp, the socket and
+the answer's JSON are left out): a run without it minus one with it is the Discord client's
+HTTP path per message. Figures:
 
 * wall / ideal: the ``post`` call's wall time over the ideal at Discord's limits,
   max((messages - 1) / 50 per second, (parts - 5) / 5 per 5 s), and ``ratio`` its inverse
@@ -26,8 +29,20 @@ last. Figures:
   checkout and several trips to aiosqlite's thread through SQLAlchemy. Since the writer keeps
   a connection of its own on an SQLite file and runs each statement of a batch in one trip
   (digest_core/delivery/ledger/direct.py), 2.54 ms became 1.68 (medians of 3 interleaved
-  pairs, December 2026); what is left is spread over discord.py's request with aiohttp and
-  its JSON decoding, the engine's tasks and pacing, and the event loop.
+  pairs, December 2026); what is left is spread over discord.py's request with aiohttp and its
+  JSON decoding, the engine's tasks and pacing, and the event loop. The Discord client's HTTP
+  path, a run minus its ``--no-http`` twin (the same answering put in by hand before the flag;
+  medians of 3 interleaved, two sets, December 2026): 0.61 and 0.56 ms a message before, 0.51
+  and 0.42 after each channel's route was kept with its URL parsed once, bodies went out in
+  UTF-8 and aiohttp's timer per request went; the whole process's figure did not move beyond
+  the shared machine's noise (1.66 ms before and after, medians of 15 interleaved runs each,
+  1.04-2.84). Sampled at 50 a second, a send is about half aiohttp's request and a fifth the
+  answer's JSON (the double answers it escaped to ASCII, 22.7 kB; in UTF-8, as Discord
+  answers, it is 11.8 kB), the rest discord.py's bookkeeping and the adapter's own (nonce,
+  body, route, request timeout). On this machine a process woken from idle pays 40-150 µs of
+  CPU whatever it runs, and Python run just after costs about 3 times what it costs warm: at
+  50 sends a second most of a message's CPU is that, spread over every wake-up and every piece
+  of code a send touches.
 """
 
 from __future__ import annotations
@@ -35,6 +50,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import itertools
 import json
 import logging
 import math
@@ -114,7 +130,8 @@ def run_child(args: argparse.Namespace) -> dict[str, float]:
             fake.stdin.close()
         fake.wait(timeout=10)
     n = int(figures["messages"])
-    assert n == stats["stored"], (figures, stats)
+    created = 0 if args.no_http else n  # (with --no-http the double sees none of them)
+    assert created == stats["stored"], (figures, stats)
     limited = stats["rate_limited"]
     return {
         **figures,
@@ -122,7 +139,9 @@ def run_child(args: argparse.Namespace) -> dict[str, float]:
         "bucket_429": limited.get("bucket", 0),
         "total_429": stats["statuses"].get("429", 0),
         # requests besides the posts (logging in: the global limit counts them too)
-        "other_requests": sum(stats["requests"].values()) - stats["statuses"].get("429", 0) - n,
+        "other_requests": sum(stats["requests"].values())
+        - stats["statuses"].get("429", 0)
+        - created,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
 
@@ -158,6 +177,9 @@ async def post_once(args: argparse.Namespace, api_base: str, token: str) -> dict
             # the double's windows are `scale` times Discord's: pace as much faster
             adapter.limits = _limits(args)
             await adapter.start(service, receive=False)
+            if args.no_http:
+                assert adapter.client is not None
+                _answer_creates_here(adapter.client.http)
             sent_at: list[float] = []
 
             def progress(outcome: PartOutcome) -> None:
@@ -194,6 +216,28 @@ async def post_once(args: argparse.Namespace, api_base: str, token: str) -> dict
     }
 
 
+#: ``--no-http``: how long a create waits for its answer (the loopback double's, about)
+ANSWER_SECONDS = 0.002
+
+
+def _answer_creates_here(http: Any) -> None:
+    """``--no-http``: each message create is answered in this process after
+    :data:`ANSWER_SECONDS` with a new message id (``http.request`` replaced on that instance
+    for the create route; other requests go to the double). The adapter builds and sends each
+    part as before (nonce, body, route, request timeout); discord.py's request, aiohttp, the
+    socket and the answer's JSON are left out."""
+    request = http.request
+    ids = itertools.count(1)
+
+    async def answered(route: Any, **kwargs: Any) -> Any:
+        if route.method != "POST" or route.path != "/channels/{channel_id}/messages":
+            return await request(route, **kwargs)
+        await asyncio.sleep(ANSWER_SECONDS)
+        return {"id": str(next(ids)), "channel_id": str(route.channel_id)}
+
+    http.request = answered
+
+
 def _limits(args: argparse.Namespace) -> Any:
     """The pacing of the run: DISCORD_LIMITS (with ``--overall``'s global rate) sped up by
     ``1 / scale``."""
@@ -211,6 +255,7 @@ def _limits(args: argparse.Namespace) -> Any:
 
 def _passed(args: argparse.Namespace) -> list[str]:
     passed = ["--channels", str(args.channels), "--scale", str(args.scale), "--date", args.date]
+    passed += ["--no-http"] if args.no_http else []
     return passed + (["--overall", args.overall] if args.overall else [])
 
 
@@ -230,6 +275,13 @@ def main() -> None:
         "--overall",
         metavar="RATE/BURST",
         help="try a token bucket as global pacing instead of DISCORD_LIMITS' window (e.g. 50/1)",
+    )
+    parser.add_argument(
+        "--no-http",
+        action="store_true",
+        help="answer each message create in the bot's process after 2 ms (no discord.py "
+        "request, aiohttp or socket): a run without it minus one with it is the HTTP "
+        "client's CPU per message",
     )
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)

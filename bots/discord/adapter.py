@@ -10,7 +10,7 @@ import json
 import logging
 import secrets
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
@@ -64,6 +64,11 @@ LOGIN_REQUESTS = 2
 #: JSON error codes: https://discord.com/developers/docs/topics/opcodes-and-status-codes
 UNKNOWN_MESSAGE = 10008
 MISSING_PERMISSIONS = 50013
+#: aiohttp's own timeouts for the adapter's requests: none. Each of them runs inside
+#: ``asyncio.timeout(request_timeout_seconds)``, which also covers discord.py's waits and
+#: retries; aiohttp's default (5 minutes in all, for each attempt) armed and cancelled a timer
+#: per request. discord.py hands its ``request``'s other keywords to aiohttp as they are.
+NO_AIOHTTP_TIMEOUT = aiohttp.ClientTimeout()
 
 
 # --------------------------------------------------------------------------- pointing discord.py
@@ -187,6 +192,8 @@ class DiscordAdapter(DiscordThreads):
         self._pointer = ApiPointer()
         self._gateway: asyncio.Task[None] | None = None
         self._bodies = CreateBodies()
+        self._edits = EditBodies()
+        self._routes = CreateRoutes()
 
     # ------------------------------------------------------------ Platform
 
@@ -207,13 +214,11 @@ class DiscordAdapter(DiscordThreads):
         client = self._require_client()
         channel_id = self.channel_of(target)  # a forum post's thread, for its later parts
         nonce = secrets.token_hex(12) if key is None else part_nonce(key)
-        body = aiohttp.BytesPayload(
-            self._bodies.body(message, nonce), content_type="application/json"
-        )
-        route = Route("POST", "/channels/{channel_id}/messages", channel_id=channel_id)
+        body = _json_payload(self._bodies.body(message, nonce))
+        route = self._routes.route(channel_id)
         try:
             async with asyncio.timeout(self.settings.request_timeout_seconds):
-                data = await client.http.request(route, data=body)
+                data = await client.http.request(route, data=body, timeout=NO_AIOHTTP_TIMEOUT)
         except Exception as exc:
             raise self._translate(exc, target) from exc
         return str(data["id"])
@@ -247,24 +252,19 @@ class DiscordAdapter(DiscordThreads):
 
     async def edit(self, target: Target, message_id: str, message: Message) -> None:
         """``PATCH /channels/{c}/messages/{m}`` with the payload's content, embeds and
-        components (absent ones are cleared, so the edited message is exactly the payload).
+        components (absent ones are cleared, so the edited message is exactly the payload),
+        mentions off; the JSON encoded once per message (:class:`EditBodies`).
 
         Raises:
             MessageGone: 404 Unknown Message (10008).
             the errors of :meth:`send` otherwise.
         """
-        payload = {
-            "content": message.payload.get("content") or "",
-            "embeds": message.payload.get("embeds") or [],
-            "components": message.payload.get("components") or [],
-            "allowed_mentions": dict(ALLOWED_MENTIONS),
-        }
         await self._message_call(
             target,
             "PATCH",
             "/channels/{channel_id}/messages/{message_id}",
             message_id,
-            json=payload,
+            body=self._edits.body(message),
         )
 
     async def delete(self, target: Target, message_id: str) -> bool:
@@ -312,7 +312,14 @@ class DiscordAdapter(DiscordThreads):
             return
 
     async def _message_call(
-        self, target: Target, method: str, path: str, message_id: str, *, json: Any = None
+        self,
+        target: Target,
+        method: str,
+        path: str,
+        message_id: str,
+        *,
+        json: Any = None,
+        body: bytes | None = None,
     ) -> None:
         """One request about message ``message_id`` in channel ``target`` (in a forum, in
         the post's thread: an archived one is unarchived first, as Discord requires): 404
@@ -326,10 +333,16 @@ class DiscordAdapter(DiscordThreads):
             raise Rejected(
                 f"not a Discord message id: {message_id!r}", platform=self.name, target=target.id
             ) from None
+
+        def sent() -> dict[str, Any]:
+            """The request's body: ``body`` as it is (a new aiohttp payload each time), else
+            ``json`` for discord.py to encode."""
+            return {"data": _json_payload(body)} if body is not None else {"json": json}
+
         try:
             async with asyncio.timeout(self.settings.request_timeout_seconds):
                 try:
-                    await client.http.request(route, json=json)
+                    await client.http.request(route, **sent(), timeout=NO_AIOHTTP_TIMEOUT)
                 except discord.HTTPException as exc:
                     if exc.code != THREAD_ARCHIVED or channel_id == int(target.id):
                         raise
@@ -337,8 +350,9 @@ class DiscordAdapter(DiscordThreads):
                     await client.http.request(
                         Route("PATCH", "/channels/{channel_id}", channel_id=channel_id),
                         json={"archived": False},
+                        timeout=NO_AIOHTTP_TIMEOUT,
                     )
-                    await client.http.request(route, json=json)
+                    await client.http.request(route, **sent(), timeout=NO_AIOHTTP_TIMEOUT)
         except discord.NotFound as exc:
             if exc.code == UNKNOWN_MESSAGE:
                 raise MessageGone(
@@ -563,41 +577,149 @@ _SEND_KEYS = frozenset({"allowed_mentions", "nonce", "enforce_nonce"})
 _ALLOWED_MENTIONS_JSON = json.dumps(ALLOWED_MENTIONS, separators=(",", ":"))
 
 
-class CreateBodies:
-    """The JSON of create-message bodies, each message's encoded once (as discord.py encodes
-    JSON: compact, ASCII), its nonce added per send.
+def _json_payload(body: bytes) -> aiohttp.BytesPayload:
+    """``body`` (JSON) for aiohttp, sent as discord.py sends its own JSON."""
+    return aiohttp.BytesPayload(body, content_type="application/json")
 
-    A post sends the same few messages to every channel, and encoding each anew was about
-    0.13 ms of CPU a message (benchmarks/discord_fanout.py). A message is known by identity
-    while its payload keeps its keys and their values' identities; a payload whose values
-    are changed inside (an embed's field edited in place) after it was sent is not noticed:
-    messages are values, built anew for new content (the renderers and ``message_admins``
-    make new ones). The last :attr:`SIZE` messages are kept.
+
+class _EncodedOnce:
+    """Bytes made from a message's payload once per message: a post sends (or a correction
+    edits) the same few messages in every channel, and encoding each anew cost about 0.13 ms
+    of CPU a message (benchmarks/discord_fanout.py).
+
+    A message is known by identity while its payload keeps its keys and their values'
+    identities; a payload whose values are changed inside (an embed's field edited in place)
+    after it was sent is not noticed: messages are values, built anew for new content (the
+    renderers, ``corrected`` and ``message_admins`` make new ones). The last :attr:`SIZE`
+    messages are kept.
+
+    JSON is written compact and in UTF-8, not escaped to ASCII as discord.py's own encoder
+    does it (with its ``speed`` extra, orjson, discord.py sends UTF-8 too; JSON's encoding,
+    RFC 8259): a Chinese character is 3 bytes instead of a 6-byte ``\\uXXXX``, and a post's
+    message half the bytes to hand to aiohttp and the socket (about 15 µs of CPU a send at
+    22 kB). A payload that cannot be UTF-8 (a lone surrogate) is escaped to ASCII instead.
     """
 
     SIZE = 16
 
     def __init__(self) -> None:
-        self._known: OrderedDict[int, tuple[Message, tuple[tuple[str, int], ...], str]] = (
+        self._known: OrderedDict[int, tuple[Message, tuple[tuple[str, int], ...], bytes]] = (
             OrderedDict()
         )
 
-    def body(self, message: Message, nonce: str) -> bytes:
-        """``message.payload`` with ``allowed_mentions``, ``nonce`` and ``enforce_nonce``."""
+    def _encoded(self, message: Message) -> bytes:
+        """What :meth:`_encode` made of ``message``'s payload, made now if not kept."""
         payload = message.payload
         shape = tuple((k, id(v)) for k, v in payload.items())
         known = self._known.get(id(message))
         if known is None or known[0] is not message or known[1] != shape:
-            rest = {k: v for k, v in payload.items() if k not in _SEND_KEYS}
-            head = json.dumps(rest, separators=(",", ":"), ensure_ascii=True)[:-1]
-            known = (message, shape, head + ("," if rest else ""))
+            known = (message, shape, self._encode(payload))
             self._known[id(message)] = known
             if len(self._known) > self.SIZE:
                 self._known.popitem(last=False)
         else:
             self._known.move_to_end(id(message))
-        tail = f'"allowed_mentions":{_ALLOWED_MENTIONS_JSON},"nonce":{json.dumps(nonce)}'
-        return (known[2] + tail + ',"enforce_nonce":true}').encode("ascii")
+        return known[2]
+
+    def _encode(self, payload: dict[str, Any]) -> bytes:
+        """The bytes of one payload (each kind of body its own)."""
+        raise NotImplementedError
+
+    @staticmethod
+    def _utf8(text_of: Callable[[bool], str]) -> bytes:
+        """``text_of(False)`` (JSON not escaped to ASCII) in UTF-8; where that cannot be, the
+        ASCII of ``text_of(True)``."""
+        try:
+            return text_of(False).encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: escaped, as discord.py would send it
+            return text_of(True).encode("ascii")
+
+
+class CreateBodies(_EncodedOnce):
+    """The JSON of create-message bodies: each message's encoded once, its nonce added per
+    send (see :class:`_EncodedOnce`)."""
+
+    #: what follows a message's own keys: mentions off, the nonce's key (its value per send)
+    _MIDDLE = f'"allowed_mentions":{_ALLOWED_MENTIONS_JSON},"nonce":'
+    _END = b',"enforce_nonce":true}'
+
+    def body(self, message: Message, nonce: str) -> bytes:
+        """``message.payload`` with ``allowed_mentions``, ``nonce`` and ``enforce_nonce``."""
+        return b"".join((self._encoded(message), json.dumps(nonce).encode("ascii"), self._END))
+
+    def _encode(self, payload: dict[str, Any]) -> bytes:
+        """The body up to the nonce's value: the payload's keys (but :data:`_SEND_KEYS`),
+        then :attr:`_MIDDLE`."""
+        rest = {k: v for k, v in payload.items() if k not in _SEND_KEYS}
+        comma = "," if rest else ""
+
+        def text(escaped: bool) -> str:
+            return json.dumps(rest, separators=(",", ":"), ensure_ascii=escaped)[:-1] + comma
+
+        return self._utf8(lambda escaped: text(escaped) + self._MIDDLE)
+
+
+class EditBodies(_EncodedOnce):
+    """The JSON of edit-message bodies (``PATCH``), each message's encoded once (see
+    :class:`_EncodedOnce`): the payload's content, embeds and components, absent ones
+    cleared (so the edited message is exactly the payload), mentions off."""
+
+    def body(self, message: Message) -> bytes:
+        return self._encoded(message)
+
+    def _encode(self, payload: dict[str, Any]) -> bytes:
+        edit = {
+            "content": payload.get("content") or "",
+            "embeds": payload.get("embeds") or [],
+            "components": payload.get("components") or [],
+            "allowed_mentions": ALLOWED_MENTIONS,
+        }
+        return self._utf8(
+            lambda escaped: json.dumps(edit, separators=(",", ":"), ensure_ascii=escaped)
+        )
+
+
+class CreateRoutes:
+    """discord.py's ``Route`` of ``POST /channels/{id}/messages`` for each channel, made once,
+    its URL parsed once.
+
+    discord.py hands ``route.url`` to aiohttp as it is, and aiohttp parses a ``str`` into a
+    ``yarl.URL`` on every request, then works out its parts again (host, port, path, origin:
+    yarl caches each on the URL object, so a new object computes them anew; yarl's own cache
+    of parsed strings holds fewer URLs than a post has channels). Here a route keeps one
+    ``yarl.URL`` built exactly as aiohttp builds it from the string, so the request is the
+    same: about 10 µs of CPU a send, more on a machine whose caches went cold between sends
+    (benchmarks/discord_fanout.py). A route is a value (discord.py reads its method, path,
+    URL and major parameters), so one serves every send to its channel; the routes are made
+    again when ``Route.BASE`` changes (:class:`ApiPointer`), and at most :attr:`SIZE`
+    channels are kept (direct messages to many readers), the oldest dropped first.
+
+    A discord.py whose ``Route`` has no ``url`` string is given its routes as they are made.
+    """
+
+    SIZE = 4096
+    PATH = "/channels/{channel_id}/messages"
+
+    def __init__(self) -> None:
+        self._base = ""
+        self._routes: dict[int, Route] = {}
+
+    def route(self, channel_id: int) -> Route:
+        """The create route of ``channel_id``, under the current ``Route.BASE``."""
+        if self._base != Route.BASE:
+            self._routes.clear()
+            self._base = Route.BASE
+        route = self._routes.get(channel_id)
+        if route is None:
+            route = Route("POST", self.PATH, channel_id=channel_id)
+            url = getattr(route, "url", None)
+            if isinstance(url, str):
+                # aiohttp takes a str or a yarl.URL (``URL(url)`` is what it does with a str)
+                route.url = yarl.URL(url)  # type: ignore[assignment]
+            if len(self._routes) >= self.SIZE:
+                del self._routes[next(iter(self._routes))]
+            self._routes[channel_id] = route
+        return route
 
 
 def part_nonce(key: PartKey) -> str:
