@@ -23,9 +23,10 @@ from bots.renderers import Flavor
 from bots.telegram.editing import TelegramEditing
 from bots.telegram.handlers import AnswerTiming, Handlers
 from bots.telegram.menus import RedactToken, command_menus, sdk_loggers
-from bots.telegram.request import JsonRequest, shared_tls
+from bots.telegram.request import EncodedJson, JsonRequest, shared_tls
 from bots.telegram.settings import TelegramSettings
 from bots.telegram.wire import (
+    SendBodies,
     chat_id,
     excerpt,
     may_have_arrived,
@@ -137,7 +138,9 @@ class TelegramAdapter(TelegramEditing):
         #: what private subscribers get (the core renders it): the issue or its compact form
         self.subscriber_part = Part.TOC if settings.subscriber_format == "compact" else Part.ALL
         #: every sendMessage carries allow_paid_broadcast: replies share the paced budget
-        self._paid = {"allow_paid_broadcast": True} if settings.paid_broadcast else {}
+        self._bodies = SendBodies({"allow_paid_broadcast": True} if settings.paid_broadcast else {})
+        #: the Bot API's sendMessage URL (the token in it), known once the bot is built
+        self._send_url = ""
         self.post_options = RenderOptions(buttons=True, link_preview=settings.link_preview)
         self.admins = frozenset(settings.admins)
         self.on_answered = on_answered
@@ -192,15 +195,15 @@ class TelegramAdapter(TelegramEditing):
             raise TransientError(
                 "the Telegram adapter is not running", platform=self.name, target=target.id
             )
-        data = {"chat_id": chat_id(target.id), **message.payload, **self._paid}
-        topic = topic_of(target.id)
-        if topic is not None:  # a forum topic's target: the message goes into the topic
-            data["message_thread_id"] = topic
+        body = self._bodies.body(chat_id(target.id), topic_of(target.id), message)
         try:
-            # PTB's post of send_message (its defaults, errors, timeouts), the payload's fields
-            # as they are; the answer's JSON, not a Message object, for its id: building one
-            # (de_json) was a third of PTB's CPU per send
-            sent = await app.bot._post("sendMessage", data)
+            # PTB's request's post (its timeouts, its errors from the answer) of a body encoded
+            # for this chat from the message's fields encoded once (SendBodies), the answer cut
+            # down to the message's id: building the request and a Message from the answer
+            # (Bot.send_message) was most of PTB's CPU per send
+            sent = await app.bot.request.post(
+                self._send_url, EncodedJson(body, message_id_only=True)
+            )
         except TelegramError as exc:
             if self._app is not app or self._stopping:
                 raise self._cut(exc, target) from exc
@@ -494,7 +497,9 @@ class TelegramAdapter(TelegramEditing):
                 )
             )
         )
-        return builder.build()
+        app = builder.build()
+        self._send_url = f"{app.bot.base_url}/sendMessage"
+        return app
 
     async def _set_commands(self) -> None:
         """The command menu in Chinese and English; admins also see the admin commands."""

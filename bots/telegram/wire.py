@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import inspect
+import json
 import warnings
 from typing import Any
 
@@ -22,6 +23,7 @@ from telegram.error import (
 from telegram.warnings import PTBDeprecationWarning
 
 from bots.outcome import answer_lost
+from bots.telegram.request import encode_json
 from digest_core.port import (
     DeliveryError,
     Message,
@@ -106,6 +108,73 @@ def split_payload(payload: dict[str, Any]) -> tuple[dict[str, Any], dict[str, An
         else:
             extra[key] = value
     return kwargs, extra
+
+
+class SendBodies:
+    """sendMessage bodies, JSON: a message's fields encoded once, each chat's id (and forum
+    topic) put around them per send.
+
+    A delivery sends the same few messages to every target; encoding a part's 4 kB of text
+    for each of them, as PTB's request building did (``Bot._post``: its defaults, a
+    ``RequestParameter`` per field, each object to JSON text, then the whole), cost more than
+    the rest of the adapter's send. The body holds the fields PTB made of the same
+    ``{"chat_id": ..., **payload, **extra, "message_thread_id": ...}``, in that order and form
+    (each value a string, objects as JSON text, ``None`` left out: what the Bot API reads from
+    a form), so the Bot API gets the same request (``test_wire.py`` compares them).
+
+    ``extra``: fields every send carries after the payload's (``allow_paid_broadcast``);
+    ``size``: how many messages are kept encoded (a delivery's parts, a subscriber's form of
+    them, a reply), each held, so that one is never taken for another by its ``id``. A
+    message's payload is not changed once it is sent (``Message`` is frozen; renderers and
+    ``with_actions`` make new ones).
+    """
+
+    __slots__ = ("_encoded", "_extra", "_size")
+
+    def __init__(self, extra: dict[str, Any] | None = None, *, size: int = 8) -> None:
+        self._extra = dict(extra or {})
+        self._size = size
+        #: id(message) -> (message, its fields' JSON between the braces)
+        self._encoded: dict[int, tuple[Message, bytes]] = {}
+
+    def body(self, chat: int | str, topic: int | None, message: Message) -> bytes:
+        """The body of one sendMessage of ``message`` to ``chat`` (into ``topic``)."""
+        payload = message.payload
+        if "chat_id" in payload or "message_thread_id" in payload:  # (none of ours does)
+            fields = {"chat_id": chat, **payload, **self._extra}
+            if topic is not None:
+                fields["message_thread_id"] = topic
+            return encode_json(form_fields(fields))
+        known = self._encoded.get(id(message))
+        if known is None or known[0] is not message:
+            known = (message, encode_json(form_fields({**payload, **self._extra}))[1:-1])
+            if len(self._encoded) >= self._size:
+                del self._encoded[next(iter(self._encoded))]
+            self._encoded[id(message)] = known
+        head = (
+            b'{"chat_id":"%d"' % chat
+            if isinstance(chat, int)
+            else b'{"chat_id":' + encode_json(chat)
+        )
+        parts = [head]
+        if known[1]:
+            parts.append(known[1])
+        if topic is not None:
+            parts.append(b'"message_thread_id":"%d"' % topic)
+        return b",".join(parts) + b"}"
+
+
+def form_fields(fields: dict[str, Any]) -> dict[str, str]:
+    """A call's fields as PTB sends them (``RequestData.json_parameters``, for JSON values):
+    ``None`` left out (of lists too), strings as they are, anything else as JSON text."""
+    out: dict[str, str] = {}
+    for key, value in fields.items():
+        if value is None:
+            continue
+        if isinstance(value, list | tuple):
+            value = [v for v in value if v is not None]
+        out[key] = value if isinstance(value, str) else json.dumps(value)
+    return out
 
 
 def excerpt(message: Message, width: int = 40) -> str:

@@ -1,5 +1,7 @@
-"""JsonRequest's failures over real sockets, as the adapter translates them: a request that
-never left is a plain transient error, one whose answer did not come may have arrived."""
+"""JsonRequest over real sockets: its failures as the adapter translates them (a request that
+never left is a plain transient error, one whose answer did not come may have arrived), and
+bodies encoded by the caller (EncodedJson): sent as they are, answered and failing as PTB's
+own requests are."""
 
 from __future__ import annotations
 
@@ -13,7 +15,13 @@ from telegram.error import NetworkError, TelegramError, TimedOut
 from telegram.request import RequestData
 from telegram.request._requestparameter import RequestParameter
 
-from bots.telegram.request import JsonRequest, tls_context
+from bots.telegram.request import (
+    EncodedJson,
+    JsonRequest,
+    encode_json,
+    message_id_answer,
+    tls_context,
+)
 from bots.telegram.wire import translate
 from digest_core.errors import DeliveryError, OutcomeUnknown, TransientError
 from digest_core.platform import Target, TargetKind
@@ -37,10 +45,17 @@ def _data() -> RequestData:
     return RequestData([RequestParameter.from_input(k, v) for k, v in fields.items()])
 
 
+#: what _server answers by default
+SENT = (200, json.dumps({"ok": True, "result": {"message_id": 7}}).encode())
+
+
 @asynccontextmanager
-async def _server(*, answer: bool) -> AsyncIterator[tuple[str, list[bytes], asyncio.Event]]:
+async def _server(
+    *, answer: bool, reply: tuple[int, bytes] = SENT
+) -> AsyncIterator[tuple[str, list[bytes], asyncio.Event]]:
     """A Bot API stand-in on loopback: its URL, the requests it read and an event set at the
-    first; it answers each request ``{"ok": true, ...}`` or, without ``answer``, never."""
+    first; it answers each request ``reply`` (status, JSON body) or, without ``answer``,
+    never."""
     seen: list[bytes] = []
     arrived, release = asyncio.Event(), asyncio.Event()
 
@@ -54,10 +69,10 @@ async def _server(*, answer: bool) -> AsyncIterator[tuple[str, list[bytes], asyn
         seen.append(head + await reader.readexactly(length))
         arrived.set()
         if answer:
-            body = json.dumps({"ok": True, "result": {"message_id": 7}}).encode()
+            status, body = reply
             writer.write(
-                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+                b"HTTP/1.1 %d -\r\nContent-Type: application/json\r\n"
+                b"Content-Length: %d\r\n\r\n%s" % (status, len(body), body)
             )
             await writer.drain()
         await release.wait()
@@ -93,6 +108,110 @@ async def test_a_json_send_arrives_as_one_json_body_and_returns_the_result() -> 
     assert b"content-type: application/json" in head.lower()
     # (the form's fields as PTB makes them: each value a string)
     assert json.loads(body) == {"chat_id": "-1001", "text": "早报"}
+    assert "早报".encode() in body  # UTF-8, not \\u escapes: half the bytes for Chinese
+
+
+async def _post(
+    request: JsonRequest, data: RequestData, *, reply: tuple[int, bytes] = SENT
+) -> tuple[object, bytes]:
+    """What ``request.post`` of ``data`` returned (or raised) and the body that arrived."""
+    async with _server(answer=True, reply=reply) as (url, seen, _):
+        try:
+            result: object = await request.post(url, data)
+        except TelegramError as exc:
+            result = exc
+    [raw] = seen
+    return result, raw.partition(b"\r\n\r\n")[2]
+
+
+async def test_an_encoded_body_is_sent_as_it_is_and_its_answer_cut_to_the_message_id() -> None:
+    message = {
+        "message_id": 42, "date": 1, "chat": {"id": -1001, "type": "channel"},
+        "text": "早报" * 2000, "entities": [{"type": "bold", "offset": 0, "length": 2}],
+    }  # fmt: skip
+    body = b'{"chat_id":"-1001","text":"\xe6\x97\xa9"}'
+    request = _request()
+    await request.initialize()
+    try:
+        # a whole Message in the answer, spaced as json.dumps spaces it, or compact
+        for answer in (lambda v: json.dumps(v).encode(), encode_json):
+            reply = (200, answer({"ok": True, "result": message}))
+            result, sent = await _post(
+                request, EncodedJson(body, message_id_only=True), reply=reply
+            )
+            assert sent == body
+            assert result == {"message_id": 42}
+            # without message_id_only: the whole result, as PTB parses it
+            result, _ = await _post(request, EncodedJson(body), reply=reply)
+            assert result == message
+    finally:
+        await request.shutdown()
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"ok": True, "result": {"message_id": 7, "text": "x"}},
+        {"ok": True, "result": {"date": 1, "message_id": 7}},  # not first: parsed whole
+        {"ok": True, "result": {"message_id": 7.5}},
+        {"ok": True, "result": True},
+        {"result": {"message_id": 7}, "ok": True},
+        {"ok": False, "result": {"message_id": 7}},
+    ],
+)
+def test_a_cut_answer_reads_as_the_whole_one(answer: dict[str, object]) -> None:
+    for payload in (
+        json.dumps(answer).encode(),
+        encode_json(answer),
+        json.dumps(answer, indent=2).encode(),
+    ):
+        cut = JsonRequest.parse_json_payload(message_id_answer(payload))
+        whole = JsonRequest.parse_json_payload(payload)
+        assert cut["ok"] == whole["ok"]
+        if isinstance(whole["result"], dict) and "message_id" in whole["result"]:
+            assert cut["result"]["message_id"] == whole["result"]["message_id"]
+        else:
+            assert cut == whole
+
+
+def _answer(status: int, description: str, **parameters: object) -> tuple[int, bytes]:
+    body: dict[str, object] = {"ok": False, "error_code": status, "description": description}
+    if parameters:
+        body["parameters"] = parameters
+    return status, json.dumps(body).encode()
+
+
+@pytest.mark.filterwarnings("ignore::telegram.warnings.PTBDeprecationWarning")
+@pytest.mark.parametrize(
+    "reply",
+    [
+        _answer(400, "Bad Request: chat not found"),
+        _answer(400, "Bad Request: can't parse entities: unclosed tag"),
+        _answer(403, "Forbidden: bot was blocked by the user"),
+        _answer(429, "Too Many Requests: retry after 7", retry_after=7),
+        _answer(400, "Bad Request: group chat was upgraded", migrate_to_chat_id=-1005),
+        _answer(401, "Unauthorized"),
+        _answer(500, "Internal Server Error"),
+        (502, b"<html>Bad Gateway</html>"),
+    ],
+)
+async def test_an_encoded_send_fails_as_ptbs_own_request_fails(reply: tuple[int, bytes]) -> None:
+    request = _request()
+    await request.initialize()
+    try:
+        encoded, _ = await _post(request, EncodedJson(b"{}", message_id_only=True), reply=reply)
+        own, _ = await _post(request, _data(), reply=reply)
+    finally:
+        await request.shutdown()
+    assert isinstance(encoded, TelegramError) and type(encoded) is type(own)
+    assert str(encoded) == str(own)
+    assert vars(encoded) == vars(own)  # retry_after, new_chat_id, message
+    assert type(translate(encoded, TARGET)) is type(translate(own, TARGET))
+
+
+def test_json_is_utf8_and_a_lone_surrogate_is_escaped() -> None:
+    assert encode_json({"text": "早报 ✓", "n": [1]}) == '{"text":"早报 ✓","n":[1]}'.encode()
+    assert json.loads(encode_json({"text": "a\ud800b"})) == {"text": "a\ud800b"}
 
 
 async def test_an_answer_that_never_comes_may_have_arrived() -> None:
