@@ -260,6 +260,8 @@ class Pacer:
         # part is not dispatched behind a whole window's burst)
         dispatch = overall if overall.window is None else spread_rate(overall.burst, overall.window)
         self._overall = TokenBucket(dispatch, now=now)
+        #: the time between two sends' starts at the overall rate
+        self.dispatch_interval = 1.0 / dispatch.per_second
         self._sending = TokenBucket(overall, now=now)
         self._window = (
             None if overall.window is None else SendWindow(overall.burst, overall.window, now=now)

@@ -21,7 +21,7 @@ from sqlalchemy.dialects.postgresql import asyncpg
 from sqlalchemy.dialects.sqlite import aiosqlite
 from sqlalchemy.exc import DBAPIError
 
-from digest_core.delivery.ledger import Ledger, PartState
+from digest_core.delivery.ledger import Ledger, PartState, direct
 from digest_core.delivery.ledger.direct import DirectSqlite
 from digest_core.delivery.ledger.driver import DriverStatement
 from digest_core.delivery.ledger.writer import _STATE_STATEMENTS, _VALUE_PARAM, Writer
@@ -179,11 +179,12 @@ def trips() -> Iterator[_Trips]:
     logger.setLevel(level)
 
 
-async def test_on_an_sqlite_file_a_batch_is_three_trips_to_the_driver(
+async def test_on_an_sqlite_file_a_batch_is_one_trip_to_the_driver(
     tmp_path: Path, trips: _Trips
 ) -> None:
-    # the writer's own connection (digest_core/delivery/ledger/direct.py): the claims in one
-    # trip, each kind of change in one, the commit in one (through SQLAlchemy's cursor, one
+    # the writer's own connection (digest_core/delivery/ledger/direct.py): the claims, each
+    # kind of change and the commit in one function on the driver's thread (a trip per
+    # statement and one for the commit took two or three; through SQLAlchemy's cursor, one
     # part's claim and its record took about nine)
     async with open_ledger(ManualClock(), f"sqlite+aiosqlite:///{tmp_path / 'l.db'}") as ledger:
         ids = await _planned(ledger, 2, 2)
@@ -191,10 +192,27 @@ async def test_on_an_sqlite_file_a_batch_is_three_trips_to_the_driver(
         trips.count, before = 0, ledger.stats.transactions
         assert await ledger.claim(ids[1])
         assert ledger.stats.transactions - before == 1
-        assert trips.count == 2  # the claim, the commit
+        assert trips.count == 1
         trips.count = 0
         await asyncio.gather(mark_sent(ledger, ids[0], "m0"), ledger.claim(ids[2]))
-        assert trips.count == 3  # one transaction: the claim, the send, the commit
+        assert trips.count == 1  # one transaction: the claim, the send, the commit
+        await ledger.mark_failed(ids[1], "Rejected")
+        counts = await part_counts(ledger, REF)
+        assert [counts[s] for s in (PartState.SENT, PartState.FAILED)] == [1, 1]
+        assert counts[PartState.IN_FLIGHT] == 1 and counts[PartState.PENDING] == 1
+
+
+async def test_an_aiosqlite_that_runs_no_function_of_ours_writes_through_sqlalchemy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # DirectSqlite runs a batch through aiosqlite's Connection._execute, not a public
+    # interface: without it the writer goes through SQLAlchemy, with the same outcome
+    monkeypatch.setattr(direct, "runs_functions", lambda: False)
+    async with open_ledger(ManualClock(), f"sqlite+aiosqlite:///{tmp_path / 'l.db'}") as ledger:
+        assert await DirectSqlite.open(ledger._state.engine) is None
+        ids = await _planned(ledger, 2, 2)
+        assert all(await asyncio.gather(*(ledger.claim(i) for i in ids[:2])))
+        await asyncio.gather(mark_sent(ledger, ids[0], "m0"), ledger.claim(ids[2]))
         await ledger.mark_failed(ids[1], "Rejected")
         counts = await part_counts(ledger, REF)
         assert [counts[s] for s in (PartState.SENT, PartState.FAILED)] == [1, 1]

@@ -19,7 +19,7 @@ SQLAlchemy's (``DBAPIError``), as ``exec_driver_sql`` raises them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -35,8 +35,18 @@ if TYPE_CHECKING:
 def driver_value(type_: Any, value: Any, dialect: Dialect) -> Any:
     """``value`` of SQLAlchemy type ``type_`` as ``dialect``'s driver takes it (a ledger
     time: naive UTC, text on SQLite), converted as SQLAlchemy would."""
+    return converter(type_, dialect)(value)
+
+
+def converter(type_: Any, dialect: Dialect) -> Callable[[Any], Any]:
+    """What :func:`driver_value` does to a value of ``type_``, as a function to keep (SQLAlchemy
+    builds it anew each time it is asked)."""
     process = type_.dialect_impl(dialect).bind_processor(dialect)
-    return value if process is None else process(value)
+    return _unchanged if process is None else process
+
+
+def _unchanged(value: Any) -> Any:
+    return value
 
 
 @dataclass(frozen=True, slots=True)
