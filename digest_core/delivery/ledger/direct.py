@@ -29,6 +29,8 @@ from sqlalchemy.pool import StaticPool
 
 from digest_core.delivery.ledger.driver import aiosqlite_of, as_sqlalchemy_error
 
+__all__ = ["DirectSqlite", "runs_functions"]
+
 log = logging.getLogger(__name__)
 
 

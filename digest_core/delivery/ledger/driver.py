@@ -31,6 +31,16 @@ from sqlalchemy.sql.compiler import SQLCompiler
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncConnection
 
+__all__ = [
+    "DriverStatement",
+    "aiosqlite_of",
+    "as_sqlalchemy_error",
+    "converter",
+    "driver_value",
+    "fetch_all",
+    "run_many",
+]
+
 
 def driver_value(type_: Any, value: Any, dialect: Dialect) -> Any:
     """``value`` of SQLAlchemy type ``type_`` as ``dialect``'s driver takes it (a ledger

@@ -42,6 +42,8 @@ from digest_core.delivery.ledger.schema import (
 from digest_core.delivery.ledger.state import LedgerState, Op, settle_sends
 from digest_core.errors import LedgerLost
 
+__all__ = ["Writer"]
+
 log = logging.getLogger(__name__)
 
 
