@@ -249,10 +249,6 @@ class Writer:
             self.state.pressing = True
             self.state.kick.set()
 
-    async def mark_sent(self, row_id: int, message_id: str) -> None:
-        """Record a successful send and the platform's message id."""
-        await self._enqueue("sent", row_id, message_id)
-
     def mark_sent_soon(self, row_id: int, message_id: str, *, linger: bool = False) -> Op:
         """Queue the record of a successful send and return at once: ``await op.wait()``
         returns once it is committed (or raises the ledger's error); ``op.done`` is done
