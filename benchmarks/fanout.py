@@ -20,7 +20,7 @@ transaction for its claim and another for its record (1,015-1,152 for 600 messag
 trips to aiosqlite's thread (a wake-up of that thread and one of the event loop each), and
 the dispatcher woke once per part: 1.51 CPU ms a message. With a batch in one trip
 (digest_core/delivery/ledger/direct.py) and a send's end claiming the next send in the
-transaction of its record (``_Fanout._take_at_end``): 612-644 transactions and 0.88 ms; rate
+transaction of its record (``Fanout._take_at_end``): 612-644 transactions and 0.88 ms; rate
 ratio 0.9966 before and 0.9960 after (medians of 3 interleaved pairs, December 2026). What is
 left is about three wake-ups of the loop a message (the send's answer, the transaction's, the
 send's turn) and one of the driver's thread, and the Python run after each.

@@ -65,12 +65,17 @@ MAX_IN_FLIGHT = 500
 #: (a one-shot ``post`` must not wait an hour for one channel; a running bot resumes it)
 MAX_WAIT = 300.0
 
-#: loops over every target yield to the event loop this often
-_YIELD_EVERY = 500
+#: loops over every target yield to the event loop this often (a post's and a correction's:
+#: building their runs, dropping them in slices of this many)
+YIELD_EVERY = 500
 
 
 @dataclass(eq=False, slots=True)
-class _Run:
+class TargetRun:
+    """One target's parts as a fan-out sends them: in order, one at a time, with where it got
+    to and what it claimed (a post's runs are built by :class:`DeliveryEngine`, a
+    correction's by :mod:`digest_core.publishing.corrections`)."""
+
     order: int
     target: Target
     parts: Sequence[PlannedPart]
@@ -200,7 +205,7 @@ class DeliveryEngine:
         """
         if not messages:
             raise ValueError("nothing to deliver: no messages")
-        async with self._lease(platform.name):
+        async with self.holding_lease(platform.name):
             started = self.clock.monotonic()
             with frozen_heap():
                 report = await self._deliver(
@@ -215,7 +220,13 @@ class DeliveryEngine:
             return report
 
     @contextlib.asynccontextmanager
-    async def _lease(self, platform: str) -> AsyncIterator[None]:
+    async def holding_lease(self, platform: str) -> AsyncIterator[None]:
+        """Hold ``platform``'s delivery lease while the block runs (renewed every
+        ``lease_ttl``/3 seconds), released after it: a post's, or a correction's.
+
+        Raises:
+            DeliveryBusy: another process holds it.
+        """
         name = delivery_lease(platform)
         lease = await self.ledger.acquire_lease(name, ttl=self.lease_ttl)
         if lease.owner != self.ledger.owner:
@@ -293,9 +304,9 @@ class DeliveryEngine:
         threading: Threading | None = None,
     ) -> DeliveryReport:
         reports: list[TargetReport] = []
-        runs: list[_Run] = []
+        runs: list[TargetRun] = []
         for i, tp in enumerate(plan.target_plans()):
-            if i % _YIELD_EVERY == 0:
+            if i % YIELD_EVERY == 0:
                 refreeze()  # what is built here lives as long as the delivery
                 await asyncio.sleep(0)  # 100k subscribers must not stall the loop
             told = TargetReport(
@@ -308,7 +319,7 @@ class DeliveryEngine:
             if tp.rows:
                 todo = tp.parts  # the plan's own tuples: not copied
                 uncertain = {p.id for p in todo if p.state in MAYBE_SENT} or None
-                runs.append(_Run(i, tp.target, todo, told, uncertain=uncertain))
+                runs.append(TargetRun(i, tp.target, todo, told, uncertain=uncertain))
         delivery_id, generation, inactive = plan.delivery_id, plan.generation, plan.inactive
         del plan  # its entries are copied into the runs: 100k targets' worth of tuples
         resumed = sum(len(r.uncertain or ()) for r in runs)
@@ -323,7 +334,7 @@ class DeliveryEngine:
             resumed,
         )
         key = functools.partial(PartKey, ref.date, ref.revision, generation)
-        fanout = _Fanout(self, platform, messages, progress, key, threading)
+        fanout = Fanout(self, platform, messages, progress, key, threading)
         await fanout.run(runs)
         for reason, (waiting, parts, due) in fanout.waits.items():
             # one line per reason, however many targets (an outage is not 150 tracebacks)
@@ -342,12 +353,12 @@ class DeliveryEngine:
         # dropped in slices, and before the heap is given back to the collector: freeing
         # 100k targets' runs at once held the loop for a few hundred ms
         while runs:
-            del runs[-_YIELD_EVERY:]
+            del runs[-YIELD_EVERY:]
             await asyncio.sleep(0)
         await asyncio.sleep(0)
         report = await DeliveryReport(
             ref, platform.name, delivery_id, generation, reports, list(inactive)
-        ).tally(_YIELD_EVERY)
+        ).tally(YIELD_EVERY)
         log.info(
             "%s %s: sent %d (%d possibly twice), failed %d, gone %d, outcome unknown %d, "
             "waiting %d",
@@ -421,10 +432,11 @@ class _Alarm:
 _SAME_TIME = 1e-6
 
 
-class _Fanout:
-    """One delivery's scheduler: a heap of waiting targets (by ready time) and the ready ones
-    taken in request order (so each target gets its parts together), feeding at most
-    ``max_in_flight`` sends at once at the overall bucket's pace. Only the scheduler sleeps.
+class Fanout:
+    """One delivery's scheduler (a post's, or a correction's through a platform that edits):
+    a heap of waiting targets (by ready time) and the ready ones taken in request order (so
+    each target gets its parts together), feeding at most ``max_in_flight`` sends at once at
+    the overall bucket's pace. Only the scheduler sleeps.
 
     Each send runs in a sender task that, once its send is over, waits for the scheduler to
     hand it the next one: a new task is started only when no sender is free, so there are at
@@ -450,17 +462,17 @@ class _Fanout:
         self._key = key
         self._threading = threading
         self.pacer = engine.pacer(platform)
-        self._waiting: list[tuple[float, int, _Run]] = []
+        self._waiting: list[tuple[float, int, TargetRun]] = []
         #: the ready targets: those pushed in request order after the last one here (at the
         #: start, every target: a heap of 100k was most of the scheduler's time), and a heap
         #: of the others (a target's next part); the next is the first of either
-        self._fresh: collections.deque[_Run] = collections.deque()
-        self._ready: list[tuple[int, _Run]] = []
+        self._fresh: collections.deque[TargetRun] = collections.deque()
+        self._ready: list[tuple[int, TargetRun]] = []
         self._active = 0
         self._started = 0
         #: senders free for another send: each waits for its future's result (None: the
         #: delivery is done)
-        self._free: list[asyncio.Future[_Run | None]] = []
+        self._free: list[asyncio.Future[TargetRun | None]] = []
         #: what the dispatcher waits on while it waits (see :meth:`_nap`): a send's end, a
         #: failed record or its alarm settles it
         self._waker: asyncio.Future[None] | None = None
@@ -478,7 +490,7 @@ class _Fanout:
         #: why targets were left waiting: reason -> (targets, parts, first due)
         self.waits: dict[str, tuple[int, int, dt.datetime]] = {}
 
-    async def run(self, runs: list[_Run]) -> None:
+    async def run(self, runs: list[TargetRun]) -> None:
         """Send every run's parts; returns once each send's record is committed.
 
         Raises:
@@ -486,7 +498,7 @@ class _Fanout:
         """
         now = self._clock.monotonic()
         for i, run in enumerate(runs):
-            if i % _YIELD_EVERY == 0:
+            if i % YIELD_EVERY == 0:
                 refreeze()
                 await asyncio.sleep(0)
             self._push(run, now)
@@ -547,18 +559,18 @@ class _Fanout:
                 turn.set_result(None)
         self._free.clear()
 
-    def _take(self, now: float) -> _Run:
+    def _take(self, now: float) -> TargetRun:
         """The next ready target (there is one), its send started: counted in flight and
         against the pacing."""
         run = self._next_ready()
         self.pacer.take(run.target, now)
         self._active += 1
         self._started += 1
-        if self._started % _YIELD_EVERY == 0:
+        if self._started % YIELD_EVERY == 0:
             refreeze()  # the pacer's per-target state, kept for the delivery
         return run
 
-    def _take_at_end(self) -> _Run | None:
+    def _take_at_end(self) -> TargetRun | None:
         """At the end of a send, the next send for the same sender to start at once, if one
         may start now or within one interval of the overall bucket (a turn taken early, not
         an extra one: the bucket is in debt by at most one, and the send itself waits for
@@ -604,7 +616,7 @@ class _Fanout:
             self._waker = None
             self._turn_nap = False
 
-    def _push(self, run: _Run, now: float) -> None:
+    def _push(self, run: TargetRun, now: float) -> None:
         at = self.pacer.ready_at(run.target, now)
         if at - now > self._engine.max_wait:
             # deferred past what a delivery waits (another delivery's long 429): its rows
@@ -626,7 +638,7 @@ class _Fanout:
         else:
             heapq.heappush(self._waiting, (at, run.order, run))
 
-    def _next_ready(self) -> _Run:
+    def _next_ready(self) -> TargetRun:
         """The ready target first in request order (there is one)."""
         fresh, ready = self._fresh, self._ready
         if fresh and (not ready or fresh[0].order < ready[0][0]):
@@ -643,7 +655,7 @@ class _Fanout:
             _, _, run = heapq.heappop(self._waiting)
             self._push(run, now)  # re-checked: another delivery may have deferred the target
 
-    async def _sender(self, run: _Run | None) -> None:
+    async def _sender(self, run: TargetRun | None) -> None:
         """Send ``run``'s current part, then the next one if it may start at once (see
         :meth:`_take_at_end`), else each one the scheduler hands this sender next, until it
         hands it None."""
@@ -657,11 +669,11 @@ class _Fanout:
                 raise
             run = self._take_at_end()
             if run is None:
-                turn: asyncio.Future[_Run | None] = loop.create_future()
+                turn: asyncio.Future[TargetRun | None] = loop.create_future()
                 self._free.append(turn)
                 run = await turn
 
-    async def _attempt(self, run: _Run) -> None:
+    async def _attempt(self, run: TargetRun) -> None:
         row = run.parts[run.pos]
         target = run.target
         resumed = row.attempts if row.state is PartState.IN_FLIGHT else None
@@ -740,7 +752,7 @@ class _Fanout:
             return await self._threading.open(step, message, key)
         return await self._platform.send(self._threading.placed(target, part), message, key=key)
 
-    def _sent(self, run: _Run, row: PlannedPart, message_id: str) -> None:
+    def _sent(self, run: TargetRun, row: PlannedPart, message_id: str) -> None:
         """``row`` went out as ``message_id``: recorded soon, the target's next part pushed."""
         target = run.target
         # the record is committed with the next batch; the slot is free for the next send
@@ -764,7 +776,9 @@ class _Fanout:
                 run.recorded = recorded
             self._push(run, self._clock.monotonic())
 
-    async def _retry(self, run: _Run, row: PlannedPart, exc: Exception, *, backoff: bool) -> None:
+    async def _retry(
+        self, run: TargetRun, row: PlannedPart, exc: Exception, *, backoff: bool
+    ) -> None:
         policy = self._engine.backoff
         if run.attempts >= policy.max_attempts:
             # never given up: left waiting for the next delivery (a running bot's resume)
@@ -783,7 +797,9 @@ class _Fanout:
             self.pacer.defer(run.target, now + wait)
         self._push(run, now)
 
-    async def _fail(self, run: _Run, row: PlannedPart, exc: Exception, *, note: str = "") -> None:
+    async def _fail(
+        self, run: TargetRun, row: PlannedPart, exc: Exception, *, note: str = ""
+    ) -> None:
         error = f"{type(exc).__name__}: {exc}{note}"
         log.warning("%s part %d failed: %s", run.target, row.part, error)
         await self._end(run, row, error, PartState.FAILED, self._ledger.mark_failed, "failed")
@@ -791,7 +807,7 @@ class _Fanout:
         run.report.failed += 1
 
     async def _wait(
-        self, run: _Run, row: PlannedPart, exc: Exception, wait: float, *, note: str = ""
+        self, run: TargetRun, row: PlannedPart, exc: Exception, wait: float, *, note: str = ""
     ) -> None:
         """``row`` is left for a later delivery, due in ``wait`` seconds: pending, or UNKNOWN
         when an attempt may have sent it (never "not sent"); the target's later parts stay
@@ -819,7 +835,7 @@ class _Fanout:
 
     async def _end(
         self,
-        run: _Run,
+        run: TargetRun,
         row: PlannedPart,
         error: str,
         state: PartState,
@@ -837,7 +853,7 @@ class _Fanout:
         for p in later:
             self._tell(run.target, p.part, PartState.FAILED, error=skip)
 
-    async def _gone(self, run: _Run, exc: TargetGone) -> None:
+    async def _gone(self, run: TargetRun, exc: TargetGone) -> None:
         remaining = run.parts[run.pos :]
         error = f"{type(exc).__name__}: {exc}"
         await self._ledger.mark_gone(run.target, row_ids=[p.id for p in remaining], reason=error)
@@ -847,7 +863,7 @@ class _Fanout:
         for p in remaining:
             self._tell(run.target, p.part, PartState.GONE, error=error)
 
-    async def _moved(self, run: _Run, row: PlannedPart, exc: TargetMoved) -> None:
+    async def _moved(self, run: TargetRun, row: PlannedPart, exc: TargetMoved) -> None:
         new = Target(run.target.platform, exc.new_target, run.target.kind)
         run.moves += 1
         self._engine.metrics.part(self._platform.name, metrics.MOVED)

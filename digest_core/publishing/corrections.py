@@ -18,7 +18,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from digest_core.delivery.fanout import _YIELD_EVERY, DeliveryEngine, _Fanout, _Run
+from digest_core.delivery.fanout import YIELD_EVERY, DeliveryEngine, Fanout, TargetRun
 from digest_core.delivery.heap import frozen_heap, refreeze
 from digest_core.delivery.ledger import (
     FULL_VARIANT,
@@ -192,7 +192,7 @@ async def correct(
     digests = {variant: [m.digest for m in m_list] for variant, m_list in by_variant.items()}
     # the plan's and the runs' objects out of the collector's full passes while it runs, as a
     # post's (heap.py): at 100k targets each pass stalled the loop 0.1-0.2 s
-    async with engine._lease(platform.name):
+    async with engine.holding_lease(platform.name):
         with frozen_heap():
             await _correct(engine, ref, platform, by_variant, digests, zone, progress, report)
     log.info("correction: %s", report.describe())
@@ -252,7 +252,7 @@ async def _run(
     )
     correcting = _Correcting(platform, editor, actions, marked, note, report)
     key = functools.partial(PartKey, plan.ref.date, plan.ref.revision, plan.generation)
-    fanout = _Fanout(engine, correcting, padded, progress, key)
+    fanout = Fanout(engine, correcting, padded, progress, key)
     await fanout.run(runs)
     for _ in fanout.pacer.forget_idle_steps(engine.clock.monotonic()):
         await asyncio.sleep(0)
@@ -260,17 +260,17 @@ async def _run(
     # dropped in slices while the heap is still frozen, as a post's runs (fanout.py): 100k
     # targets' runs and actions freed at once hold the loop for a few hundred ms
     while runs:
-        del runs[-_YIELD_EVERY:]
+        del runs[-YIELD_EVERY:]
         await asyncio.sleep(0)
     for i, key_ in enumerate(list(actions)):
         del actions[key_]
-        if i % (4 * _YIELD_EVERY) == 0:
+        if i % (4 * YIELD_EVERY) == 0:
             await asyncio.sleep(0)
 
 
 async def _runs(
     engine: DeliveryEngine, plan: CorrectionPlan, platform: Platform, report: CorrectionReport
-) -> tuple[dict[tuple[str, int], tuple[Action, str | None, str]], list[_Run]]:
+) -> tuple[dict[tuple[str, int], tuple[Action, str | None, str]], list[TargetRun]]:
     """The fan-out's runs of ``plan``, one per target, and each row's action by (target id,
     part); a post in a thread is corrected there (its edits, and the parts it lacked)."""
     threads = (
@@ -279,9 +279,9 @@ async def _runs(
         else {}
     )
     actions: dict[tuple[str, int], tuple[Action, str | None, str]] = {}
-    runs: list[_Run] = []
+    runs: list[TargetRun] = []
     for order, (target, rows) in enumerate(plan.target_rows()):
-        if order % _YIELD_EVERY == 0:
+        if order % YIELD_EVERY == 0:
             refreeze()  # what is built here lives as long as the run (see heap.py)
             await asyncio.sleep(0)  # 100k subscribers must not stall the loop
         for r in rows:
@@ -292,7 +292,7 @@ async def _runs(
         uncertain = {p.id for p in todo if p.state in MAYBE_SENT}
         if plan.resumed:
             report.resumed += len(todo)
-        runs.append(_Run(order, placed_in(target, threads), todo, told, uncertain=uncertain))
+        runs.append(TargetRun(order, placed_in(target, threads), todo, told, uncertain=uncertain))
     return actions, runs
 
 

@@ -1,4 +1,4 @@
-"""A send's end takes the next send's turn itself (``_Fanout._take_at_end``): at a paced rate
+"""A send's end takes the next send's turn itself (``Fanout._take_at_end``): at a paced rate
 its claim shares the transaction of the record of the send that ended, the dispatcher is not
 woken for it, and pacing, order and the claim before each send are as before."""
 

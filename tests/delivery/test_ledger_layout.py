@@ -23,9 +23,6 @@ PRODUCT = [Path(digest_core.__file__).parent, Path(bots.__file__).parent]
 #: owners of those modules (and then struck from here: the test fails on an entry no longer
 #: found)
 KNOWN_PRIVATE_IMPORTS = {
-    "digest_core/publishing/corrections.py: digest_core.delivery.fanout._Fanout",
-    "digest_core/publishing/corrections.py: digest_core.delivery.fanout._Run",
-    "digest_core/publishing/corrections.py: digest_core.delivery.fanout._YIELD_EVERY",
     "digest_core/subscriptions/preferences.py: digest_core.subscriptions.commands._clock_time",
     "digest_core/subscriptions/preferences.py: digest_core.subscriptions.commands._followed_word",
     "digest_core/subscriptions/preferences.py: digest_core.subscriptions.commands._zone_name",
