@@ -51,19 +51,35 @@ FORMAT_LABELS = {
 _TIME = re.compile(r"([01]?[0-9]|2[0-3]):([0-5][0-9])")
 
 
-def _clock_time(word: str) -> dt.time:
+def read_clock_time(word: str) -> dt.time:
+    """A typed ``HH:MM`` as a time of day (``/subscribe``'s; the preferences form's too).
+
+    Raises:
+        ValueError: ``word`` is no such time.
+    """
     if (m := _TIME.fullmatch(word)) is None:
         raise ValueError(word)
     return dt.time(int(m[1]), int(m[2]))
 
 
-def _zone_name(word: str) -> str:
+def read_zone_name(word: str) -> str:
+    """A typed IANA zone name, checked (``/zone``'s; the preferences form's too).
+
+    Raises:
+        BadArgument: there is no such zone.
+    """
     if zone_named(word) is None:
         raise BadArgument(f"“{word[:64]}” 不是时区，例如 Europe/Berlin / is not a zone name")
     return word
 
 
-def _followed_word(words: str) -> str:
+def read_followed_word(words: str) -> str:
+    """A typed keyword to follow, as it is kept: case-folded, checked (``/follow``'s and
+    ``/unfollow``'s; the preferences form's too).
+
+    Raises:
+        BadArgument: too long, or holding an invisible character.
+    """
     word = words.casefold()
     if len(word) > MAX_WORD:
         raise BadArgument(f"关键词太长（最多 {MAX_WORD} 个字符）/ keyword too long")
@@ -76,7 +92,7 @@ def _followed_word(words: str) -> str:
 
 _WORD = Argument(
     "word", "A word to follow (10 at most)", "要关注的词（最多 10 个）", "要關注的詞（最多 10 個）",
-    "关键词", "關鍵詞", kind=text(1, MAX_WORD, read=_followed_word, rest=True), required=True,
+    "关键词", "關鍵詞", kind=text(1, MAX_WORD, read=read_followed_word, rest=True), required=True,
     missing="请给出关键词 / give a keyword",
 )  # fmt: skip
 
@@ -239,7 +255,7 @@ class ReaderCommands:
                 "你所在時區的 HH:MM（/zone）；預設為日報的時間",
                 "时间",
                 "時間",
-                kind=text(4, 5, read=_clock_time),
+                kind=text(4, 5, read=read_clock_time),
             ),
             FORMAT,
         ),
@@ -294,7 +310,7 @@ class ReaderCommands:
                 "IANA 時區名，例如 Asia/Shanghai",
                 "时区",
                 "時區",
-                kind=text(1, 64, read=_zone_name),
+                kind=text(1, 64, read=read_zone_name),
                 required=True,
                 optional_words=True,
             ),

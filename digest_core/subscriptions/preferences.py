@@ -21,9 +21,9 @@ from digest_core.errors import BadArgument
 from digest_core.subscriptions.commands import (
     MAX_WORD,
     ReaderStore,
-    _clock_time,
-    _followed_word,
-    _zone_name,
+    read_clock_time,
+    read_followed_word,
+    read_zone_name,
 )
 
 log = logging.getLogger(__name__)
@@ -72,7 +72,7 @@ def checked(*, at: str, zone: str, format: str, follows: Sequence[str]) -> Reade
     when: dt.time | None = None
     if at.strip():
         try:
-            when = _clock_time(at.strip())
+            when = read_clock_time(at.strip())
         except ValueError:
             raise PreferenceRefused(
                 "at", f"“{at.strip()[:16]}” 不是 HH:MM 时间 / is not a time such as 07:30"
@@ -80,7 +80,7 @@ def checked(*, at: str, zone: str, format: str, follows: Sequence[str]) -> Reade
     name: str | None = None
     if zone.strip():
         try:
-            name = _zone_name(zone.strip())
+            name = read_zone_name(zone.strip())
         except BadArgument as exc:
             raise PreferenceRefused("zone", exc.problem) from None
     try:
@@ -94,7 +94,7 @@ def checked(*, at: str, zone: str, format: str, follows: Sequence[str]) -> Reade
         if not given.strip():
             continue
         try:
-            word = _followed_word(" ".join(given.split()))
+            word = read_followed_word(" ".join(given.split()))
         except BadArgument as exc:
             raise PreferenceRefused("follows", exc.problem) from None
         if word in words:

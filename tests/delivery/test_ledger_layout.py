@@ -19,14 +19,6 @@ MODULES = sorted(PACKAGE.rglob("*.py"))
 LONGEST = 60
 #: the two packages of the product, whose modules import no other module's private names
 PRODUCT = [Path(digest_core.__file__).parent, Path(bots.__file__).parent]
-#: private names imported across modules outside the ledger, to be made public by the
-#: owners of those modules (and then struck from here: the test fails on an entry no longer
-#: found)
-KNOWN_PRIVATE_IMPORTS = {
-    "digest_core/subscriptions/preferences.py: digest_core.subscriptions.commands._clock_time",
-    "digest_core/subscriptions/preferences.py: digest_core.subscriptions.commands._followed_word",
-    "digest_core/subscriptions/preferences.py: digest_core.subscriptions.commands._zone_name",
-}
 
 
 def _trees() -> list[tuple[Path, ast.Module]]:
@@ -147,8 +139,7 @@ def test_no_module_imports_a_private_name_of_another() -> None:
         for alias in node.names
         if _private(alias.name)
     }
-    assert sorted(found - KNOWN_PRIVATE_IMPORTS) == []
-    assert sorted(KNOWN_PRIVATE_IMPORTS - found) == []  # made public since: strike it
+    assert sorted(found) == []
 
 
 def test_no_module_exports_a_private_name() -> None:
