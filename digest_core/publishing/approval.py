@@ -79,7 +79,7 @@ class Readiness(StrEnum):
 
 
 @dataclass(frozen=True)
-class Decision:
+class ApprovalDecision:
     """An admin's approve or hold of one revision of a day (from the audit log)."""
 
     action: str
@@ -227,7 +227,7 @@ class Publishing:
 
     # ------------------------------------------------------------ approval
 
-    async def decision(self, day: dt.date) -> Decision | None:
+    async def decision(self, day: dt.date) -> ApprovalDecision | None:
         """The latest approve or hold of ``day`` (any revision)."""
         entries = await self.ledger.audit_log(
             actions=[APPROVE.name, HOLD.name], mentions=day.isoformat(), limit=_AUDIT_WINDOW
@@ -235,7 +235,7 @@ class Publishing:
         for entry in entries:
             if not entry.allowed or entry.args.get("date") != day.isoformat():
                 continue
-            return Decision(
+            return ApprovalDecision(
                 entry.action,
                 day,
                 str(entry.args.get("revision", "")),
@@ -266,7 +266,7 @@ class Publishing:
         self._remind_later(day)
         return False
 
-    def _held_text(self, day: dt.date, revision: str, decision: Decision | None) -> str:
+    def _held_text(self, day: dt.date, revision: str, decision: ApprovalDecision | None) -> str:
         if decision is None:
             why = "还没有人批准 / nobody approved it"
         elif decision.action == HOLD.name:
@@ -472,7 +472,7 @@ class Publishing:
         await self.review(self.next_day())
 
 
-def _approves(decision: Decision | None, revision: str) -> bool:
+def _approves(decision: ApprovalDecision | None, revision: str) -> bool:
     """True when ``decision`` is an approval of ``revision``."""
     if decision is None:
         return False

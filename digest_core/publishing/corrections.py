@@ -23,7 +23,7 @@ from digest_core.delivery.heap import frozen_heap, refreeze
 from digest_core.delivery.ledger import (
     FULL_VARIANT,
     MAYBE_SENT,
-    Action,
+    CorrectionAction,
     CorrectionPlan,
     PlannedPart,
 )
@@ -108,7 +108,7 @@ class _Correcting:
         self,
         platform: Platform,
         editor: Editor,
-        actions: dict[tuple[str, int], tuple[Action, str | None, str]],
+        actions: dict[tuple[str, int], tuple[CorrectionAction, str | None, str]],
         marked: Mapping[str, Sequence[Message]],
         note: Message,
         report: CorrectionReport,
@@ -127,14 +127,14 @@ class _Correcting:
     async def send(self, target: Target, message: Message, *, key: PartKey | None = None) -> str:
         assert key is not None
         action, message_id, variant = self._actions[(target.id, key.part)]
-        if action is not Action.DELETE:
+        if action is not CorrectionAction.DELETE:
             message = (self._marked.get(variant) or self._marked[FULL_VARIANT])[key.part]
-        if action is Action.SEND:
+        if action is CorrectionAction.SEND:
             sent = await self._platform.send(target, message, key=key)
             self._report.added += 1
             return sent
         assert message_id
-        if action is Action.DELETE:
+        if action is CorrectionAction.DELETE:
             if await self._editor.delete(target, message_id):
                 self._report.removed += 1
                 return ""
@@ -270,7 +270,7 @@ async def _run(
 
 async def _runs(
     engine: DeliveryEngine, plan: CorrectionPlan, platform: Platform, report: CorrectionReport
-) -> tuple[dict[tuple[str, int], tuple[Action, str | None, str]], list[TargetRun]]:
+) -> tuple[dict[tuple[str, int], tuple[CorrectionAction, str | None, str]], list[TargetRun]]:
     """The fan-out's runs of ``plan``, one per target, and each row's action by (target id,
     part); a post in a thread is corrected there (its edits, and the parts it lacked)."""
     threads = (
@@ -278,7 +278,7 @@ async def _runs(
         if isinstance(platform, Threads)
         else {}
     )
-    actions: dict[tuple[str, int], tuple[Action, str | None, str]] = {}
+    actions: dict[tuple[str, int], tuple[CorrectionAction, str | None, str]] = {}
     runs: list[TargetRun] = []
     for order, (target, rows) in enumerate(plan.target_rows()):
         if order % YIELD_EVERY == 0:

@@ -34,7 +34,7 @@ from digest_core.errors import IssueNotFound
 from digest_core.models import Issue, Item, Section
 from digest_core.platform import Target
 from digest_core.port import Adapter
-from digest_core.publishing.approval import Decision, Publishing, Readiness
+from digest_core.publishing.approval import ApprovalDecision, Publishing, Readiness
 from digest_core.publishing.schedule import PostState
 from digest_core.rendering import Message, plain_renderer, preview
 from digest_core.service.engagement import (
@@ -78,7 +78,7 @@ class Today:
     issue: Issue | None
     publish_at: dt.datetime
     held: bool
-    decision: Decision | None
+    decision: ApprovalDecision | None
     state: PostState
     previews: list[Preview]
     #: each running platform's targets (for "repost to one target")

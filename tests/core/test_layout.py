@@ -205,17 +205,14 @@ def test_the_prefix_check_finds_a_family() -> None:
 
 #: one concept under one class name in several modules: each renderer's own ``Limits``
 ONE_CONCEPT_CLASSES = {"Limits"}
-#: two concepts under one class name, both in modules another change is rewriting now (the
-#: ledger's corrections, the confirmation flow, the approvals): renamed there, then removed
-#: from here (a confirmation's ``Action`` and ``Decision`` against a correction's ``Action``
-#: and an approval's ``Decision``)
-NOT_YET_RENAMED = {"Action", "Decision"}
 
 
 def test_no_word_names_two_concepts() -> None:
     """``readers`` once meant three things (commands, storage, a Discord view); ``port`` the
     adapters' door and the service's side of it; ``usage`` a command's help line and the
-    readers' counts; ``Deliveries`` the deliveries under way and a dashboard page."""
+    readers' counts; ``Deliveries`` the deliveries under way and a dashboard page; ``Action``
+    a confirmation's and a correction row's, ``Decision`` a confirmation's and an approval's
+    (now ``CorrectionAction`` and ``ApprovalDecision``)."""
     paths = [*CORE.rglob("*.py"), *(ROOT / "bots").rglob("*.py")]
     stems = [p.stem for p in paths]
     assert "readers" not in stems and "personal" not in stems and "corrector" not in stems
@@ -229,7 +226,7 @@ def test_no_word_names_two_concepts() -> None:
         if isinstance(node, ast.ClassDef)
     )
     twice = {name for name, n in classes.items() if n > 1}
-    assert twice - ONE_CONCEPT_CLASSES - NOT_YET_RENAMED == set()
+    assert twice - ONE_CONCEPT_CLASSES == set()
     assert "Usage" not in classes
 
 

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from digest_core.delivery import DeliveryEngine, Ledger, PartState
-from digest_core.delivery.ledger import FULL_VARIANT, Action, corrections, part_digests
+from digest_core.delivery.ledger import FULL_VARIANT, CorrectionAction, corrections, part_digests
 from digest_core.delivery.ledger.migrate import lock_for_upgrade, upgrade
 from digest_core.models import IssueRef
 from digest_core.platform import PlatformLimits, Rate, Target, TargetKind
@@ -82,10 +82,10 @@ async def test_each_target_is_planned_and_corrected_in_its_own_variant(
     assert set(planned) == {t.id for t in CHANNELS + COMPACT}  # the headline did not change
     for target in CHANNELS:
         [row] = planned[target.id]
-        assert (row.part, row.action, row.variant) == (1, Action.EDIT, "full")
+        assert (row.part, row.action, row.variant) == (1, CorrectionAction.EDIT, "full")
     for target in COMPACT:
         [row] = planned[target.id]
-        assert (row.part, row.action, row.variant) == (0, Action.EDIT, "compact")
+        assert (row.part, row.action, row.variant) == (0, CorrectionAction.EDIT, "compact")
 
     report = await correct(engine, R2, platform, new, zone=ZONE)
 
@@ -243,9 +243,15 @@ async def test_a_plan_of_several_batches_lists_exactly_the_rows_it_recorded(
     planned = {t.id: [(r.part, r.action, r.variant) for r in rows] for t, rows in plan.targets}
     assert list(planned) == ["ch0", "ch1", "dm0", "dm1", "dm2"]
     for target in CHANNELS:
-        assert planned[target.id] == [(1, Action.EDIT, "full"), (2, Action.DELETE, "full")]
+        assert planned[target.id] == [
+            (1, CorrectionAction.EDIT, "full"),
+            (2, CorrectionAction.DELETE, "full"),
+        ]
     for target in COMPACT:
-        assert planned[target.id] == [(0, Action.EDIT, "compact"), (1, Action.SEND, "compact")]
+        assert planned[target.id] == [
+            (0, CorrectionAction.EDIT, "compact"),
+            (1, CorrectionAction.SEND, "compact"),
+        ]
 
     report = await correct(engine, R2, platform, new, zone=ZONE)
 

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from digest_core.delivery.ledger import FULL_VARIANT, PartState
 from digest_core.delivery.ledger.diffing import (
-    Action,
+    CorrectionAction,
     Row,
     action,
     behind,
@@ -158,5 +158,11 @@ def test_a_row_past_its_variants_parts_deletes_else_edits_a_message_or_sends_ane
 ) -> None:
     sizes = {FULL_VARIANT: full, "compact": compact}  # no headline digests: taken as full
     limit = compact if variant == "compact" else full
-    expected = Action.DELETE if part >= limit else Action.EDIT if message_id else Action.SEND
+    expected = (
+        CorrectionAction.DELETE
+        if part >= limit
+        else CorrectionAction.EDIT
+        if message_id
+        else CorrectionAction.SEND
+    )
     assert action(part, message_id, variant, sizes) == expected.value

@@ -39,7 +39,7 @@ from digest_core.delivery.ledger.corrections import (
     CorrectionPlan,
     CorrectionRow,
 )
-from digest_core.delivery.ledger.diffing import Action
+from digest_core.delivery.ledger.diffing import CorrectionAction
 from digest_core.delivery.ledger.facade import Ledger
 from digest_core.delivery.ledger.records import (
     AuditEntry,
@@ -86,8 +86,8 @@ __all__ = [
     "FULL_VARIANT",
     "MAYBE_SENT",
     "SCHEMA_VERSION",
-    "Action",
     "AuditEntry",
+    "CorrectionAction",
     "CorrectionPlan",
     "CorrectionRow",
     "DayState",

@@ -37,7 +37,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from digest_core.delivery.heap import refreeze
 from digest_core.delivery.ledger.diffing import (
-    Action,
+    CorrectionAction,
     Planned,
     Row,
     action,
@@ -89,7 +89,7 @@ class CorrectionRow:
     part: int
     state: PartState
     attempts: int
-    action: Action
+    action: CorrectionAction
     #: the message edited or deleted (None for a part sent anew)
     message_id: str | None
     #: the variant (format) of the new revision the row's message is to show
@@ -129,7 +129,9 @@ class CorrectionPlan:
             yield (
                 Target(self.platform, target_id, TargetKind(kind)),
                 tuple(
-                    CorrectionRow(i, p, PartState(st), a, Action(act), m, v or FULL_VARIANT)
+                    CorrectionRow(
+                        i, p, PartState(st), a, CorrectionAction(act), m, v or FULL_VARIANT
+                    )
                     for i, p, st, a, act, m, v in rows
                 ),
             )

@@ -9,7 +9,7 @@ from enum import StrEnum
 from digest_core.delivery.ledger.schema import FULL_VARIANT, PartState
 
 __all__ = [
-    "Action",
+    "CorrectionAction",
     "Planned",
     "Row",
     "action",
@@ -29,7 +29,7 @@ Planned = tuple[int, str, str | None]
 _SENT, _PENDING = PartState.SENT.value, PartState.PENDING.value
 
 
-class Action(StrEnum):
+class CorrectionAction(StrEnum):
     """What a correction row does to its target."""
 
     EDIT = "edit"
@@ -147,5 +147,5 @@ def action(part: int, message_id: str | None, variant: str | None, sizes: Mappin
     parts per variant; a row past its variant's deletes)."""
     full = sizes[FULL_VARIANT]
     if part >= (full if variant is None else sizes.get(variant, full)):
-        return Action.DELETE.value
-    return Action.EDIT.value if message_id else Action.SEND.value
+        return CorrectionAction.DELETE.value
+    return CorrectionAction.EDIT.value if message_id else CorrectionAction.SEND.value
