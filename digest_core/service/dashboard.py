@@ -364,7 +364,7 @@ class Dashboard:
                 total += joined[p][i] - left[p][i]
                 series.append(total)
             subscribers[p] = series
-        commands, buttons, top = await self._usage_per_day(span, index)
+        commands, buttons, top = await self._engagement_per_day(span, index)
         return Audience(
             days=span,
             subscribers=subscribers,
@@ -386,7 +386,7 @@ class Dashboard:
     ) -> list[tuple[str, str, int]]:
         """Why subscriptions ended from ``since`` on (:attr:`Audience.reasons`)."""
         counts: collections.Counter[tuple[str, str]] = collections.Counter()
-        for _, p, reason, n in await self.ledger.usage(LEFT, since=since):
+        for _, p, reason, n in await self.ledger.engagement(LEFT, since=since):
             counts[(p, LEFT_LABELS.get(reason, reason))] += n
         start = dt.datetime.combine(since, dt.time(), dt.UTC)
         for p, reason, moved, n in await self.ledger.deactivation_reasons(since=start):
@@ -397,16 +397,16 @@ class Dashboard:
                 counts[(p, UNRECORDED)] += sum(series) - told
         return sorted(((p, r, n) for (p, r), n in counts.items()), key=lambda x: (-x[2], x[:2]))
 
-    async def _usage_per_day(
+    async def _engagement_per_day(
         self, span: list[dt.date], index: dict[dt.date, int]
     ) -> tuple[dict[str, list[int]], list[int], list[tuple[str, int]]]:
         commands: dict[str, list[int]] = {}
         per_command: collections.Counter[str] = collections.Counter()
-        for d, p, key, n in await self.ledger.usage(COMMAND, since=span[0]):
+        for d, p, key, n in await self.ledger.engagement(COMMAND, since=span[0]):
             commands.setdefault(p, [0] * len(span))[index[d]] += n
             per_command[key] += n
         buttons = [0] * len(span)
-        for d, _, _, n in await self.ledger.usage(SECTION, since=span[0]):
+        for d, _, _, n in await self.ledger.engagement(SECTION, since=span[0]):
             buttons[index[d]] += n
         return commands, buttons, per_command.most_common(10)
 
@@ -423,10 +423,10 @@ class Dashboard:
             rows[(d, story)].clicks += n
             rows[(d, story)].links[(link, platform)] += n
         sections = collections.Counter[tuple[dt.date, str]]()
-        for _, _, key, n in await self.ledger.usage(SECTION, since=since, prefix=prefix):
+        for _, _, key, n in await self.ledger.engagement(SECTION, since=since, prefix=prefix):
             day, _, section = key.partition(":")
             sections[(dt.date.fromisoformat(day), section)] += n
-        for _, _, key, n in await self.ledger.usage(FOUND, since=since, prefix=prefix):
+        for _, _, key, n in await self.ledger.engagement(FOUND, since=since, prefix=prefix):
             day, _, story = key.partition(":")
             rows[(dt.date.fromisoformat(day), story)].found += n
         days_ = {d for d, _ in rows} | {d for d, _ in sections}

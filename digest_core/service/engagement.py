@@ -112,11 +112,11 @@ class Engagement:
             counts, self._counts = self._counts, collections.Counter()
             clicks, self._clicks = self._clicks, collections.Counter()
             try:
-                await ledger.add_usage(counts)
+                await ledger.add_engagement(counts)
                 counts = collections.Counter()
                 await ledger.add_clicks(clicks)
             except Exception as exc:
-                log.warning("usage counts kept for later: the ledger refused them: %s", exc)
+                log.warning("engagement counts kept for later: the ledger refused them: %s", exc)
                 self._counts.update(counts)
                 self._clicks.update(clicks)
 

@@ -39,19 +39,19 @@ async def ledger(clock: ManualClock, ledger_url: str) -> AsyncIterator[Ledger]:
 
 
 async def test_counts_add_up_across_batches(ledger: Ledger) -> None:
-    await ledger.add_usage({(DAY, "telegram", "command", "today"): 2})
-    await ledger.add_usage({(DAY, "telegram", "command", "today"): 3,
+    await ledger.add_engagement({(DAY, "telegram", "command", "today"): 2})
+    await ledger.add_engagement({(DAY, "telegram", "command", "today"): 3,
                             (DAY, "discord", "section", "2026-11-27:briefs"): 1})  # fmt: skip
     await ledger.add_clicks({(DAY, "headline", 1, "telegram", DAY): 4})
     later = DAY + dt.timedelta(days=1)
     await ledger.add_clicks(
         {(DAY, "headline", 1, "telegram", DAY): 1, (DAY, "brief-2", 1, "discord", later): 2}
     )
-    assert await ledger.usage("command", since=DAY) == [(DAY, "telegram", "today", 5)]
-    assert await ledger.usage("section", since=DAY, prefix="2026-11-27:") == [
+    assert await ledger.engagement("command", since=DAY) == [(DAY, "telegram", "today", 5)]
+    assert await ledger.engagement("section", since=DAY, prefix="2026-11-27:") == [
         (DAY, "discord", "2026-11-27:briefs", 1)
     ]
-    assert await ledger.usage("section", since=DAY, prefix="2026-11-2_:") == []  # no LIKE
+    assert await ledger.engagement("section", since=DAY, prefix="2026-11-2_:") == []  # no LIKE
     assert await ledger.clicks(issue=DAY) == [
         (DAY, "headline", 1, "telegram", 5),
         (DAY, "brief-2", 1, "discord", 2),

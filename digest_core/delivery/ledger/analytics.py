@@ -1,8 +1,9 @@
 """What the editor's dashboard reads: counts that name no reader, each query bounded.
 
 - **Counts** written by the bot as readers act: clicks on tracked links (``link_clicks``) and
-  commands, section buttons and search hits (``usage_counts``), added in batches (one upsert
-  per batch: :meth:`Analytics.add_clicks`, :meth:`Analytics.add_usage`).
+  the rest of their engagement, commands, section buttons, search hits and unsubscribes
+  (``usage_counts``: the table keeps the name it was created with), added in batches (one
+  upsert per batch: :meth:`Analytics.add_clicks`, :meth:`Analytics.add_engagement`).
 - **Audience**: subscribers per platform per day (from each subscription's ``since`` and
   ``until``), preferences (formats, delivery hours), follows, unsubscribes and deactivations.
 - **A day's deliveries**: per platform and target, its parts by state, retries and when it
@@ -48,9 +49,9 @@ __all__ = [
     "SENT",
     "Analytics",
     "ClickKey",
+    "EngagementKey",
     "LatestDelivery",
     "TargetProgress",
-    "UsageKey",
     "reading",
 ]
 
@@ -58,8 +59,9 @@ log = logging.getLogger(__name__)
 
 #: (issue date, story, link, platform, day) of a click count
 ClickKey = tuple[dt.date, str, int, str, dt.date]
-#: (day, platform, kind, key) of a usage count
-UsageKey = tuple[dt.date, str, str, str]
+#: (day, platform, kind, key) of an engagement count (a command, a section button, a search
+#: hit, an unsubscribe: :mod:`digest_core.service.engagement`'s kinds)
+EngagementKey = tuple[dt.date, str, str, str]
 #: the most rows one dashboard list shows
 MAX_ROWS = 500
 #: the targets a delivery's list shows besides the troubled ones: the last planned
@@ -187,8 +189,9 @@ class Analytics:
             await conn.execute(_upsert(conn, link_clicks, keys, "clicks"), rows)
         self.state.stats.rows_inserted += len(rows)
 
-    async def add_usage(self, counts: Mapping[UsageKey, int]) -> None:
-        """Add ``counts`` of commands, section buttons and search hits (one upsert)."""
+    async def add_engagement(self, counts: Mapping[EngagementKey, int]) -> None:
+        """Add engagement ``counts``: commands, section buttons, search hits, unsubscribes
+        (one upsert)."""
         rows = [
             {"day": d, "platform": p, "kind": k, "key": key[:64], "n": n}
             for (d, p, k, key), n in counts.items()
@@ -233,10 +236,10 @@ class Analytics:
         async with reading(self.state) as conn:
             return [(d, s, int(n), p, int(c)) for d, s, n, p, c in await conn.execute(query)]
 
-    async def usage(
+    async def engagement(
         self, kind: str, *, since: dt.date, prefix: str | None = None
     ) -> list[tuple[dt.date, str, str, int]]:
-        """(day, platform, key, n) of one kind of count from ``since`` on (keys starting
+        """(day, platform, key, n) of one kind of engagement count from ``since`` on (keys starting
         ``prefix`` if given), oldest day first."""
         query = (
             select(

@@ -350,7 +350,9 @@ link_clicks = Table(
 
 #: what readers did, counted per day (the digest's zone), platform, kind and key, never who
 #: (schema 11): ``command`` (key: the command's name), ``section`` (a section button of an
-#: issue: ``2026-11-27:briefs``), ``found`` (a story a search showed: ``2026-11-27:brief-3``)
+#: issue: ``2026-11-27:briefs``), ``found`` (a story a search showed: ``2026-11-27:brief-3``).
+#: Their engagement, as the code calls it (``Analytics.add_engagement``); the table keeps the
+#: name it was created with (a migration for a word is not worth it)
 usage_counts = Table(
     "usage_counts",
     metadata,
