@@ -4,6 +4,7 @@ small public surfaces (each module's ``__all__``; nothing private imported acros
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -21,8 +22,15 @@ LONGEST = 60
 PRODUCT = [Path(digest_core.__file__).parent, Path(bots.__file__).parent]
 
 
+@functools.cache
+def _parsed(path: Path) -> ast.Module:
+    """A module's syntax tree, parsed once for all the tests of this file (read, never
+    changed)."""
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
 def _trees() -> list[tuple[Path, ast.Module]]:
-    return [(path, ast.parse(path.read_text(encoding="utf-8"))) for path in MODULES]
+    return [(path, _parsed(path)) for path in MODULES]
 
 
 def _module_name(path: Path) -> str:
@@ -96,9 +104,20 @@ def test_each_public_method_of_the_facade_is_one_of_a_collaborator_with_its_cont
 
 def _product_trees() -> list[tuple[str, ast.Module]]:
     return [
-        (f"{root.name}/{path.relative_to(root)}", ast.parse(path.read_text(encoding="utf-8")))
+        (f"{root.name}/{path.relative_to(root)}", _parsed(path))
         for root in PRODUCT
         for path in sorted(root.rglob("*.py"))
+    ]
+
+
+@functools.cache
+def _imports_from() -> list[tuple[str, ast.ImportFrom]]:
+    """Every ``from … import …`` of the product code, function-level ones too."""
+    return [
+        (where, node)
+        for where, tree in _product_trees()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
     ]
 
 
@@ -133,9 +152,7 @@ def _public_definitions(tree: ast.Module) -> set[str]:
 def test_no_module_imports_a_private_name_of_another() -> None:
     found = {
         f"{where}: {'.' * node.level}{node.module or ''}.{alias.name}"
-        for where, tree in _product_trees()
-        for node in ast.walk(tree)
-        if isinstance(node, ast.ImportFrom)
+        for where, node in _imports_from()
         for alias in node.names
         if _private(alias.name)
     }
@@ -170,9 +187,8 @@ def test_a_module_of_the_package_is_imported_only_for_what_it_lists() -> None:
     listed = {_module_name(path): _exported(tree) for path, tree in _trees()}
     outside = {
         f"{where}: {node.module}.{alias.name}"
-        for where, tree in _product_trees()
-        for node in ast.walk(tree)
-        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module in listed
+        for where, node in _imports_from()
+        if node.level == 0 and node.module in listed
         for alias in node.names
         if (names := listed[node.module]) is not None
         and alias.name not in names
