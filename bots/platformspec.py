@@ -7,9 +7,10 @@ A leaf: the declarations import it and nothing of the registry, which names them
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -18,6 +19,21 @@ if TYPE_CHECKING:
     from digest_core.clock import Clock
     from digest_core.port import Adapter, PlatformLimits
     from digest_core.rendering import Renderer
+
+
+def load_adapter(path: str) -> Any:
+    """The adapter class ``path`` names, ``"bots.<platform>.<module>:<Class>"``, imported on
+    first use. The one dynamic import of the platforms' declarations: there is none under
+    ``bots/<platform>/`` (tests/bots/test_port.py), whose imports of the core are all written
+    out, and this one loads only the bot's own modules.
+
+    Raises:
+        ValueError: ``path`` is not a module of ``bots``.
+    """
+    module, _, name = path.partition(":")
+    if not module.startswith("bots.") or not name:
+        raise ValueError(f"{path!r} is not 'bots.<module>:<name>'")
+    return getattr(importlib.import_module(module), name)
 
 
 @dataclass(frozen=True)
@@ -34,10 +50,11 @@ class BuildContext:
 class PlatformSpec:
     """Everything the rest of the bot knows about one platform.
 
-    The platform's facts sit here as fields: its renderer (whose module holds the text and
+    The platform's facts sit here as fields: its renderer module (which holds the text and
     size limits, ``Limits``) and its pacing (``limits``, the Platform's ``limits`` that its
     adapter sends under). The adapter the factory builds carries the rest: the renderer as
-    ``flavor``, and whether readers can subscribe (``subscriptions``).
+    ``flavor`` (the same module, which the adapter imports), and whether readers can subscribe
+    (``subscriptions``).
     """
 
     name: str
@@ -45,8 +62,10 @@ class PlatformSpec:
     summary: str
     #: the model of the ``[name]`` table (and ``DIGEST_BOT_NAME__*``); None: no table
     settings: type[BaseModel] | None
-    #: the renderer of the platform's posts, notices and ``digest-bot preview``
-    renderer: Callable[[], Renderer]
+    #: the module of :mod:`digest_core.rendering` that renders the platform's posts, notices
+    #: and ``digest-bot preview`` (``"digest_core.rendering.telegram"``), imported on first
+    #: use (:meth:`renderer`): the one its adapter imports as its ``flavor``
+    renderer_module: str
     #: the adapter from the platform's settings, or None when they configure nothing to
     #: post to (no token, no targets); may raise ImportError when the SDK is missing
     build: Callable[[Any, BuildContext], Adapter | None]
@@ -67,3 +86,7 @@ class PlatformSpec:
     #: ``async checks(settings_section, *, now) -> list[bots.doctor.Check]`` (an empty list
     #: when the section configures nothing); they MUST NOT send to any chat
     doctor: str | None = None
+
+    def renderer(self) -> Renderer:
+        """The platform's renderer: its module :attr:`renderer_module`."""
+        return cast("Renderer", importlib.import_module(self.renderer_module))

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, TextIO
 from bots.console.spec import CONSOLE_LIMITS
 from bots.inflight import RESTARTING, InFlight
 from bots.logs import quiet_libraries, route_to_terminal
-from bots.renderers import Flavor
 from digest_core.port import (
     ADMIN,
     CANCEL_DATA,
@@ -35,9 +34,10 @@ from digest_core.port import (
     preview,
     shorten,
 )
+from digest_core.rendering import plain as plain_render
 
 if TYPE_CHECKING:
-    from digest_core.port import Port
+    from digest_core.port import Port, Renderer
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +84,7 @@ class ConsolePlatform:
     """
 
     name = "console"
-    flavor = Flavor.PLAIN
+    flavor: Renderer = plain_render
     limits = CONSOLE_LIMITS
     post_options = RenderOptions(buttons=False)
     target = Target("console", "stdout", TargetKind.CHANNEL)

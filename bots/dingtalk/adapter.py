@@ -72,7 +72,7 @@ class DingTalkAdapter(WebhookAdapter):
     limits = DINGTALK_LIMITS
     errors = DINGTALK_ERRORS
     #: the renderer the core uses for this platform's posts and notices
-    flavor = renderer = dingtalk_render
+    flavor = dingtalk_render
 
     def parse_webhook(self, value: SecretStr) -> SecretStr:
         return token_from(value, platform=self.name, query="access_token")

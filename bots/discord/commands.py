@@ -13,7 +13,6 @@ from discord import app_commands
 from discord.app_commands import locale_str
 
 from bots.discord.views import PLATFORM, SORRY, capabilities, port_of, respond, slowed_down
-from bots.renderers import Flavor
 from digest_core.port import (
     Argument,
     CommandSpec,
@@ -22,6 +21,7 @@ from digest_core.port import (
     Request,
     menu,
 )
+from digest_core.rendering import discord as discord_render
 
 if TYPE_CHECKING:
     from bots.discord.views import Interaction
@@ -119,7 +119,7 @@ async def run_command(
         request = Request(
             command,
             platform=PLATFORM,
-            flavor=Flavor.DISCORD,
+            flavor=discord_render,
             user=str(interaction.user.id),
             chat=chat,
             capabilities=granted,
@@ -191,7 +191,7 @@ class LookedUp(app_commands.Transformer):
         return Request(
             self.command.name,
             platform=PLATFORM,
-            flavor=Flavor.DISCORD,
+            flavor=discord_render,
             user=str(interaction.user.id),
             chat=str(interaction.channel_id or ""),
             capabilities=capabilities(interaction),

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import discord
 
 from bots.inflight import RESTARTING
-from bots.renderers import Flavor
 from digest_core.port import (
     ACTION_PREFIX,
     ADMIN,
@@ -38,6 +37,7 @@ from digest_core.port import (
     parse_choice,
     spec,
 )
+from digest_core.rendering import discord as discord_render
 
 if TYPE_CHECKING:
     from bots.discord.client import DigestClient
@@ -255,7 +255,7 @@ async def _respond(interaction: Interaction, work: Work, *, ephemeral: bool) -> 
         log.exception("discord: answering interaction %s failed", interaction.id)
         await send_all(
             interaction,
-            notice(SORRY, Flavor.DISCORD),
+            notice(SORRY, discord_render),
             ephemeral=True,
         )
         return None
@@ -345,7 +345,7 @@ class SectionButton(
         request = Request(
             self.section.value,
             platform=PLATFORM,
-            flavor=Flavor.DISCORD,
+            flavor=discord_render,
             user=str(interaction.user.id),
             chat=str(interaction.channel_id or ""),
             capabilities=capabilities(interaction),  # admins press previews' buttons
@@ -401,7 +401,7 @@ class ActionButton(
             self.command,
             self.args,
             platform=PLATFORM,
-            flavor=Flavor.DISCORD,
+            flavor=discord_render,
             user=str(interaction.user.id),
             chat=str(interaction.channel_id or ""),
             capabilities=capabilities(interaction),
@@ -456,7 +456,7 @@ class ChoiceButton(
                 self.command,
                 self.args,
                 platform=PLATFORM,
-                flavor=Flavor.DISCORD,
+                flavor=discord_render,
                 user=str(ours.user.id),
                 chat=str(dm.id),
             )
@@ -507,7 +507,7 @@ class ConfirmView(discord.ui.View):
         by = Request(
             "",
             platform=PLATFORM,
-            flavor=Flavor.DISCORD,
+            flavor=discord_render,
             user=str(interaction.user.id),
             chat=str(interaction.channel_id or ""),
             # only who asked may press (asked_by below): with what they were granted then
@@ -542,10 +542,10 @@ async def _respond_followup(interaction: Interaction, work: Work) -> Reply | Non
         reply = await work()
     except Exception:
         log.exception("discord: follow-up of interaction %s failed", interaction.id)
-        reply = Reply(notice(SORRY, Flavor.DISCORD))
+        reply = Reply(notice(SORRY, discord_render))
     await send_all(interaction, reply.messages, ephemeral=True)
     return reply
 
 
 def _content(text: str) -> str:
-    return str(notice(text, Flavor.DISCORD)[0].payload["content"])
+    return str(notice(text, discord_render)[0].payload["content"])

@@ -59,7 +59,7 @@ class EmailAdapter:
     """The ``email`` platform (see the module doc)."""
 
     name = NAME
-    flavor = renderer = email_render
+    flavor = email_render
     #: readers subscribe (by the web form or ``/email``), confirmed by mail
     subscriptions = True
 

@@ -9,18 +9,12 @@ from bots.email.settings import EmailSettings
 from bots.platformspec import BuildContext, PlatformSpec
 
 if TYPE_CHECKING:
-    from digest_core.port import Adapter, Renderer
+    from digest_core.port import Adapter
 
 
 #: The pacing of the settings' defaults (the adapter paces under its configured relay's:
 #: :func:`limits_of`)
 EMAIL_LIMITS = limits_of(EmailSettings())
-
-
-def _renderer() -> Renderer:
-    from digest_core.rendering import email
-
-    return cast("Renderer", email)
 
 
 def _build(section: EmailSettings, ctx: BuildContext) -> Adapter | None:
@@ -37,7 +31,7 @@ PLATFORM = PlatformSpec(
     name="email",
     summary="email newsletter through an SMTP relay (double opt-in, one-click unsubscribe)",
     settings=EmailSettings,
-    renderer=_renderer,
+    renderer_module="digest_core.rendering.email",
     build=_build,
     limits=EMAIL_LIMITS,
     needs="needs a relay and a sender: set email.host and email.from",

@@ -70,7 +70,7 @@ class FeishuAdapter(WebhookAdapter):
     limits = FEISHU_LIMITS
     errors = FEISHU_ERRORS
     #: the renderer the core uses for this platform's posts and notices
-    flavor = renderer = feishu_render
+    flavor = feishu_render
 
     def parse_webhook(self, value: SecretStr) -> SecretStr:
         return token_from(value, platform=self.name, path=HOOK_PATH)

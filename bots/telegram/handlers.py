@@ -30,7 +30,6 @@ from telegram.ext import (
 )
 
 from bots.inflight import RESTARTING
-from bots.renderers import Flavor
 from bots.telegram.wire import place
 from digest_core.port import (
     ADMIN,
@@ -57,6 +56,7 @@ from digest_core.port import (
     plain_renderer,
     preview,
 )
+from digest_core.rendering import telegram as telegram_render
 
 if TYPE_CHECKING:
     from telegram.ext import Application
@@ -194,12 +194,12 @@ class Handlers:
                 f"订阅请私信 @{bot} 发送 /{name}。\n"
                 f"To {name}, send /{name} to @{bot} in a private chat."
             )
-            messages = notice(text, Flavor.TELEGRAM, mentions=True)  # the bot's own @name
+            messages = notice(text, telegram_render, mentions=True)  # the bot's own @name
             await self._send(here, kind, messages, paced)
             self._timed(name, user.id, started, paced)
             return
         request = Request(
-            name, args, platform=self.adapter.name, flavor=Flavor.TELEGRAM, user=str(user.id),
+            name, args, platform=self.adapter.name, flavor=telegram_render, user=str(user.id),
             chat=str(chat.id), capabilities=ADMIN if admin else frozenset(),
         )  # fmt: skip
         reply = await self._handle(request)
@@ -235,7 +235,7 @@ class Handlers:
             f"The answer is private: start a chat with @{bot} (send /start), then try again."
         )
         await self._send(
-            group, TargetKind.GROUP, notice(text, Flavor.TELEGRAM, mentions=True), paced
+            group, TargetKind.GROUP, notice(text, telegram_render, mentions=True), paced
         )
 
     async def on_text(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
@@ -246,7 +246,7 @@ class Handlers:
         if user.id not in self.adapter.admins and not await self._allowed(user.id, chat.id, True):
             return
         text = "发送 /help 查看全部命令。\nSend /help to see what I can do."
-        await self._send(chat.id, TargetKind.PRIVATE, notice(text, Flavor.TELEGRAM), [])
+        await self._send(chat.id, TargetKind.PRIVATE, notice(text, telegram_render), [])
 
     async def on_document(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         """A file sent privately: an admin's issue file, checked and stored by the core
@@ -261,7 +261,7 @@ class Handlers:
         name = document.file_name or "upload"
         request = Request(
             "upload", tuple((message.caption or "").split()), platform=self.adapter.name,
-            flavor=Flavor.TELEGRAM, user=str(user.id), chat=str(chat.id),
+            flavor=telegram_render, user=str(user.id), chat=str(chat.id),
             capabilities=ADMIN if admin else frozenset(),
         )  # fmt: skip
 
@@ -290,7 +290,7 @@ class Handlers:
             await self._send(
                 chat,
                 TargetKind.PRIVATE if private else TargetKind.GROUP,
-                notice(self._slow_down(), Flavor.TELEGRAM),
+                notice(self._slow_down(), telegram_render),
                 [],
             )
         return verdict is Verdict.ALLOW
@@ -316,7 +316,7 @@ class Handlers:
         except Exception:  # a broken command must not take the bot down
             log.exception("telegram: /%s failed", request.command)
             text = "出错了，请稍后再试。/ Something went wrong; please try again later."
-            return Reply(notice(text, Flavor.TELEGRAM), status=Status.ERROR)
+            return Reply(notice(text, telegram_render), status=Status.ERROR)
 
     def _with_confirm_buttons(self, reply: Reply) -> list[Message]:
         """The core's confirmation prompt with its buttons on the last message."""
@@ -357,7 +357,7 @@ class Handlers:
         user = query.from_user
         admin = user.id in self.adapter.admins
         request = Request(
-            command, args, platform=self.adapter.name, flavor=Flavor.TELEGRAM,
+            command, args, platform=self.adapter.name, flavor=telegram_render,
             user=str(user.id), chat=str(user.id), capabilities=ADMIN if admin else frozenset(),
             confirmed=True,
         )  # fmt: skip
@@ -379,7 +379,7 @@ class Handlers:
         request = Request(
             section.value,
             platform=self.adapter.name,
-            flavor=Flavor.TELEGRAM,
+            flavor=telegram_render,
             user=str(user.id),
             chat=str(user.id),
             # admins press buttons of previews of issues not out yet
@@ -418,7 +418,7 @@ class Handlers:
         if await self._press_limited(query):
             return
         request = Request(
-            command, args, platform=self.adapter.name, flavor=Flavor.TELEGRAM,
+            command, args, platform=self.adapter.name, flavor=telegram_render,
             user=str(user.id), chat=str(user.id),
         )  # fmt: skip
         reply = await self._handle(request)
@@ -451,7 +451,7 @@ class Handlers:
         kind = TargetKind.PRIVATE if chat == user.id else TargetKind.GROUP
         admin = user.id in self.adapter.admins
         by = Request(
-            "", platform=self.adapter.name, flavor=Flavor.TELEGRAM, user=str(user.id),
+            "", platform=self.adapter.name, flavor=telegram_render, user=str(user.id),
             chat=str(chat), capabilities=ADMIN if admin else frozenset(),
         )  # fmt: skip
         prompt = (chat, message.message_id if message is not None else 0)

@@ -6,12 +6,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from bots.platformspec import BuildContext, PlatformSpec
-from bots.renderers import Flavor
 from bots.telegram.settings import TelegramSettings
 from digest_core.port import PlatformLimits, Rate, TargetKind
 
 if TYPE_CHECKING:
-    from digest_core.port import Adapter, Renderer
+    from digest_core.port import Adapter
 
 #: Telegram Bot API limits, from https://core.telegram.org/bots/faq#my-bot-is-hitting-limits-how-do-i-avoid-this
 TELEGRAM_LIMITS = PlatformLimits(
@@ -48,10 +47,6 @@ PAID_BROADCAST_LIMITS = PlatformLimits(
 )
 
 
-def _renderer() -> Renderer:
-    return Flavor.TELEGRAM
-
-
 def _build(settings: TelegramSettings, ctx: BuildContext) -> Adapter | None:
     token = settings.resolved_token()
     if token is None:
@@ -68,7 +63,7 @@ PLATFORM = PlatformSpec(
     name="telegram",
     summary="a Telegram bot (python-telegram-bot)",
     settings=TelegramSettings,
-    renderer=_renderer,
+    renderer_module="digest_core.rendering.telegram",
     build=_build,
     limits=TELEGRAM_LIMITS,
     needs="needs a token: set DIGEST_BOT_TELEGRAM__TOKEN or telegram.token_file",

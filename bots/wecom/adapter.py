@@ -51,7 +51,7 @@ class WeComAdapter(WebhookAdapter):
     limits = WECOM_LIMITS
     errors = WECOM_ERRORS
     #: the renderer the core uses for this platform's posts and notices
-    flavor = renderer = wecom_render
+    flavor = wecom_render
 
     def parse_webhook(self, value: SecretStr) -> SecretStr:
         return token_from(value, platform=self.name, query="key")

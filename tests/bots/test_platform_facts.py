@@ -10,14 +10,16 @@ import pytest
 from bots import registry
 from digest_core.rendering import TextLimits
 
-#: the platforms whose renderer is their own module (the console renders plain text)
-OWN_RENDERER = [n for n in registry.names() if n != "console"]
+#: the renderer module of each platform not named after it: the console renders plain text
+RENDERED_AS = {"console": "plain"}
 
 
-@pytest.mark.parametrize("name", OWN_RENDERER)
+@pytest.mark.parametrize("name", registry.names())
 def test_each_platform_renders_with_its_own_module_and_its_limits(name: str) -> None:
-    module = importlib.import_module(f"digest_core.rendering.{name}")
-    assert registry.spec(name).renderer() in (module, name)  # the module, or Flavor naming it
+    spec = registry.spec(name)
+    assert spec.renderer_module == f"digest_core.rendering.{RENDERED_AS.get(name, name)}"
+    module = importlib.import_module(spec.renderer_module)
+    assert spec.renderer() is module
     limits = module.Limits
     assert issubclass(limits, TextLimits) and limits is not TextLimits
     assert limits.body_maxlen > 0 and limits.unit in ("utf-16", "chars", "bytes")

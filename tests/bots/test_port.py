@@ -2,8 +2,8 @@
 
 Each platform folder under ``bots/`` is read as a syntax tree (as tests/core/test_no_platform_names
 does for the core): what an adapter may use of the core is what the Port offers, and what it
-imports of the core is ``digest_core.port`` (its ``__all__``) and its own renderer module
-``digest_core.rendering.<platform>``: one door.
+imports of the core is ``digest_core.port`` (its ``__all__``) and its own renderer module (the
+one its spec names, ``digest_core.rendering.<platform>``): one door.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+
+from bots import registry
 
 BOTS = Path(__file__).resolve().parents[2] / "bots"
 #: every platform folder and the shared work-chat one (not the CLI nor the editor's dashboard:
@@ -36,6 +38,13 @@ DUCK_TYPED = {"service", "port", "limiter", "in_flight", "settings", "admin_guil
 MODULE_PATH = re.compile(r"(digest_core(?:\.\w+)*)(?::\w+)?")
 
 
+def own_renderer(folder: str) -> str | None:
+    """The renderer module the adapter of ``bots/<folder>/`` may import besides the port: the
+    one its spec names (the console's is ``plain``); None for a folder that is no platform
+    (the shared work-chat code gets its renderer from each platform)."""
+    return registry.spec(folder).renderer_module if folder in registry.names() else None
+
+
 def offences(check: Callable[[ast.AST], str | None]) -> list[str]:
     """``file:line what`` for every node of every adapter module that ``check`` names."""
     found = []
@@ -48,12 +57,12 @@ def offences(check: Callable[[ast.AST], str | None]) -> list[str]:
     return found
 
 
-def core_imports(source: str, folder: str) -> list[str]:
-    """``line: what`` for each import in ``source`` (a module of ``bots/<folder>/``) of the core
-    other than ``digest_core.port`` and the folder's renderer ``digest_core.rendering.<folder>``
-    (a module path written as a string, for ``importlib``, counts as an import)."""
-    door, own = "digest_core.port", f"digest_core.rendering.{folder}"
-    allowed = {door, own}
+def core_imports(source: str, own: str | None) -> list[str]:
+    """``line: what`` for each import in ``source`` (a module of an adapter whose renderer
+    module is ``own``) of the core other than ``digest_core.port`` and ``own`` (a module path
+    written as a string, for ``importlib``, counts as an import)."""
+    door = "digest_core.port"
+    allowed = {door} if own is None else {door, own}
 
     def core(name: str) -> bool:
         return name == "digest_core" or name.startswith("digest_core.")
@@ -95,7 +104,7 @@ def test_the_import_rule_catches_what_it_should() -> None:
         "if TYPE_CHECKING:\n    from digest_core.clock import Clock\n"
         'RENDERER = "digest_core.rendering.plain"\n'
     )
-    assert len(core_imports(bad, "feishu")) == 7
+    assert len(core_imports(bad, "digest_core.rendering.feishu")) == 7
     fine = (
         "from digest_core.port import Port, Request\n"
         "from digest_core.rendering import feishu as feishu_render\n"
@@ -104,15 +113,17 @@ def test_the_import_rule_catches_what_it_should() -> None:
         'RENDERER = "digest_core.rendering.feishu"\n'
         "from .adapter import X\n"
     )
-    assert core_imports(fine, "feishu") == []
+    assert core_imports(fine, "digest_core.rendering.feishu") == []
+    # the work-chat folder is no platform: the port only
+    assert len(core_imports(fine, None)) == 3
 
 
 def test_adapters_import_the_core_only_through_the_port_and_their_renderer() -> None:
     found = []
     for module in MODULES:
-        folder = module.relative_to(BOTS).parts[0]
+        own = own_renderer(module.relative_to(BOTS).parts[0])
         where = module.relative_to(BOTS.parent)
-        found += [f"{where}:{hit}" for hit in core_imports(module.read_text("utf-8"), folder)]
+        found += [f"{where}:{hit}" for hit in core_imports(module.read_text("utf-8"), own)]
     assert found == []
 
 
