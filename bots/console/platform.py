@@ -61,9 +61,6 @@ AS_USAGE = "用法 / usage: /as reader | /as admin"
 AS_READER = "现在以读者身份 / you now see what a reader sees (/as admin to go back)"
 AS_ADMIN = "现在以管理员身份 / you are an admin again"
 
-#: the longest request the console confirms (UTF-8 bytes of its ``cf:`` data; a line typed)
-TYPED_DATA_LIMIT = 4096
-
 #: answers that confirm a pending prompt
 YES = frozenset({"y", "yes", "是", "确认"})
 
@@ -258,7 +255,8 @@ class ConsolePlatform:
         button on Telegram or Discord (:mod:`digest_core.commands.confirmation`)."""
         confirmations = port.confirmations
         # a typed answer carries no button data: the platforms' byte limit does not apply
-        prompt = confirmations.prompt(reply, limit=TYPED_DATA_LIMIT)
+        limit = plain_render.Limits.button_data_maxlen
+        prompt = confirmations.prompt(reply, limit=limit)
         if not prompt.buttons:  # it cannot be confirmed
             for m in prompt.messages:
                 self.write(preview(m, self.flavor))
@@ -272,7 +270,7 @@ class ConsolePlatform:
         yes = answer.strip().lower() in YES
         data = CANCEL_DATA
         if yes:
-            data = confirm_data(prompt.request, limit=TYPED_DATA_LIMIT) or CANCEL_DATA
+            data = confirm_data(prompt.request, limit=limit) or CANCEL_DATA
         by = Request("", platform=self.name, flavor=self.flavor, user=asked.user,
                      chat=asked.chat, capabilities=self._capabilities)  # fmt: skip
         async with confirmations.press(

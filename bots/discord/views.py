@@ -54,8 +54,6 @@ log = logging.getLogger(__name__)
 DEFER_AFTER_SECONDS = 1.5
 #: the platform name of Discord targets in the ledger and in core requests
 PLATFORM = "discord"
-#: a component's custom_id holds at most 100 characters
-CUSTOM_ID_LIMIT = 100
 
 #: What a user sees when answering failed (the cause is logged).
 SORRY = "出错了，请稍后再试。/ Something went wrong; please try again later."
@@ -268,7 +266,7 @@ async def _respond(interaction: Interaction, work: Work, *, ephemeral: bool) -> 
     if reply.confirm is not None:
         port = port_of(interaction)
         if port is not None:
-            prompt = port.confirmations.prompt(reply, limit=CUSTOM_ID_LIMIT)
+            prompt = port.confirmations.prompt(reply, limit=discord_render.Limits.custom_id_maxlen)
             messages = prompt.messages
             view = ConfirmView(reply.confirm) if prompt.buttons else None
     elif reply.choices:
@@ -466,11 +464,13 @@ class ChoiceButton(
 
 
 def choices_view(rows: Sequence[Sequence[Choice]]) -> discord.ui.View:
-    """The buttons of a reply's choices, one row each (at most 5 rows of 5)."""
+    """The buttons of a reply's choices, one row each (within Discord's rows and buttons per
+    row, ``Limits``)."""
     view = discord.ui.View(timeout=None)
-    for row, choices in enumerate(rows[:5]):
-        for choice in choices[:5]:
-            button = ChoiceButton(choice.data, choice.label[:80])
+    limits = discord_render.Limits
+    for row, choices in enumerate(rows[: limits.action_rows_per_message]):
+        for choice in choices[: limits.buttons_per_row]:
+            button = ChoiceButton(choice.data, choice.label[: limits.button_label_maxlen])
             button.item.row = row
             view.add_item(button)
     return view
@@ -493,7 +493,7 @@ class ConfirmView(discord.ui.View):
 
     @discord.ui.button(label=CONFIRM_LABEL, style=discord.ButtonStyle.danger)
     async def confirm(self, interaction: Interaction, button: discord.ui.Button[Any]) -> None:
-        data = confirm_data(self.request, limit=CUSTOM_ID_LIMIT) or ""
+        data = confirm_data(self.request, limit=discord_render.Limits.custom_id_maxlen) or ""
         await self._pressed(interaction, data)
 
     @discord.ui.button(label=CANCEL_LABEL, style=discord.ButtonStyle.secondary)

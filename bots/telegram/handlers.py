@@ -19,7 +19,7 @@ from telegram import (
     Update,
 )
 from telegram import Message as TgMessage
-from telegram.constants import CallbackQueryLimit, ChatType, InlineKeyboardButtonLimit
+from telegram.constants import ChatType
 from telegram.error import TelegramError
 from telegram.ext import (
     CallbackQueryHandler,
@@ -65,12 +65,6 @@ if TYPE_CHECKING:
     from digest_core.port import Port
 
 log = logging.getLogger(__name__)
-
-#: ``telegram.constants.InlineKeyboardButtonLimit.MAX_CALLBACK_DATA`` (bytes): the confirmation
-#: buttons' data (digest_core.commands.confirmation) must fit
-MAX_CALLBACK_DATA = InlineKeyboardButtonLimit.MAX_CALLBACK_DATA
-#: ``answerCallbackQuery`` text limit (CallbackQueryLimit.ANSWER_CALLBACK_QUERY_TEXT_LENGTH)
-MAX_ANSWER_TEXT = CallbackQueryLimit.ANSWER_CALLBACK_QUERY_TEXT_LENGTH
 
 #: a PTB handler callback of ours
 Callback = Callable[[Update, ContextTypes.DEFAULT_TYPE], Coroutine[Any, Any, None]]
@@ -320,7 +314,9 @@ class Handlers:
 
     def _with_confirm_buttons(self, reply: Reply) -> list[Message]:
         """The core's confirmation prompt with its buttons on the last message."""
-        prompt = self.port.confirmations.prompt(reply, limit=MAX_CALLBACK_DATA)
+        prompt = self.port.confirmations.prompt(
+            reply, limit=telegram_render.Limits.callback_data_maxlen
+        )
         messages = [Message(dict(m.payload)) for m in prompt.messages]
         if prompt.buttons:
             row = [{"text": b.label, "callback_data": b.data} for b in prompt.buttons]
@@ -436,7 +432,7 @@ class Handlers:
             return
         asker = str(query.from_user.id)
         found = await self.port.inline(query.query, platform=self.adapter.name, asker=asker)
-        results = [inline_article(a) for a in found[:MAX_INLINE_RESULTS]]
+        results = [inline_article(a) for a in found[: telegram_render.Limits.inline_results]]
         try:
             await query.answer(results, cache_time=INLINE_CACHE_SECONDS, is_personal=False)
         except TelegramError as exc:  # too late (the reader typed on) or refused
@@ -487,8 +483,6 @@ class Handlers:
         log.error("telegram: handling an update failed", exc_info=context.error)
 
 
-#: results one inline answer carries (Telegram allows 50)
-MAX_INLINE_RESULTS = 20
 #: how long Telegram may cache an inline answer (a new issue shows within this)
 INLINE_CACHE_SECONDS = 300
 
@@ -541,8 +535,9 @@ def kind_of(chat_type: str) -> TargetKind:
 
 async def _answer(query: CallbackQuery, text: str | None = None, *, alert: bool = False) -> None:
     """Answer a button press (best effort: an old query cannot be answered any more)."""
-    if text is not None and len(text) > MAX_ANSWER_TEXT:
-        text = text[: MAX_ANSWER_TEXT - 1] + "…"
+    limit = telegram_render.Limits.answer_text_maxlen
+    if text is not None and len(text) > limit:
+        text = text[: limit - 1] + "…"
     try:
         await query.answer(text, show_alert=alert)
     except TelegramError as exc:
