@@ -41,6 +41,9 @@ class BuildContext:
     """What an adapter factory may use besides its settings."""
 
     clock: Clock
+    #: the pacing the adapter sends under: its spec's for these settings
+    #: (:meth:`PlatformSpec.pacing`); the factory hands it to the adapter, which chooses none
+    limits: PlatformLimits
     stdin: TextIO | None = None
     out: TextIO | None = None
     in_flight: InFlight | None = None
@@ -51,10 +54,11 @@ class PlatformSpec:
     """Everything the rest of the bot knows about one platform.
 
     The platform's facts sit here as fields: its renderer module (which holds the text and
-    size limits, ``Limits``) and its pacing (``limits``, the Platform's ``limits`` that its
-    adapter sends under). The adapter the factory builds carries the rest: the renderer as
-    ``flavor`` (the same module, which the adapter imports), and whether readers can subscribe
-    (``subscriptions``).
+    size limits, ``Limits``) and its pacing (``limits``: a value, or a function of its settings;
+    :meth:`pacing` gives them, the factory hands them to the adapter in its context, and no
+    adapter chooses its own). The adapter the factory builds carries the rest: the renderer
+    as ``flavor`` (the same module, which the adapter imports), and whether readers can
+    subscribe (``subscriptions``).
     """
 
     name: str
@@ -69,15 +73,17 @@ class PlatformSpec:
     #: the adapter from the platform's settings, or None when they configure nothing to
     #: post to (no token, no targets); may raise ImportError when the SDK is missing
     build: Callable[[Any, BuildContext], Adapter | None]
+    #: the sending limits the core paces this platform's sends under: its documented limits, or
+    #: a function of its settings section (a configured relay's rate, Telegram's paid
+    #: broadcast) giving them; ``build`` gets them in its context (:meth:`pacing`) and its
+    #: adapter sends under them as its ``limits``
+    limits: PlatformLimits | Callable[[Any], PlatformLimits]
     #: what ``--only NAME`` needs when ``build`` gave None (a sentence naming the setting)
     needs: str = ""
     #: the settings key ``needs`` is about
     needs_key: str | None = None
     #: built when no other platform is configured (the console)
     fallback: bool = False
-    #: the documented sending limits the core paces this platform's sends under (its adapter's
-    #: ``limits``, unless configured otherwise)
-    limits: PlatformLimits | None = None
     #: the SDK the adapter imports (the ``digest-bot[name]`` extra), for a missing-SDK error
     sdk: str | None = None
     #: the SDK's import name: the platform's doctor checks run only when it is installed
@@ -90,3 +96,8 @@ class PlatformSpec:
     def renderer(self) -> Renderer:
         """The platform's renderer: its module :attr:`renderer_module`."""
         return cast("Renderer", importlib.import_module(self.renderer_module))
+
+    def pacing(self, settings: Any) -> PlatformLimits:
+        """The limits the platform's adapter sends under with ``settings`` (its section, or
+        None for a platform without one): :attr:`limits`, or what it gives for them."""
+        return self.limits(settings) if callable(self.limits) else self.limits

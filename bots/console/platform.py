@@ -12,7 +12,6 @@ import threading
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, TextIO
 
-from bots.console.spec import CONSOLE_LIMITS
 from bots.inflight import RESTARTING, InFlight
 from bots.logs import quiet_libraries, route_to_terminal
 from digest_core.port import (
@@ -37,7 +36,7 @@ from digest_core.port import (
 from digest_core.rendering import plain as plain_render
 
 if TYPE_CHECKING:
-    from digest_core.port import Port, Renderer
+    from digest_core.port import PlatformLimits, Port, Renderer
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +81,6 @@ class ConsolePlatform:
 
     name = "console"
     flavor: Renderer = plain_render
-    limits = CONSOLE_LIMITS
     post_options = RenderOptions(buttons=False)
     target = Target("console", "stdout", TargetKind.CHANNEL)
     #: alerts are printed on the operator's terminal, so the service does not log them again
@@ -91,11 +89,14 @@ class ConsolePlatform:
     def __init__(
         self,
         *,
+        limits: PlatformLimits,
         out: TextIO | None = None,
         stdin: TextIO | None = None,
         interactive: bool = True,
         in_flight: InFlight | None = None,
     ):
+        """``limits``: the pacing its spec states (:mod:`bots.console.spec`)."""
+        self.limits = limits
         self._out = out or sys.stdout
         self.in_flight = in_flight if in_flight is not None else InFlight()
         self._stdin = stdin

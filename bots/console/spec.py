@@ -17,7 +17,7 @@ CONSOLE_LIMITS = PlatformLimits(overall=Rate(1000.0, 1000), per_target={})
 def _build(settings: Any, ctx: BuildContext) -> Adapter:
     from bots.console import ConsolePlatform
 
-    return ConsolePlatform(out=ctx.out, stdin=ctx.stdin, in_flight=ctx.in_flight)
+    return ConsolePlatform(out=ctx.out, stdin=ctx.stdin, in_flight=ctx.in_flight, limits=ctx.limits)
 
 
 PLATFORM = PlatformSpec(

@@ -37,7 +37,7 @@ def _build(settings: DiscordSettings, ctx: BuildContext) -> Adapter | None:
     from bots.discord.adapter import DiscordAdapter
 
     return DiscordAdapter(
-        settings, token=token, clock=ctx.clock, limits=DISCORD_LIMITS, in_flight=ctx.in_flight
+        settings, token=token, clock=ctx.clock, limits=ctx.limits, in_flight=ctx.in_flight
     )
 
 

@@ -47,15 +47,19 @@ PAID_BROADCAST_LIMITS = PlatformLimits(
 )
 
 
+def _pacing(settings: TelegramSettings) -> PlatformLimits:
+    """Telegram's limits, or paid broadcast's when ``telegram.paid_broadcast`` is on."""
+    return PAID_BROADCAST_LIMITS if settings.paid_broadcast else TELEGRAM_LIMITS
+
+
 def _build(settings: TelegramSettings, ctx: BuildContext) -> Adapter | None:
     token = settings.resolved_token()
     if token is None:
         return None
     from bots.telegram.adapter import TelegramAdapter
 
-    limits = PAID_BROADCAST_LIMITS if settings.paid_broadcast else TELEGRAM_LIMITS
     return TelegramAdapter(
-        settings, token=token, clock=ctx.clock, limits=limits, in_flight=ctx.in_flight
+        settings, token=token, clock=ctx.clock, limits=ctx.limits, in_flight=ctx.in_flight
     )
 
 
@@ -65,7 +69,7 @@ PLATFORM = PlatformSpec(
     settings=TelegramSettings,
     renderer_module="digest_core.rendering.telegram",
     build=_build,
-    limits=TELEGRAM_LIMITS,
+    limits=_pacing,
     needs="needs a token: set DIGEST_BOT_TELEGRAM__TOKEN or telegram.token_file",
     needs_key="telegram.token",
     sdk="python-telegram-bot",

@@ -26,23 +26,25 @@ def webhook_platform(
 
     ``renderer`` is its renderer module (``digest_core.rendering.<name>``: the spec's
     ``renderer_module``) and ``adapter`` ``"module:Class"`` (a WebhookAdapter taking the
-    settings and ``clock``), both imported on first use (the adapter by
+    settings, ``clock`` and ``limits``), both imported on first use (the adapter by
     :func:`bots.platformspec.load_adapter`). It is built when its settings name targets
-    (``targets`` or ``alert_target``). ``limits`` is its documented pacing. ``app_adapter``
-    (``"module:Class"``, taking the settings, ``clock`` and ``in_flight``) is built instead
-    when the settings configure an app bot (their ``app`` property); ``sdk`` names the SDK it
-    needs. ``doctor`` is ``"module:function"`` of its checks, the platform's own (they build
-    its webhook adapter: :mod:`bots.workchat.doctor`).
+    (``targets`` or ``alert_target``). ``limits`` is its documented pacing, which the
+    adapter is built to send under. ``app_adapter`` (``"module:Class"``, taking the
+    settings, ``clock``, ``limits`` and ``in_flight``) is built instead when the settings
+    configure an app bot (their ``app`` property); ``sdk`` names the SDK it needs.
+    ``doctor`` is ``"module:function"`` of its checks, the platform's own (they read its
+    webhooks with its adapter class: :mod:`bots.workchat.doctor`).
     """
     name = settings.platform
 
     def build(section: WebhookSettings, ctx: BuildContext) -> Adapter | None:
         if app_adapter is not None and section.app:
             factory = load_adapter(app_adapter)
-            return cast("Adapter", factory(section, clock=ctx.clock, in_flight=ctx.in_flight))
+            built = factory(section, clock=ctx.clock, limits=ctx.limits, in_flight=ctx.in_flight)
+            return cast("Adapter", built)
         if not section.all_targets():
             return None
-        return cast("Adapter", load_adapter(adapter)(section, clock=ctx.clock))
+        return cast("Adapter", load_adapter(adapter)(section, clock=ctx.clock, limits=ctx.limits))
 
     return PlatformSpec(
         name=name,

@@ -13,6 +13,7 @@ import pytest
 from telegram import BotCommandScopeChat
 
 from bots.console.platform import ConsolePlatform
+from bots.console.spec import CONSOLE_LIMITS
 from bots.discord.cli import sync_commands
 from bots.discord.commands import FOLDED, TRANSLATIONS
 from bots.registry import load_settings
@@ -203,7 +204,7 @@ async def test_help_and_console_list_the_catalogue(service: DigestService) -> No
         assert (help_line(spec) in reader_text) != spec.admin, spec.name
     # the console (operator = admin) prints the same lines for /help typed on stdin
     out = io.StringIO()
-    console = ConsolePlatform(out=out, stdin=io.StringIO("/help\n"))
+    console = ConsolePlatform(out=out, stdin=io.StringIO("/help\n"), limits=CONSOLE_LIMITS)
     await console.start(service)
     assert console._task is not None
     await asyncio.wait_for(console._task, 5)

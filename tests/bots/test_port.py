@@ -370,8 +370,8 @@ def test_the_rule_on_the_bots_modules_catches_what_it_should() -> None:
         "from bots.workchat.adapter import Request, WebhookAdapter\n"
         "from bots.runtime import Adapter\n"  # bots.runtime took it from the port
         "from bots.telegram.spec import TELEGRAM_LIMITS\n"  # a PlatformLimits: exported
-        "from bots.wecom import pacing\n"
-        "pacing.WECOM_LIMITS.overall\n"
+        "from bots.wecom import spec\n"
+        "spec.WECOM_LIMITS.overall\n"
         "from . import settings\n"
         "from .settings import WeComSettings\n"
     )
