@@ -23,9 +23,10 @@ if TYPE_CHECKING:
 
 def load_adapter(path: str) -> Any:
     """The adapter class ``path`` names, ``"bots.<platform>.<module>:<Class>"``, imported on
-    first use. The one dynamic import of the platforms' declarations: there is none under
-    ``bots/<platform>/`` (tests/bots/test_port.py), whose imports of the core are all written
-    out, and this one loads only the bot's own modules.
+    first use. The declarations' imports by name are here (this one, and
+    :meth:`PlatformSpec.renderer`'s of a renderer module), none under ``bots/<platform>/``
+    (tests/bots/test_port.py: there every import of the core is written out); this one loads
+    only the bot's own modules.
 
     Raises:
         ValueError: ``path`` is not a module of ``bots``.

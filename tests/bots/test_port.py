@@ -23,6 +23,8 @@ from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 from bots import registry
 
 BOTS = Path(__file__).resolve().parents[2] / "bots"
@@ -380,6 +382,15 @@ def test_the_rule_on_the_bots_modules_catches_what_it_should() -> None:
     mine = "from bots.wecom import adapter\nadapter.wecom_render.Limits\n"
     assert through_bots(mine, module, own) == []
     assert len(through_bots(mine, "bots.feishu.adapter", "digest_core.rendering.feishu")) == 1
+
+
+def test_the_specs_load_only_the_bots_own_adapters_by_name() -> None:
+    from bots.platformspec import load_adapter
+
+    assert load_adapter("bots.wecom.adapter:WeComAdapter").name == "wecom"
+    for path in ("digest_core.delivery:Ledger", "bots.wecom.adapter", "botsx.y:Z"):
+        with pytest.raises(ValueError, match=r"is not 'bots\."):
+            load_adapter(path)
 
 
 def private_exports(names: list[str]) -> list[str]:
