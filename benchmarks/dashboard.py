@@ -49,7 +49,6 @@ from benchmarks.scale import UNLIMITED
 from bots.dashboard import Pages
 from bots.dashboard.auth import Access
 from bots.http import HttpEndpoint, Probe
-from bots.renderers import Flavor
 from digest_core.archive import Archive
 from digest_core.delivery import DeliveryEngine, Ledger
 from digest_core.delivery.ledger.schema import (
@@ -65,6 +64,7 @@ from digest_core.delivery.ledger.schema import (
 from digest_core.platform import PartKey, Target
 from digest_core.publishing.schedule import ScheduleConfig
 from digest_core.rendering import Message, RenderOptions
+from digest_core.rendering import telegram as telegram_render
 from digest_core.service.leadership import Leadership
 from digest_core.service.root import DigestService
 from digest_core.testing import PinnedClock
@@ -111,7 +111,7 @@ class NullAdapter:
     are what is measured), with no channels: its targets are the subscribers."""
 
     name = "telegram"
-    flavor = Flavor.TELEGRAM
+    flavor = telegram_render
     limits = UNLIMITED
     post_options = RenderOptions(buttons=True)
     subscriptions = True

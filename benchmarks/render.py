@@ -19,9 +19,10 @@ import statistics
 import time
 from pathlib import Path
 
-from bots.renderers import Flavor
 from digest_core.loading import load_issue
 from digest_core.rendering import Part, RenderOptions, render
+from digest_core.rendering import discord as discord_render
+from digest_core.rendering import telegram as telegram_render
 
 ROOT = Path(__file__).resolve().parents[1]
 BUDGET_MS = 5.0
@@ -45,7 +46,7 @@ def once(path: Path) -> tuple[float, float, float, int]:
     issue = load_issue(path)
     t1 = time.perf_counter()
     n = 0
-    for flavor in (Flavor.TELEGRAM, Flavor.DISCORD):
+    for flavor in (telegram_render, discord_render):
         n += len(render(issue, flavor, Part.ALL, options=RenderOptions(buttons=True)))
     t2 = time.perf_counter()
     c1 = time.process_time()

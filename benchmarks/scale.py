@@ -46,7 +46,6 @@ from typing import Any
 from sqlalchemy import insert, text
 
 from benchmarks.fanout import StallProbe
-from bots.renderers import Flavor
 from digest_core.archive import Archive
 from digest_core.clock import SystemClock
 from digest_core.delivery import DeliveryEngine, Ledger
@@ -54,6 +53,7 @@ from digest_core.delivery.ledger.schema import subscribers
 from digest_core.models import Issue
 from digest_core.platform import PartKey, PlatformLimits, Rate, Target, TargetKind
 from digest_core.rendering import Message, Part, RenderOptions, render
+from digest_core.rendering import telegram as telegram_render
 
 ROOT = Path(__file__).resolve().parents[1]
 #: pacing off: the engine is the bottleneck
@@ -69,7 +69,7 @@ class NullPlatform:
     """A platform that accepts every message at once and remembers only how many."""
 
     name = "telegram"
-    flavor = Flavor.TELEGRAM
+    flavor = telegram_render
     limits = UNLIMITED
     post_options = RenderOptions(buttons=True)
 
@@ -84,14 +84,14 @@ class NullPlatform:
 def longest_issue() -> Issue:
     archive = Archive(ROOT / "archive", index=False)
     issues = [archive.on(entry.date) for entry in archive.list()]
-    return max(issues, key=lambda i: len(render(i, Flavor.TELEGRAM, Part.ALL)))
+    return max(issues, key=lambda i: len(render(i, telegram_render, Part.ALL)))
 
 
 def subscriber_messages(issue: Issue, fmt: str) -> list[Message]:
     """The messages a private subscriber gets: the whole issue, or the compact one."""
     options = RenderOptions(buttons=True)
     part = Part.ALL if fmt == "full" else Part.TOC  # compact: what TelegramAdapter sends
-    return list(render(issue, Flavor.TELEGRAM, part, options=options))
+    return list(render(issue, telegram_render, part, options=options))
 
 
 async def _add_subscribers(ledger: Ledger, n: int) -> None:

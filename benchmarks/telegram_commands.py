@@ -141,11 +141,11 @@ async def run_once(args: argparse.Namespace) -> dict[str, float]:
 
 
 def _request(command: str) -> Any:
-    from bots.renderers import Flavor
     from digest_core.commands import Request
+    from digest_core.rendering import telegram as telegram_render
 
     args = () if command == "today" else (MISS,)
-    return Request(command, args, platform="telegram", flavor=Flavor.TELEGRAM, user="0", chat="0")
+    return Request(command, args, platform="telegram", flavor=telegram_render, user="0", chat="0")
 
 
 def main() -> None:

@@ -218,13 +218,13 @@ def _cpu(seconds: float, messages: int) -> dict[str, float]:
 async def run_ptb_loop(args: argparse.Namespace) -> dict[str, float]:
     from telegram.ext import AIORateLimiter, ApplicationBuilder
 
-    from bots.renderers import Flavor
     from bots.telegram.wire import split_payload
     from digest_core.archive import Archive
     from digest_core.rendering import RenderOptions, render
+    from digest_core.rendering import telegram as telegram_render
 
     issue = Archive(REPO / "archive").on(__import__("datetime").date.fromisoformat(ISSUE_DATE))
-    messages = render(issue, Flavor.TELEGRAM, options=RenderOptions(buttons=True))
+    messages = render(issue, telegram_render, options=RenderOptions(buttons=True))
     with double(args.scale) as (base_url, control):
         users, chans = add_chats(control, args.privates, args.channels)
         limiter = AIORateLimiter(

@@ -82,7 +82,8 @@ def build_adapters(
     in_flight: InFlight | None = None,
 ) -> list[Adapter]:
     """The platforms to run, in registry order: each one its settings configure (a token,
-    targets), or the fallback (the console) when none is.
+    targets), or the fallback (the console) when none is; each built to send under the pacing
+    its spec states for its settings (:meth:`~bots.platformspec.PlatformSpec.pacing`).
 
     ``in_flight`` tracks the command handlers of all of them (each makes its own without).
     ``option`` is how the user asked for ``only`` (``--only`` of ``run``, ``--platform`` of
@@ -94,7 +95,12 @@ def build_adapters(
     """
     if only is not None and only not in registry.names():
         raise ConfigError(f"unknown platform {only!r} (choose from {', '.join(registry.names())})")
-    ctx = BuildContext(clock=clock, stdin=stdin, out=out, in_flight=in_flight)
+
+    def context(spec: PlatformSpec, section: object) -> BuildContext:
+        """What ``spec.build`` gets: the pacing its spec states for ``section`` among it."""
+        limits = spec.pacing(section)
+        return BuildContext(clock=clock, limits=limits, stdin=stdin, out=out, in_flight=in_flight)
+
     adapters: list[Adapter] = []
     fallbacks: list[PlatformSpec] = []
     for spec in registry.specs():
@@ -106,7 +112,7 @@ def build_adapters(
             continue
         section = settings.platform(spec.name) if spec.settings is not None else None
         try:
-            adapter = spec.build(section, ctx)
+            adapter = spec.build(section, context(spec, section))
         except ImportError as exc:
             raise ConfigError(
                 f"{spec.name} is configured but {spec.sdk or exc.name} is not installed: "
@@ -119,7 +125,7 @@ def build_adapters(
         adapters.append(adapter)
     if not adapters:
         for spec in fallbacks:
-            built = spec.build(None, ctx)
+            built = spec.build(None, context(spec, None))
             if built is not None:
                 adapters.append(built)
     return adapters

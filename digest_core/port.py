@@ -7,11 +7,12 @@ with the deliveries. The service's archive, ledger and engine stay the core's
 
 This module is also the one door of the core for adapters: it re-exports (``__all__``) every
 type and helper an adapter may use, and an adapter imports the core from here and from its own
-renderer module only (tests/bots/test_port.py checks the imports). The re-exports are loaded on
-first use (PEP 562), so a platform's small declaration modules (``spec.py``, ``settings.py``)
-importing a settings base or its pacing from here load neither the ledger nor the scheduler.
-The service's side of the port is :class:`~digest_core.service.reception.Reception` (not
-re-exported: adapters never see the service).
+renderer module only (tests/bots/test_port.py checks the imports, those through other modules
+of ``bots`` too, and that no name here is private). The re-exports are loaded on first use
+(PEP 562), so a platform's small declaration modules (``spec.py``, ``settings.py``) importing a
+settings base or its pacing from here load neither the ledger nor the scheduler. The service's
+side of the port is :class:`~digest_core.service.reception.Reception` (not re-exported:
+adapters never see the service).
 """
 
 from __future__ import annotations

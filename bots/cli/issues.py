@@ -13,12 +13,11 @@ from typing import TYPE_CHECKING
 from bots import registry
 from bots.cli import publishing as cli_publishing
 from bots.cli.common import EXIT_FAILED, EXIT_OK, parse_date
-from bots.renderers import Flavor
 from digest_core.archive import Archive
 from digest_core.archive import files as archive_files
 from digest_core.errors import IssueFormatError
 from digest_core.loading import Hint, date_from_name, load_issue
-from digest_core.rendering import Part, Renderer, RenderOptions, preview, render
+from digest_core.rendering import Part, RenderOptions, preview, render
 
 if TYPE_CHECKING:
     from digest_core.models import Issue
@@ -167,10 +166,8 @@ def cmd_preview(args: argparse.Namespace, settings: Settings) -> int:
     options = RenderOptions(
         buttons=args.buttons, embeds=not args.no_embeds, site_url=settings.site.base_url
     )
-    if args.platform == "plain":
-        renderer: Renderer = Flavor.PLAIN
-    else:
-        renderer = registry.spec(args.platform).renderer()
+    # plain: the console's renderer
+    renderer = registry.spec("console" if args.platform == "plain" else args.platform).renderer()
     try:
         messages = render(issue, renderer, part, brief=args.brief, options=options)
     except IndexError as exc:

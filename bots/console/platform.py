@@ -12,10 +12,8 @@ import threading
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, TextIO
 
-from bots.console.spec import CONSOLE_LIMITS
 from bots.inflight import RESTARTING, InFlight
 from bots.logs import quiet_libraries, route_to_terminal
-from bots.renderers import Flavor
 from digest_core.port import (
     ADMIN,
     CANCEL_DATA,
@@ -35,9 +33,10 @@ from digest_core.port import (
     preview,
     shorten,
 )
+from digest_core.rendering import plain as plain_render
 
 if TYPE_CHECKING:
-    from digest_core.port import Port
+    from digest_core.port import PlatformLimits, Port, Renderer
 
 log = logging.getLogger(__name__)
 
@@ -61,9 +60,6 @@ AS_USAGE = "用法 / usage: /as reader | /as admin"
 AS_READER = "现在以读者身份 / you now see what a reader sees (/as admin to go back)"
 AS_ADMIN = "现在以管理员身份 / you are an admin again"
 
-#: the longest request the console confirms (UTF-8 bytes of its ``cf:`` data; a line typed)
-TYPED_DATA_LIMIT = 4096
-
 #: answers that confirm a pending prompt
 YES = frozenset({"y", "yes", "是", "确认"})
 
@@ -84,8 +80,7 @@ class ConsolePlatform:
     """
 
     name = "console"
-    flavor = Flavor.PLAIN
-    limits = CONSOLE_LIMITS
+    flavor: Renderer = plain_render
     post_options = RenderOptions(buttons=False)
     target = Target("console", "stdout", TargetKind.CHANNEL)
     #: alerts are printed on the operator's terminal, so the service does not log them again
@@ -94,11 +89,14 @@ class ConsolePlatform:
     def __init__(
         self,
         *,
+        limits: PlatformLimits,
         out: TextIO | None = None,
         stdin: TextIO | None = None,
         interactive: bool = True,
         in_flight: InFlight | None = None,
     ):
+        """``limits``: the pacing its spec states (:mod:`bots.console.spec`)."""
+        self.limits = limits
         self._out = out or sys.stdout
         self.in_flight = in_flight if in_flight is not None else InFlight()
         self._stdin = stdin
@@ -258,7 +256,8 @@ class ConsolePlatform:
         button on Telegram or Discord (:mod:`digest_core.commands.confirmation`)."""
         confirmations = port.confirmations
         # a typed answer carries no button data: the platforms' byte limit does not apply
-        prompt = confirmations.prompt(reply, limit=TYPED_DATA_LIMIT)
+        limit = plain_render.Limits.button_data_maxlen
+        prompt = confirmations.prompt(reply, limit=limit)
         if not prompt.buttons:  # it cannot be confirmed
             for m in prompt.messages:
                 self.write(preview(m, self.flavor))
@@ -272,7 +271,7 @@ class ConsolePlatform:
         yes = answer.strip().lower() in YES
         data = CANCEL_DATA
         if yes:
-            data = confirm_data(prompt.request, limit=TYPED_DATA_LIMIT) or CANCEL_DATA
+            data = confirm_data(prompt.request, limit=limit) or CANCEL_DATA
         by = Request("", platform=self.name, flavor=self.flavor, user=asked.user,
                      chat=asked.chat, capabilities=self._capabilities)  # fmt: skip
         async with confirmations.press(

@@ -8,7 +8,6 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from bots.dingtalk.pacing import DINGTALK_LIMITS
 from bots.workchat.adapter import Request, WebhookAdapter
 from bots.workchat.signing import dingtalk_query
 from bots.workchat.transport import ErrorRule, Outcome
@@ -69,13 +68,13 @@ class DingTalkAdapter(WebhookAdapter):
     """
 
     name = "dingtalk"
-    limits = DINGTALK_LIMITS
     errors = DINGTALK_ERRORS
     #: the renderer the core uses for this platform's posts and notices
-    flavor = renderer = dingtalk_render
+    flavor = dingtalk_render
 
-    def parse_webhook(self, value: SecretStr) -> SecretStr:
-        return token_from(value, platform=self.name, query="access_token")
+    @classmethod
+    def parse_webhook(cls, value: SecretStr) -> SecretStr:
+        return token_from(value, platform=cls.name, query="access_token")
 
     def build_request(self, token: str, secret: str | None, payload: Mapping[str, Any]) -> Request:
         timestamp_ms = int(self.clock.now().timestamp() * 1000)

@@ -30,7 +30,7 @@ def choice_buttons(reply: Reply, *, navigation: bool = False) -> list[tuple[str,
     """A reply's choices (``/settings``) as ActionCard buttons sending their commands; with
     ``navigation`` (a private chat, where the sent command is the reader's own) its issue
     buttons after them (previous/next issue, ``/brief N DATE``; the ActionCard keeps the
-    first :data:`~digest_core.rendering.dingtalk.MAX_ACTIONS`)."""
+    first :attr:`~digest_core.rendering.dingtalk.Limits.actions_per_card`)."""
     rows = (*reply.choices, *(reply.navigation if navigation else ()))
     return [(c.label, "/" + c.data.split(":", 1)[1]) for row in rows for c in row]
 

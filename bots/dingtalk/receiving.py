@@ -143,6 +143,10 @@ class StreamConnection(SdkConnection):
             await client.websocket.close()
 
 
+def _import_sdk() -> None:
+    import dingtalk_stream  # noqa: F401  (what the callback's records are read with)
+
+
 class CallbackServer(callback.CallbackServer):
     """The robot's HTTP callback: ``path`` takes the POSTs, checked for their signature."""
 
@@ -158,7 +162,7 @@ class CallbackServer(callback.CallbackServer):
 
     async def _prepare(self) -> None:
         """Import the SDK's message model (in a thread)."""
-        await asyncio.to_thread(__import__, "dingtalk_stream")
+        await asyncio.to_thread(_import_sdk)
 
     async def _serve(self, request: web.Request) -> web.Response:
         timestamp = request.headers.get("timestamp", "")

@@ -27,7 +27,6 @@ from bots.discord.views import action_row
 from bots.inflight import InFlight
 from bots.network import network_reason
 from bots.outcome import answer_lost
-from bots.renderers import Flavor
 from digest_core.port import (
     Clock,
     CommandButton,
@@ -49,10 +48,11 @@ from digest_core.port import (
     UserRateLimiter,
     notice,
 )
+from digest_core.rendering import discord as discord_render
 from digest_core.rendering.discord import ALLOWED_MENTIONS, corrected
 
 if TYPE_CHECKING:
-    from digest_core.port import Port
+    from digest_core.port import Port, Renderer
 
 log = logging.getLogger(__name__)
 
@@ -161,7 +161,7 @@ class DiscordAdapter(DiscordThreads):
     """
 
     name = "discord"
-    flavor = Flavor.DISCORD
+    flavor: Renderer = discord_render
     #: readers can subscribe to get the daily issue by DM
     subscriptions = True
 

@@ -13,7 +13,6 @@ from discord import app_commands
 from discord.app_commands import locale_str
 
 from bots.discord.views import PLATFORM, SORRY, capabilities, port_of, respond, slowed_down
-from bots.renderers import Flavor
 from digest_core.port import (
     Argument,
     CommandSpec,
@@ -22,6 +21,7 @@ from digest_core.port import (
     Request,
     menu,
 )
+from digest_core.rendering import discord as discord_render
 
 if TYPE_CHECKING:
     from bots.discord.views import Interaction
@@ -119,7 +119,7 @@ async def run_command(
         request = Request(
             command,
             platform=PLATFORM,
-            flavor=Flavor.DISCORD,
+            flavor=discord_render,
             user=str(interaction.user.id),
             chat=chat,
             capabilities=granted,
@@ -151,7 +151,8 @@ class LookedUp(app_commands.Transformer):
     """A text option of argument ``arg`` of ``/command`` whose values are looked up while
     typing (the argument's :class:`~digest_core.port.Completion`; :data:`TRANSFORMERS` has a
     subclass for each): as long as the argument's kind allows, passed to the core as typed
-    unless a subclass reads it (:meth:`transform`); at most 25 choices (:meth:`look_up`)."""
+    unless a subclass reads it (:meth:`transform`); at most ``Limits.choices`` choices
+    (:meth:`look_up`)."""
 
     def __init__(self, command: CommandSpec, arg: Argument) -> None:
         self.command = command
@@ -179,7 +180,11 @@ class LookedUp(app_commands.Transformer):
         if port is None:
             return []
         found = await self.look_up(port, interaction, str(value).strip())
-        return [app_commands.Choice(name=label[:100], value=v) for v, label in found[:25]]
+        limits = discord_render.Limits
+        return [
+            app_commands.Choice(name=label[: limits.choice_name_maxlen], value=v)
+            for v, label in found[: limits.choices]
+        ]
 
     async def look_up(self, port: Port, interaction: Interaction, typed: str) -> list[Found]:
         """(value, label) of the values for what was ``typed``, best first."""
@@ -191,7 +196,7 @@ class LookedUp(app_commands.Transformer):
         return Request(
             self.command.name,
             platform=PLATFORM,
-            flavor=Flavor.DISCORD,
+            flavor=discord_render,
             user=str(interaction.user.id),
             chat=str(interaction.channel_id or ""),
             capabilities=capabilities(interaction),

@@ -14,12 +14,6 @@ from digest_core.port import ConfigError, TokenSettings
 TOKEN_SHAPE = re.compile(r"[A-Za-z0-9_-]{17,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{20,}")
 
 
-#: Discord's limits on forum tags: a post carries at most 5, a tag's name at most 20 characters
-#: (https://discord.com/developers/docs/resources/channel#forum-tag-object)
-MAX_TAGS = 5
-MAX_TAG_NAME = 20
-
-
 class DiscordChannel(BaseModel):
     """A ``channels`` entry written as a table: a forum channel, whose posts are one per issue,
     or a text channel with a thread opened on each issue's first message."""
@@ -46,11 +40,17 @@ class DiscordChannel(BaseModel):
     @field_validator("tags")
     @classmethod
     def _check_tags(cls, v: tuple[str, ...]) -> tuple[str, ...]:
-        if len(v) > MAX_TAGS:
-            raise ValueError(f"a forum post takes at most {MAX_TAGS} tags, not {len(v)}")
+        # Discord's limits on forum tags, its renderer's (imported only when tags are set:
+        # reading the settings models loads no renderer)
+        from digest_core.rendering.discord import Limits
+
+        if len(v) > Limits.forum_tags:
+            raise ValueError(f"a forum post takes at most {Limits.forum_tags} tags, not {len(v)}")
         for tag in v:
-            if not 1 <= len(tag) <= MAX_TAG_NAME:
-                raise ValueError(f"tag {tag!r}: a tag's name has 1-{MAX_TAG_NAME} characters")
+            if not 1 <= len(tag) <= Limits.forum_tag_name_maxlen:
+                raise ValueError(
+                    f"tag {tag!r}: a tag's name has 1-{Limits.forum_tag_name_maxlen} characters"
+                )
         if len(set(v)) != len(v):
             raise ValueError("a tag is listed twice")
         return v

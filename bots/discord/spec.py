@@ -6,11 +6,10 @@ from typing import TYPE_CHECKING
 
 from bots.discord.settings import DiscordSettings
 from bots.platformspec import BuildContext, PlatformSpec
-from bots.renderers import Flavor
 from digest_core.port import PlatformLimits, Rate, TargetKind
 
 if TYPE_CHECKING:
-    from digest_core.port import Adapter, Renderer
+    from digest_core.port import Adapter
 
 #: Discord limits, from https://discord.com/developers/docs/topics/rate-limits: 50 requests/s
 #: per bot globally; message create is 5 per 5 s per channel (a per-route bucket, observed in
@@ -31,10 +30,6 @@ DISCORD_LIMITS = PlatformLimits(
 )
 
 
-def _renderer() -> Renderer:
-    return Flavor.DISCORD
-
-
 def _build(settings: DiscordSettings, ctx: BuildContext) -> Adapter | None:
     token = settings.checked_token()
     if token is None:
@@ -42,7 +37,7 @@ def _build(settings: DiscordSettings, ctx: BuildContext) -> Adapter | None:
     from bots.discord.adapter import DiscordAdapter
 
     return DiscordAdapter(
-        settings, token=token, clock=ctx.clock, limits=DISCORD_LIMITS, in_flight=ctx.in_flight
+        settings, token=token, clock=ctx.clock, limits=ctx.limits, in_flight=ctx.in_flight
     )
 
 
@@ -50,7 +45,7 @@ PLATFORM = PlatformSpec(
     name="discord",
     summary="a Discord bot (discord.py)",
     settings=DiscordSettings,
-    renderer=_renderer,
+    renderer_module="digest_core.rendering.discord",
     build=_build,
     limits=DISCORD_LIMITS,
     needs="needs a token: set DIGEST_BOT_DISCORD__TOKEN or discord.token_file",

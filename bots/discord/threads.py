@@ -43,7 +43,7 @@ from digest_core.port import (
     Target,
     TargetKind,
 )
-from digest_core.rendering.discord import ALLOWED_MENTIONS
+from digest_core.rendering.discord import ALLOWED_MENTIONS, Limits
 
 if TYPE_CHECKING:
     from bots.discord.client import DigestClient
@@ -55,19 +55,18 @@ UNKNOWN_CHANNEL = 10003
 THREAD_ARCHIVED = 50083
 THREAD_EXISTS = 160004
 THREAD_LOCKED = 160005
-#: a thread's name: 1-100 characters (discord-api-spec, CreateForumThreadRequest.name)
-MAX_THREAD_NAME = 100
 #: a thread found may have been opened this long before the intent recorded on our clock
 #: (the hosts' clocks differ; Discord's snowflakes carry its own time)
 CLOCK_MARGIN = dt.timedelta(minutes=10)
 
 
 def thread_name(title: str) -> str:
-    """``title`` as a thread's name: one line, at most :data:`MAX_THREAD_NAME` characters."""
+    """``title`` as a thread's name: one line, at most ``Limits.thread_name_maxlen``
+    characters."""
     one_line = " ".join(title.split()) or "digest"
-    if len(one_line) <= MAX_THREAD_NAME:
+    if len(one_line) <= Limits.thread_name_maxlen:
         return one_line
-    return one_line[: MAX_THREAD_NAME - 1] + "…"
+    return one_line[: Limits.thread_name_maxlen - 1] + "…"
 
 
 class DiscordThreads:

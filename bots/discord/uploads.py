@@ -10,8 +10,8 @@ import discord
 from discord.http import Route
 
 from bots.inflight import RESTARTING
-from bots.renderers import Flavor
 from digest_core.port import ADMIN, Message, Request, TransientError, notice
+from digest_core.rendering import discord as discord_render
 from digest_core.rendering.discord import ALLOWED_MENTIONS
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ async def on_direct_message(client: DigestClient, message: discord.Message) -> N
     attachment = message.attachments[0]
     admin = message.author.id in client.settings.admin_users
     request = Request(
-        "upload", tuple(message.content.split()), platform="discord", flavor=Flavor.DISCORD,
+        "upload", tuple(message.content.split()), platform="discord", flavor=discord_render,
         user=str(message.author.id), chat=str(channel_id),
         capabilities=ADMIN if admin else frozenset(),
     )  # fmt: skip
@@ -58,7 +58,7 @@ async def on_direct_message(client: DigestClient, message: discord.Message) -> N
         await _send(client, channel_id, reply.messages)
 
     async def apologise() -> None:
-        await _send(client, channel_id, notice(RESTARTING, Flavor.DISCORD))
+        await _send(client, channel_id, notice(RESTARTING, discord_render))
 
     await in_flight.run(f"discord DM file from {message.author.id}", handle, apologise=apologise)
 

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import discord
 
 from bots.inflight import RESTARTING
-from bots.renderers import Flavor
 from digest_core.port import (
     ACTION_PREFIX,
     ADMIN,
@@ -38,6 +37,7 @@ from digest_core.port import (
     parse_choice,
     spec,
 )
+from digest_core.rendering import discord as discord_render
 
 if TYPE_CHECKING:
     from bots.discord.client import DigestClient
@@ -54,8 +54,6 @@ log = logging.getLogger(__name__)
 DEFER_AFTER_SECONDS = 1.5
 #: the platform name of Discord targets in the ledger and in core requests
 PLATFORM = "discord"
-#: a component's custom_id holds at most 100 characters
-CUSTOM_ID_LIMIT = 100
 
 #: What a user sees when answering failed (the cause is logged).
 SORRY = "出错了，请稍后再试。/ Something went wrong; please try again later."
@@ -255,7 +253,7 @@ async def _respond(interaction: Interaction, work: Work, *, ephemeral: bool) -> 
         log.exception("discord: answering interaction %s failed", interaction.id)
         await send_all(
             interaction,
-            notice(SORRY, Flavor.DISCORD),
+            notice(SORRY, discord_render),
             ephemeral=True,
         )
         return None
@@ -268,7 +266,7 @@ async def _respond(interaction: Interaction, work: Work, *, ephemeral: bool) -> 
     if reply.confirm is not None:
         port = port_of(interaction)
         if port is not None:
-            prompt = port.confirmations.prompt(reply, limit=CUSTOM_ID_LIMIT)
+            prompt = port.confirmations.prompt(reply, limit=discord_render.Limits.custom_id_maxlen)
             messages = prompt.messages
             view = ConfirmView(reply.confirm) if prompt.buttons else None
     elif reply.choices:
@@ -345,7 +343,7 @@ class SectionButton(
         request = Request(
             self.section.value,
             platform=PLATFORM,
-            flavor=Flavor.DISCORD,
+            flavor=discord_render,
             user=str(interaction.user.id),
             chat=str(interaction.channel_id or ""),
             capabilities=capabilities(interaction),  # admins press previews' buttons
@@ -401,7 +399,7 @@ class ActionButton(
             self.command,
             self.args,
             platform=PLATFORM,
-            flavor=Flavor.DISCORD,
+            flavor=discord_render,
             user=str(interaction.user.id),
             chat=str(interaction.channel_id or ""),
             capabilities=capabilities(interaction),
@@ -456,7 +454,7 @@ class ChoiceButton(
                 self.command,
                 self.args,
                 platform=PLATFORM,
-                flavor=Flavor.DISCORD,
+                flavor=discord_render,
                 user=str(ours.user.id),
                 chat=str(dm.id),
             )
@@ -466,11 +464,13 @@ class ChoiceButton(
 
 
 def choices_view(rows: Sequence[Sequence[Choice]]) -> discord.ui.View:
-    """The buttons of a reply's choices, one row each (at most 5 rows of 5)."""
+    """The buttons of a reply's choices, one row each (within Discord's rows and buttons per
+    row, ``Limits``)."""
     view = discord.ui.View(timeout=None)
-    for row, choices in enumerate(rows[:5]):
-        for choice in choices[:5]:
-            button = ChoiceButton(choice.data, choice.label[:80])
+    limits = discord_render.Limits
+    for row, choices in enumerate(rows[: limits.action_rows_per_message]):
+        for choice in choices[: limits.buttons_per_row]:
+            button = ChoiceButton(choice.data, choice.label[: limits.button_label_maxlen])
             button.item.row = row
             view.add_item(button)
     return view
@@ -493,7 +493,7 @@ class ConfirmView(discord.ui.View):
 
     @discord.ui.button(label=CONFIRM_LABEL, style=discord.ButtonStyle.danger)
     async def confirm(self, interaction: Interaction, button: discord.ui.Button[Any]) -> None:
-        data = confirm_data(self.request, limit=CUSTOM_ID_LIMIT) or ""
+        data = confirm_data(self.request, limit=discord_render.Limits.custom_id_maxlen) or ""
         await self._pressed(interaction, data)
 
     @discord.ui.button(label=CANCEL_LABEL, style=discord.ButtonStyle.secondary)
@@ -507,7 +507,7 @@ class ConfirmView(discord.ui.View):
         by = Request(
             "",
             platform=PLATFORM,
-            flavor=Flavor.DISCORD,
+            flavor=discord_render,
             user=str(interaction.user.id),
             chat=str(interaction.channel_id or ""),
             # only who asked may press (asked_by below): with what they were granted then
@@ -542,10 +542,10 @@ async def _respond_followup(interaction: Interaction, work: Work) -> Reply | Non
         reply = await work()
     except Exception:
         log.exception("discord: follow-up of interaction %s failed", interaction.id)
-        reply = Reply(notice(SORRY, Flavor.DISCORD))
+        reply = Reply(notice(SORRY, discord_render))
     await send_all(interaction, reply.messages, ephemeral=True)
     return reply
 
 
 def _content(text: str) -> str:
-    return str(notice(text, Flavor.DISCORD)[0].payload["content"])
+    return str(notice(text, discord_render)[0].payload["content"])

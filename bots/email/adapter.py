@@ -25,7 +25,6 @@ import aiosmtplib
 
 from bots.email import bounces, mime, signup, transfer
 from bots.email.addresses import AddressBook
-from bots.email.pacing import limits_of
 from bots.email.settings import EmailSettings
 from bots.email.tokens import Tokens
 from digest_core.port import (
@@ -48,7 +47,7 @@ from digest_core.rendering import email as email_render
 
 if TYPE_CHECKING:
     from bots.periodic import PeriodicJob
-    from digest_core.port import Adapter, AddressSignup, Port, Tallied
+    from digest_core.port import Adapter, AddressSignup, PlatformLimits, Port, Tallied
 
 log = logging.getLogger(__name__)
 
@@ -59,19 +58,20 @@ class EmailAdapter:
     """The ``email`` platform (see the module doc)."""
 
     name = NAME
-    flavor = renderer = email_render
+    flavor = email_render
     #: readers subscribe (by the web form or ``/email``), confirmed by mail
     subscriptions = True
 
-    def __init__(self, settings: EmailSettings, *, clock: Clock) -> None:
-        """Resolve the secrets now, so a missing one fails at start.
+    def __init__(self, settings: EmailSettings, *, clock: Clock, limits: PlatformLimits) -> None:
+        """Resolve the secrets now, so a missing one fails at start. ``limits``: the pacing
+        its spec states for ``settings`` (the relay's rate: :func:`bots.email.spec.limits_of`).
 
         Raises:
             ConfigError: the password, links' key or DKIM key cannot be read.
         """
         self.settings = settings
         self.clock = clock
-        self.limits = limits_of(settings)
+        self.limits = limits
         self.post_options = RenderOptions(site_url=settings.public_url)
         self._password = settings.resolved_password()
         key = settings.resolved_secret_key()

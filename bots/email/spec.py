@@ -4,23 +4,28 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, cast
 
-from bots.email.pacing import limits_of
 from bots.email.settings import EmailSettings
 from bots.platformspec import BuildContext, PlatformSpec
+from digest_core.port import PlatformLimits, Rate, TargetKind
 
 if TYPE_CHECKING:
-    from digest_core.port import Adapter, Renderer
+    from digest_core.port import Adapter
 
 
-#: The pacing of the settings' defaults (the adapter paces under its configured relay's:
-#: :func:`limits_of`)
-EMAIL_LIMITS = limits_of(EmailSettings())
+def limits_of(settings: EmailSettings) -> PlatformLimits:
+    """The pacing of mail through the relay ``settings`` names (the spec's ``limits``: the
+    adapter is built to send under them).
 
-
-def _renderer() -> Renderer:
-    from digest_core.rendering import email
-
-    return cast("Renderer", email)
+    SMTP sets no sending rate; each relay sets its own (Amazon SES: 1 mail/s in its sandbox,
+    per account and use case after it, https://docs.aws.amazon.com/ses/latest/dg/quotas.html),
+    so the overall rate is the configured ``email.rate_per_second`` and ``email.burst``. A
+    reader gets one mail per issue (a correction notice at most one more): at most one a
+    second with a burst of 2 is ours, no provider's.
+    """
+    return PlatformLimits(
+        overall=Rate(settings.rate_per_second, burst=settings.burst),
+        per_target={kind: Rate(1.0, burst=2) for kind in TargetKind},
+    )
 
 
 def _build(section: EmailSettings, ctx: BuildContext) -> Adapter | None:
@@ -30,16 +35,16 @@ def _build(section: EmailSettings, ctx: BuildContext) -> Adapter | None:
     from bots.email.adapter import EmailAdapter
 
     web.install()
-    return cast("Adapter", EmailAdapter(section, clock=ctx.clock))
+    return cast("Adapter", EmailAdapter(section, clock=ctx.clock, limits=ctx.limits))
 
 
 PLATFORM = PlatformSpec(
     name="email",
     summary="email newsletter through an SMTP relay (double opt-in, one-click unsubscribe)",
     settings=EmailSettings,
-    renderer=_renderer,
+    renderer_module="digest_core.rendering.email",
     build=_build,
-    limits=EMAIL_LIMITS,
+    limits=limits_of,
     needs="needs a relay and a sender: set email.host and email.from",
     needs_key="email.host",
     sdk="aiosmtplib",

@@ -8,7 +8,6 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from bots.feishu.pacing import FEISHU_LIMITS
 from bots.workchat.adapter import Request, WebhookAdapter
 from bots.workchat.signing import feishu_sign
 from bots.workchat.transport import ErrorRule, Outcome
@@ -67,13 +66,13 @@ class FeishuAdapter(WebhookAdapter):
     """
 
     name = "feishu"
-    limits = FEISHU_LIMITS
     errors = FEISHU_ERRORS
     #: the renderer the core uses for this platform's posts and notices
-    flavor = renderer = feishu_render
+    flavor = feishu_render
 
-    def parse_webhook(self, value: SecretStr) -> SecretStr:
-        return token_from(value, platform=self.name, path=HOOK_PATH)
+    @classmethod
+    def parse_webhook(cls, value: SecretStr) -> SecretStr:
+        return token_from(value, platform=cls.name, path=HOOK_PATH)
 
     def build_request(self, token: str, secret: str | None, payload: Mapping[str, Any]) -> Request:
         body = dict(payload)

@@ -51,9 +51,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SENT_PRIVATELY = "已私信发送 / sent to you in private"
-#: the longest button data we make (Feishu documents no limit for a button's value; ours,
-#: so a confirmation's data stays as short as Telegram's would not have to be)
-MAX_BUTTON_DATA = 200
 
 
 def menu_command(key: str) -> str | None:
@@ -165,7 +162,9 @@ class FeishuHandlers(AppHandlers):
     def _drawn(self, reply: Reply, *, prompt_chat: str) -> list[Message]:
         """The reply's messages with its buttons: a confirmation's, or its choices."""
         if reply.confirm is not None:
-            prompt = self.port.confirmations.prompt(reply, limit=MAX_BUTTON_DATA)
+            prompt = self.port.confirmations.prompt(
+                reply, limit=feishu_render.CardLimits.button_data_maxlen
+            )
             messages = list(prompt.messages)
             if prompt.buttons and messages:
                 row = [(b.label, b.data) for b in prompt.buttons]

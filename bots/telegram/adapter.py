@@ -19,7 +19,6 @@ from telegram.request import HTTPXRequest
 
 from bots.inflight import RESTARTING, InFlight
 from bots.network import network_reason
-from bots.renderers import Flavor
 from bots.telegram.editing import TelegramEditing
 from bots.telegram.handlers import AnswerTiming, Handlers
 from bots.telegram.menus import RedactToken, command_menus, sdk_loggers
@@ -49,9 +48,10 @@ from digest_core.port import (
     TransientError,
     notice,
 )
+from digest_core.rendering import telegram as telegram_render
 
 if TYPE_CHECKING:
-    from digest_core.port import Port
+    from digest_core.port import Port, Renderer
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +112,7 @@ class TelegramAdapter(TelegramEditing):
     """
 
     name = "telegram"
-    flavor = Flavor.TELEGRAM
+    flavor: Renderer = telegram_render
     #: readers can subscribe to get the daily issue in a private chat
     subscriptions = True
 

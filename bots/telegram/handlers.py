@@ -19,7 +19,7 @@ from telegram import (
     Update,
 )
 from telegram import Message as TgMessage
-from telegram.constants import CallbackQueryLimit, ChatType, InlineKeyboardButtonLimit
+from telegram.constants import ChatType
 from telegram.error import TelegramError
 from telegram.ext import (
     CallbackQueryHandler,
@@ -30,7 +30,6 @@ from telegram.ext import (
 )
 
 from bots.inflight import RESTARTING
-from bots.renderers import Flavor
 from bots.telegram.wire import place
 from digest_core.port import (
     ADMIN,
@@ -57,6 +56,7 @@ from digest_core.port import (
     plain_renderer,
     preview,
 )
+from digest_core.rendering import telegram as telegram_render
 
 if TYPE_CHECKING:
     from telegram.ext import Application
@@ -65,12 +65,6 @@ if TYPE_CHECKING:
     from digest_core.port import Port
 
 log = logging.getLogger(__name__)
-
-#: ``telegram.constants.InlineKeyboardButtonLimit.MAX_CALLBACK_DATA`` (bytes): the confirmation
-#: buttons' data (digest_core.commands.confirmation) must fit
-MAX_CALLBACK_DATA = InlineKeyboardButtonLimit.MAX_CALLBACK_DATA
-#: ``answerCallbackQuery`` text limit (CallbackQueryLimit.ANSWER_CALLBACK_QUERY_TEXT_LENGTH)
-MAX_ANSWER_TEXT = CallbackQueryLimit.ANSWER_CALLBACK_QUERY_TEXT_LENGTH
 
 #: a PTB handler callback of ours
 Callback = Callable[[Update, ContextTypes.DEFAULT_TYPE], Coroutine[Any, Any, None]]
@@ -194,12 +188,12 @@ class Handlers:
                 f"订阅请私信 @{bot} 发送 /{name}。\n"
                 f"To {name}, send /{name} to @{bot} in a private chat."
             )
-            messages = notice(text, Flavor.TELEGRAM, mentions=True)  # the bot's own @name
+            messages = notice(text, telegram_render, mentions=True)  # the bot's own @name
             await self._send(here, kind, messages, paced)
             self._timed(name, user.id, started, paced)
             return
         request = Request(
-            name, args, platform=self.adapter.name, flavor=Flavor.TELEGRAM, user=str(user.id),
+            name, args, platform=self.adapter.name, flavor=telegram_render, user=str(user.id),
             chat=str(chat.id), capabilities=ADMIN if admin else frozenset(),
         )  # fmt: skip
         reply = await self._handle(request)
@@ -235,7 +229,7 @@ class Handlers:
             f"The answer is private: start a chat with @{bot} (send /start), then try again."
         )
         await self._send(
-            group, TargetKind.GROUP, notice(text, Flavor.TELEGRAM, mentions=True), paced
+            group, TargetKind.GROUP, notice(text, telegram_render, mentions=True), paced
         )
 
     async def on_text(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
@@ -246,7 +240,7 @@ class Handlers:
         if user.id not in self.adapter.admins and not await self._allowed(user.id, chat.id, True):
             return
         text = "发送 /help 查看全部命令。\nSend /help to see what I can do."
-        await self._send(chat.id, TargetKind.PRIVATE, notice(text, Flavor.TELEGRAM), [])
+        await self._send(chat.id, TargetKind.PRIVATE, notice(text, telegram_render), [])
 
     async def on_document(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         """A file sent privately: an admin's issue file, checked and stored by the core
@@ -261,7 +255,7 @@ class Handlers:
         name = document.file_name or "upload"
         request = Request(
             "upload", tuple((message.caption or "").split()), platform=self.adapter.name,
-            flavor=Flavor.TELEGRAM, user=str(user.id), chat=str(chat.id),
+            flavor=telegram_render, user=str(user.id), chat=str(chat.id),
             capabilities=ADMIN if admin else frozenset(),
         )  # fmt: skip
 
@@ -290,7 +284,7 @@ class Handlers:
             await self._send(
                 chat,
                 TargetKind.PRIVATE if private else TargetKind.GROUP,
-                notice(self._slow_down(), Flavor.TELEGRAM),
+                notice(self._slow_down(), telegram_render),
                 [],
             )
         return verdict is Verdict.ALLOW
@@ -316,11 +310,13 @@ class Handlers:
         except Exception:  # a broken command must not take the bot down
             log.exception("telegram: /%s failed", request.command)
             text = "出错了，请稍后再试。/ Something went wrong; please try again later."
-            return Reply(notice(text, Flavor.TELEGRAM), status=Status.ERROR)
+            return Reply(notice(text, telegram_render), status=Status.ERROR)
 
     def _with_confirm_buttons(self, reply: Reply) -> list[Message]:
         """The core's confirmation prompt with its buttons on the last message."""
-        prompt = self.port.confirmations.prompt(reply, limit=MAX_CALLBACK_DATA)
+        prompt = self.port.confirmations.prompt(
+            reply, limit=telegram_render.Limits.callback_data_maxlen
+        )
         messages = [Message(dict(m.payload)) for m in prompt.messages]
         if prompt.buttons:
             row = [{"text": b.label, "callback_data": b.data} for b in prompt.buttons]
@@ -357,7 +353,7 @@ class Handlers:
         user = query.from_user
         admin = user.id in self.adapter.admins
         request = Request(
-            command, args, platform=self.adapter.name, flavor=Flavor.TELEGRAM,
+            command, args, platform=self.adapter.name, flavor=telegram_render,
             user=str(user.id), chat=str(user.id), capabilities=ADMIN if admin else frozenset(),
             confirmed=True,
         )  # fmt: skip
@@ -379,7 +375,7 @@ class Handlers:
         request = Request(
             section.value,
             platform=self.adapter.name,
-            flavor=Flavor.TELEGRAM,
+            flavor=telegram_render,
             user=str(user.id),
             chat=str(user.id),
             # admins press buttons of previews of issues not out yet
@@ -418,7 +414,7 @@ class Handlers:
         if await self._press_limited(query):
             return
         request = Request(
-            command, args, platform=self.adapter.name, flavor=Flavor.TELEGRAM,
+            command, args, platform=self.adapter.name, flavor=telegram_render,
             user=str(user.id), chat=str(user.id),
         )  # fmt: skip
         reply = await self._handle(request)
@@ -436,7 +432,7 @@ class Handlers:
             return
         asker = str(query.from_user.id)
         found = await self.port.inline(query.query, platform=self.adapter.name, asker=asker)
-        results = [inline_article(a) for a in found[:MAX_INLINE_RESULTS]]
+        results = [inline_article(a) for a in found[: telegram_render.Limits.inline_results]]
         try:
             await query.answer(results, cache_time=INLINE_CACHE_SECONDS, is_personal=False)
         except TelegramError as exc:  # too late (the reader typed on) or refused
@@ -451,7 +447,7 @@ class Handlers:
         kind = TargetKind.PRIVATE if chat == user.id else TargetKind.GROUP
         admin = user.id in self.adapter.admins
         by = Request(
-            "", platform=self.adapter.name, flavor=Flavor.TELEGRAM, user=str(user.id),
+            "", platform=self.adapter.name, flavor=telegram_render, user=str(user.id),
             chat=str(chat), capabilities=ADMIN if admin else frozenset(),
         )  # fmt: skip
         prompt = (chat, message.message_id if message is not None else 0)
@@ -487,8 +483,6 @@ class Handlers:
         log.error("telegram: handling an update failed", exc_info=context.error)
 
 
-#: results one inline answer carries (Telegram allows 50)
-MAX_INLINE_RESULTS = 20
 #: how long Telegram may cache an inline answer (a new issue shows within this)
 INLINE_CACHE_SECONDS = 300
 
@@ -541,8 +535,9 @@ def kind_of(chat_type: str) -> TargetKind:
 
 async def _answer(query: CallbackQuery, text: str | None = None, *, alert: bool = False) -> None:
     """Answer a button press (best effort: an old query cannot be answered any more)."""
-    if text is not None and len(text) > MAX_ANSWER_TEXT:
-        text = text[: MAX_ANSWER_TEXT - 1] + "…"
+    limit = telegram_render.Limits.answer_text_maxlen
+    if text is not None and len(text) > limit:
+        text = text[: limit - 1] + "…"
     try:
         await query.answer(text, show_alert=alert)
     except TelegramError as exc:

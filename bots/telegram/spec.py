@@ -6,12 +6,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from bots.platformspec import BuildContext, PlatformSpec
-from bots.renderers import Flavor
 from bots.telegram.settings import TelegramSettings
 from digest_core.port import PlatformLimits, Rate, TargetKind
 
 if TYPE_CHECKING:
-    from digest_core.port import Adapter, Renderer
+    from digest_core.port import Adapter
 
 #: Telegram Bot API limits, from https://core.telegram.org/bots/faq#my-bot-is-hitting-limits-how-do-i-avoid-this
 TELEGRAM_LIMITS = PlatformLimits(
@@ -48,8 +47,9 @@ PAID_BROADCAST_LIMITS = PlatformLimits(
 )
 
 
-def _renderer() -> Renderer:
-    return Flavor.TELEGRAM
+def _pacing(settings: TelegramSettings) -> PlatformLimits:
+    """Telegram's limits, or paid broadcast's when ``telegram.paid_broadcast`` is on."""
+    return PAID_BROADCAST_LIMITS if settings.paid_broadcast else TELEGRAM_LIMITS
 
 
 def _build(settings: TelegramSettings, ctx: BuildContext) -> Adapter | None:
@@ -58,9 +58,8 @@ def _build(settings: TelegramSettings, ctx: BuildContext) -> Adapter | None:
         return None
     from bots.telegram.adapter import TelegramAdapter
 
-    limits = PAID_BROADCAST_LIMITS if settings.paid_broadcast else TELEGRAM_LIMITS
     return TelegramAdapter(
-        settings, token=token, clock=ctx.clock, limits=limits, in_flight=ctx.in_flight
+        settings, token=token, clock=ctx.clock, limits=ctx.limits, in_flight=ctx.in_flight
     )
 
 
@@ -68,9 +67,9 @@ PLATFORM = PlatformSpec(
     name="telegram",
     summary="a Telegram bot (python-telegram-bot)",
     settings=TelegramSettings,
-    renderer=_renderer,
+    renderer_module="digest_core.rendering.telegram",
     build=_build,
-    limits=TELEGRAM_LIMITS,
+    limits=_pacing,
     needs="needs a token: set DIGEST_BOT_TELEGRAM__TOKEN or telegram.token_file",
     needs_key="telegram.token",
     sdk="python-telegram-bot",

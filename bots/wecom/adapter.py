@@ -9,7 +9,6 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from bots.wecom.pacing import WECOM_LIMITS
 from bots.workchat.adapter import Request, WebhookAdapter
 from bots.workchat.transport import ErrorRule, Outcome
 from bots.workchat.urls import token_from
@@ -48,13 +47,13 @@ class WeComAdapter(WebhookAdapter):
     no signing: the key in the URL is the only credential."""
 
     name = "wecom"
-    limits = WECOM_LIMITS
     errors = WECOM_ERRORS
     #: the renderer the core uses for this platform's posts and notices
-    flavor = renderer = wecom_render
+    flavor = wecom_render
 
-    def parse_webhook(self, value: SecretStr) -> SecretStr:
-        return token_from(value, platform=self.name, query="key")
+    @classmethod
+    def parse_webhook(cls, value: SecretStr) -> SecretStr:
+        return token_from(value, platform=cls.name, query="key")
 
     def build_request(self, token: str, secret: str | None, payload: Mapping[str, Any]) -> Request:
         query = urllib.parse.urlencode({"key": token})

@@ -73,7 +73,7 @@ class WebhookAdapter(StartStop, ABC):
     name: str
     #: the platform's renderer (set by each platform to its ``render`` module)
     flavor: Renderer
-    #: the documented sending limits (set by each platform)
+    #: the sending limits the core paces its sends under (its spec's, given when it is built)
     limits: PlatformLimits
     #: the error codes of the platform's answers
     errors: ClassVar[Mapping[int, ErrorRule]]
@@ -83,13 +83,14 @@ class WebhookAdapter(StartStop, ABC):
         settings: WebhookSettings,
         *,
         clock: Clock,
-        limits: PlatformLimits | None = None,
+        limits: PlatformLimits,
         time_scale: float = 1.0,
     ) -> None:
         """Resolve the webhooks and secrets now, so a missing one fails at start.
 
-        ``limits`` overrides the pacing model and ``time_scale`` divides the documented waits
-        after a frequency code, for tests and benchmarks against a double whose windows run
+        ``limits`` is the pacing model, the platform's spec's (``bots/<name>/spec.py``; tests
+        and benchmarks scale it); ``time_scale`` divides the documented waits after a
+        frequency code, for tests and benchmarks against a double whose windows run
         ``time_scale`` times faster.
 
         Raises:
@@ -97,13 +98,12 @@ class WebhookAdapter(StartStop, ABC):
         """
         self.settings = settings
         self.clock = clock
-        if limits is not None:
-            self.limits = limits
+        self.limits = limits
         if time_scale <= 0:
             raise ValueError("time_scale must be positive")
         self.time_scale = time_scale
         self.post_options = RenderOptions()
-        self._webhooks = {k: self.parse_webhook(v) for k, v in settings.resolved_webhooks().items()}
+        self._webhooks = self.webhooks(settings)
         self._secrets = settings.resolved_secrets()
         secrets = [v.get_secret_value() for v in self._webhooks.values()]
         secrets += [v.get_secret_value() for v in self._secrets.values()]
@@ -113,13 +113,24 @@ class WebhookAdapter(StartStop, ABC):
 
     # ------------------------------------------------------------ per platform
 
+    @classmethod
     @abstractmethod
-    def parse_webhook(self, value: SecretStr) -> SecretStr:
+    def parse_webhook(cls, value: SecretStr) -> SecretStr:
         """The robot's token/key from a configured webhook address (or the bare token).
 
         Raises:
             ConfigError: ``value`` is not this platform's webhook.
         """
+
+    @classmethod
+    def webhooks(cls, settings: WebhookSettings) -> dict[str, SecretStr]:
+        """Each target's robot token/key, from its configured webhook (what the doctor checks
+        without building an adapter).
+
+        Raises:
+            ConfigError: a target has no webhook, or one is not this platform's.
+        """
+        return {k: cls.parse_webhook(v) for k, v in settings.resolved_webhooks().items()}
 
     @abstractmethod
     def build_request(self, token: str, secret: str | None, payload: Mapping[str, Any]) -> Request:

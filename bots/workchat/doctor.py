@@ -20,7 +20,7 @@ from bots.doctor import TIMEOUT_SECONDS, Check, clock_check, fail, ok
 from bots.network import network_reason
 from bots.workchat.adapter import WebhookAdapter
 from bots.workchat.settings import WebhookSettings
-from digest_core.port import ConfigError, SystemClock
+from digest_core.port import ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -32,13 +32,13 @@ async def checks(
     now: Callable[[], dt.datetime],
 ) -> list[Check]:
     """The platform's lines of the doctor's table; none when it names no target. ``adapter``
-    is the platform's, built to check every target's webhook (it refuses one not of its
-    form), never started."""
+    is the platform's adapter class, which reads every target's webhook (it refuses one not
+    of its form); none is built."""
     area = settings.platform
     if not settings.all_targets():
         return []
     try:
-        adapter(settings, clock=SystemClock())
+        adapter.webhooks(settings)
         secrets = settings.resolved_secrets()
     except ConfigError as exc:
         return [fail(area, "webhooks", str(exc), "set the webhook of every target")]

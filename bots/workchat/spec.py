@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, cast
 
-from bots.platformspec import BuildContext, PlatformSpec
+from bots.platformspec import BuildContext, PlatformSpec, load_adapter
 from bots.workchat.settings import WebhookSettings
 
 if TYPE_CHECKING:
-    from digest_core.port import Adapter, PlatformLimits, Renderer
+    from digest_core.port import Adapter, PlatformLimits
 
 
 def webhook_platform(
@@ -25,35 +24,33 @@ def webhook_platform(
 ) -> PlatformSpec:
     """The PlatformSpec of a send-only webhook platform named ``settings.platform``.
 
-    ``renderer`` is its render module and ``adapter`` ``"module:Class"`` (a WebhookAdapter
-    taking the settings and ``clock``), both imported on first use. It is built when its
-    settings name targets (``targets`` or ``alert_target``). ``limits`` is its documented
-    pacing. ``app_adapter`` (``"module:Class"``, taking the settings, ``clock`` and
-    ``in_flight``) is built instead when the settings configure an app bot (their ``app``
-    property); ``sdk`` names the SDK it needs. ``doctor`` is ``"module:function"`` of its
-    checks, the platform's own (they build its webhook adapter: :mod:`bots.workchat.doctor`).
+    ``renderer`` is its renderer module (``digest_core.rendering.<name>``: the spec's
+    ``renderer_module``) and ``adapter`` ``"module:Class"`` (a WebhookAdapter taking the
+    settings, ``clock`` and ``limits``), both imported on first use (the adapter by
+    :func:`bots.platformspec.load_adapter`). It is built when its settings name targets
+    (``targets`` or ``alert_target``). ``limits`` is its documented pacing, which the
+    adapter is built to send under. ``app_adapter`` (``"module:Class"``, taking the
+    settings, ``clock``, ``limits`` and ``in_flight``) is built instead when the settings
+    configure an app bot (their ``app`` property); ``sdk`` names the SDK it needs.
+    ``doctor`` is ``"module:function"`` of its checks, the platform's own (they read its
+    webhooks with its adapter class: :mod:`bots.workchat.doctor`).
     """
     name = settings.platform
 
-    def load_renderer() -> Renderer:
-        return cast("Renderer", importlib.import_module(renderer))
-
     def build(section: WebhookSettings, ctx: BuildContext) -> Adapter | None:
         if app_adapter is not None and section.app:
-            module, _, cls = app_adapter.partition(":")
-            factory = getattr(importlib.import_module(module), cls)
-            return cast("Adapter", factory(section, clock=ctx.clock, in_flight=ctx.in_flight))
+            factory = load_adapter(app_adapter)
+            built = factory(section, clock=ctx.clock, limits=ctx.limits, in_flight=ctx.in_flight)
+            return cast("Adapter", built)
         if not section.all_targets():
             return None
-        module, _, cls = adapter.partition(":")
-        built = getattr(importlib.import_module(module), cls)(section, clock=ctx.clock)
-        return cast("Adapter", built)
+        return cast("Adapter", load_adapter(adapter)(section, clock=ctx.clock, limits=ctx.limits))
 
     return PlatformSpec(
         name=name,
         summary=summary,
         settings=settings,
-        renderer=load_renderer,
+        renderer_module=renderer,
         build=build,
         limits=limits,
         needs=f"needs targets: set {name}.targets and {settings.env_name('webhooks')}"

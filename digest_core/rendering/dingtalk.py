@@ -41,11 +41,8 @@ class Limits(TextLimits):
     title_maxlen = 64
     #: the whole request body, in bytes (the 460101 reading)
     request_maxlen = 20_000
-
-
-TEXT_LIMIT = Limits.body_maxlen
-TITLE_LIMIT = Limits.title_maxlen
-BODY_LIMIT = Limits.request_maxlen
+    #: the most buttons an ActionCard of the app robot's send API takes (sampleActionCard2…5)
+    actions_per_card = 5
 
 
 def render(
@@ -71,7 +68,7 @@ def render(
     part = Part(part)
     title = _title(f"{issue.masthead} · {issue.date.isoformat()}")
     web = web_url(options or RenderOptions(), issue, part, brief)
-    texts = render_texts(issue, part, brief, limit=TEXT_LIMIT, measure=utf8_len, web=web)
+    texts = render_texts(issue, part, brief, limit=Limits.body_maxlen, measure=utf8_len, web=web)
     messages = [Message(_payload(title, t)) for t in texts]
     if (options or RenderOptions()).buttons:
         messages[-1] = action_card(messages[-1], section_actions(issue))
@@ -87,7 +84,7 @@ def notice(text: str, *, mentions: bool = False) -> list[Message]:
     """A service text as markdown messages, escaped, split at line ends."""
     return [
         Message(_payload("digest-bot", t))
-        for t in notice_texts(text, limit=TEXT_LIMIT, measure=utf8_len)
+        for t in notice_texts(text, limit=Limits.body_maxlen, measure=utf8_len)
     ]
 
 
@@ -105,8 +102,6 @@ def preview(message: Message) -> str:
     )
 
 
-#: the most buttons an ActionCard of the app robot's send API takes (sampleActionCard2…5)
-MAX_ACTIONS = 5
 #: the link that makes the DingTalk client send ``content`` in the chat as the reader
 #: (the 消息链接 ``dtmd://dingtalkclient/sendMessage``; as developers use it in robots'
 #: markdown and ActionCards, not on DingTalk's own pages)
@@ -125,8 +120,8 @@ def section_actions(issue: Issue) -> list[tuple[str, str]]:
 
 def action_card(message: Message, buttons: Sequence[tuple[str, str]]) -> Message:
     """``message`` (markdown) as an ActionCard whose buttons send their commands (at most
-    :data:`MAX_ACTIONS`; none: the message unchanged)."""
-    buttons = list(buttons)[:MAX_ACTIONS]
+    :attr:`Limits.actions_per_card`; none: the message unchanged)."""
+    buttons = list(buttons)[: Limits.actions_per_card]
     if not buttons or "markdown" not in message.payload:
         return message
     md = message.payload["markdown"]
@@ -153,12 +148,12 @@ def check_message(payload: dict[str, Any]) -> list[str]:
     """Every way ``payload`` breaks the limits above or our rules (empty when fine)."""
     problems: list[str] = []
     md = payload.get("markdown") or payload["actionCard"]
-    if utf8_len(md["text"]) > TEXT_LIMIT:
-        problems.append(f"text is {utf8_len(md['text'])} > {TEXT_LIMIT} bytes")
-    if len(md["title"]) > TITLE_LIMIT:
-        problems.append(f"title is {len(md['title'])} > {TITLE_LIMIT} characters")
-    if len(encode_body(payload)) > BODY_LIMIT:
-        problems.append(f"body is over {BODY_LIMIT} bytes")
+    if utf8_len(md["text"]) > Limits.body_maxlen:
+        problems.append(f"text is {utf8_len(md['text'])} > {Limits.body_maxlen} bytes")
+    if len(md["title"]) > Limits.title_maxlen:
+        problems.append(f"title is {len(md['title'])} > {Limits.title_maxlen} characters")
+    if len(encode_body(payload)) > Limits.request_maxlen:
+        problems.append(f"body is over {Limits.request_maxlen} bytes")
     if payload.get("at") != {"isAtAll": False}:
         problems.append(f"at is {payload.get('at')!r}")
     if "@" in md["title"].replace("@" + ZWSP, ""):
@@ -172,10 +167,10 @@ def live(payload: dict[str, Any]) -> list[str]:
 
 
 def _title(text: str) -> str:
-    """``text`` with every "@" defused, cut to TITLE_LIMIT characters (never between an "@"
-    and its zero-width space)."""
-    raw = text[:TITLE_LIMIT]
-    while len(raw.replace("@", "@" + ZWSP)) > TITLE_LIMIT:
+    """``text`` with every "@" defused, cut to :attr:`Limits.title_maxlen` characters (never
+    between an "@" and its zero-width space)."""
+    raw = text[: Limits.title_maxlen]
+    while len(raw.replace("@", "@" + ZWSP)) > Limits.title_maxlen:
         raw = raw[:-1]
     return raw.replace("@", "@" + ZWSP)
 

@@ -67,25 +67,21 @@ class Limits(TextLimits):
     buttons_per_row = 5
     button_label_maxlen = 80
     custom_id_maxlen = 100
+    #: an autocomplete answer's choices, and a choice's name (application command option
+    #: choices: https://discord.com/developers/docs/interactions/application-commands)
+    choices = 25
+    choice_name_maxlen = 100
+    #: a thread's name: 1-100 characters (discord-api-spec, CreateForumThreadRequest.name)
+    thread_name_maxlen = 100
+    #: a forum post carries at most 5 tags, a tag's name at most 20 characters
+    #: (https://discord.com/developers/docs/resources/channel#forum-tag-object)
+    forum_tags = 5
+    forum_tag_name_maxlen = 20
     #: a service text is split at this many characters, so that escaping (at most doubling
     #: them) keeps a message within body_maxlen
     notice_maxlen = 950
 
 
-CONTENT_LIMIT = Limits.body_maxlen
-EMBEDS_PER_MESSAGE = Limits.embeds_per_message
-EMBED_TOTAL_LIMIT = Limits.embed_total_maxlen
-EMBED_TITLE_LIMIT = Limits.title_maxlen
-EMBED_DESCRIPTION_LIMIT = Limits.embed_description_maxlen
-EMBED_FOOTER_LIMIT = Limits.embed_footer_maxlen
-EMBED_AUTHOR_LIMIT = Limits.embed_author_maxlen
-EMBED_FIELDS_LIMIT = Limits.embed_fields
-EMBED_FIELD_NAME_LIMIT = Limits.embed_field_name_maxlen
-EMBED_FIELD_VALUE_LIMIT = Limits.embed_field_value_maxlen
-ACTION_ROWS_PER_MESSAGE = Limits.action_rows_per_message
-BUTTONS_PER_ROW = Limits.buttons_per_row
-BUTTON_LABEL_LIMIT = Limits.button_label_maxlen
-CUSTOM_ID_LIMIT = Limits.custom_id_maxlen
 # Component types and style, as discord.ComponentType.action_row / .button and
 # discord.ButtonStyle.secondary (grey) number them.
 COMPONENT_ACTION_ROW = 1
@@ -163,7 +159,7 @@ def render(
         notice = nothing_notice(part)
         if not entries and notice:
             units.append([("\n\n", notice)])
-        payloads = [{"content": c} for c in pack_blocks(units, CONTENT_LIMIT, measure)]
+        payloads = [{"content": c} for c in pack_blocks(units, Limits.body_maxlen, measure)]
     for payload in payloads:
         payload["allowed_mentions"] = dict(ALLOWED_MENTIONS)
     if options.buttons:
@@ -237,33 +233,33 @@ def check_message(payload: Mapping[str, Any]) -> list[str]:
             problems.append(f"{what} has a live mention {found!r}")
 
     content = payload.get("content", "")
-    over("content", content, CONTENT_LIMIT)
+    over("content", content, Limits.body_maxlen)
     if isinstance(content, str):
         mentions("content", content)
     embeds = payload.get("embeds", [])
     components = payload.get("components", [])
     if not (isinstance(content, str) and content.strip()) and not embeds and not components:
         problems.append("message is empty")
-    if len(embeds) > EMBEDS_PER_MESSAGE:
-        problems.append(f"{len(embeds)} embeds > {EMBEDS_PER_MESSAGE}")
+    if len(embeds) > Limits.embeds_per_message:
+        problems.append(f"{len(embeds)} embeds > {Limits.embeds_per_message}")
     for i, embed in enumerate(embeds):
         at = f"embed {i}"
         if "title" in embed:
-            over(f"{at} title", embed["title"], EMBED_TITLE_LIMIT)
+            over(f"{at} title", embed["title"], Limits.title_maxlen)
             mentions(f"{at} title", str(embed["title"]))
         if "description" in embed:
-            over(f"{at} description", embed["description"], EMBED_DESCRIPTION_LIMIT)
+            over(f"{at} description", embed["description"], Limits.embed_description_maxlen)
             mentions(f"{at} description", str(embed["description"]))
         if "footer" in embed:
-            over(f"{at} footer", embed["footer"].get("text"), EMBED_FOOTER_LIMIT)
+            over(f"{at} footer", embed["footer"].get("text"), Limits.embed_footer_maxlen)
         if "author" in embed:
-            over(f"{at} author", embed["author"].get("name"), EMBED_AUTHOR_LIMIT)
+            over(f"{at} author", embed["author"].get("name"), Limits.embed_author_maxlen)
         fields = embed.get("fields", [])
-        if len(fields) > EMBED_FIELDS_LIMIT:
-            problems.append(f"{at} has {len(fields)} fields > {EMBED_FIELDS_LIMIT}")
+        if len(fields) > Limits.embed_fields:
+            problems.append(f"{at} has {len(fields)} fields > {Limits.embed_fields}")
         for j, f in enumerate(fields):
-            over(f"{at} field {j} name", f.get("name"), EMBED_FIELD_NAME_LIMIT)
-            over(f"{at} field {j} value", f.get("value"), EMBED_FIELD_VALUE_LIMIT)
+            over(f"{at} field {j} name", f.get("name"), Limits.embed_field_name_maxlen)
+            over(f"{at} field {j} value", f.get("value"), Limits.embed_field_value_maxlen)
             mentions(f"{at} field {j} value", str(f.get("value")))
         url = embed.get("url")
         if url is not None and not str(url).startswith(("http://", "https://")):
@@ -271,20 +267,27 @@ def check_message(payload: Mapping[str, Any]) -> list[str]:
         if not any(embed.get(k) for k in ("title", "description", "fields")):
             problems.append(f"{at} is empty")
     total = sum(embed_chars(e) for e in embeds)
-    if total > EMBED_TOTAL_LIMIT:
-        problems.append(f"embeds total {total} > {EMBED_TOTAL_LIMIT} characters")
-    if len(components) > ACTION_ROWS_PER_MESSAGE:
-        problems.append(f"{len(components)} action rows > {ACTION_ROWS_PER_MESSAGE}")
+    if total > Limits.embed_total_maxlen:
+        problems.append(f"embeds total {total} > {Limits.embed_total_maxlen} characters")
+    if len(components) > Limits.action_rows_per_message:
+        problems.append(f"{len(components)} action rows > {Limits.action_rows_per_message}")
     ids: list[str] = []
     for i, row in enumerate(components):
         buttons = row.get("components", [])
-        if row.get("type") != COMPONENT_ACTION_ROW or not 1 <= len(buttons) <= BUTTONS_PER_ROW:
-            problems.append(f"row {i} is not an action row of 1–{BUTTONS_PER_ROW} components")
+        if (
+            row.get("type") != COMPONENT_ACTION_ROW
+            or not 1 <= len(buttons) <= Limits.buttons_per_row
+        ):
+            problems.append(
+                f"row {i} is not an action row of 1–{Limits.buttons_per_row} components"
+            )
         for button in buttons:
-            over(f"row {i} button label", button.get("label"), BUTTON_LABEL_LIMIT)
+            over(f"row {i} button label", button.get("label"), Limits.button_label_maxlen)
             custom_id = button.get("custom_id", "")
-            if not 1 <= len(custom_id) <= CUSTOM_ID_LIMIT:
-                problems.append(f"custom_id {custom_id!r} is not 1–{CUSTOM_ID_LIMIT} characters")
+            if not 1 <= len(custom_id) <= Limits.custom_id_maxlen:
+                problems.append(
+                    f"custom_id {custom_id!r} is not 1–{Limits.custom_id_maxlen} characters"
+                )
             ids.append(custom_id)
     if len(set(ids)) != len(ids):
         problems.append("custom_ids are not unique")
@@ -405,13 +408,13 @@ def _later_sources(sep: str, links: Sequence[str], limit: int) -> list[Block]:
 
 def _header(issue: Issue, part: Part, web: str | None = None) -> list[Block]:
     """Masthead · date (· the web link), and the lede for the whole issue and the TOC."""
-    blocks = _md_blocks("", issue.masthead, CONTENT_LIMIT - 14, bold=True)
+    blocks = _md_blocks("", issue.masthead, Limits.body_maxlen - 14, bold=True)
     last_sep, last = blocks[-1]
     blocks[-1] = (last_sep, f"{last} · {issue.date.isoformat()}")
     if web is not None:
         blocks.append((" · ", f"[{WEB_LINK_LABEL}](<{safe_url(web)}>)"))
     if issue.lede and part in (Part.ALL, Part.TOC):
-        blocks += _md_blocks("\n", lede_text(issue.lede), CONTENT_LIMIT)
+        blocks += _md_blocks("\n", lede_text(issue.lede), Limits.body_maxlen)
     return blocks
 
 
@@ -422,7 +425,7 @@ def _embed_messages(
     issue: Issue, part: Part, entries: Sequence[Entry], web: str | None
 ) -> list[Json]:
     """Content-only messages for an oversized header, then items packed as embeds."""
-    contents = pack_blocks([_header(issue, part, web)], CONTENT_LIMIT, measure)
+    contents = pack_blocks([_header(issue, part, web)], Limits.body_maxlen, measure)
     units = [_item_embeds(issue, entry) for entry in entries]
     # flow asks about growing groups of the same embeds: size each one once (by identity, as
     # the embeds are dicts and all alive until this returns)
@@ -430,8 +433,8 @@ def _embed_messages(
 
     def fits(group: list[Json]) -> bool:
         return (
-            len(group) <= EMBEDS_PER_MESSAGE
-            and sum(sizes[id(e)] for e in group) <= EMBED_TOTAL_LIMIT
+            len(group) <= Limits.embeds_per_message
+            and sum(sizes[id(e)] for e in group) <= Limits.embed_total_maxlen
         )
 
     groups = flow(units, fits)
@@ -458,7 +461,7 @@ def _truncated_title(title: str) -> str:
     lo, hi = 0, len(title)
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if measure(escape(title[:mid].rstrip()) + ELLIPSIS) <= EMBED_TITLE_LIMIT:
+        if measure(escape(title[:mid].rstrip()) + ELLIPSIS) <= Limits.title_maxlen:
             lo = mid
         else:
             hi = mid - 1
@@ -474,10 +477,10 @@ def _item_embeds(issue: Issue, entry: Entry) -> list[Json]:
     "（续）" in the footer.
     """
     item = entry.item
-    limit = EMBED_DESCRIPTION_LIMIT
+    limit = Limits.embed_description_maxlen
     title = escape(item.title)
     blocks: list[Block] = []
-    if measure(title) > EMBED_TITLE_LIMIT:
+    if measure(title) > Limits.title_maxlen:
         title = _truncated_title(item.title)
         blocks += _md_blocks("\n\n", item.title, limit, bold=True)
     for paragraph in item.paragraphs:
@@ -513,7 +516,7 @@ def _markdown_units(issue: Issue, entries: Sequence[Entry]) -> list[list[Block]]
     sources as 来源 2 … links. Messages break between items, then between blocks, then at
     sentences (:func:`~digest_core.rendering.split.flow`).
     """
-    limit = CONTENT_LIMIT
+    limit = Limits.body_maxlen
     units: list[list[Block]] = []
     previous: Section | None = None
     for entry in entries:
@@ -542,12 +545,17 @@ def _toc_units(issue: Issue) -> list[list[Block]]:
         item = entry.item
         if entry.number is None:
             unit = _title_blocks(
-                "\n\n", item.title, item.url, CONTENT_LIMIT, prefix=label + " ", bold=False
+                "\n\n", item.title, item.url, Limits.body_maxlen, prefix=label + " ", bold=False
             )
         else:
             unit = [("\n\n", label)] if entry.number == 1 else []
             unit += _title_blocks(
-                "\n", item.title, item.url, CONTENT_LIMIT, prefix=f"{entry.number}. ", bold=False
+                "\n",
+                item.title,
+                item.url,
+                Limits.body_maxlen,
+                prefix=f"{entry.number}. ",
+                bold=False,
             )
         units.append(unit)
     return units
@@ -571,15 +579,12 @@ def _buttons(issue: Issue) -> Json:
     }
 
 
-NOTICE_LIMIT = Limits.notice_maxlen
-
-
 def notice(text: str, *, mentions: bool = False) -> list[Message]:
     """A service text as escaped markdown that pings no one (``mentions`` has no effect:
     ``allowed_mentions`` is always empty)."""
     return [
         Message({"content": escape(chunk), "allowed_mentions": dict(ALLOWED_MENTIONS)})
-        for chunk in chunk_lines(text, NOTICE_LIMIT, len)
+        for chunk in chunk_lines(text, Limits.notice_maxlen, len)
     ]
 
 

@@ -51,10 +51,6 @@ class Limits(TextLimits):
     line_maxlen = 4_000
 
 
-BODY_LIMIT = Limits.request_maxlen
-SIGN_OVERHEAD = Limits.sign_overhead
-PAYLOAD_LIMIT = Limits.body_maxlen
-LINE_LIMIT = Limits.line_maxlen
 LANGUAGE = "zh_cn"
 QUESTION_PREFIX = "» 带着一个问题读："
 SOURCE_LABEL = "来源 {n}"
@@ -94,9 +90,9 @@ def render(
     Every message is titled masthead · date; lines: the lede, 【section】 labels, each item's
     title linked to its first source, its paragraphs, the reading question after "» ", further
     sources as 来源 n links. Items are packed in order, whole where they fit; a long paragraph
-    is split at sentences. Each payload, signed, is within :data:`BODY_LIMIT` bytes. Of
-    ``options`` only ``site_url`` counts: a first line "全文 / web" links to the web archive
-    (a webhook has no buttons).
+    is split at sentences. Each payload, signed, is within :attr:`Limits.request_maxlen`
+    bytes. Of ``options`` only ``site_url`` counts: a first line "全文 / web" links to the web
+    archive (a webhook has no buttons).
 
     Raises:
         ValueError: ``part`` is BRIEF and ``brief`` is None.
@@ -121,7 +117,9 @@ def render(
         for entry in entries:
             units.append(_item(entry, label=entry.section is not previous))
             previous = entry.section
-    groups = flow(units, lambda lines: len(encode_body(_payload(title, lines))) <= PAYLOAD_LIMIT)
+    groups = flow(
+        units, lambda lines: len(encode_body(_payload(title, lines))) <= Limits.body_maxlen
+    )
     payloads = [_payload(title, lines) for lines in groups] or [_payload(title, [])]
     for n, payload in enumerate(payloads):
         problems = check_message(payload)
@@ -133,9 +131,9 @@ def render(
 
 def notice(text: str, *, mentions: bool = False) -> list[Message]:
     """A service text (an alert, a status) as post messages, defused, split at line ends."""
-    chunks = chunk_lines(text, LINE_LIMIT, lambda s: json_len(defuse(s)))
+    chunks = chunk_lines(text, Limits.line_maxlen, lambda s: json_len(defuse(s)))
     units = [[[_text(c)]] for c in chunks]
-    groups = flow(units, lambda lines: len(encode_body(_payload("", lines))) <= PAYLOAD_LIMIT)
+    groups = flow(units, lambda lines: len(encode_body(_payload("", lines))) <= Limits.body_maxlen)
     return [Message(_payload("", lines)) for lines in groups]
 
 
@@ -154,11 +152,12 @@ def preview(message: Message) -> str:
 
 def check_message(payload: dict[str, Any]) -> list[str]:
     """Every way ``payload`` breaks Feishu's limits or our rules (empty when fine): signed body
-    over BODY_LIMIT, a tag other than text/a, an ``<at`` tag or an @all in the text."""
+    over :attr:`Limits.request_maxlen`, a tag other than text/a, an ``<at`` tag or an @all in
+    the text."""
     problems: list[str] = []
-    size = len(encode_body(payload)) + SIGN_OVERHEAD
-    if size > BODY_LIMIT:
-        problems.append(f"signed body is {size} > {BODY_LIMIT} bytes")
+    size = len(encode_body(payload)) + Limits.sign_overhead
+    if size > Limits.request_maxlen:
+        problems.append(f"signed body is {size} > {Limits.request_maxlen} bytes")
     post = payload["content"]["post"][LANGUAGE]
     for line in post["content"]:
         for element in line:
@@ -181,7 +180,7 @@ def _text(text: str) -> Element:
 
 
 def _text_lines(text: str) -> list[Line]:
-    return [[_text(p)] for p in chunk_text(text, LINE_LIMIT, lambda s: json_len(defuse(s)))]
+    return [[_text(p)] for p in chunk_text(text, Limits.line_maxlen, lambda s: json_len(defuse(s)))]
 
 
 def _item(entry: Entry, *, label: bool) -> list[Line]:
@@ -190,7 +189,7 @@ def _item(entry: Entry, *, label: bool) -> list[Line]:
     if label:
         lines.append([_text(f"【{entry.section.label}】")])
     title = (f"{entry.number}. " if entry.number is not None else "") + item.title
-    linked = item.url is not None and json_len(defuse(title)) <= LINE_LIMIT
+    linked = item.url is not None and json_len(defuse(title)) <= Limits.line_maxlen
     if linked and item.url is not None:
         lines.append([{"tag": "a", "text": defuse(title), "href": item.url}])
     else:
@@ -252,6 +251,9 @@ class CardLimits(TextLimits):
     element_maxlen = 4_000
     #: buttons per action row (our choice: four fit a phone's width)
     row_max = 4
+    #: the longest button data we make (Feishu documents no limit for a button's value; ours,
+    #: so a confirmation's data stays as short as Telegram's would not have to be)
+    button_data_maxlen = 200
 
 
 CARD_TEMPLATE = "blue"

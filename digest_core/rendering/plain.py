@@ -15,14 +15,16 @@ log = logging.getLogger(__name__)
 
 
 class Limits(TextLimits):
-    """Not a platform's limits: the console has none."""
+    """Not a platform's limits: the console has none; ours, for a terminal."""
 
     #: long enough for a whole headline, short enough that a log line or a terminal page stays
     #: readable
     body_maxlen = 4000
+    #: the longest request the console confirms (UTF-8 bytes of its ``cf:`` data: a line
+    #: typed, the console's button data)
+    button_data_maxlen = 4096
 
 
-TEXT_LIMIT = Limits.body_maxlen
 #: Shown before the lede unless the lede already starts with it.
 LEDE_PREFIX = "本期重点："
 #: Sets the reading question apart from the item's paragraphs.
@@ -102,7 +104,8 @@ def render(
     brief: int | None = None,
     options: RenderOptions | None = None,
 ) -> list[Message]:
-    """Render ``part`` of ``issue`` as ``{"text": ...}`` messages of at most TEXT_LIMIT chars.
+    """Render ``part`` of ``issue`` as ``{"text": ...}`` messages of at most
+    :attr:`Limits.body_maxlen` characters.
 
     The text has no markup: masthead · date, the lede, 【section】 labels, numbered briefs, each
     link on its own line and the reading question set apart after "» ". Messages split between
@@ -128,7 +131,7 @@ def render(
         for entry in entries:
             units.append(_item(entry, label=entry.section is not previous))
             previous = entry.section
-    texts = pack_blocks(units, TEXT_LIMIT)
+    texts = pack_blocks(units, Limits.body_maxlen)
     log.debug("plain: %s of %s in %d message(s)", part, issue.date, len(texts))
     return [Message({"text": text}) for text in texts]
 
@@ -139,8 +142,9 @@ def preview(message: Message) -> str:
 
 
 def _chunks(sep: str, text: str, *, prefix: str = "") -> list[Block]:
-    """``prefix + text`` as blocks within TEXT_LIMIT, split at sentences; later ones unprefixed."""
-    pieces = chunk_text(text, TEXT_LIMIT - len(prefix))
+    """``prefix + text`` as blocks within :attr:`Limits.body_maxlen`, split at sentences; later
+    ones unprefixed."""
+    pieces = chunk_text(text, Limits.body_maxlen - len(prefix))
     return [(sep if i == 0 else "\n", (prefix if i == 0 else "") + p) for i, p in enumerate(pieces)]
 
 
@@ -182,6 +186,6 @@ def _toc(issue: Issue) -> list[list[Block]]:
 
 
 def notice(text: str, *, mentions: bool = False) -> list[Message]:
-    """A service text as plain messages of at most :data:`TEXT_LIMIT` characters, split at
+    """A service text as plain messages of at most :attr:`Limits.body_maxlen` characters, split at
     line ends (``mentions`` has no effect: plain text pings no one)."""
-    return [Message({"text": chunk}) for chunk in chunk_lines(text, TEXT_LIMIT, len)]
+    return [Message({"text": chunk}) for chunk in chunk_lines(text, Limits.body_maxlen, len)]

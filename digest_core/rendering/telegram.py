@@ -45,10 +45,14 @@ class Limits(TextLimits):
     callback_data_maxlen = 64
     #: a service text is split at this much visible text (UTF-16 units), below body_maxlen
     notice_maxlen = 4000
+    #: The text of an ``answerCallbackQuery`` (the toast or alert a button press answers with),
+    #: in characters (``telegram.constants.CallbackQueryLimit.ANSWER_CALLBACK_QUERY_TEXT_LENGTH``)
+    answer_text_maxlen = 200
+    #: Results one inline answer carries: ours, below Telegram's 50
+    #: (``telegram.constants.InlineQueryLimit.RESULTS``)
+    inline_results = 20
 
 
-MAX_TEXT_UTF16 = Limits.body_maxlen
-MAX_CALLBACK_DATA_BYTES = Limits.callback_data_maxlen
 #: ``telegram.constants.ParseMode.HTML``
 PARSE_MODE = "HTML"
 
@@ -464,8 +468,8 @@ def _keyboard(issue: Issue) -> dict[str, Any]:
         if not present[section]:
             continue
         data = button_data(issue.date, section)
-        if len(data.encode("utf-8")) > MAX_CALLBACK_DATA_BYTES:
-            raise ValueError(f"callback data {data!r} exceeds {MAX_CALLBACK_DATA_BYTES} bytes")
+        if len(data.encode("utf-8")) > Limits.callback_data_maxlen:
+            raise ValueError(f"callback data {data!r} exceeds {Limits.callback_data_maxlen} bytes")
         row.append({"text": section.label, "callback_data": data})
     return {"inline_keyboard": [row]}
 
@@ -482,7 +486,7 @@ def render(
     Each payload is ``{"text", "parse_mode": "HTML", "link_preview_options"}`` plus, with
     ``options.buttons``, a ``reply_markup`` inline keyboard on the last message. Every text MUST
     be well-formed Telegram HTML on its own (see :func:`~digest_core.rendering.html.check_html`),
-    with at most :data:`MAX_TEXT_UTF16` visible UTF-16 units; all issue text is escaped, so none
+    with at most :attr:`Limits.body_maxlen` visible UTF-16 units; all issue text is escaped, so none
     of it can form a tag. Messages end between items if possible, else between paragraphs, else
     at a sentence end, else after a comma or space, else between any two code points of issue
     text (never inside a label, tag or entity); an item's title is never repeated, and a message
@@ -500,7 +504,7 @@ def render(
     options = options or RenderOptions()
     part = Part(part)
     web = web_url(options, issue, part, brief)
-    chunks = _split(_layout(issue, part, brief, web), MAX_TEXT_UTF16)
+    chunks = _split(_layout(issue, part, brief, web), Limits.body_maxlen)
     previewed = False
     messages: list[Message] = []
     for continued, tokens in chunks:
@@ -509,8 +513,8 @@ def render(
             texts.insert(0, _glue(CONTINUED + "\n"))
         html = _to_html(texts)
         # a renderer bug must never reach the API as a 400
-        if utf16_len(checked_visible_text(html)) > MAX_TEXT_UTF16:
-            raise AssertionError(f"rendered message exceeds {MAX_TEXT_UTF16} UTF-16 units")
+        if utf16_len(checked_visible_text(html)) > Limits.body_maxlen:
+            raise AssertionError(f"rendered message exceeds {Limits.body_maxlen} UTF-16 units")
         preview: dict[str, Any] = {"is_disabled": True}
         url = issue.headline.url
         carries_headline = any(t.key == "headline" for t in texts)
@@ -541,9 +545,6 @@ def preview(message: Message) -> str:
     return out
 
 
-NOTICE_LIMIT = Limits.notice_maxlen
-
-
 def notice(text: str, *, mentions: bool = False) -> list[Message]:
     """A service text as HTML messages without link previews; ``@username`` mentions are muted
     as in posts (notices quote issue text, e.g. search hits) unless ``mentions``."""
@@ -555,15 +556,15 @@ def notice(text: str, *, mentions: bool = False) -> list[Message]:
                 "link_preview_options": {"is_disabled": True},
             }
         )
-        for chunk in chunk_lines(text, NOTICE_LIMIT, utf16_len)
+        for chunk in chunk_lines(text, Limits.notice_maxlen, utf16_len)
     ]
 
 
 def corrected(message: Message, note: str) -> Message:
     """``message`` with ``note`` (a correction mark) as an italic last line; the message as
-    it is when the note would push it past :data:`MAX_TEXT_UTF16`."""
+    it is when the note would push it past :attr:`Limits.body_maxlen`."""
     html = f"{message.payload['text']}\n\n<i>{escape_text(note)}</i>"
-    if utf16_len(checked_visible_text(html)) > MAX_TEXT_UTF16:
+    if utf16_len(checked_visible_text(html)) > Limits.body_maxlen:
         log.info("no room for the correction mark in a message; edited without it")
         return message
     return Message({**message.payload, "text": html})

@@ -25,9 +25,6 @@ class Limits(TextLimits):
     unit = "bytes"
 
 
-CONTENT_LIMIT = Limits.body_maxlen
-
-
 def render(
     issue: Issue,
     part: Part = Part.ALL,
@@ -49,7 +46,7 @@ def render(
     """
     part = Part(part)
     web = web_url(options or RenderOptions(), issue, part, brief)
-    texts = render_texts(issue, part, brief, limit=CONTENT_LIMIT, measure=utf8_len, web=web)
+    texts = render_texts(issue, part, brief, limit=Limits.body_maxlen, measure=utf8_len, web=web)
     messages = [Message(_payload(t)) for t in texts]
     for n, m in enumerate(messages):
         problems = check_message(m.payload)
@@ -61,7 +58,9 @@ def render(
 
 def notice(text: str, *, mentions: bool = False) -> list[Message]:
     """A service text as markdown messages, escaped, split at line ends."""
-    return [Message(_payload(t)) for t in notice_texts(text, limit=CONTENT_LIMIT, measure=utf8_len)]
+    return [
+        Message(_payload(t)) for t in notice_texts(text, limit=Limits.body_maxlen, measure=utf8_len)
+    ]
 
 
 def preview(message: Message) -> str:
@@ -73,8 +72,8 @@ def check_message(payload: dict[str, Any]) -> list[str]:
     """Every way ``payload`` breaks WeCom's limit or our rules (empty when fine)."""
     problems: list[str] = []
     content = payload["markdown"]["content"]
-    if utf8_len(content) > CONTENT_LIMIT:
-        problems.append(f"content is {utf8_len(content)} > {CONTENT_LIMIT} bytes")
+    if utf8_len(content) > Limits.body_maxlen:
+        problems.append(f"content is {utf8_len(content)} > {Limits.body_maxlen} bytes")
     if set(payload) != {"msgtype", "markdown"} or set(payload["markdown"]) != {"content"}:
         problems.append(f"unexpected fields {sorted(payload)}")
     return problems

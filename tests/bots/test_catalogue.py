@@ -13,10 +13,10 @@ import pytest
 from telegram import BotCommandScopeChat
 
 from bots.console.platform import ConsolePlatform
+from bots.console.spec import CONSOLE_LIMITS
 from bots.discord.cli import sync_commands
 from bots.discord.commands import FOLDED, TRANSLATIONS
 from bots.registry import load_settings
-from bots.renderers import Flavor
 from bots.runtime import open_service
 from bots.telegram.menus import command_menus
 from digest_core.archive import Archive
@@ -35,6 +35,7 @@ from digest_core.commands.declaration import Argument, Group, declared, number
 from digest_core.commands.declaration import command as declare_command
 from digest_core.commands.dispatch import Commands
 from digest_core.errors import BadArgument
+from digest_core.rendering import plain as plain_render
 from digest_core.rendering import preview
 from digest_core.service.root import DigestService
 from digest_core.testing import ManualClock
@@ -189,21 +190,21 @@ async def test_one_declaration_is_a_command_its_help_and_its_check(
     reader = await service.commands.handle(Request("help"))
     admin = await service.commands.handle(Request("help", capabilities=ADMIN))
     line = "/extra — 管理员：试一试 / Admins: try it"
-    assert line in preview(admin.messages[0], Flavor.PLAIN)
-    assert line not in "\n".join(preview(m, Flavor.PLAIN) for m in reader.messages)
+    assert line in preview(admin.messages[0], plain_render)
+    assert line not in "\n".join(preview(m, plain_render) for m in reader.messages)
 
 
 async def test_help_and_console_list_the_catalogue(service: DigestService) -> None:
     reader = await service.commands.handle(Request("help"))
     admin = await service.commands.handle(Request("help", capabilities=ADMIN))
-    reader_text = "\n".join(preview(m, Flavor.PLAIN) for m in reader.messages)
-    admin_text = "\n".join(preview(m, Flavor.PLAIN) for m in admin.messages)
+    reader_text = "\n".join(preview(m, plain_render) for m in reader.messages)
+    admin_text = "\n".join(preview(m, plain_render) for m in admin.messages)
     for spec in menu(admin=True):
         assert help_line(spec) in admin_text
         assert (help_line(spec) in reader_text) != spec.admin, spec.name
     # the console (operator = admin) prints the same lines for /help typed on stdin
     out = io.StringIO()
-    console = ConsolePlatform(out=out, stdin=io.StringIO("/help\n"))
+    console = ConsolePlatform(out=out, stdin=io.StringIO("/help\n"), limits=CONSOLE_LIMITS)
     await console.start(service)
     assert console._task is not None
     await asyncio.wait_for(console._task, 5)
@@ -237,7 +238,7 @@ async def test_a_bad_argument_is_answered_in_one_place_with_the_usage(
     words = await service.commands.handle(Request("extra", ("x",), user="r1"))
     own = await service.commands.handle(Request("extra", ("0",), user="r1"))
     typed = await service.commands.handle(Request("extra", values={"n": 7}, user="r1"))
-    assert [preview(r.messages[0], Flavor.PLAIN) for r in (words, own)] == [
+    assert [preview(r.messages[0], plain_render) for r in (words, own)] == [
         "“x” 不是数字 / is not a number\n用法 / usage: /extra N",
         "零不行 / not zero\n用法 / usage: /extra N",
     ]

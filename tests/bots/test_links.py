@@ -8,7 +8,6 @@ import datetime as dt
 import pytest
 
 from bots.links import LinkTokens, LinkTracker
-from bots.renderers import Flavor
 from digest_core.archive import Archive
 from digest_core.models import Issue
 from digest_core.rendering import (
@@ -22,6 +21,8 @@ from digest_core.rendering import (
     wecom,
     with_links,
 )
+from digest_core.rendering import discord as discord_render
+from digest_core.rendering import telegram as telegram_render
 from digest_core.service.dashboard import stories_of
 from tests.samples import SAMPLE_ARCHIVE
 
@@ -64,7 +65,7 @@ def test_with_links_maps_every_story_link_and_keeps_the_revision(issue: Issue) -
 
 @pytest.mark.parametrize(
     "flavor",
-    [Flavor.TELEGRAM, Flavor.DISCORD, plain, feishu, dingtalk, wecom, email],
+    [telegram_render, discord_render, plain, feishu, dingtalk, wecom, email],
     ids=lambda f: getattr(f, "__name__", str(f)),
 )
 def test_every_renderer_emits_the_tracked_links_only(issue: Issue, flavor: object) -> None:

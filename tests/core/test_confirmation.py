@@ -6,7 +6,6 @@ import asyncio
 
 import pytest
 
-from bots.renderers import Flavor
 from digest_core.commands import ADMIN, Request
 from digest_core.commands.confirmation import (
     CANCEL_DATA,
@@ -16,6 +15,7 @@ from digest_core.commands.confirmation import (
     Confirmations,
     confirm_data,
 )
+from digest_core.rendering import plain as plain_render
 from digest_core.service.root import DigestService
 from tests.core.test_service_commands import req, service, text_of
 
@@ -24,7 +24,7 @@ __all__ = ["service"]  # the fixture, shared with the command tests
 
 def presser(user: str = "u1", *, admin: bool) -> Request:
     return Request(
-        "", platform="console", flavor=Flavor.PLAIN, user=user, chat="c1",
+        "", platform="console", flavor=plain_render, user=user, chat="c1",
         capabilities=ADMIN if admin else frozenset(),
     )  # fmt: skip
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from bots.renderers import Flavor
+from digest_core.rendering import discord as discord_render
 from digest_core.rendering import notice
+from digest_core.rendering import plain as plain_render
+from digest_core.rendering import telegram as telegram_render
 from digest_core.rendering.discord import check_message
 from digest_core.rendering.html import check_html, visible_text
 from digest_core.rendering.markdown import unescape
@@ -11,7 +13,7 @@ from digest_core.rendering.split import utf16_len
 
 
 def test_telegram_notice_is_escaped_and_mutes_mentions() -> None:
-    [msg] = notice("a <b> & @someone", Flavor.TELEGRAM)
+    [msg] = notice("a <b> & @someone", telegram_render)
     html = msg.payload["text"]
     check_html(html)
     assert html == "a &lt;b&gt; &amp; @\u200bsomeone"
@@ -19,7 +21,7 @@ def test_telegram_notice_is_escaped_and_mutes_mentions() -> None:
 
 
 def test_discord_notice_is_escaped_and_pings_nobody() -> None:
-    [msg] = notice("*bold* @everyone <@123>", Flavor.DISCORD)
+    [msg] = notice("*bold* @everyone <@123>", discord_render)
     assert check_message(msg.payload) == []
     assert msg.payload["allowed_mentions"] == {"parse": []}
     assert unescape(msg.payload["content"]).replace("\u200b", "") == "*bold* @everyone <@123>"
@@ -28,9 +30,9 @@ def test_discord_notice_is_escaped_and_pings_nobody() -> None:
 def test_long_notices_split_at_lines_within_limits_losing_nothing() -> None:
     lines = [f"第 {i} 行：" + "字" * 90 + " *_~|" for i in range(200)]
     text = "\n".join(lines)
-    tg = notice(text, Flavor.TELEGRAM)
-    dc = notice(text, Flavor.DISCORD)
-    plain = notice(text, Flavor.PLAIN)
+    tg = notice(text, telegram_render)
+    dc = notice(text, discord_render)
+    plain = notice(text, plain_render)
     assert len(tg) > 1 and len(dc) > 1 and len(plain) > 1
     assert all(utf16_len(visible_text(m.payload["text"])) <= 4096 for m in tg)
     assert all(check_message(m.payload) == [] for m in dc)

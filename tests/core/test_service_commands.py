@@ -13,16 +13,25 @@ from pathlib import Path
 import pytest
 
 from bots.registry import load_settings
-from bots.renderers import Flavor
 from bots.runtime import open_service
 from digest_core.commands import ADMIN, MAX_REPLY_MESSAGES, Capability, Reply, Request, Status
 from digest_core.delivery import DeliveryReport, TargetReport
 from digest_core.models import Section
 from digest_core.publishing.schedule import PostState
-from digest_core.rendering import Message, Part, RenderOptions, preview, render
+from digest_core.rendering import Message, Part, Renderer, RenderOptions, preview, render
+from digest_core.rendering import discord as discord_render
+from digest_core.rendering import plain as plain_render
+from digest_core.rendering import telegram as telegram_render
 from digest_core.service.root import DigestService, describe_report
 from digest_core.testing import ManualClock, make_issue
 from tests.samples import SAMPLE_ARCHIVE
+
+#: the renderers a reply is checked in, by name
+RENDERERS: dict[str, Renderer] = {
+    "telegram": telegram_render,
+    "discord": discord_render,
+    "plain": plain_render,
+}
 
 # 09:00 in Shanghai on 2026-11-30: the bundled archive's newest issue is today's
 MORNING = dt.datetime(2026, 11, 30, 1, 0, tzinfo=dt.UTC)
@@ -52,7 +61,7 @@ async def service(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncItera
         yield svc
 
 
-def req(command: str, *args: str, admin: bool = False, flavor: Flavor = Flavor.PLAIN) -> Request:
+def req(command: str, *args: str, admin: bool = False, flavor: Renderer = plain_render) -> Request:
     return Request(
         command,
         tuple(args),
@@ -64,7 +73,7 @@ def req(command: str, *args: str, admin: bool = False, flavor: Flavor = Flavor.P
     )
 
 
-def text_of(messages: list[Message], flavor: Flavor = Flavor.PLAIN) -> str:
+def text_of(messages: list[Message], flavor: Renderer = plain_render) -> str:
     return "\n".join(preview(m, flavor) for m in messages)
 
 
@@ -306,9 +315,9 @@ async def test_help_is_answered_while_a_huge_issue_is_parsed(
     assert f"第{shown}条简讯的标题" not in text_of(brief.messages)
 
 
-@pytest.mark.parametrize("flavor", [Flavor.TELEGRAM, Flavor.DISCORD, Flavor.PLAIN])
+@pytest.mark.parametrize("flavor", list(RENDERERS.values()), ids=list(RENDERERS))
 async def test_a_long_reply_is_trimmed_to_a_few_messages(
-    service: DigestService, tmp_path: Path, flavor: Flavor
+    service: DigestService, tmp_path: Path, flavor: Renderer
 ) -> None:
     path = tmp_path / "archive" / "2026-11-30.txt"  # today's issue
     path.write_text(huge_issue_text(briefs=40, paragraph_chars=300), encoding="utf-8")
@@ -336,7 +345,7 @@ async def test_section_buttons_answer_from_the_core_rendered_once(service: Diges
     second = await commands.section(req("briefs", admin=True), day, Section.BRIEFS)
     assert first.status is Status.OK and first.private
     issue = service.archive.on(day)
-    expected = render(issue, Flavor.PLAIN, Part.BRIEFS, options=RenderOptions(buttons=False))
+    expected = render(issue, plain_render, Part.BRIEFS, options=RenderOptions(buttons=False))
     assert text_of(first.messages) == text_of(expected)
     # the second press reuses the first rendering (the render cache), payloads shared
     assert all(a is b for a, b in zip(first.messages, second.messages, strict=True))
@@ -347,13 +356,13 @@ async def test_section_buttons_answer_from_the_core_rendered_once(service: Diges
 HOSTILE = "a\x00b\u202ec"  # a NUL and a right-to-left override
 
 
-@pytest.mark.parametrize("flavor", list(Flavor))
+@pytest.mark.parametrize("flavor", list(RENDERERS.values()), ids=list(RENDERERS))
 @pytest.mark.parametrize(
     "command",
     [("search", HOSTILE), ("search", "KV", HOSTILE), ("issue", HOSTILE), ("brief", "1", HOSTILE)],
 )
 async def test_a_readers_argument_is_quoted_back_escaped(
-    service: DigestService, flavor: Flavor, command: tuple[str, ...]
+    service: DigestService, flavor: Renderer, command: tuple[str, ...]
 ) -> None:
     """Whatever a reader types is quoted back with its invisible characters written as
     escapes, on every platform's rendering (/search echoed them raw)."""

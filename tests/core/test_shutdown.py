@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 from bots.console import ConsolePlatform
+from bots.console.spec import CONSOLE_LIMITS
 from digest_core.archive import Archive
 from digest_core.clock import SystemClock
 from digest_core.delivery import DeliveryEngine, Ledger, PartState
@@ -25,7 +26,7 @@ class SlowConsole(ConsolePlatform):
     """A console with twenty targets whose sends take ``delay`` seconds."""
 
     def __init__(self, delay: float):
-        super().__init__(out=io.StringIO(), interactive=False)
+        super().__init__(out=io.StringIO(), interactive=False, limits=CONSOLE_LIMITS)
         self.delay = delay
         self.sent: list[tuple[str, str]] = []
 

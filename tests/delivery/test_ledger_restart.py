@@ -20,7 +20,6 @@ from zoneinfo import ZoneInfo
 import httpx
 import pytest
 
-from bots.renderers import Flavor
 from digest_core.archive import Archive
 from digest_core.clock import SystemClock
 from digest_core.delivery import DeliveryEngine, Ledger
@@ -28,6 +27,7 @@ from digest_core.delivery.health import RetryPolicy
 from digest_core.platform import PlatformLimits, Rate, Target, TargetKind
 from digest_core.publishing.schedule import ScheduleConfig
 from digest_core.rendering import Part, render
+from digest_core.rendering import plain as plain_render
 from digest_core.service.root import DigestService
 from tests import forkserver
 from tests.bots.telegram.harness import ARCHIVE, REPO, TODAY, write_config
@@ -93,7 +93,7 @@ async def bot(own_server: PgServer, tmp_path: Path) -> AsyncIterator[tuple[Diges
     clock = SystemClock()
     platform = AlertingPlatform(
         clock,
-        flavor=Flavor.PLAIN,
+        flavor=plain_render,
         limits=PlatformLimits(overall=Rate(1000.0, 100), per_target={}),
         latency=0.05,
         channels=[Target("fake", f"c{i}", TargetKind.CHANNEL) for i in range(CHANNELS)],
@@ -118,7 +118,7 @@ async def bot(own_server: PgServer, tmp_path: Path) -> AsyncIterator[tuple[Diges
 
 
 def all_sent_once(service: DigestService, platform: AlertingPlatform) -> None:
-    expected = render(service.archive.on(DAY), Flavor.PLAIN, Part.ALL)
+    expected = render(service.archive.on(DAY), plain_render, Part.ALL)
     sent = Counter((s.target.id, s.message.payload["text"]) for s in platform.sent)
     assert len(sent) == CHANNELS * len(expected), "parts lost"
     assert max(sent.values()) == 1, f"{sum(n - 1 for n in sent.values())} parts sent twice"
@@ -131,7 +131,7 @@ async def test_a_post_waits_out_a_postgresql_restart_and_completes(
     own_server: PgServer, bot: tuple[DigestService, AlertingPlatform]
 ) -> None:
     service, platform = bot
-    total = CHANNELS * len(render(service.archive.on(DAY), Flavor.PLAIN, Part.ALL))
+    total = CHANNELS * len(render(service.archive.on(DAY), plain_render, Part.ALL))
     post = asyncio.create_task(service.post(DAY))
     await wait_for(lambda: len(platform.sent) >= total // 4, "a quarter of the post")
 
@@ -175,7 +175,7 @@ async def test_a_post_that_found_postgresql_down_is_reported_and_resumes(
 
     own_server.start_again()
     # nobody posts again: the bot resumes the post once the ledger answers
-    total = CHANNELS * len(render(service.archive.on(DAY), Flavor.PLAIN, Part.ALL))
+    total = CHANNELS * len(render(service.archive.on(DAY), plain_render, Part.ALL))
     await wait_for(lambda: len(platform.sent) >= total, "the resumed post", seconds=60)
     await wait_for(lambda: not service.ledger.busy, "the last records")
     all_sent_once(service, platform)

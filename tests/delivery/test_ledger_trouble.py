@@ -18,7 +18,6 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from bots.renderers import Flavor
 from digest_core.archive import Archive
 from digest_core.clock import SystemClock
 from digest_core.delivery import DeliveryEngine, Ledger
@@ -26,6 +25,7 @@ from digest_core.delivery.health import RetryPolicy
 from digest_core.platform import PlatformLimits, Rate, Target, TargetKind
 from digest_core.publishing.schedule import ScheduleConfig
 from digest_core.rendering import Part, render
+from digest_core.rendering import plain as plain_render
 from digest_core.service.root import DigestService
 from digest_core.testing import FakePlatform, make_issue, make_messages, make_targets
 from tests import forkserver
@@ -160,7 +160,7 @@ async def test_a_post_waits_out_a_locked_ledger_and_completes(
     clock = SystemClock()
     platform = AlertingPlatform(
         clock,
-        flavor=Flavor.PLAIN,
+        flavor=plain_render,
         limits=PlatformLimits(overall=Rate(1000.0, 100), per_target={}),
         latency=0.02,
         channels=[Target("fake", f"c{i}", TargetKind.CHANNEL) for i in range(TARGETS)],
@@ -176,7 +176,7 @@ async def test_a_post_waits_out_a_locked_ledger_and_completes(
             schedule=ScheduleConfig(zone=ZONE, post_time=dt.time(8, 0)),
             platforms=[platform],
         )
-        parts = len(render(service.archive.on(DAY), Flavor.PLAIN, Part.ALL))
+        parts = len(render(service.archive.on(DAY), plain_render, Part.ALL))
         total = TARGETS * parts
         post = asyncio.create_task(service.post(DAY))
         await wait_for(lambda: len(platform.sent) >= total // 4, "a quarter of the post")
@@ -206,7 +206,7 @@ async def test_a_post_waits_out_a_locked_ledger_and_completes(
         for i in range(TARGETS):  # in order for every reader
             texts = [m.payload["text"] for m in platform.sent_to(f"c{i}")]
             assert texts == [
-                m.payload["text"] for m in render(service.archive.on(DAY), Flavor.PLAIN)
+                m.payload["text"] for m in render(service.archive.on(DAY), plain_render)
             ]
         assert len(platform.alerts) == 2 and "answers again" in platform.alerts[1]
         assert "ledger trouble" not in await service.status()

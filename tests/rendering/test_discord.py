@@ -243,7 +243,7 @@ def test_long_item_is_split_over_embeds_and_messages() -> None:
     messages = dc.render(issue, Part.HEADLINE)
     embeds = [e for m in messages for e in m.payload["embeds"]]
     assert len(embeds) > 1, "the long headline needs several embeds"
-    assert embeds[0]["title"].endswith("…") and len(embeds[0]["title"]) <= dc.EMBED_TITLE_LIMIT
+    assert embeds[0]["title"].endswith("…") and len(embeds[0]["title"]) <= dc.Limits.title_maxlen
     assert visible(embeds[0]["description"]).startswith(issue.headline.title)
     assert embeds[0]["url"] == issue.headline.links[0]
     assert all("title" not in e and "（续）" in e["footer"]["text"] for e in embeds[1:])
@@ -254,13 +254,13 @@ def test_long_issue_packs_items_into_few_messages() -> None:
     issue = load_fixture("long")
     messages = dc.render(issue)
     sizes = [sum(dc.embed_chars(e) for e in m.payload["embeds"]) for m in messages]
-    assert sum(sizes) > dc.EMBED_TOTAL_LIMIT
+    assert sum(sizes) > dc.Limits.embed_total_maxlen
     # no two neighbouring messages could have been one
     for m, n in itertools.pairwise(messages):
         together = m.payload["embeds"] + n.payload["embeds"]
         assert (
-            len(together) > dc.EMBEDS_PER_MESSAGE
-            or sum(map(dc.embed_chars, together)) > dc.EMBED_TOTAL_LIMIT
+            len(together) > dc.Limits.embeds_per_message
+            or sum(map(dc.embed_chars, together)) > dc.Limits.embed_total_maxlen
         )
 
 
@@ -268,7 +268,7 @@ def test_markdown_fallback_splits_within_content_limit() -> None:
     messages = dc.render(load_fixture("long"), options=RenderOptions(embeds=False))
     assert len(messages) > 5
     assert all("embeds" not in m.payload for m in messages)
-    assert all(len(m.payload["content"]) <= dc.CONTENT_LIMIT for m in messages)
+    assert all(len(m.payload["content"]) <= dc.Limits.body_maxlen for m in messages)
 
 
 # --- escaping tables ---------------------------------------------------------------------------
@@ -472,7 +472,7 @@ def test_a_link_too_long_to_mask_is_its_address_as_code(long: str, mode: str, pa
     first = "https://example.com/1" if mode == "embeds" else safe_url("https://example.com/1")
     assert linked_urls(messages) == [first, safe_url(long), "https://example.com/3"]
     shown = "\n".join(_markdown(messages))
-    limit = dc.EMBED_DESCRIPTION_LIMIT if mode == "embeds" else dc.CONTENT_LIMIT
+    limit = dc.Limits.embed_description_maxlen if mode == "embeds" else dc.Limits.body_maxlen
     if dc.measure(f"[来源 2](<{safe_url(long)}>)") > limit:
         assert "来源 2（链接太长，地址如下）：\n`https://example.com/" in shown
         assert "[来源 2]" not in shown
@@ -548,7 +548,7 @@ def test_buttons_only_on_last_message_and_parse_back() -> None:
     assert [b["label"] for b in row["components"]] == ["重点", "简讯", "经典回顾"]
     for button in row["components"]:
         assert button["type"] == dc.COMPONENT_BUTTON
-        assert len(button["custom_id"]) <= dc.CUSTOM_ID_LIMIT
+        assert len(button["custom_id"]) <= dc.Limits.custom_id_maxlen
         parsed = parse_button_data(button["custom_id"])
         assert parsed is not None and parsed[0] == issue.date
         assert parsed[1].label == button["label"]
@@ -622,9 +622,9 @@ def test_lede_only_for_the_whole_issue() -> None:
 
 def test_title_of_exactly_the_limit_is_not_truncated() -> None:
     issue = load_fixture("english")
-    headline = issue.headline.model_copy(update={"title": "x" * dc.EMBED_TITLE_LIMIT})
+    headline = issue.headline.model_copy(update={"title": "x" * dc.Limits.title_maxlen})
     (message,) = dc.render(issue.model_copy(update={"headline": headline}), Part.HEADLINE)
-    assert message.payload["embeds"][0]["title"] == "x" * dc.EMBED_TITLE_LIMIT
+    assert message.payload["embeds"][0]["title"] == "x" * dc.Limits.title_maxlen
     headline = issue.headline.model_copy(update={"title": "*" * 200})  # escapes to 400
     (message,) = dc.render(issue.model_copy(update={"headline": headline}), Part.HEADLINE)
     embed = message.payload["embeds"][0]

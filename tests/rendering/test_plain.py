@@ -59,7 +59,7 @@ def _text(messages: list[Message]) -> str:
 def test_golden_texts(fixture: str, name: str, part: Part, brief: int | None) -> None:
     issue = load_fixture(fixture)
     messages = plain.render(issue, part, brief=brief)
-    assert all(len(m.payload["text"]) <= plain.TEXT_LIMIT for m in messages)
+    assert all(len(m.payload["text"]) <= plain.Limits.body_maxlen for m in messages)
     assert all(set(m.payload) == {"text"} for m in messages)
     assert_covers(_text(messages), plain_pieces(issue, part, brief), PLAIN_DECORATION)
     golden = "\n\n===== next message =====\n\n".join(plain.preview(m) for m in messages) + "\n"
@@ -127,7 +127,7 @@ def test_toc_lists_titles_only() -> None:
 def test_every_text_fits_and_nothing_is_lost(issue: Issue, part: Part) -> None:
     messages = plain.render(issue, part)
     assert messages
-    assert all(0 < len(m.payload["text"]) <= plain.TEXT_LIMIT for m in messages)
+    assert all(0 < len(m.payload["text"]) <= plain.Limits.body_maxlen for m in messages)
     assert_covers(_text(messages), plain_pieces(issue, part), PLAIN_DECORATION)
 
 

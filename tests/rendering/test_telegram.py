@@ -163,7 +163,7 @@ def assert_invariants(
     for m in messages:
         text = m.payload["text"]
         tg_html.check_html(text)
-        assert utf16_len(tg_html.visible_text(text)) <= tg.MAX_TEXT_UTF16
+        assert utf16_len(tg_html.visible_text(text)) <= tg.Limits.body_maxlen
         assert m.payload["parse_mode"] == "HTML"
         assert set(m.payload) <= {"text", "parse_mode", "link_preview_options", "reply_markup"}
         for row in m.payload.get("reply_markup", {}).get("inline_keyboard", []):

@@ -67,7 +67,7 @@ class AppBot(WebhookAdapter):
         settings: AppBotSettings,
         *,
         clock: Clock,
-        limits: PlatformLimits | None = None,
+        limits: PlatformLimits,
         time_scale: float = 1.0,
         in_flight: InFlight | None = None,
     ) -> None:

@@ -40,7 +40,7 @@ def make_adapter(fake: FakeDingTalk, *, secret: str = SECRET, **kw: object) -> D
         api_base=fake.url,
         **kw,  # type: ignore[arg-type]
     )
-    return DingTalkAdapter(settings, clock=clock())
+    return DingTalkAdapter(settings, clock=clock(), limits=DINGTALK_LIMITS)
 
 
 async def test_the_bundled_issue_arrives_in_order(dingtalk: FakeDingTalk) -> None:
@@ -68,7 +68,7 @@ async def test_a_missing_signature_is_refused_when_the_robot_signs(dingtalk: Fak
     settings = DingTalkSettings(
         targets=["ai-team"], webhooks={"ai-team": SecretStr(TOKEN)}, api_base=dingtalk.url
     )
-    async with DingTalkAdapter(settings, clock=clock()) as adapter:
+    async with DingTalkAdapter(settings, clock=clock(), limits=DINGTALK_LIMITS) as adapter:
         with pytest.raises(TargetGone, match="310000"):
             await adapter.send(TARGET, adapter.notice("hello")[0])
 

@@ -144,7 +144,7 @@ async def test_a_brief_button_sends_that_briefs_command_privately(
         sent = fake.sent(ANN)
         actions = buttons(sent[-1])
         assert actions["简讯 2"] == "/brief 2 2026-11-27"
-        assert len(actions) <= dingtalk_render.MAX_ACTIONS
+        assert len(actions) <= dingtalk_render.Limits.actions_per_card
         await bot.say(ANN, actions["简讯 2"])  # DingTalk's client sends it as the reader
         await bot.settled()
         [answer] = fake.sent(ANN)[len(sent) :]

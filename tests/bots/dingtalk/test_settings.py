@@ -10,8 +10,10 @@ from pydantic import SecretStr
 
 from bots.dingtalk.adapter import DingTalkAdapter
 from bots.dingtalk.settings import DingTalkSettings
+from bots.dingtalk.spec import DINGTALK_LIMITS
 from bots.feishu.adapter import FeishuAdapter
 from bots.feishu.settings import FeishuSettings
+from bots.feishu.spec import FEISHU_LIMITS
 from bots.wecom.settings import WeComSettings
 from digest_core.errors import ConfigError
 from tests.bots.workchat_helpers import clock
@@ -36,7 +38,7 @@ def test_webhooks_and_secrets_come_from_the_environment(monkeypatch: pytest.Monk
     assert settings.resolved_webhooks()["ai-team"].get_secret_value() == URL
     assert settings.resolved_secrets()["ai-team"].get_secret_value() == "SECabc"
     assert TOKEN not in repr(settings) and "SECabc" not in repr(settings)
-    adapter = DingTalkAdapter(settings, clock=clock())
+    adapter = DingTalkAdapter(settings, clock=clock(), limits=DINGTALK_LIMITS)
     assert [t.id for t in adapter.channel_targets()] == ["ai-team"]
 
 
@@ -80,7 +82,7 @@ def test_a_webhook_that_is_not_the_platforms_is_refused_without_echoing_it() -> 
         targets=["ai-team"], webhooks={"ai-team": SecretStr("https://evil.example/?t=secret123")}
     )
     with pytest.raises(ConfigError) as err:
-        FeishuAdapter(settings, clock=clock())
+        FeishuAdapter(settings, clock=clock(), limits=FEISHU_LIMITS)
     assert "secret123" not in str(err.value) and "feishu.webhooks" in str(err.value)
 
 

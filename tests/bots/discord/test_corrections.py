@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from bots.discord.cli import sync_commands
-from bots.renderers import Flavor
 from digest_core.models import Issue
 from digest_core.rendering import Part, RenderOptions, render
+from digest_core.rendering import discord as discord_render
 from tests.bots.discord.harness import (
     CHANNELS,
     GUILD,
@@ -29,7 +29,7 @@ MARK = "已更正 / corrected 09:00"
 
 def _payloads(issue: Issue) -> list[dict[str, object]]:
     options = RenderOptions(buttons=True)
-    return [m.payload for m in render(issue, Flavor.DISCORD, Part.ALL, options=options)]
+    return [m.payload for m in render(issue, discord_render, Part.ALL, options=options)]
 
 
 def _rewrite(archive: Path, old: str, new: str) -> None:
@@ -176,7 +176,7 @@ async def test_a_dm_subscriber_in_the_compact_format_is_corrected_in_it(
             _rewrite(settings.archive_dir, title, new_title)
             service.archive.refresh(full=True)
             issue = service.archive.on(TWO_PARTS)
-            [compact] = render(issue, Flavor.DISCORD, Part.TOC, options=options)
+            [compact] = render(issue, discord_render, Part.TOC, options=options)
             new_full = _payloads(issue)
             changed = [i for i, (a, b) in enumerate(zip(old_full, new_full, strict=True)) if a != b]
             creates = _requests(fake, POST)

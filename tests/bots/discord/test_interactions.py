@@ -11,10 +11,10 @@ import pytest
 
 from bots.discord.cli import BOT_PERMISSIONS, invite_url, sync_commands
 from bots.discord.client import ShardedDigestClient
-from bots.renderers import Flavor
 from digest_core.commands import Request
 from digest_core.commands.catalogue import CATALOGUE
 from digest_core.rendering import Part, RenderOptions, render
+from digest_core.rendering import discord as discord_render
 from digest_core.service.root import DigestService
 from tests.bots.discord.harness import (
     ADMIN_ROLE,
@@ -75,7 +75,7 @@ def original(record: InteractionRecord) -> StoredMessage:
 
 async def expected(service: DigestService, command: str, *args: str) -> list[dict[str, Any]]:
     reply = await service.commands.handle(
-        Request(command, args, platform="discord", flavor=Flavor.DISCORD, user=str(READER))
+        Request(command, args, platform="discord", flavor=discord_render, user=str(READER))
     )
     return visible([m.payload for m in reply.messages])
 
@@ -245,7 +245,7 @@ async def test_a_section_button_answers_privately_with_that_part_of_that_issue(
     record = await fake.press_button(CHANNELS[0], post.id, custom_id, READER)
     issue = service.archive.on(TWO_PARTS)
     want = visible(
-        [m.payload for m in render(issue, Flavor.DISCORD, Part.BRIEFS, options=RenderOptions())]
+        [m.payload for m in render(issue, discord_render, Part.BRIEFS, options=RenderOptions())]
     )
     await record.wait_for(lambda r: len(answer(r)) >= len(want))
     got = answer(record)
@@ -270,7 +270,7 @@ async def test_buttons_keep_working_after_a_restart(
             record = await fake.press_button(CHANNELS[1], post.id, f"dg:{TODAY}:classic", READER)
             issue = service.archive.on(TODAY)
         [got] = answer(record)
-        [want] = visible([m.payload for m in render(issue, Flavor.DISCORD, Part.CLASSIC)])
+        [want] = visible([m.payload for m in render(issue, discord_render, Part.CLASSIC)])
         assert strip([got]) == [want] and got["ephemeral"]
         assert fake.counters.gateway["identify"] == 2
 

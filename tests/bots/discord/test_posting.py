@@ -13,7 +13,6 @@ import pytest
 
 from bots.discord.adapter import DEFAULT_API_BASE, ApiPointer, part_nonce, translate_error
 from bots.registry import load_settings
-from bots.renderers import Flavor
 from digest_core.delivery import PartState
 from digest_core.errors import (
     ConfigError,
@@ -27,6 +26,7 @@ from digest_core.models import Issue
 from digest_core.platform import PartKey, Target, TargetKind
 from digest_core.publishing.schedule import Outcome
 from digest_core.rendering import Message, Part, RenderOptions, render
+from digest_core.rendering import discord as discord_render
 from digest_core.rendering.discord import check_message
 from tests.bots.discord.harness import (
     ALERTED,
@@ -55,7 +55,7 @@ def stored_payloads(fake: FakeDiscord, channel: int) -> list[dict[str, object]]:
 def expected_post(issue: Issue, *, embeds: bool = True) -> list[dict[str, object]]:
     """The channel post of ``issue`` as the core renders it."""
     options = RenderOptions(buttons=True, embeds=embeds)
-    return [m.payload for m in render(issue, Flavor.DISCORD, Part.ALL, options=options)]
+    return [m.payload for m in render(issue, discord_render, Part.ALL, options=options)]
 
 
 async def test_the_daily_post_arrives_once_in_every_channel_with_buttons(

@@ -14,8 +14,8 @@ import pytest
 
 from bots.discord.cli import sync_commands
 from bots.registry import load_settings
-from bots.renderers import Flavor
 from digest_core.rendering import Part, render
+from digest_core.rendering import discord as discord_render
 from digest_core.testing import PinnedClock
 from tests.bots.discord.harness import (
     ADMIN_ROLE,
@@ -134,7 +134,7 @@ async def test_preview_is_ephemeral_and_exactly_the_post_buttons_included(
     await sync_commands(settings.discord)
     async with running_bot(settings, clock=at(TODAY, 9)) as (service, adapter):
         issue = service.archive.on(TOMORROW)
-        want = render(issue, Flavor.DISCORD, Part.ALL, options=adapter.post_options)
+        want = render(issue, discord_render, Part.ALL, options=adapter.post_options)
         record = await fake.run_slash_command(
             GUILD, CHANNELS[0], ADMIN_USER, "preview", {"date": str(TOMORROW)},
             member_roles=[ADMIN_ROLE],

@@ -11,8 +11,8 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from bots.discord.cli import sync_commands
-from bots.renderers import Flavor
 from digest_core.rendering import Part, render
+from digest_core.rendering import discord as discord_render
 from digest_core.testing import SettableClock
 from tests.bots.discord.harness import (
     CHANNELS,
@@ -73,7 +73,7 @@ async def test_a_dm_subscriber_gets_the_issue_once_at_their_time_in_their_format
     clock.set(at(DAY, 21, 0, BERLIN))
     [report] = await service.deliver_personal()
     headline = render(
-        service.archive.on(DAY), Flavor.DISCORD, Part.HEADLINE, options=_.post_options
+        service.archive.on(DAY), discord_render, Part.HEADLINE, options=_.post_options
     )
     assert report.sent == len(headline) == len(fake.messages(dm))
     assert HEADLINE in str(fake.messages(dm)[0].embeds)

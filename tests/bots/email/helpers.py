@@ -1,4 +1,5 @@
-"""Shared set-up of the email tests: a DKIM key pair made with openssl, the adapter's settings."""
+"""Shared set-up of the email tests: a DKIM key pair made with openssl, the adapter's settings,
+the adapter as its spec builds it."""
 
 from __future__ import annotations
 
@@ -6,7 +7,10 @@ import base64
 import subprocess
 from pathlib import Path
 
+from bots.email.adapter import EmailAdapter
 from bots.email.settings import EmailSettings
+from bots.email.spec import PLATFORM
+from digest_core.clock import Clock
 
 SENDER = "digest@example.org"
 SECRET = "a-test-secret-of-enough-length-0123"
@@ -47,3 +51,8 @@ def settings(tmp_path: Path, port: int, *, dkim_key: Path | None = None) -> Emai
             **extra,
         }
     )
+
+
+def adapter_for(section: EmailSettings, *, clock: Clock) -> EmailAdapter:
+    """The adapter of ``section``, paced as the spec states for it (the relay's rate)."""
+    return EmailAdapter(section, clock=clock, limits=PLATFORM.pacing(section))

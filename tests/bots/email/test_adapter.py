@@ -20,7 +20,7 @@ from digest_core.platform import PartKey, Target, TargetKind
 from digest_core.rendering import Message, RenderOptions
 from digest_core.rendering import email as email_render
 from digest_core.testing import ManualClock, make_issue
-from tests.bots.email.helpers import SENDER, dkim_keys, settings
+from tests.bots.email.helpers import SENDER, adapter_for, dkim_keys, settings
 from tests.fakes.smtp import FakeRelay
 
 NOW = dt.datetime(2026, 10, 27, 0, 5, tzinfo=dt.UTC)
@@ -42,7 +42,7 @@ async def test_the_relay_gets_one_signed_multipart_mail_per_reader_over_one_conn
     issue = make_issue(dt.date(2026, 10, 27))
     [message] = email_render.render(issue, options=RenderOptions(site_url="https://d.example/"))
     with FakeRelay(senders=set()) as relay:  # senders filled once reader ids are known
-        adapter = EmailAdapter(settings(tmp_path, relay.port, dkim_key=pem), clock=ManualClock(NOW))
+        adapter = adapter_for(settings(tmp_path, relay.port, dkim_key=pem), clock=ManualClock(NOW))
         targets = [await reader(adapter, f"reader{n}@Mail.Example.COM") for n in range(3)]
         relay.handler.senders = {f"digest+{t.id}@example.org" for t in targets}
         try:
@@ -107,8 +107,8 @@ async def test_without_pages_a_mail_has_no_preferences_line_and_a_confirmation_n
     [follow] = email_render.notice("你关注的词出现在 2026-10-27 的日报中\n· 重点")
     with FakeRelay(senders=set()) as relay:
         plain = settings(tmp_path, relay.port).model_copy(update={"public_url": None})
-        adapter = EmailAdapter(plain, clock=ManualClock(NOW))
-        linked = EmailAdapter(settings(tmp_path, relay.port), clock=ManualClock(NOW))
+        adapter = adapter_for(plain, clock=ManualClock(NOW))
+        linked = adapter_for(settings(tmp_path, relay.port), clock=ManualClock(NOW))
         target = await reader(adapter, "a@example.net")
         relay.handler.senders = {f"digest+{target.id}@example.org"}
         try:
@@ -142,7 +142,7 @@ async def test_relay_answers_map_onto_the_error_tree_and_the_connection_survives
 ) -> None:
     [message] = email_render.render(make_issue(dt.date(2026, 10, 27)))
     with FakeRelay(senders=set()) as relay:
-        adapter = EmailAdapter(settings(tmp_path, relay.port), clock=ManualClock(NOW))
+        adapter = adapter_for(settings(tmp_path, relay.port), clock=ManualClock(NOW))
         busy, gone, fine = [
             await reader(adapter, f"{n}@example.net") for n in ("busy", "gone", "ok")
         ]
@@ -180,7 +180,7 @@ async def test_relay_answers_map_onto_the_error_tree_and_the_connection_survives
 async def test_a_relay_that_is_down_is_a_transient_error(tmp_path: Path) -> None:
     with FakeRelay(senders=set()) as relay:
         port = relay.port
-    adapter = EmailAdapter(settings(tmp_path, port), clock=ManualClock(NOW))
+    adapter = adapter_for(settings(tmp_path, port), clock=ManualClock(NOW))
     target = await reader(adapter, "a@example.net")
     with pytest.raises(TransientError, match="cannot reach the relay"):
         await adapter.send(target, Message({"subject": "s", "text": "t", "html": ""}))
@@ -191,7 +191,7 @@ async def test_what_a_relay_refuses_is_rejected_not_retried(tmp_path: Path) -> N
     (552) are our faults, not the reader's: Rejected, and the reader stays."""
     [message] = email_render.render(make_issue(dt.date(2026, 10, 27)))
     with FakeRelay(senders=set(), size_limit=4096) as relay:
-        adapter = EmailAdapter(settings(tmp_path, relay.port), clock=ManualClock(NOW))
+        adapter = adapter_for(settings(tmp_path, relay.port), clock=ManualClock(NOW))
         target = await reader(adapter, "a@example.net")
         try:
             with pytest.raises(Rejected, match="553"):

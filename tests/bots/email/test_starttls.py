@@ -19,7 +19,7 @@ from digest_core.errors import Rejected, TransientError
 from digest_core.platform import PartKey, Target, TargetKind
 from digest_core.rendering import email as email_render
 from digest_core.testing import ManualClock, make_issue
-from tests.bots.email.helpers import settings
+from tests.bots.email.helpers import adapter_for, settings
 from tests.fakes.smtp import FakeRelay
 
 NOW = dt.datetime(2026, 10, 27, 0, 5, tzinfo=dt.UTC)
@@ -61,7 +61,7 @@ async def send_one(adapter: EmailAdapter) -> str:
 async def test_a_relay_that_requires_starttls_gets_the_mail_over_tls(tmp_path: Path) -> None:
     cert, context = self_signed(tmp_path)
     with FakeRelay(senders=set(), starttls=context, logins={USER: PASSWORD}) as relay:
-        adapter = EmailAdapter(
+        adapter = adapter_for(
             over_tls(tmp_path, relay.port, tls_ca_file=cert), clock=ManualClock(NOW)
         )
         rid = adapter.book.id_of("reader@example.net")
@@ -76,7 +76,7 @@ async def test_a_relay_that_requires_starttls_gets_the_mail_over_tls(tmp_path: P
 async def test_an_unverified_certificate_is_refused_before_the_login(tmp_path: Path) -> None:
     _, context = self_signed(tmp_path)
     with FakeRelay(senders=set(), starttls=context, logins={USER: PASSWORD}) as relay:
-        adapter = EmailAdapter(over_tls(tmp_path, relay.port), clock=ManualClock(NOW))
+        adapter = adapter_for(over_tls(tmp_path, relay.port), clock=ManualClock(NOW))
         with pytest.raises(TransientError, match="cannot reach the relay") as refused:
             await send_one(adapter)
     assert "CERTIFICATE_VERIFY_FAILED" in str(refused.value)
@@ -89,7 +89,7 @@ async def test_plain_smtp_to_a_starttls_relay_is_our_configuration_refused(
 ) -> None:
     _, context = self_signed(tmp_path)
     with FakeRelay(senders=set(), starttls=context) as relay:
-        adapter = EmailAdapter(settings(tmp_path, relay.port), clock=ManualClock(NOW))
+        adapter = adapter_for(settings(tmp_path, relay.port), clock=ManualClock(NOW))
         with pytest.raises(Rejected, match="530"):
             await send_one(adapter)
     assert relay.received == []

@@ -13,14 +13,13 @@ import aiosmtplib
 import pytest
 
 from bots.email import mime, transfer
-from bots.email.adapter import EmailAdapter
 from bots.email.settings import EmailSettings
 from digest_core.errors import OutcomeUnknown
 from digest_core.platform import PartKey, Target, TargetKind
 from digest_core.rendering import RenderOptions
 from digest_core.rendering import email as email_render
 from digest_core.testing import ManualClock, make_issue
-from tests.bots.email.helpers import settings
+from tests.bots.email.helpers import adapter_for, settings
 from tests.fakes.smtp import FakeRelay
 
 NOW = dt.datetime(2026, 10, 27, 0, 5, tzinfo=dt.UTC)
@@ -108,7 +107,7 @@ async def test_a_relay_silent_after_the_content_is_an_outcome_unknown(tmp_path: 
     [message] = email_render.render(make_issue(dt.date(2026, 10, 27)))
     with FakeRelay(senders=set()) as relay:
         quick = {**settings(tmp_path, relay.port).model_dump(by_alias=True), "timeout_seconds": 0.5}
-        adapter = EmailAdapter(EmailSettings.model_validate(quick), clock=ManualClock(NOW))
+        adapter = adapter_for(EmailSettings.model_validate(quick), clock=ManualClock(NOW))
         rid = await adapter.book.add("a@example.net", at=NOW)
         target = Target("email", rid, TargetKind.PRIVATE)
         key = PartKey(dt.date(2026, 10, 27), "rev1", 1, target, 0)

@@ -37,7 +37,7 @@ def make_adapter(fake: FakeFeishu, *, secret: str = SECRET, **kw: object) -> Fei
         api_base=fake.url,
         **kw,  # type: ignore[arg-type]
     )
-    return FeishuAdapter(settings, clock=clock())
+    return FeishuAdapter(settings, clock=clock(), limits=FEISHU_LIMITS)
 
 
 TARGET = Target("feishu", "ai-team", TargetKind.GROUP)

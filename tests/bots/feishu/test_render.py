@@ -55,7 +55,7 @@ def test_a_long_issue_splits_within_20kb() -> None:
     messages = fr.render(issue)
     assert len(messages) > 1
     for m in messages:
-        assert len(encode_body(m.payload)) + fr.SIGN_OVERHEAD <= fr.BODY_LIMIT
+        assert len(encode_body(m.payload)) + fr.Limits.sign_overhead <= fr.Limits.request_maxlen
     assert_covers(feishu_stream(messages), issue_pieces(issue, Part.ALL), DECORATION)
 
 

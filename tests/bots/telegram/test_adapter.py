@@ -22,7 +22,6 @@ from telegram.error import (
     TimedOut,
 )
 
-from bots.renderers import Flavor
 from bots.telegram.handlers import (
     UserRateLimiter,
     Verdict,
@@ -41,6 +40,7 @@ from digest_core.errors import (
 )
 from digest_core.platform import Target, TargetKind
 from digest_core.rendering import Message, Part, RenderOptions, render
+from digest_core.rendering import telegram as telegram_render
 from digest_core.testing import ManualClock
 from tests.bots.telegram.harness import (
     ANN,
@@ -73,7 +73,7 @@ def _target(chat: int | str, kind: TargetKind = TargetKind.CHANNEL) -> Target:
 
 async def test_send_posts_exactly_the_rendered_payload(bot: Running, fake: FakeTelegram) -> None:
     issue = bot.service.archive.on(TODAY)
-    messages = render(issue, Flavor.TELEGRAM, Part.ALL, options=bot.adapter.post_options)
+    messages = render(issue, telegram_render, Part.ALL, options=bot.adapter.post_options)
     ids = [await bot.adapter.send(_target(CHANNEL), m) for m in messages]
 
     sent = fake.sent(CHANNEL)
@@ -221,7 +221,7 @@ def test_target_kinds_and_chat_ids(target: str, kind: TargetKind, api_id: int | 
 def test_split_payload_types_only_what_ptb_needs_typed() -> None:
     issue_payload = render(
         __import__("digest_core.testing", fromlist=["make_issue"]).make_issue(),
-        Flavor.TELEGRAM,
+        telegram_render,
         options=RenderOptions(buttons=True),
     )[-1].payload
     kwargs, extra = split_payload({**issue_payload, "new_field": 1})

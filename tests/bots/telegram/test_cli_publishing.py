@@ -10,9 +10,9 @@ import httpx
 import pytest
 
 from bots.cli import EXIT_FAILED, EXIT_OK, main
-from bots.renderers import Flavor
 from digest_core.archive import Archive
 from digest_core.rendering import Part, RenderOptions, render
+from digest_core.rendering import telegram as telegram_render
 from tests.bots.telegram.harness import ADMIN, CHANNEL, TODAY, write_config
 from tests.fakes.telegram_api import DEFAULT_TOKEN, running_process
 
@@ -48,7 +48,7 @@ def test_preview_to_admins_sends_the_post_privately_and_records_no_delivery(
     assert main(argv) == EXIT_OK
     assert f"telegram: preview of {TODAY} sent to 1 admin(s)" in capsys.readouterr().out
     issue = Archive(tmp_path / "archive").on(TODAY)
-    want = render(issue, Flavor.TELEGRAM, Part.ALL, options=RenderOptions(buttons=True))
+    want = render(issue, telegram_render, Part.ALL, options=RenderOptions(buttons=True))
     got = _sent(fake_url, ADMIN)
     assert [m["html"] for m in got[1 : 1 + len(want)]] == [m.payload["text"] for m in want]
     assert got[len(want)]["reply_markup"] == want[-1].payload["reply_markup"]  # buttons too

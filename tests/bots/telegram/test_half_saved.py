@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from bots.renderers import Flavor
 from digest_core.publishing.schedule import Outcome
 from digest_core.rendering import Part, render
+from digest_core.rendering import telegram as telegram_render
 from tests.bots.telegram.harness import (
     ADMIN,
     CHANNEL,
@@ -78,7 +78,7 @@ async def test_a_file_still_being_saved_at_post_time_is_posted_complete(
 
     complete = bot.service.archive.on(TODAY)
     assert complete.briefs and complete.classic is not None
-    expected = render(complete, Flavor.TELEGRAM, Part.ALL, options=bot.adapter.post_options)
+    expected = render(complete, telegram_render, Part.ALL, options=bot.adapter.post_options)
     sent = fake.sent(CHANNEL)
     assert len(sent) == len(expected)
     assert "【简讯】" in visible(sent) and "【经典回顾】" in visible(sent)

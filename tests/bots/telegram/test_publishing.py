@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from bots.renderers import Flavor
 from digest_core.commands.buttons import parse_action_data
 from digest_core.publishing.embargo import EARLY_ACTION
 from digest_core.rendering import Part, render
+from digest_core.rendering import telegram as telegram_render
 from digest_core.testing import PinnedClock
 from tests.bots.telegram.harness import (
     ADMIN,
@@ -127,7 +127,7 @@ async def test_preview_sends_the_admin_privately_exactly_the_post_buttons_includ
     settings = settings_for(write_config(tmp_path, base_url=fake.base_url), fake, monkeypatch)
     async with running_bot(settings, fake, scale=100) as bot:
         issue = bot.service.archive.on(TOMORROW)
-        want = render(issue, Flavor.TELEGRAM, Part.ALL, options=bot.adapter.post_options)
+        want = render(issue, telegram_render, Part.ALL, options=bot.adapter.post_options)
         # asked in the group: the preview goes to the admin's private chat, not the group
         before = len(fake.sent(ADMIN))
         fake.inject_message(GROUP, ADMIN, f"/preview {TOMORROW}")

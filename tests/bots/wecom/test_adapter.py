@@ -38,7 +38,7 @@ def make_adapter(fake: FakeWeCom, *, key: str = KEY, **kw: object) -> WeComAdapt
         api_base=fake.url,
         **kw,  # type: ignore[arg-type]
     )
-    return WeComAdapter(settings, clock=clock())
+    return WeComAdapter(settings, clock=clock(), limits=WECOM_LIMITS)
 
 
 async def test_the_bundled_issue_arrives_in_order(wecom: FakeWeCom) -> None:
