@@ -20,7 +20,6 @@ from bots.cli.common import EXIT_FAILED
 from bots.runtime import run
 from digest_core.testing import PinnedClock, SettableClock
 from tests import forkserver
-from tests.bots.failover_harness import eventually
 from tests.bots.telegram.harness import (
     ADMIN,
     ARCHIVE,
@@ -106,10 +105,7 @@ async def test_an_outage_mid_post_heals_by_itself_and_the_alert_goes_out_after(
         await fake.wait_until(lambda: len(_posted(fake)) >= 6, timeout=20)  # the post started
         await proxy.go_down()
         before = len(_posted(fake))
-        # the outage lasts until every attempt of the post has failed and the parts wait,
-        # with the alert about them queued (it cannot go out either)
-        queued = "alert to telegram admins queued"
-        await eventually(lambda: any(queued in r.getMessage() for r in caplog.records), within=30)
+        await asyncio.sleep(5)  # the outage: far longer than a delivery's own retries
         assert len(_posted(fake)) == before < len(CHANNELS) * PARTS  # it did cut the post
         assert fake.sent(ADMIN) == []  # nor could any alert go out
         await proxy.come_up()
