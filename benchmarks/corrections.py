@@ -7,7 +7,8 @@ unchanged), and plans it again once that correction is recorded done (the idle s
 Figures (medians over ``--runs``): wall time of each plan (and, for scale on a loaded machine,
 of the post's own ``Ledger.plan`` of the same day), and the event loop's longest stall during
 it (a probe task sleeps 10 ms in a loop; the house target is at most 100 ms). Each correction
-is planned inside ``frozen_heap()``, as ``corrector.correct`` plans and runs it.
+is planned inside ``frozen_heap()``, as :func:`digest_core.publishing.corrections.correct`
+plans and runs it.
 
 ``--compact F``: a share F of the subscribers got the one-part compact variant instead (its
 own engine run of the same delivery, as ``[telegram] subscriber_format = "compact"`` does), and

@@ -1,4 +1,5 @@
-"""bots: the platform adapters (Telegram, Discord, console) and the `digest-bot` command."""
+"""bots: the platforms (console, Telegram, Discord, email, Feishu, DingTalk, WeCom), the
+`digest-bot` command and the running bot's composition (runtime, HTTP endpoint, dashboard)."""
 
 
 def version() -> str:

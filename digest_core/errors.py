@@ -132,7 +132,7 @@ class IssuePublished(IssueError):
 class CommandRefused(DigestError):
     """``/command`` (or the action ``command``: an upload, a confirmation's cancel) needs
     ``capability`` and the user does not have it. The core answers it in one place
-    (:meth:`Commands.refuse <digest_core.commands.Commands.refuse>`): one private refusal,
+    (:meth:`Commands.refuse <digest_core.commands.dispatch.Commands.refuse>`): one private refusal,
     logged and audited with ``outcome`` (not when ``audited`` is False: nothing was attempted),
     telling ``told`` (default: /command is for admins only)."""
 

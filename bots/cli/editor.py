@@ -98,7 +98,7 @@ def _published(settings: Settings) -> Any:
 
 def early_publishes_of(settings: Settings) -> dict[dt.date, dt.datetime]:
     """The early publishes the configured ledger records (see
-    :func:`digest_core.publishing.early_publishes`).
+    :func:`digest_core.publishing.approval.early_publishes`).
 
     Raises:
         LedgerError: the ledger exists but cannot be read (named, with the fix).

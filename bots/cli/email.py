@@ -1,8 +1,11 @@
-"""`digest-bot email export|forget ADDRESS`: a reader's data, and its erasure (the ledger side
-of the email platform, outside its folder: adapters never reach into the core).
+"""`digest-bot email export|forget ADDRESS`: a reader's data, and its erasure; `email bounces`:
+the bounce mailbox read once; `email notify-correction DATE`: a correction notice to the
+readers an earlier revision reached. The ledger side of the email platform, outside its
+folder: adapters never reach into the core.
 
-Kept apart from aiosmtplib: these commands send nothing. Addresses are printed only by
-``export`` (to its operator, on standard output); logs name reader ids.
+Kept apart from aiosmtplib: only ``bounces`` and ``notify-correction`` build the email
+adapter, when they run, and only ``notify-correction`` sends mail. Addresses are printed only
+by ``export`` (to its operator, on standard output); logs name reader ids.
 """
 
 from __future__ import annotations

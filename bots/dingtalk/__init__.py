@@ -1,1 +1,1 @@
-"""DingTalk custom robot: a send-only group webhook platform."""
+"""DingTalk: custom-robot group webhooks, and an app robot that answers readers."""

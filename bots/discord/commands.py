@@ -94,7 +94,7 @@ async def run_command(
     ephemeral: bool = False,
     dm_chat: bool = False,
 ) -> Reply | None:
-    """Answer ``/command`` through the core :class:`~digest_core.commands.Commands`;
+    """Answer ``/command`` through the core :class:`~digest_core.commands.dispatch.Commands`;
     ``values`` are the slash command's typed option values, passed as they are (the core
     reads them by the declaration's arguments).
 

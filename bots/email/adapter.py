@@ -1,4 +1,4 @@
-"""The email adapter: one reader's mail per part over one reused SMTP connection (aiosmtplib).
+"""The email adapter: one reader's mail per part over reused SMTP connections (aiosmtplib).
 
 Targets are readers (``Target("email", READER_ID, PRIVATE)``, the ledger's subscribers); the
 address is looked up in the :class:`AddressBook` at send time, so an unsubscribed or forgotten

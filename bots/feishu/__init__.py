@@ -1,1 +1,1 @@
-"""Feishu/Lark custom bot: a send-only group webhook platform."""
+"""Feishu/Lark: custom-bot group webhooks, and an app bot that answers readers."""

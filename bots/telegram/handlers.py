@@ -89,7 +89,7 @@ class AnswerTiming:
 class Handlers:
     """Commands, section buttons and confirmation buttons of one running bot.
 
-    Every handler is a few lines over :meth:`digest_core.commands.Commands.handle`; what is
+    Every handler is a few lines over :meth:`digest_core.commands.dispatch.Commands.handle`; what is
     Telegram's (the @botname suffix, private vs group chats, callback data, keyboards) is
     decided here and nowhere in the core.
 

@@ -64,14 +64,14 @@ class WebhookAdapter(StartStop, ABC):
     ``request_timeout_seconds`` is a TransientError and is sent again; the platform may have
     posted the first one (webhooks have no idempotency key), so at-least-once.
 
-    Rendering: ``flavor`` is the platform's own renderer module (its ``render.py``), which the
-    core renders posts and notices with; :meth:`render` / :meth:`preview` / :meth:`notice`
-    call it.
+    Rendering: ``flavor`` is the platform's own renderer module
+    (``digest_core.rendering.<name>``, the one its spec names), which the core renders posts
+    and notices with; :meth:`render` / :meth:`preview` / :meth:`notice` call it.
     """
 
     #: the platform's name in the ledger and config, e.g. "feishu"
     name: str
-    #: the platform's renderer (set by each platform to its ``render`` module)
+    #: the platform's renderer (set by each platform to its renderer module)
     flavor: Renderer
     #: the sending limits the core paces its sends under (its spec's, given when it is built)
     limits: PlatformLimits

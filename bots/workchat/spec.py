@@ -22,7 +22,7 @@ def webhook_platform(
     sdk: str | None = None,
     doctor: str,
 ) -> PlatformSpec:
-    """The PlatformSpec of a send-only webhook platform named ``settings.platform``.
+    """The PlatformSpec of a work-chat webhook platform named ``settings.platform``.
 
     ``renderer`` is its renderer module (``digest_core.rendering.<name>``: the spec's
     ``renderer_module``) and ``adapter`` ``"module:Class"`` (a WebhookAdapter taking the

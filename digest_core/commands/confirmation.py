@@ -127,7 +127,7 @@ class Decision:
 
 
 class Confirmations:
-    """The confirmation flow over one :class:`~digest_core.commands.Commands`."""
+    """The confirmation flow over one :class:`~digest_core.commands.dispatch.Commands`."""
 
     def __init__(self, commands: Commands) -> None:
         self.commands = commands

@@ -7,10 +7,10 @@ model)::
              needs=Capability.STATUS, label_zh="状态", label_zh_tw="狀態")
     async def status(self, request: Request) -> Reply: ...
 
-:class:`~digest_core.commands.Commands` answers every declared handler it is given
-(:meth:`~digest_core.commands.Commands.declare`) and checks ``needs`` before the handler runs;
-:mod:`digest_core.commands.catalogue` collects the declarations for menus, slash commands and
-``/help``.
+:class:`~digest_core.commands.dispatch.Commands` answers every declared handler it is given
+(:meth:`~digest_core.commands.dispatch.Commands.declare`) and checks ``needs`` before the
+handler runs; :mod:`digest_core.commands.catalogue` collects the declarations for menus,
+slash commands and ``/help``.
 Arguments are typed (:class:`Kind`): the core turns a platform's typed option values (Discord)
 or a command line's words (Telegram, the console, the work chats) into the handler's keyword
 values once, before the handler runs (:meth:`CommandSpec.arguments`); what does not fit is one

@@ -6,7 +6,8 @@ is one declaration on its handler (:func:`~digest_core.commands.declaration.comm
 :meth:`Commands.handle` checks the capability it needs, then reads its arguments into the
 handler's typed values, for every platform. The handlers live with their concern: the readers'
 issue commands in :mod:`.reading`, the admins' in :mod:`.admin`, the editor's in :mod:`.editor`,
-readers' own subscriptions in :mod:`digest_core.subscriptions.commands`; their owners are
+readers' own subscriptions in :mod:`digest_core.subscriptions.commands` and
+:mod:`digest_core.subscriptions.signup`; their owners are
 listed once, :data:`~digest_core.commands.catalogue.OWNERS`, and :class:`Commands` answers
 every command declared on them. A wrong argument (a :class:`~digest_core.errors.BadArgument`)
 gets a reply with the usage, never an exception; a refusal (a

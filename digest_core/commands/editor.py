@@ -1,6 +1,6 @@
 """The editor's commands: ``/preview [DATE]``, ``/approve [DATE] [REVISION]``, ``/hold [DATE]``.
 
-Declared handlers of :class:`~digest_core.commands.Commands`, which checks their capability
+Declared handlers of :class:`~digest_core.commands.dispatch.Commands`, which checks their capability
 (:attr:`~digest_core.commands.requests.Capability.PUBLISH`) before they run; answered privately.
 ``/preview`` shows exactly the messages readers will get, buttons included; approve and hold
 are recorded by the backend (the audit log) and decide the approval gate of the daily post.

@@ -50,7 +50,7 @@ class IssueUploads:
     the errors (``name:line: detail``) and warnings, or a line saying where it was stored and
     when it posts followed by the preview of the post as readers will get it. A sender
     without :data:`NEEDS` is refused by ``commands`` (:meth:`Commands.refuse
-    <digest_core.commands.Commands.refuse>`, audited as every refusal), which also give the
+    <digest_core.commands.dispatch.Commands.refuse>`, audited as every refusal), which also give the
     audit log and the platforms' post options.
     """
 

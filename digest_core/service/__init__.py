@@ -1,2 +1,3 @@
-"""The running bot's composition root (DigestService), the port over it, leadership and the
-terminal's greeting."""
+"""The running bot: its composition root (DigestService) and the parts it wires: posting,
+alerts, status, the admin backend, the dashboard, engagement, the port over it (reception),
+leadership and the terminal's greeting."""

@@ -1,7 +1,7 @@
 """The editor's dashboard, the core's side: what each page shows, and its buttons' actions.
 
 Every button runs the chat command it stands for through :meth:`Commands.handle
-<digest_core.commands.Commands.handle>`, as an admin of the dashboard (``platform`` is
+<digest_core.commands.dispatch.Commands.handle>`, as an admin of the dashboard (``platform`` is
 :data:`DASHBOARD`, the user the name given at login): the same checks, the same confirmation
 (:class:`~digest_core.commands.confirmation.Confirmations`) and the same audit record as in a
 chat. An action that outlasts :data:`ANSWER_WITHIN` (a post) goes on in the background; its

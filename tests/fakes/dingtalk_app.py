@@ -1,7 +1,7 @@
 """Loopback double of a DingTalk app robot's side of DingTalk (aiohttp on 127.0.0.1).
 
 Written from DingTalk's published documentation; dingtalk-stream's own client checks it
-(tests/fakes/test_dingtalk_app.py):
+(tests/bots/dingtalk/test_app.py):
 
 - **Stream mode** (https://open.dingtalk.com/document/direction/stream-mode-protocol-access-
   description): ``POST /v1.0/gateway/connections/open`` with ``{clientId, clientSecret,

@@ -269,8 +269,9 @@ class Corrections:
                 await self.state.retrying(
                     functools.partial(self._correction_batch_tx, state, batch)
                 )
-            # the plan so far out of the collector's full passes (inside the corrector's
-            # frozen heap, see heap.py): at 100k targets each pass stalled the loop 0.1-0.2 s
+            # the plan so far out of the collector's full passes (inside the frozen heap of
+            # publishing/corrections.py, see heap.py): at 100k targets each pass stalled the
+            # loop 0.1-0.2 s
             refreeze()
             await asyncio.sleep(0)  # let the loop breathe between batches
 
