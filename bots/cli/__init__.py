@@ -94,7 +94,10 @@ PLATFORM_COMMANDS = (
         "discord", "bots.discord.arguments:configure", "Discord set-up: sync, invite", "discord"
     ),
     PlatformCommand(
-        "email", "bots.cli.email:configure", "email readers: export, forget", "aiosmtplib"
+        "email",
+        "bots.cli.email:configure",
+        "email readers: export, forget, bounces, notify-correction",
+        "aiosmtplib",
     ),
     PlatformCommand(
         "feishu", "bots.feishu.menu:configure", "Feishu app bot set-up: menu", "lark_oapi"
