@@ -302,7 +302,7 @@ def check_message(payload: Mapping[str, Any]) -> list[str]:
 def escaped_chunks(text: str, limit: int) -> list[str]:
     """``text`` escaped, in pieces of at most ``limit`` split at sentences when it must be.
 
-    ``"".join(unescape(p) for p in result) == text``.
+    ``"".join(read(p, markup=False, links=False) for p in result) == text``.
     """
     esc = escape(text)
     if measure(esc) <= limit:
