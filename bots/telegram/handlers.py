@@ -81,10 +81,6 @@ class AnswerTiming:
     #: of which waiting for the pacing budget (Telegram's flood limits)
     paced: float
 
-    @property
-    def bot_side(self) -> float:
-        return self.total - self.paced
-
 
 class Handlers:
     """Commands, section buttons and confirmation buttons of one running bot.
