@@ -19,7 +19,7 @@ import importlib.util
 import urllib.parse
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import httpx
 
@@ -29,6 +29,18 @@ from bots.workchat import doctor as webhook_doctor
 from bots.workchat.adapter import WebhookAdapter
 from bots.workchat.settings import WebhookSettings
 from digest_core.port import ConfigError
+
+S = TypeVar("S", bound=WebhookSettings)
+S_in = TypeVar("S_in", bound=WebhookSettings, contravariant=True)
+
+
+class PlatformChecks(Protocol[S_in]):
+    """A platform's ``digest-bot doctor`` checks (``PlatformSpec.doctor``)."""
+
+    def __call__(
+        self, settings: S_in, *, now: Callable[[], dt.datetime]
+    ) -> Awaitable[list[Check]]: ...
+
 
 #: the fix for a service this host cannot reach
 NETWORK_FIX = "allow outbound HTTPS to it (firewall, proxy: HTTPS_PROXY)"
@@ -46,8 +58,9 @@ class Answer:
 @dataclass(frozen=True)
 class AppProbe:
     """What the doctor asks of one platform's app bot: its SDK, its credentials (the token
-    call), then its own checks (``more``: given the open client, the secret and the token's
-    answer)."""
+    call), its own checks (``more``: given the open client, the secret and the token's
+    answer), then how it receives: with ``mode = "http"`` the callback's settings
+    (``callback``, given the secret), else its connection (``connection``)."""
 
     area: str
     #: the SDK's module and the extra that installs it
@@ -68,6 +81,10 @@ class AppProbe:
     #: the answer's status, code and message for the table (never a secret)
     quoted: Callable[[Answer], str]
     more: Callable[[httpx.AsyncClient, str, Answer], Awaitable[list[Check]]]
+    #: the settings' ``mode`` is "http"
+    http: bool
+    callback: Callable[[str], Check]
+    connection: Callable[[httpx.AsyncClient, str], Awaitable[Check]]
 
 
 class Unreachable(Exception):
@@ -120,22 +137,22 @@ def sdk_check(area: str, module: str, extra: str) -> Check | None:
     )
 
 
-async def checks(
-    settings: WebhookSettings,
-    app_key: str,
-    probe: Callable[[], AppProbe],
-    *,
-    webhook: type[WebhookAdapter],
-    now: Callable[[], dt.datetime],
-) -> list[Check]:
-    """A platform's lines of the doctor's table: its webhooks' (``webhook``: its webhook
-    adapter), then, when ``settings`` configure the app (``app_key`` set), the app's
-    (:func:`app_checks`: the clock once)."""
-    out = await webhook_checks(settings, app_key, webhook=webhook, now=now)
-    if settings.app:
-        clock = not any(c.name == "clock" for c in out)
-        out.extend(await app_checks(probe(), now=now, clock=clock))
-    return out
+def platform_checks(
+    app_key: str, probe: Callable[[S], AppProbe], *, webhook: type[WebhookAdapter]
+) -> PlatformChecks[S]:
+    """A platform's doctor checks, ``checks(settings, now=...)``: its lines of the doctor's
+    table, none when nothing of it is configured: its webhooks' (``webhook``: its webhook
+    adapter), then, when the settings configure the app (``app_key`` set), the app's
+    (:func:`app_checks` of ``probe(settings)``: the clock once)."""
+
+    async def checks(settings: S, *, now: Callable[[], dt.datetime]) -> list[Check]:
+        out = await webhook_checks(settings, app_key, webhook=webhook, now=now)
+        if settings.app:
+            clock = not any(c.name == "clock" for c in out)
+            out.extend(await app_checks(probe(settings), now=now, clock=clock))
+        return out
+
+    return checks
 
 
 async def app_checks(
@@ -164,6 +181,7 @@ async def app_checks(
         if clock:
             out.append(clock_check(area, answer.date, sent=sent, received=received))
         out.extend(await probe.more(client, secret, answer))
+        out.append(probe.callback(secret) if probe.http else await probe.connection(client, secret))
     return out
 
 
