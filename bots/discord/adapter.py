@@ -457,11 +457,7 @@ class DiscordAdapter(DiscordThreads):
         # Discord's global limit counts them with the posts that may follow at once
         port.counted(self, LOGIN_REQUESTS + int(receive and self.settings.shard_count is None))
         client.port = port
-        client.limiter = UserRateLimiter(
-            burst=self.settings.command_burst,
-            window=self.settings.command_window_seconds,
-            clock=port.clock,
-        )
+        client.limiter = UserRateLimiter.of(self.settings, port.clock)
         client.in_flight = self.in_flight
         self.client = client
         if not receive:

@@ -97,10 +97,7 @@ class Handlers:
     def __init__(self, adapter: TelegramAdapter, port: Port) -> None:
         self.adapter = adapter
         self.port = port
-        s = adapter.settings
-        self.limiter = UserRateLimiter(
-            burst=s.command_burst, window=s.command_window_seconds, clock=adapter.clock
-        )
+        self.limiter = UserRateLimiter.of(adapter.settings, adapter.clock)
 
     def install(self, app: Application[Any, Any, Any, Any, Any, Any]) -> None:
         app.add_handler(
