@@ -1,8 +1,9 @@
 """What the app bots' `digest-bot doctor` checks share (Feishu's app bot, DingTalk's app
 robot): their SDK installed, the webhook targets' own checks, a JSON call read as (status,
 answer, Date header), a long-connection address reachable without opening a connection on
-it, and the callback server's settings; and the order of an app bot's lines (:func:`checks`:
-SDK, credentials and clock, then the platform's own). Nothing here sends to any chat.
+it, and the callback server's settings; and the order of an app bot's lines
+(:func:`platform_checks`: SDK, credentials and clock, then the platform's own). Nothing here
+sends to any chat.
 
 A long connection is never opened by doctor: Feishu and DingTalk hand each event to one of
 the app's connections, so one opened beside a running bot could take a reader's message and
