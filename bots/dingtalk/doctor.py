@@ -58,7 +58,6 @@ def probe(settings: DingTalkSettings) -> app_doctor.AppProbe:
         refused="DingTalk refuses the app's credentials",
         quoted=_quoted,
         more=more,
-        http=settings.mode == "http",
         callback=lambda secret: _callback_check(settings, secret),
         connection=lambda client, secret: _stream_check(client, settings, secret),
     )

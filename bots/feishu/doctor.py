@@ -76,7 +76,6 @@ def probe(settings: FeishuSettings) -> app_doctor.AppProbe:
         refused="Feishu refuses the app's credentials",
         quoted=_quoted,
         more=more,
-        http=settings.mode == "http",
         callback=lambda _: _callback_check(settings),
         connection=lambda client, secret: _long_connection_check(client, settings, secret),
     )

@@ -28,11 +28,11 @@ from bots.doctor import TIMEOUT_SECONDS, Check, clock_check, fail, ok
 from bots.network import network_reason
 from bots.workchat import doctor as webhook_doctor
 from bots.workchat.adapter import WebhookAdapter
-from bots.workchat.settings import WebhookSettings
+from bots.workchat.settings import AppBotSettings, WebhookSettings
 from digest_core.port import ConfigError
 
-S = TypeVar("S", bound=WebhookSettings)
-S_in = TypeVar("S_in", bound=WebhookSettings, contravariant=True)
+S = TypeVar("S", bound=AppBotSettings)
+S_in = TypeVar("S_in", bound=AppBotSettings, contravariant=True)
 
 
 class PlatformChecks(Protocol[S_in]):
@@ -61,7 +61,8 @@ class AppProbe:
     """What the doctor asks of one platform's app bot: its SDK, its credentials (the token
     call), its own checks (``more``: given the open client, the secret and the token's
     answer), then how it receives: with ``mode = "http"`` the callback's settings
-    (``callback``, given the secret), else its connection (``connection``)."""
+    (``callback``, given the secret), else its connection (``connection``, given the open
+    client and the secret)."""
 
     area: str
     #: the SDK's module and the extra that installs it
@@ -82,8 +83,6 @@ class AppProbe:
     #: the answer's status, code and message for the table (never a secret)
     quoted: Callable[[Answer], str]
     more: Callable[[httpx.AsyncClient, str, Answer], Awaitable[list[Check]]]
-    #: the settings' ``mode`` is "http"
-    http: bool
     callback: Callable[[str], Check]
     connection: Callable[[httpx.AsyncClient, str], Awaitable[Check]]
 
@@ -150,17 +149,19 @@ def platform_checks(
         out = await webhook_checks(settings, app_key, webhook=webhook, now=now)
         if settings.app:
             clock = not any(c.name == "clock" for c in out)
-            out.extend(await app_checks(probe(settings), now=now, clock=clock))
+            http = settings.mode == "http"
+            out.extend(await app_checks(probe(settings), now=now, clock=clock, http=http))
         return out
 
     return checks
 
 
 async def app_checks(
-    probe: AppProbe, *, now: Callable[[], dt.datetime], clock: bool = True
+    probe: AppProbe, *, now: Callable[[], dt.datetime], clock: bool = True, http: bool = False
 ) -> list[Check]:
     """The app bot's lines: its SDK, its credentials (``clock``: with the clock against the
-    token answer's ``Date``), then the probe's own."""
+    token answer's ``Date``), then the probe's own, then its callback's (``http``) or its
+    connection's."""
     area, name = probe.area, "app credentials"
     missing = sdk_check(area, *probe.sdk)
     out = [missing] if missing is not None else []
@@ -182,7 +183,7 @@ async def app_checks(
         if clock:
             out.append(clock_check(area, answer.date, sent=sent, received=received))
         out.extend(await probe.more(client, secret, answer))
-        out.append(probe.callback(secret) if probe.http else await probe.connection(client, secret))
+        out.append(probe.callback(secret) if http else await probe.connection(client, secret))
     return out
 
 
