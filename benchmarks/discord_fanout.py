@@ -245,12 +245,13 @@ def _limits(args: argparse.Namespace) -> Any:
 
     from bots.discord.spec import DISCORD_LIMITS
     from digest_core.platform import Rate
+    from digest_core.testing import scaled_limits
 
     limits = DISCORD_LIMITS
     if args.overall:
         rate, burst = args.overall.split("/")
         limits = replace(limits, overall=Rate(float(rate), int(burst)))
-    return limits.scaled(1 / args.scale)
+    return scaled_limits(limits, 1 / args.scale)
 
 
 def _passed(args: argparse.Namespace) -> list[str]:

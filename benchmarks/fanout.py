@@ -2,8 +2,8 @@
 
 Run ``python -m benchmarks.fanout`` (``--help`` for knobs). Each run is a fresh process (so peak
 RSS is that run's); the medians over ``--runs`` are printed last. The limits are
-``TELEGRAM_LIMITS.time_scaled(scale)``: Telegram's pacing on a clock running ``scale`` times
-faster (rates and bursts both scaled). Figures:
+``time_scaled_limits(TELEGRAM_LIMITS, scale)`` (digest_core.testing): Telegram's pacing on a
+clock running ``scale`` times faster (rates and bursts both scaled). Figures:
 
 * rate ratio: the ideal send-phase time at the overall limit ((messages - burst) / rate;
   (messages - 1) / rate for a limit of "burst in any window", paced spread over the window)
@@ -60,7 +60,13 @@ from digest_core.clock import SystemClock
 from digest_core.delivery import DeliveryEngine, Ledger, PartState
 from digest_core.delivery.ledger import parts
 from digest_core.platform import TargetKind
-from digest_core.testing import FakePlatform, make_issue, make_messages, make_targets
+from digest_core.testing import (
+    FakePlatform,
+    make_issue,
+    make_messages,
+    make_targets,
+    time_scaled_limits,
+)
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +77,7 @@ PROBE_TICK = 0.010
 
 async def run_once(args: argparse.Namespace) -> dict[str, float]:
     clock = SystemClock()
-    limits = TELEGRAM_LIMITS.time_scaled(args.scale)
+    limits = time_scaled_limits(TELEGRAM_LIMITS, args.scale)
     with tempfile.TemporaryDirectory() as tmp:
         url = args.url or f"sqlite+aiosqlite:///{Path(tmp) / 'ledger.sqlite3'}"
         async with Ledger.open(url, clock=clock) as ledger:
@@ -102,8 +108,8 @@ async def run_once(args: argparse.Namespace) -> dict[str, float]:
         "rate_ratio": ideal / phase,
         "cpu_ms_per_msg": cpu * 1000 / n,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        "rows_per_s": stats.rows_written / wall,
-        "rows_written": stats.rows_written,
+        "rows_per_s": (stats.rows_inserted + stats.rows_updated) / wall,
+        "rows_written": stats.rows_inserted + stats.rows_updated,
         "transactions": stats.transactions,
     }
 

@@ -134,13 +134,13 @@ async def run_once(args: argparse.Namespace) -> dict[str, float]:
             engine = DeliveryEngine(ledger, clock=clock)
             gc.collect()
             probe = StallProbe()
-            stats0 = ledger.stats.rows_written
+            stats0 = ledger.stats.rows_inserted + ledger.stats.rows_updated
             async with probe.running():
                 cpu0, wall0 = time.process_time(), time.perf_counter()
                 targets = await ledger.subscribers("telegram")
                 report = await engine.deliver(issue.ref, platform, messages, targets)
                 cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
-            rows = ledger.stats.rows_written - stats0
+            rows = ledger.stats.rows_inserted + ledger.stats.rows_updated - stats0
             size = await _size_mb(ledger, url, path) - size0
     n = platform.count
     assert n == args.subscribers * len(messages) == report.sent, (n, report.sent)

@@ -70,11 +70,12 @@ def kept_index(folder: Path) -> None:
     from digest_core.archive import Archive
     from digest_core.archive.fulltext import index_path_for
     from digest_core.settings import Settings
+    from digest_core.testing import build_index
 
     relative = index_path_for(Settings().database_url)
     assert relative is not None
     archive = Archive(folder / "archive", index=folder / relative)
-    archive.build_index()
+    build_index(archive)
     archive.close()
 
 

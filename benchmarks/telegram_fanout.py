@@ -54,6 +54,7 @@ import httpx
 from bots.telegram.request import JsonRequest
 from bots.telegram.spec import TELEGRAM_LIMITS
 from digest_core.platform import PlatformLimits, Rate, TargetKind
+from digest_core.testing import scaled_limits
 from tests.fakes.telegram_api import DEFAULT_TOKEN, FloodLimits
 
 log = logging.getLogger(__name__)
@@ -183,7 +184,7 @@ async def run_ours(
                 await service.ledger.subscribe("telegram", str(user))
             adapter = service.platforms["telegram"]
             assert isinstance(adapter, TelegramAdapter)
-            adapter.limits = limits.scaled(args.scale)
+            adapter.limits = scaled_limits(limits, args.scale)
             await adapter.start(service, receive=False)
             try:
                 cpu0, wall0 = time.process_time(), time.perf_counter()

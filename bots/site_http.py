@@ -1,5 +1,5 @@
-"""The web archive over HTTP: an aiohttp application to mount (``[http] site = true``) or to run
-alone (``digest-bot site serve``)."""
+"""The web archive over HTTP: routes of an aiohttp application, the bot's endpoint
+(``[http] site = true``) or one of its own (``digest-bot site serve``)."""
 
 from __future__ import annotations
 
@@ -58,15 +58,6 @@ def lookup(files: dict[str, bytes], path: str) -> tuple[int, str]:
     if f"{path}/index.html" in files:
         return 301, path + "/"
     return 404, ""
-
-
-def site_app(files: Files) -> web.Application:
-    """An application serving the site ``files()`` returns at its root. Mount it with
-    ``app.add_subapp("/site/", site_app(...))`` or run it alone; the site's links are
-    relative, so any prefix works."""
-    app = web.Application()
-    add_site_routes(app, files)
-    return app
 
 
 def add_site_routes(app: web.Application, files: Files, *, prefix: str = "/") -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
@@ -84,38 +84,6 @@ class PlatformLimits:
 
     def for_kind(self, kind: TargetKind) -> Rate:
         return self.per_target.get(kind, self.overall)
-
-    def scaled(self, factor: float) -> PlatformLimits:
-        """Rates ``factor`` times higher with the same bursts: what our loopback doubles
-        enforce when their windows are shortened ``factor`` times."""
-        return replace(
-            self,
-            overall=_faster(self.overall, factor),
-            per_target={k: _faster(r, factor) for k, r in self.per_target.items()},
-        )
-
-    def time_scaled(self, factor: float) -> PlatformLimits:
-        """The same limits on a clock running ``factor`` times faster: rates and bursts both
-        scaled, so "29 per second, one at a time" becomes "2,900 per second, 100 per 1/29 s"
-        (a burst of 1 at 2,900/s would only measure the event loop's timer resolution)."""
-        return replace(
-            self,
-            overall=Rate(
-                self.overall.per_second * factor,
-                max(1, round(self.overall.burst * factor)),
-                self.overall.window,
-            ),
-            per_target={
-                k: Rate(r.per_second * factor, max(1, round(r.burst * factor)), r.window)
-                for k, r in self.per_target.items()
-            },
-        )
-
-
-def _faster(rate: Rate, factor: float) -> Rate:
-    """``rate`` ``factor`` times higher with the same burst (a window ``factor`` times shorter)."""
-    window = None if rate.window is None else rate.window / factor
-    return Rate(rate.per_second * factor, rate.burst, window)
 
 
 @runtime_checkable

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import datetime as dt
 import heapq
 import itertools
@@ -11,10 +12,11 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from sqlalchemy import func, select
 
+from digest_core.archive import Archive
 from digest_core.clock import Clock
 from digest_core.delivery.ledger import Ledger, PartState, deliveries, parts
 from digest_core.delivery.ledger.queries import current_states, day_rows
@@ -318,3 +320,61 @@ def windows_exceeded(times: Sequence[float], *, window: float, limit: int) -> bo
     ordered = sorted(times)
     span = window - 1e-9
     return any(ordered[i + limit] - ordered[i] < span for i in range(len(ordered) - limit))
+
+
+# --- the product read the way only tests and benchmarks need ---------------------------------
+
+
+def scaled_limits(limits: PlatformLimits, factor: float) -> PlatformLimits:
+    """``limits`` with rates ``factor`` times higher and the same bursts: what our loopback
+    doubles enforce when their windows are shortened ``factor`` times."""
+    return replace(
+        limits,
+        overall=_faster(limits.overall, factor),
+        per_target={k: _faster(r, factor) for k, r in limits.per_target.items()},
+    )
+
+
+def _faster(rate: Rate, factor: float) -> Rate:
+    """``rate`` ``factor`` times higher with the same burst (a window ``factor`` times shorter)."""
+    window = None if rate.window is None else rate.window / factor
+    return Rate(rate.per_second * factor, rate.burst, window)
+
+
+def time_scaled_limits(limits: PlatformLimits, factor: float) -> PlatformLimits:
+    """``limits`` on a clock running ``factor`` times faster (the fan-out benchmark's): rates
+    and bursts both scaled, so "29 per second, one at a time" becomes "2,900 per second, 100
+    per 1/29 s" (a burst of 1 at 2,900/s would only measure the event loop's timer
+    resolution)."""
+    return replace(
+        limits,
+        overall=Rate(
+            limits.overall.per_second * factor,
+            max(1, round(limits.overall.burst * factor)),
+            limits.overall.window,
+        ),
+        per_target={
+            k: Rate(r.per_second * factor, max(1, round(r.burst * factor)), r.window)
+            for k, r in limits.per_target.items()
+        },
+    )
+
+
+def build_index(archive: Archive) -> int:
+    """Bring ``archive``'s search index up to date with its folder in this thread (what
+    :meth:`~digest_core.archive.Archive.index_in_background` does in another): every file it
+    does not hold as it is now is read (a no-op without an index); how many files were read."""
+    return archive._search.build()
+
+
+def decode_days(posting: list[int] | str) -> list[int]:
+    """The days of a year in a search index shard's posting, as the search page's script
+    decodes what :func:`digest_core.site.search.encode_days` encoded."""
+    if isinstance(posting, list):
+        out, day = [], 0
+        for gap in posting:
+            day += gap
+            out.append(day)
+        return out
+    bits = base64.b64decode(posting)
+    return [d for d in range(len(bits) * 8) if bits[d >> 3] >> (d & 7) & 1]

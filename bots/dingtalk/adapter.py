@@ -6,12 +6,9 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import SecretStr
-
 from bots.workchat.adapter import Request, WebhookAdapter
 from bots.workchat.signing import dingtalk_query
 from bots.workchat.transport import ErrorRule, Outcome
-from bots.workchat.urls import token_from
 from digest_core.port import encode_body
 from digest_core.rendering import dingtalk as dingtalk_render
 
@@ -71,10 +68,7 @@ class DingTalkAdapter(WebhookAdapter):
     errors = DINGTALK_ERRORS
     #: the renderer the core uses for this platform's posts and notices
     flavor = dingtalk_render
-
-    @classmethod
-    def parse_webhook(cls, value: SecretStr) -> SecretStr:
-        return token_from(value, platform=cls.name, query="access_token")
+    webhook_query = "access_token"
 
     def build_request(self, token: str, secret: str | None, payload: Mapping[str, Any]) -> Request:
         timestamp_ms = int(self.clock.now().timestamp() * 1000)

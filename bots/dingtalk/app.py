@@ -14,8 +14,6 @@ outcome was unknown (a crash mid-send) may arrive twice.
 
 from __future__ import annotations
 
-import asyncio
-import logging
 from typing import TYPE_CHECKING
 
 from bots.dingtalk.adapter import DingTalkAdapter
@@ -30,14 +28,13 @@ from digest_core.rendering import dingtalk as dingtalk_render
 if TYPE_CHECKING:
     from digest_core.port import Port
 
-log = logging.getLogger(__name__)
-
 
 class DingTalkAppAdapter(AppBot, DingTalkAdapter):
     """DingTalk's app robot (see the module doc)."""
 
     app_label = "the DingTalk app robot"
     connection_type = StreamConnection
+    receiver_names = ("robot callback", "stream")
 
     subscriptions = True
 
@@ -77,27 +74,21 @@ class DingTalkAppAdapter(AppBot, DingTalkAdapter):
     async def _sign_in(self) -> None:
         await self.api.token()
 
-    async def _open_receiver(self, port: Port) -> StreamConnection | CallbackServer:
-        """The stream (or, with ``mode = "http"``, the callback server), started."""
-        handlers = DingTalkHandlers(self, port)
+    def _callback_server(self, port: Port) -> CallbackServer:
+        s = self.settings
+        return CallbackServer(
+            listen=s.listen_address(),
+            path=s.callback_path,
+            client_secret=self._secret,
+            receiver=DingTalkHandlers(self, port).on_message,
+        )
+
+    def _connection(self, port: Port) -> StreamConnection:
         s = self.settings
         assert s.client_id is not None
-        if s.mode == "http":
-            server = CallbackServer(
-                listen=s.listen_address(),
-                path=s.callback_path,
-                client_secret=self._secret,
-                receiver=handlers.on_message,
-            )
-            await server.start()
-            log.info("dingtalk: robot callback on %s%s", s.callback_listen, s.callback_path)
-            return server
-        stream = StreamConnection(
+        return StreamConnection(
             client_id=s.client_id,
             client_secret=self._secret,
             openapi_base=s.openapi_base,
-            receiver=handlers.on_message,
+            receiver=DingTalkHandlers(self, port).on_message,
         )
-        await stream.start(asyncio.get_running_loop())
-        log.info("dingtalk: stream open")
-        return stream

@@ -16,9 +16,6 @@ is opened (:mod:`bots.workchat.app.doctor`).
 
 from __future__ import annotations
 
-import datetime as dt
-from collections.abc import Callable
-
 import httpx
 
 from bots.dingtalk.adapter import DingTalkAdapter
@@ -42,24 +39,12 @@ STREAM_FIX = (
 )
 
 
-async def checks(settings: DingTalkSettings, *, now: Callable[[], dt.datetime]) -> list[Check]:
-    """DingTalk's lines of the doctor's table; none when nothing of DingTalk is configured."""
-    return await app_doctor.checks(
-        settings, "client_id", lambda: probe(settings), webhook=DingTalkAdapter, now=now
-    )
-
-
 def probe(settings: DingTalkSettings) -> app_doctor.AppProbe:
     """The app robot's checks: the SDK, the credentials (an access token), the robot, and the
     stream or the callback."""
 
     async def more(client: httpx.AsyncClient, secret: str, _: app_doctor.Answer) -> list[Check]:
-        receiving = (
-            _callback_check(settings, secret)
-            if settings.mode == "http"
-            else await _stream_check(client, settings, secret)
-        )
-        return [_robot_check(settings), receiving]
+        return [_robot_check(settings)]
 
     return app_doctor.AppProbe(
         area=AREA,
@@ -73,7 +58,13 @@ def probe(settings: DingTalkSettings) -> app_doctor.AppProbe:
         refused="DingTalk refuses the app's credentials",
         quoted=_quoted,
         more=more,
+        callback=lambda secret: _callback_check(settings, secret),
+        connection=lambda client, secret: _stream_check(client, settings, secret),
     )
+
+
+#: DingTalk's lines of the doctor's table; none when nothing of DingTalk is configured
+checks = app_doctor.platform_checks("client_id", probe, webhook=DingTalkAdapter)
 
 
 def _robot_check(settings: DingTalkSettings) -> Check:

@@ -9,17 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from bots.dingtalk.receiving import RobotMessage
-from bots.workchat.app.handlers import HELP_HINT, AppHandlers
-from digest_core.port import (
-    ADMIN,
-    PRIVATE_COMMANDS,
-    Reply,
-    Request,
-    Status,
-    TargetKind,
-    parse_command_line,
-)
+from bots.workchat.app.handlers import AppHandlers
+from digest_core.port import Message, Reply
 from digest_core.rendering import dingtalk as dingtalk_render
 
 if TYPE_CHECKING:
@@ -39,59 +30,15 @@ class DingTalkHandlers(AppHandlers):
     """Commands of one running app robot."""
 
     adapter: DingTalkAppAdapter
+    PRIVATE_ONLY = "请私信机器人发送 /{name}。\nTo {name}, send /{name} to the robot privately."
+    #: DingTalk has no callback buttons
+    TYPED_CONFIRMATION = True
 
-    async def on_message(self, message: RobotMessage) -> None:
-        where = self._where(message)
-        await self.adapter.in_flight.run(
-            f"dingtalk message {message.message_id}",
-            lambda: self._on_message(message),
-            apologise=lambda: self.adapter.tell_restarting(*where),
-        )
-
-    @staticmethod
-    def _where(message: RobotMessage) -> tuple[str, TargetKind]:
-        if message.private:
-            return message.sender, TargetKind.PRIVATE
-        return message.conversation, TargetKind.GROUP
-
-    async def _on_message(self, message: RobotMessage) -> None:
-        if not message.private and not message.mentioned:
-            return
-        where = self._where(message)
-        user = message.sender
-        parsed = parse_command_line(message.text)
-        if parsed is None:
-            if message.private and await self._allowed(user, where):
-                await self._send(*where, self.adapter.flavor.notice(HELP_HINT))
-            return
-        name, args = parsed
-        if not message.private and name not in self.port.command_names:
-            return
-        if not await self._allowed(user, where):
-            return
-        if name in PRIVATE_COMMANDS and not message.private:
-            text = f"请私信机器人发送 /{name}。\nTo {name}, send /{name} to the robot privately."
-            await self._send(*where, self.adapter.flavor.notice(text))
-            return
-        admin = user in self.adapter.admins
-        request = Request(
-            name,
-            args,
-            platform=self.adapter.name,
-            flavor=self.adapter.flavor,
-            user=user,
-            chat=where[0],
-            capabilities=ADMIN if admin else frozenset(),
-            # DingTalk has no callback buttons: an admin confirms by sending the command again
-            # with its answer typed (the console's way), so a request is taken as confirmed
-            confirmed=admin,
-        )
-        reply = await self._handle(request)
+    def _drawn(self, reply: Reply, *, private: bool) -> list[Message]:
+        """The reply's messages, the last an ActionCard of its choices (and, in a private
+        chat, its issue buttons)."""
         messages = list(reply.messages)
-        actions = choice_buttons(reply, navigation=message.private)
+        actions = choice_buttons(reply, navigation=private)
         if actions and messages:
             messages[-1] = dingtalk_render.action_card(messages[-1], actions)
-        if reply.private and not message.private and reply.status is not Status.REFUSED:
-            await self._send(user, TargetKind.PRIVATE, messages)
-        else:
-            await self._send(*where, messages)
+        return messages

@@ -1,5 +1,5 @@
 """How the app robot receives: dingtalk-stream's Stream client, or the HTTP callback; each
-robot message becomes a :class:`RobotMessage` for the handlers.
+robot message becomes a :class:`~bots.workchat.app.handlers.TextMessage` for the handlers.
 
 dingtalk-stream is imported here only, when the app robot starts. Its client runs on its own
 thread (:mod:`bots.workchat.sdkthread`): ``open_connection`` is a blocking ``requests.post``
@@ -24,12 +24,12 @@ import json
 import logging
 import time
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
 
 from bots.workchat import callback
+from bots.workchat.app.handlers import TextMessage
 from bots.workchat.sdkthread import CONNECT_SECONDS, SdkConnection
 from digest_core.port import ConfigError
 
@@ -39,34 +39,21 @@ log = logging.getLogger(__name__)
 FRESHNESS_SECONDS = 3600.0
 
 
-@dataclass(frozen=True)
-class RobotMessage:
-    """A text message to the robot."""
-
-    message_id: str
-    #: the openConversationId
-    conversation: str
-    private: bool
-    #: the sender's staff id (userId)
-    sender: str
-    text: str
-    mentioned: bool
+Receiver = Callable[[TextMessage], Coroutine[Any, Any, None]]
 
 
-Receiver = Callable[[RobotMessage], Coroutine[Any, Any, None]]
-
-
-def robot_message(data: dict[str, Any]) -> RobotMessage | None:
+def robot_message(data: dict[str, Any]) -> TextMessage | None:
     """The record of a robot message's JSON (the Stream frame's data, or the callback's
-    body), read with the SDK's ``ChatbotMessage``; None for anything but text."""
+    body), read with the SDK's ``ChatbotMessage`` (the conversation's openConversationId, the
+    sender's staff id); None for anything but text."""
     from dingtalk_stream import ChatbotMessage
 
     message = ChatbotMessage.from_dict(data)
     if message.message_type != "text" or message.text is None or not message.sender_staff_id:
         return None
-    return RobotMessage(
+    return TextMessage(
         message_id=str(message.message_id),
-        conversation=str(message.conversation_id),
+        chat=str(message.conversation_id),
         private=message.conversation_type == "1",
         sender=str(message.sender_staff_id),
         text=str(message.text.content or "").strip(),

@@ -353,21 +353,14 @@ class DiscordAdapter(DiscordThreads):
                         timeout=NO_AIOHTTP_TIMEOUT,
                     )
                     await client.http.request(route, **sent(), timeout=NO_AIOHTTP_TIMEOUT)
-        except discord.NotFound as exc:
-            if exc.code == UNKNOWN_MESSAGE:
-                raise MessageGone(
-                    f"{exc.status} (code {exc.code}): {exc.text}",
-                    platform=self.name,
-                    target=target.id,
-                ) from exc
-            raise self._translate(exc, target) from exc
-        except discord.Forbidden as exc:
-            if exc.code == MISSING_PERMISSIONS:
-                raise NotPermitted(
-                    f"{exc.status} (code {exc.code}): {exc.text}",
-                    platform=self.name,
-                    target=target.id,
-                ) from exc
+        except (discord.NotFound, discord.Forbidden) as exc:
+            # a message gone (404 "Unknown Message"), or no right to do it (403 "Missing
+            # Permissions"); any other 404 or 403 as a send's
+            gone = isinstance(exc, discord.NotFound)
+            if exc.code == (UNKNOWN_MESSAGE if gone else MISSING_PERMISSIONS):
+                refusal = MessageGone if gone else NotPermitted
+                detail = f"{exc.status} (code {exc.code}): {exc.text}"
+                raise refusal(detail, platform=self.name, target=target.id) from exc
             raise self._translate(exc, target) from exc
         except Exception as exc:
             raise self._translate(exc, target) from exc
@@ -457,11 +450,7 @@ class DiscordAdapter(DiscordThreads):
         # Discord's global limit counts them with the posts that may follow at once
         port.counted(self, LOGIN_REQUESTS + int(receive and self.settings.shard_count is None))
         client.port = port
-        client.limiter = UserRateLimiter(
-            burst=self.settings.command_burst,
-            window=self.settings.command_window_seconds,
-            clock=port.clock,
-        )
+        client.limiter = UserRateLimiter.of(self.settings, port.clock)
         client.in_flight = self.in_flight
         self.client = client
         if not receive:

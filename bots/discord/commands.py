@@ -12,7 +12,15 @@ import discord
 from discord import app_commands
 from discord.app_commands import locale_str
 
-from bots.discord.views import PLATFORM, SORRY, capabilities, port_of, respond, slowed_down
+from bots.discord.views import (
+    PLATFORM,
+    SORRY,
+    capabilities,
+    port_of,
+    request_of,
+    respond,
+    slowed_down,
+)
 from digest_core.port import (
     Argument,
     CommandSpec,
@@ -116,15 +124,7 @@ async def run_command(
         chat = str(interaction.channel_id or "")
         if dm_chat:
             chat = str((await interaction.user.create_dm()).id)
-        request = Request(
-            command,
-            platform=PLATFORM,
-            flavor=discord_render,
-            user=str(interaction.user.id),
-            chat=chat,
-            capabilities=granted,
-            values=values,
-        )
+        request = request_of(interaction, command, chat=chat, granted=granted, values=values)
         return await port.handle(request)
 
     reply = await respond(interaction, work, ephemeral=ephemeral)
@@ -193,14 +193,7 @@ class LookedUp(app_commands.Transformer):
     def asking(self, interaction: Interaction) -> Request:
         """The request of the user typing: ``/command`` as they would run it (the core checks
         what they may look up as it checks what they may run)."""
-        return Request(
-            self.command.name,
-            platform=PLATFORM,
-            flavor=discord_render,
-            user=str(interaction.user.id),
-            chat=str(interaction.channel_id or ""),
-            capabilities=capabilities(interaction),
-        )
+        return request_of(interaction, self.command.name)
 
 
 class ArchiveDate(LookedUp):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeAlias
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Self, TypeAlias, TypeVar
 
 import discord
 
@@ -60,6 +60,7 @@ SORRY = "出错了，请稍后再试。/ Something went wrong; please try again 
 
 
 Work = Callable[[], Awaitable[Reply]]
+_T = TypeVar("_T")
 
 
 def capabilities(interaction: Interaction) -> frozenset[Capability]:
@@ -88,6 +89,32 @@ def capabilities(interaction: Interaction) -> frozenset[Capability]:
     if roles and any(role.id in roles for role in user.roles):
         return ADMIN
     return frozenset()
+
+
+def request_of(
+    interaction: Interaction,
+    command: str,
+    args: tuple[str, ...] = (),
+    *,
+    chat: str | None = None,
+    granted: frozenset[Capability] | None = None,
+    confirmed: bool = False,
+    values: Mapping[str, object] | None = None,
+) -> Request:
+    """``command`` with ``args`` as the user behind ``interaction`` asks it of the core: in the
+    interaction's channel (or ``chat``), with what :func:`capabilities` grants them (or
+    ``granted``)."""
+    return Request(
+        command,
+        args,
+        platform=PLATFORM,
+        flavor=discord_render,
+        user=str(interaction.user.id),
+        chat=str(interaction.channel_id or "") if chat is None else chat,
+        capabilities=capabilities(interaction) if granted is None else granted,
+        confirmed=confirmed,
+        values=values,
+    )
 
 
 def port_of(interaction: Interaction) -> Port | None:
@@ -297,7 +324,42 @@ async def slowed_down(interaction: Interaction, *, admin: bool) -> bool:
 _SECTIONS = "|".join(re.escape(s.value) for s in Section)
 
 
+class _Persistent:
+    """What the buttons below share: each is made again from its custom id alone (so a button
+    on a message sent before a restart still works), and a press reaches :meth:`pressed` only
+    while the bot has a core to ask."""
+
+    @classmethod
+    async def from_custom_id(
+        cls,
+        interaction: discord.Interaction[Any],
+        item: discord.ui.Item[Any],
+        match: re.Match[str],
+        /,
+    ) -> Self:
+        return cls(match.string)  # type: ignore[call-arg]  # (each button's __init__ takes it)
+
+    async def callback(self, interaction: discord.Interaction[Any]) -> None:
+        # discord.py types a DynamicItem's interaction loosely; ours come to our client
+        ours: Interaction = interaction
+        port = port_of(ours)
+        if port is not None:
+            await self.pressed(ours, port)
+
+    async def pressed(self, interaction: Interaction, port: Port) -> None:
+        raise NotImplementedError
+
+
+def _parsed(parse: Callable[[str], _T | None], custom_id: str, what: str) -> _T:
+    """What ``parse`` reads in a button's ``custom_id``; ValueError when it is not ``what``."""
+    parsed = parse(custom_id)
+    if parsed is None:
+        raise ValueError(f"not {what}: {custom_id!r}")
+    return parsed
+
+
 class SectionButton(
+    _Persistent,
     discord.ui.DynamicItem[discord.ui.Button[Any]],
     template=rf"^{BUTTON_PREFIX}:(?P<date>\d{{4}}-\d{{2}}-\d{{2}}):(?P<section>{_SECTIONS})$",
 ):
@@ -307,47 +369,19 @@ class SectionButton(
     issue."""
 
     def __init__(self, custom_id: str) -> None:
-        parsed = parse_button_data(custom_id)
-        if parsed is None:
-            raise ValueError(f"not a section button id: {custom_id!r}")
-        self.date, self.section = parsed
+        self.date, self.section = _parsed(parse_button_data, custom_id, "a section button id")
         super().__init__(
             discord.ui.Button(
                 label=self.section.label, style=discord.ButtonStyle.secondary, custom_id=custom_id
             )
         )
 
-    @classmethod
-    async def from_custom_id(
-        cls,
-        interaction: discord.Interaction[Any],
-        item: discord.ui.Item[Any],
-        match: re.Match[str],
-        /,
-    ) -> SectionButton:
-        return cls(match.string)
-
-    async def callback(self, interaction: discord.Interaction[Any]) -> None:
-        # discord.py types a DynamicItem's interaction loosely; ours come to our client
-        ours: Interaction = interaction
-        await self._pressed(ours)
-
-    async def _pressed(self, interaction: Interaction) -> None:
-        port = port_of(interaction)
-        if port is None:
-            return
+    async def pressed(self, interaction: Interaction, port: Port) -> None:
         log.info("discord: %s pressed %s of %s", interaction.user.id, self.section.value, self.date)
         admin = interaction.user.id in interaction.client.settings.admin_users
         if await slowed_down(interaction, admin=admin):
             return
-        request = Request(
-            self.section.value,
-            platform=PLATFORM,
-            flavor=discord_render,
-            user=str(interaction.user.id),
-            chat=str(interaction.channel_id or ""),
-            capabilities=capabilities(interaction),  # admins press previews' buttons
-        )
+        request = request_of(interaction, self.section.value)  # admins press previews' buttons
 
         async def work() -> Reply:
             return await port.section(request, self.date, self.section)
@@ -359,6 +393,7 @@ class SectionButton(
 
 
 class ActionButton(
+    _Persistent,
     discord.ui.DynamicItem[discord.ui.Button[Any]],
     template=rf"^{ACTION_PREFIX}:(?P<command>[a-z]+)(?: (?P<args>.*))?$",
 ):
@@ -368,10 +403,7 @@ class ActionButton(
     review sent before a restart still works."""
 
     def __init__(self, custom_id: str, *, label: str = "") -> None:
-        parsed = parse_action_data(custom_id)
-        if parsed is None:
-            raise ValueError(f"not an action button id: {custom_id!r}")
-        self.command, self.args = parsed
+        self.command, self.args = _parsed(parse_action_data, custom_id, "an action button id")
         try:
             style = BUTTON_STYLES[spec(self.command).button_style]
         except KeyError:  # not a command: the core answers the press
@@ -380,31 +412,9 @@ class ActionButton(
             discord.ui.Button(label=label or self.command, style=style, custom_id=custom_id)
         )
 
-    @classmethod
-    async def from_custom_id(
-        cls,
-        interaction: discord.Interaction[Any],
-        item: discord.ui.Item[Any],
-        match: re.Match[str],
-        /,
-    ) -> ActionButton:
-        return cls(match.string)
-
-    async def callback(self, interaction: discord.Interaction[Any]) -> None:
-        port = port_of(interaction)
-        if port is None:
-            return
+    async def pressed(self, interaction: Interaction, port: Port) -> None:
         log.info("discord: %s pressed %s %s", interaction.user.id, self.command, self.args)
-        request = Request(
-            self.command,
-            self.args,
-            platform=PLATFORM,
-            flavor=discord_render,
-            user=str(interaction.user.id),
-            chat=str(interaction.channel_id or ""),
-            capabilities=capabilities(interaction),
-            confirmed=True,
-        )
+        request = request_of(interaction, self.command, self.args, confirmed=True)
         await respond(interaction, lambda: port.handle(request), ephemeral=True)
 
 
@@ -412,6 +422,7 @@ class ActionButton(
 
 
 class ChoiceButton(
+    _Persistent,
     discord.ui.DynamicItem[discord.ui.Button[Any]],
     template=rf"^{re.escape(CHOICE_PREFIX)}[a-z]+( [A-Za-z0-9:]+)*$",
 ):
@@ -420,47 +431,25 @@ class ChoiceButton(
     them; it keeps working after restarts."""
 
     def __init__(self, custom_id: str, label: str = "") -> None:
-        parsed = parse_choice(custom_id)
-        if parsed is None:
-            raise ValueError(f"not a reader choice: {custom_id!r}")
-        self.command, self.args = parsed
+        self.command, self.args = _parsed(parse_choice, custom_id, "a reader choice")
         super().__init__(
             discord.ui.Button(
                 label=label or custom_id, style=discord.ButtonStyle.secondary, custom_id=custom_id
             )
         )
 
-    @classmethod
-    async def from_custom_id(
-        cls,
-        interaction: discord.Interaction[Any],
-        item: discord.ui.Item[Any],
-        match: re.Match[str],
-        /,
-    ) -> ChoiceButton:
-        return cls(match.string)
-
-    async def callback(self, interaction: discord.Interaction[Any]) -> None:
-        ours: Interaction = interaction
-        port = port_of(ours)
-        if port is None:
-            return
-        if await slowed_down(ours, admin=False):
+    async def pressed(self, interaction: Interaction, port: Port) -> None:
+        if await slowed_down(interaction, admin=False):
             return
 
         async def work() -> Reply:
-            dm = await ours.user.create_dm()  # preferences belong to the reader's DM
-            request = Request(
-                self.command,
-                self.args,
-                platform=PLATFORM,
-                flavor=discord_render,
-                user=str(ours.user.id),
-                chat=str(dm.id),
+            dm = await interaction.user.create_dm()  # preferences belong to the reader's DM
+            request = request_of(
+                interaction, self.command, self.args, chat=str(dm.id), granted=frozenset()
             )
             return await port.handle(request)
 
-        await respond(ours, work, ephemeral=True)
+        await respond(interaction, work, ephemeral=True)
 
 
 def choices_view(rows: Sequence[Sequence[Choice]]) -> discord.ui.View:
@@ -504,15 +493,8 @@ class ConfirmView(discord.ui.View):
         port = port_of(interaction)
         if port is None:
             return
-        by = Request(
-            "",
-            platform=PLATFORM,
-            flavor=discord_render,
-            user=str(interaction.user.id),
-            chat=str(interaction.channel_id or ""),
-            # only who asked may press (asked_by below): with what they were granted then
-            capabilities=self.request.capabilities,
-        )
+        # only who asked may press (asked_by below): with what they were granted then
+        by = request_of(interaction, "", granted=self.request.capabilities)
         confirmations = port.confirmations
         async with confirmations.press(
             data, by=by, prompt=id(self), asked_by=self.request.user

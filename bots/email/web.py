@@ -15,7 +15,8 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, TypeVar
 
 from aiohttp import web
 
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from bots.email.adapter import EmailAdapter
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 SENT = (
     "如果地址有效，确认信已发出，请查收。 / "
@@ -67,44 +69,66 @@ def routes(app: web.Application, probe: http.Probe) -> None:
             )
         return page("订阅 / Subscribe", f"<p>{SENT}</p>")
 
-    async def confirm_page(request: web.Request) -> web.Response:
-        adapter = running()
-        if adapter.tokens.confirmed(request.query.get("t", "")) is None:
-            return page(INVALID, "<p>链接已过期或无效。</p>", status=400)
-        return page("确认订阅 / Confirm", button(request.path_qs, "确认订阅 / Confirm"))
-
-    async def confirm(request: web.Request) -> web.Response:
-        adapter = running()
-        confirmed = adapter.tokens.confirmed(request.query.get("t", ""))
-        if confirmed is None:
-            return page(INVALID, "<p>链接已过期或无效。</p>", status=400)
+    async def confirm(adapter: EmailAdapter, confirmed: tuple[str, str]) -> web.Response:
         address, fmt = confirmed
         rid = await adapter.book.add(address, at=adapter.clock.now())
         await adapter.subscription(rid, on=True, fmt=fmt)
         log.info("reader %s confirmed an email subscription", rid)
         return page("已订阅 / Subscribed", "<p>谢谢！下一期起发到你的邮箱。</p>")
 
-    async def unsubscribe_page(request: web.Request) -> web.Response:
-        adapter = running()
-        if adapter.tokens.unsubscribed(request.query.get("t", "")) is None:
-            return page(INVALID, "<p>链接无效。</p>", status=400)
-        return page("退订 / Unsubscribe", button(request.path_qs, "退订 / Unsubscribe"))
-
-    async def unsubscribe(request: web.Request) -> web.Response:
-        adapter = running()
-        rid = adapter.tokens.unsubscribed(request.query.get("t", ""))
-        if rid is None:
-            return page(INVALID, "<p>链接无效。</p>", status=400)
+    async def unsubscribe(adapter: EmailAdapter, rid: str) -> web.Response:
         await adapter.subscription(rid, on=False, via="link")
         return page("已退订 / Unsubscribed", "<p>你不会再收到本日报。</p>")
 
     app.router.add_get("/email/subscribe", _form)
     app.router.add_post("/email/subscribe", subscribe)
-    app.router.add_get("/email/confirm", confirm_page)
-    app.router.add_post("/email/confirm", confirm)
-    app.router.add_get("/email/unsubscribe", unsubscribe_page)
-    app.router.add_post("/email/unsubscribe", unsubscribe)
+    _link(
+        app,
+        "/email/confirm",
+        running,
+        lambda adapter, token: adapter.tokens.confirmed(token),
+        ("<p>链接已过期或无效。</p>", "确认订阅 / Confirm"),
+        confirm,
+    )
+    _link(
+        app,
+        "/email/unsubscribe",
+        running,
+        lambda adapter, token: adapter.tokens.unsubscribed(token),
+        ("<p>链接无效。</p>", "退订 / Unsubscribe"),
+        unsubscribe,
+    )
     preferences.routes(app, running)
+
+
+def _link(
+    app: web.Application,
+    path: str,
+    running: Callable[[], EmailAdapter],
+    read: Callable[[EmailAdapter, str], T | None],
+    texts: tuple[str, str],
+    act: Callable[[EmailAdapter, T], Awaitable[web.Response]],
+) -> None:
+    """The routes of a mailed link ``path?t=TOKEN``: its ``GET`` a page with one button (link
+    scanners fetch GETs; only a person presses), its ``POST`` what the token says (``act``).
+    A token ``read`` finds nothing in gets the page saying so (``texts``: that page's text,
+    then the button's label, which is also the page's title)."""
+    gone, label = texts
+
+    async def show(request: web.Request) -> web.Response:
+        if read(running(), request.query.get("t", "")) is None:
+            return page(INVALID, gone, status=400)
+        return page(label, button(request.path_qs, label))
+
+    async def press(request: web.Request) -> web.Response:
+        adapter = running()
+        value = read(adapter, request.query.get("t", ""))
+        if value is None:
+            return page(INVALID, gone, status=400)
+        return await act(adapter, value)
+
+    app.router.add_get(path, show)
+    app.router.add_post(path, press)
 
 
 def install() -> None:

@@ -6,12 +6,9 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import SecretStr
-
 from bots.workchat.adapter import Request, WebhookAdapter
 from bots.workchat.signing import feishu_sign
 from bots.workchat.transport import ErrorRule, Outcome
-from bots.workchat.urls import token_from
 from digest_core.port import encode_body
 from digest_core.rendering import feishu as feishu_render
 
@@ -69,10 +66,7 @@ class FeishuAdapter(WebhookAdapter):
     errors = FEISHU_ERRORS
     #: the renderer the core uses for this platform's posts and notices
     flavor = feishu_render
-
-    @classmethod
-    def parse_webhook(cls, value: SecretStr) -> SecretStr:
-        return token_from(value, platform=cls.name, path=HOOK_PATH)
+    webhook_path = HOOK_PATH
 
     def build_request(self, token: str, secret: str | None, payload: Mapping[str, Any]) -> Request:
         body = dict(payload)

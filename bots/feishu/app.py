@@ -10,9 +10,7 @@ interactive cards (:data:`digest_core.rendering.feishu.CARDS`) through the core
 
 from __future__ import annotations
 
-import asyncio
 import json
-import logging
 from typing import TYPE_CHECKING, Any
 
 from bots.feishu.adapter import FeishuAdapter
@@ -27,8 +25,6 @@ from digest_core.rendering import feishu as feishu_render
 if TYPE_CHECKING:
     from digest_core.port import Port
 
-log = logging.getLogger(__name__)
-
 
 class FeishuAppAdapter(AppBot, FeishuAdapter):
     """Feishu's app bot (see the module doc). ``send`` goes to a webhook for a configured
@@ -38,6 +34,7 @@ class FeishuAppAdapter(AppBot, FeishuAdapter):
 
     app_label = "the Feishu app bot"
     connection_type = LongConnection
+    receiver_names = ("event callback", "long connection")
     #: readers can subscribe (their private chat is their open_id)
     subscriptions = True
     #: interactive cards (the webhooks' ``post`` renderer is the module itself)
@@ -86,32 +83,26 @@ class FeishuAppAdapter(AppBot, FeishuAdapter):
     async def _sign_in(self) -> None:
         self.bot_open_id = await self.api.bot_open_id()
 
-    async def _open_receiver(self, port: Port) -> LongConnection | CallbackServer:
-        """The long connection (or, with ``mode = "http"``, the callback server), started."""
-        handlers = FeishuHandlers(self, port)
+    def _callback_server(self, port: Port) -> CallbackServer:
+        s = self.settings
+        encrypt_key, token = self._keys
+        return CallbackServer(
+            listen=s.listen_address(),
+            path=s.callback_path,
+            encrypt_key=encrypt_key,
+            verification_token=token,
+            receivers=FeishuHandlers(self, port).receivers,
+        )
+
+    def _connection(self, port: Port) -> LongConnection:
         s = self.settings
         assert s.app_id is not None
-        if s.mode == "http":
-            encrypt_key, token = self._keys
-            server = CallbackServer(
-                listen=s.listen_address(),
-                path=s.callback_path,
-                encrypt_key=encrypt_key,
-                verification_token=token,
-                receivers=handlers.receivers,
-            )
-            await server.start()
-            log.info("feishu: event callback on %s%s", s.callback_listen, s.callback_path)
-            return server
-        connection = LongConnection(
+        return LongConnection(
             app_id=s.app_id,
             app_secret=self._app_secret,
             domain=s.base,
-            receivers=handlers.receivers,
+            receivers=FeishuHandlers(self, port).receivers,
         )
-        await connection.start(asyncio.get_running_loop())
-        log.info("feishu: long connection open")
-        return connection
 
 
 def _webhook_form(message: Message) -> Message:

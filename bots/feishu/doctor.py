@@ -15,9 +15,6 @@ nothing is sent to any chat and no long connection is opened (:mod:`bots.workcha
 
 from __future__ import annotations
 
-import datetime as dt
-from collections.abc import Callable
-
 import httpx
 
 from bots.doctor import Check, fail, ok
@@ -58,25 +55,12 @@ CALLBACK_FIX = (
 )
 
 
-async def checks(settings: FeishuSettings, *, now: Callable[[], dt.datetime]) -> list[Check]:
-    """Feishu's lines of the doctor's table; none when nothing of Feishu is configured."""
-    return await app_doctor.checks(
-        settings, "app_id", lambda: probe(settings), webhook=FeishuAdapter, now=now
-    )
-
-
 def probe(settings: FeishuSettings) -> app_doctor.AppProbe:
     """The app bot's checks: the SDK, the credentials (a tenant access token), the bot, and
     the long connection or the callback."""
 
     async def more(client: httpx.AsyncClient, secret: str, token: app_doctor.Answer) -> list[Check]:
-        bot = await _bot_check(client, settings.base, token.body["tenant_access_token"])
-        receiving = (
-            _callback_check(settings)
-            if settings.mode == "http"
-            else await _long_connection_check(client, settings, secret)
-        )
-        return [bot, receiving]
+        return [await _bot_check(client, settings.base, token.body["tenant_access_token"])]
 
     return app_doctor.AppProbe(
         area=AREA,
@@ -92,7 +76,13 @@ def probe(settings: FeishuSettings) -> app_doctor.AppProbe:
         refused="Feishu refuses the app's credentials",
         quoted=_quoted,
         more=more,
+        callback=lambda _: _callback_check(settings),
+        connection=lambda client, secret: _long_connection_check(client, settings, secret),
     )
+
+
+#: Feishu's lines of the doctor's table; none when nothing of Feishu is configured
+checks = app_doctor.platform_checks("app_id", probe, webhook=FeishuAdapter)
 
 
 async def _bot_check(client: httpx.AsyncClient, base: str, token: str) -> Check:

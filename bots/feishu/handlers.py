@@ -17,17 +17,14 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from bots.feishu.receiving import CardPress, MenuChoice, Receivers, TextMessage
-from bots.workchat.app.handlers import HELP_HINT, AppHandlers
+from bots.feishu.receiving import CardPress, MenuChoice, Receivers
+from bots.workchat.app.handlers import AppHandlers
 from digest_core.port import (
-    ADMIN,
-    PRIVATE_COMMANDS,
     Action,
     Choice,
     DeliveryError,
     Message,
     Reply,
-    Request,
     Section,
     Status,
     TargetGone,
@@ -36,7 +33,6 @@ from digest_core.port import (
     parse_action_data,
     parse_button_data,
     parse_choice,
-    parse_command_line,
     plain_renderer,
     preview,
     spec,
@@ -98,68 +94,17 @@ class FeishuHandlers(AppHandlers):
 
     @property
     def receivers(self) -> Receivers:
-        return Receivers(message=self.on_message, press=self.on_press, menu=self.on_menu)
-
-    def _request(self, name: str, args: tuple[str, ...], user: str, chat: str) -> Request:
-        admin = user in self.adapter.admins
-        return Request(
-            name,
-            args,
-            platform=self.adapter.name,
-            flavor=self.adapter.flavor,
-            user=user,
-            chat=chat,
-            capabilities=ADMIN if admin else frozenset(),
+        """The coroutines the receiver hands events to (once the bot's open_id is known)."""
+        return Receivers(
+            message=self.on_message,
+            press=self.on_press,
+            menu=self.on_menu,
+            bot_open_id=self.adapter.bot_open_id,
         )
 
     # ------------------------------------------------------------ messages
 
-    async def on_message(self, message: TextMessage) -> None:
-        await self.adapter.in_flight.run(
-            f"feishu message {message.message_id}",
-            lambda: self._on_message(message),
-            apologise=lambda: self._apologise(message),
-        )
-
-    async def _apologise(self, message: TextMessage) -> None:
-        where = self._where(message)
-        await self.adapter.tell_restarting(*where)
-
-    def _where(self, message: TextMessage) -> tuple[str, TargetKind]:
-        if message.chat_type == "p2p":
-            return message.sender, TargetKind.PRIVATE
-        return message.chat_id, TargetKind.GROUP
-
-    async def _on_message(self, message: TextMessage) -> None:
-        private = message.chat_type == "p2p"
-        if not private and self.adapter.bot_open_id not in message.mentioned:
-            return  # not addressed to us (groups deliver only @-mentions to the bot anyway)
-        where = self._where(message)
-        parsed = parse_command_line(message.text)
-        if parsed is None:
-            if private and await self._allowed(message.sender, where):
-                await self._send(*where, self.adapter.flavor.notice(HELP_HINT))
-            return
-        name, args = parsed
-        if not private and name not in self.port.command_names:
-            return
-        if not await self._allowed(message.sender, where):
-            return
-        if name in PRIVATE_COMMANDS and not private:
-            text = (
-                f"请私信机器人发送 /{name}。\nTo {name}, send /{name} to the bot in a private chat."
-            )
-            await self._send(*where, self.adapter.flavor.notice(text))
-            return
-        request = self._request(name, args, message.sender, where[0])
-        reply = await self._handle(request)
-        messages = self._drawn(reply, prompt_chat=where[0])
-        if reply.private and not private and reply.status is not Status.REFUSED:
-            await self._send(message.sender, TargetKind.PRIVATE, messages)
-        else:
-            await self._send(*where, messages)
-
-    def _drawn(self, reply: Reply, *, prompt_chat: str) -> list[Message]:
+    def _drawn(self, reply: Reply, *, private: bool) -> list[Message]:
         """The reply's messages with its buttons: a confirmation's, or its choices."""
         if reply.confirm is not None:
             prompt = self.port.confirmations.prompt(
@@ -254,7 +199,7 @@ class FeishuHandlers(AppHandlers):
             if not await self._allowed(user, (user, TargetKind.PRIVATE)):
                 return
             reply = await self._handle(self._request(name, (), user, user))
-            await self._send(user, TargetKind.PRIVATE, self._drawn(reply, prompt_chat=user))
+            await self._send(user, TargetKind.PRIVATE, self._drawn(reply, private=True))
 
         await self.adapter.in_flight.run(
             f"feishu menu {name}",

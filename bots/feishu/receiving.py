@@ -31,6 +31,7 @@ from typing import Any
 from aiohttp import web
 
 from bots.workchat import callback
+from bots.workchat.app.handlers import TextMessage
 from bots.workchat.sdkthread import MainLoop, SdkConnection
 from digest_core.port import ConfigError
 
@@ -38,22 +39,6 @@ log = logging.getLogger(__name__)
 
 #: how long a card press waits for its answer before a generic toast (Feishu: 3 s)
 CARD_ANSWER_SECONDS = 2.5
-
-
-@dataclass(frozen=True)
-class TextMessage:
-    """A text message to the bot (``im.message.receive_v1``)."""
-
-    message_id: str
-    chat_id: str
-    #: "p2p" or "group"
-    chat_type: str
-    #: the sender's open_id
-    sender: str
-    #: the text with the mentions' ``@_user_N`` keys left out
-    text: str
-    #: the open_ids mentioned
-    mentioned: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -76,15 +61,18 @@ class MenuChoice:
 
 @dataclass(frozen=True)
 class Receivers:
-    """The handlers' three coroutines (run on the bot's loop); a press returns its toast."""
+    """The handlers' three coroutines (run on the bot's loop; a press returns its toast), and
+    the bot's open_id (a message mentioning it is addressed to the bot)."""
 
     message: Callable[[TextMessage], Coroutine[Any, Any, None]]
     press: Callable[[CardPress], Coroutine[Any, Any, str | None]]
     menu: Callable[[MenuChoice], Coroutine[Any, Any, None]]
+    bot_open_id: str
 
 
-def text_message(data: Any) -> TextMessage | None:
-    """The record of an SDK ``P2ImMessageReceiveV1``; None for anything but text."""
+def text_message(data: Any, bot_open_id: str) -> TextMessage | None:
+    """The record of an SDK ``P2ImMessageReceiveV1`` (``im.message.receive_v1``; mentioning
+    the bot: ``bot_open_id`` among its mentions); None for anything but text."""
     message, sender = data.event.message, data.event.sender
     if message.message_type != "text":
         return None
@@ -99,11 +87,11 @@ def text_message(data: Any) -> TextMessage | None:
             mentioned.append(str(mention.id.open_id))
     return TextMessage(
         message_id=str(message.message_id),
-        chat_id=str(message.chat_id),
-        chat_type=str(message.chat_type),
+        chat=str(message.chat_id),
+        private=message.chat_type == "p2p",
         sender=str(sender.sender_id.open_id),
         text=text.strip(),
-        mentioned=tuple(mentioned),
+        mentioned=bot_open_id in mentioned,
     )
 
 
@@ -137,7 +125,7 @@ def dispatcher(
     from lark_oapi.event.callback.model.p2_card_action_trigger import P2CardActionTriggerResponse
 
     def on_message(data: Any) -> None:
-        record = text_message(data)
+        record = text_message(data, receivers.bot_open_id)
         if record is not None:
             main.submit(receivers.message(record), what="feishu: a message")
 

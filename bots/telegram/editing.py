@@ -84,12 +84,7 @@ class TelegramEditing:
         """``deleteMessage``; False where Telegram does not allow it (a channel post older
         than 48 hours, or no right to delete). A message already gone counts as deleted."""
         try:
-            await self._call(
-                target,
-                lambda bot: bot.delete_message(
-                    chat_id=chat_id(target.id), message_id=int(message_id)
-                ),
-            )
+            await self._on_message(target, message_id, lambda bot: bot.delete_message)
         except (Rejected, TargetGone) as exc:
             detail = str(exc).lower()
             if "message to delete not found" in detail:
@@ -110,20 +105,13 @@ class TelegramEditing:
             MessageGone: "message to pin not found".
         """
         try:
-            await self._call(
-                target,
-                lambda bot: bot.pin_chat_message(
-                    chat_id=chat_id(target.id),
-                    message_id=int(message_id),
-                    disable_notification=True,
-                ),
+            await self._on_message(
+                target, message_id, lambda bot: bot.pin_chat_message, disable_notification=True
             )
         except (Rejected, TargetGone) as exc:
-            detail = str(exc).lower()
-            if "message to pin not found" in detail:
+            if "message to pin not found" in str(exc).lower():
                 raise MessageGone(exc.detail, platform=self.name, target=target.id) from exc
-            if _lacks_rights(detail) or isinstance(exc, TargetGone):
-                raise NotPermitted(exc.detail, platform=self.name, target=target.id) from exc
+            self._not_permitted(exc, target)
             raise
 
     async def unpin(self, target: Target, message_id: str) -> None:
@@ -133,19 +121,33 @@ class TelegramEditing:
             NotPermitted: the bot may not unpin in that chat.
         """
         try:
-            await self._call(
-                target,
-                lambda bot: bot.unpin_chat_message(
-                    chat_id=chat_id(target.id), message_id=int(message_id)
-                ),
-            )
+            await self._on_message(target, message_id, lambda bot: bot.unpin_chat_message)
         except (Rejected, TargetGone) as exc:
-            detail = str(exc).lower()
-            if "not found" in detail:
+            if "not found" in str(exc).lower():
                 return
-            if _lacks_rights(detail) or isinstance(exc, TargetGone):
-                raise NotPermitted(exc.detail, platform=self.name, target=target.id) from exc
+            self._not_permitted(exc, target)
             raise
+
+    def _not_permitted(self, exc: Rejected | TargetGone, target: Target) -> None:
+        """NotPermitted, raised from ``exc``, where Telegram refused for want of an admin
+        right (or the chat is gone for the bot)."""
+        if _lacks_rights(str(exc).lower()) or isinstance(exc, TargetGone):
+            raise NotPermitted(exc.detail, platform=self.name, target=target.id) from exc
+
+    async def _on_message(
+        self,
+        target: Target,
+        message_id: str,
+        method: Callable[[ExtBot[Any]], Callable[..., Awaitable[object]]],
+        **extra: Any,
+    ) -> None:
+        """The Bot API method ``method`` picks (``bot.pin_chat_message``) on one message of
+        ``target`` (with ``extra`` arguments), through :meth:`_call`."""
+
+        def call(bot: ExtBot[Any]) -> Awaitable[object]:
+            return method(bot)(chat_id=chat_id(target.id), message_id=int(message_id), **extra)
+
+        await self._call(target, call)
 
     async def _call(self, target: Target, call: Callable[[ExtBot[Any]], Awaitable[object]]) -> None:
         """One Bot API call for ``target``, its errors translated like a send's."""

@@ -81,10 +81,6 @@ class AnswerTiming:
     #: of which waiting for the pacing budget (Telegram's flood limits)
     paced: float
 
-    @property
-    def bot_side(self) -> float:
-        return self.total - self.paced
-
 
 class Handlers:
     """Commands, section buttons and confirmation buttons of one running bot.
@@ -101,10 +97,7 @@ class Handlers:
     def __init__(self, adapter: TelegramAdapter, port: Port) -> None:
         self.adapter = adapter
         self.port = port
-        s = adapter.settings
-        self.limiter = UserRateLimiter(
-            burst=s.command_burst, window=s.command_window_seconds, clock=adapter.clock
-        )
+        self.limiter = UserRateLimiter.of(adapter.settings, adapter.clock)
 
     def install(self, app: Application[Any, Any, Any, Any, Any, Any]) -> None:
         app.add_handler(

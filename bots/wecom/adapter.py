@@ -7,11 +7,8 @@ import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import SecretStr
-
 from bots.workchat.adapter import Request, WebhookAdapter
 from bots.workchat.transport import ErrorRule, Outcome
-from bots.workchat.urls import token_from
 from digest_core.port import encode_body
 from digest_core.rendering import wecom as wecom_render
 
@@ -50,10 +47,7 @@ class WeComAdapter(WebhookAdapter):
     errors = WECOM_ERRORS
     #: the renderer the core uses for this platform's posts and notices
     flavor = wecom_render
-
-    @classmethod
-    def parse_webhook(cls, value: SecretStr) -> SecretStr:
-        return token_from(value, platform=cls.name, query="key")
+    webhook_query = "key"
 
     def build_request(self, token: str, secret: str | None, payload: Mapping[str, Any]) -> Request:
         query = urllib.parse.urlencode({"key": token})

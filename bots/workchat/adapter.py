@@ -18,6 +18,7 @@ from bots.workchat.transport import (
     WebhookTransport,
     translate,
 )
+from bots.workchat.urls import token_from
 from digest_core.port import (
     Clock,
     Message,
@@ -77,6 +78,10 @@ class WebhookAdapter(StartStop, ABC):
     limits: PlatformLimits
     #: the error codes of the platform's answers
     errors: ClassVar[Mapping[int, ErrorRule]]
+    #: where a webhook address holds the robot's token: after this path, or in this query
+    #: parameter (:meth:`parse_webhook`)
+    webhook_path: ClassVar[str | None] = None
+    webhook_query: ClassVar[str | None] = None
 
     def __init__(
         self,
@@ -114,13 +119,15 @@ class WebhookAdapter(StartStop, ABC):
     # ------------------------------------------------------------ per platform
 
     @classmethod
-    @abstractmethod
     def parse_webhook(cls, value: SecretStr) -> SecretStr:
-        """The robot's token/key from a configured webhook address (or the bare token).
+        """The robot's token/key from a configured webhook address (or the bare token): the
+        last segment after :attr:`webhook_path`, or the :attr:`webhook_query` parameter.
 
         Raises:
             ConfigError: ``value`` is not this platform's webhook.
         """
+        path, query = cls.webhook_path, cls.webhook_query
+        return token_from(value, platform=cls.name, path=path, query=query)
 
     @classmethod
     def webhooks(cls, settings: WebhookSettings) -> dict[str, SecretStr]:

@@ -14,7 +14,7 @@ import logging
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -166,6 +166,10 @@ class AppBotSettings(WebhookSettings):
     address, its group chats and admins, the per-user command limit and its secrets. A
     platform's table sets the callback's defaults, its ``mode`` and how its ids look."""
 
+    if TYPE_CHECKING:
+        #: "http" (the callback server), or the connection's name: each platform's table
+        #: declares its modes
+        mode: str
     #: mode "http": where the callback server listens, and its path (the request URL is
     #: ``https://<your host><callback_path>``, behind your TLS proxy)
     callback_listen: str = ""

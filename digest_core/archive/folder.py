@@ -502,11 +502,6 @@ class Archive:
         self.refresh()
         return self._search.hits_on(date, needle)
 
-    def build_index(self) -> int:
-        """Bring the search index up to date with the folder: read every file it does not hold
-        as it is now (a no-op without an index); how many files were read into it."""
-        return self._search.build()
-
     def index_in_background(self) -> bool:
         """Bring the search index up to date in a background thread (a long-running process
         calls this at start, so the first search finds it ready; after a restart only files

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Hashable
 from enum import Enum
+from typing import Protocol, Self
 
 from digest_core.clock import Clock
 from digest_core.delivery.pacing import TokenBucket
@@ -26,6 +27,16 @@ class Verdict(Enum):
     DROP = "drop"
 
 
+class CommandLimit(Protocol):
+    """Where a platform's table sets its per-user command limit."""
+
+    @property
+    def command_burst(self) -> int: ...
+
+    @property
+    def command_window_seconds(self) -> float: ...
+
+
 class UserRateLimiter:
     """A token bucket per user: ``burst`` commands, refilled over ``window`` seconds.
 
@@ -40,6 +51,14 @@ class UserRateLimiter:
         self.clock = clock
         self._buckets: dict[Hashable, TokenBucket] = {}
         self._warned: set[Hashable] = set()
+
+    @classmethod
+    def of(cls, settings: CommandLimit, clock: Clock) -> Self:
+        """The limit ``settings`` set: ``command_burst`` commands per
+        ``command_window_seconds``."""
+        return cls(
+            burst=settings.command_burst, window=settings.command_window_seconds, clock=clock
+        )
 
     def check(self, user: Hashable) -> Verdict:
         """Take one token for ``user`` if there is one."""

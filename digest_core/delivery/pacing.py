@@ -322,14 +322,10 @@ class Pacer:
         ledger's record of when a target is due is the one that counts)."""
         self._not_before[target] = until
 
-    def forget_idle(self, now: float) -> None:
-        """Drop state of targets that are back to a full bucket and no deferral (bounds memory)."""
-        for _ in self.forget_idle_steps(now):
-            pass
-
     def forget_idle_steps(self, now: float, *, step: int = 1000) -> Iterator[None]:
-        """:meth:`forget_idle` in steps of ``step`` targets, yielding between them (a caller
-        in the event loop sleeps there: 100k targets' state is not dropped in one go)."""
+        """Drop state of targets that are back to a full bucket and no deferral (bounds
+        memory), in steps of ``step`` targets, yielding between them (a caller in the event
+        loop sleeps there: 100k targets' state is not dropped in one go)."""
         # (a list of the keys, not of items: 100k (target, bucket) tuples made at once set off
         # the collector's passes, a full one among them, with the loop stalled)
         for i, target in enumerate(list(self._buckets), start=1):

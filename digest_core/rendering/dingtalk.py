@@ -6,7 +6,6 @@ https://open.dingtalk.com/document/orgapp/custom-robot-access (message types: ma
 
 from __future__ import annotations
 
-import logging
 import urllib.parse
 from collections.abc import Sequence
 from typing import Any
@@ -20,11 +19,10 @@ from digest_core.rendering.types import (
     Part,
     RenderOptions,
     TextLimits,
+    checked,
     encode_body,
     web_url,
 )
-
-log = logging.getLogger(__name__)
 
 
 class Limits(TextLimits):
@@ -72,12 +70,7 @@ def render(
     messages = [Message(_payload(title, t)) for t in texts]
     if (options or RenderOptions()).buttons:
         messages[-1] = action_card(messages[-1], section_actions(issue))
-    for n, m in enumerate(messages):
-        problems = check_message(m.payload)
-        if problems:
-            raise AssertionError(f"dingtalk: message {n} of {part}: {problems}")
-    log.debug("dingtalk: %s of %s in %d message(s)", part, issue.date, len(messages))
-    return messages
+    return checked("dingtalk", issue, part, messages, check_message)
 
 
 def notice(text: str, *, mentions: bool = False) -> list[Message]:

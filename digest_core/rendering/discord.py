@@ -20,8 +20,9 @@ from digest_core.rendering.plain import (
     Block,
     Entry,
     lede_text,
-    nothing_notice,
+    number_prefix,
     pack_blocks,
+    part_units,
     select,
 )
 from digest_core.rendering.split import (
@@ -131,7 +132,7 @@ def render(
     a colour and a footer per section), or several when its text passes the description limit.
     Items are packed in order, whole where they fit, into as few messages as Discord's limits
     allow. Without embeds, and for ``Part.TOC``, messages are content only (see
-    :func:`_markdown_units`). All issue text is escaped (:mod:`.markdown`) and every payload
+    :func:`_markdown_unit`). All issue text is escaped (:mod:`.markdown`) and every payload
     carries ``allowed_mentions: {"parse": []}``. With ``options.buttons`` the last message has
     one row of buttons for the issue's sections, their custom ids from
     :func:`~digest_core.rendering.button_data`. With ``options.site_url`` the first line
@@ -154,11 +155,10 @@ def render(
     if options.embeds and entries:
         payloads = _embed_messages(issue, part, entries, web)
     else:
-        units = _toc_units(issue) if part is Part.TOC else _markdown_units(issue, entries)
-        units.insert(0, _header(issue, part, web))
-        notice = nothing_notice(part)
-        if not entries and notice:
-            units.append([("\n\n", notice)])
+        units = [
+            _header(issue, part, web),
+            *part_units(issue, part, brief, item=_markdown_unit, toc=_toc_unit, nothing=_notice),
+        ]
         payloads = [{"content": c} for c in pack_blocks(units, Limits.body_maxlen, measure)]
     for payload in payloads:
         payload["allowed_mentions"] = dict(ALLOWED_MENTIONS)
@@ -302,7 +302,7 @@ def check_message(payload: Mapping[str, Any]) -> list[str]:
 def escaped_chunks(text: str, limit: int) -> list[str]:
     """``text`` escaped, in pieces of at most ``limit`` split at sentences when it must be.
 
-    ``"".join(unescape(p) for p in result) == text``.
+    ``"".join(read(p, markup=False, links=False) for p in result) == text``.
     """
     esc = escape(text)
     if measure(esc) <= limit:
@@ -507,58 +507,45 @@ def _item_embeds(issue: Issue, entry: Entry) -> list[Json]:
 # --- content-only messages -------------------------------------------------------------------
 
 
-def _markdown_units(issue: Issue, entries: Sequence[Entry]) -> list[list[Block]]:
+def _notice(text: str) -> list[Block]:
+    return [("\n\n", text)]
+
+
+def _markdown_unit(entry: Entry, label: bool) -> list[Block]:
     """The plain-markdown fallback: one unit per item.
 
-    Layout: a bold 【section】 label before a section's first item; the title as a bold masked
-    link ``**[title](<url>)**`` to its first source (briefs numbered ``**2. […](<…>)**``; the
-    angle brackets stop link previews); the paragraphs; the question as a ``> `` quote; further
-    sources as 来源 2 … links. Messages break between items, then between blocks, then at
-    sentences (:func:`~digest_core.rendering.split.flow`).
+    Layout: a bold 【section】 label before a section's first item (``label``); the title as a
+    bold masked link ``**[title](<url>)**`` to its first source (briefs numbered
+    ``**2. […](<…>)**``; the angle brackets stop link previews); the paragraphs; the question
+    as a ``> `` quote; further sources as 来源 2 … links. Messages break between items, then
+    between blocks, then at sentences (:func:`~digest_core.rendering.split.flow`).
     """
     limit = Limits.body_maxlen
-    units: list[list[Block]] = []
-    previous: Section | None = None
-    for entry in entries:
-        item = entry.item
-        blocks: list[Block] = []
-        if entry.section is not previous:
-            blocks.append(("\n\n", f"**【{entry.section.label}】**"))
-        number = f"{entry.number}. " if entry.number is not None else ""
-        sep = "\n" if blocks else "\n\n"
-        blocks += _title_blocks(sep, item.title, item.url, limit, prefix=number)
-        for paragraph in item.paragraphs:
-            blocks += _md_blocks("\n", paragraph, limit)
-        if item.question:
-            blocks += _md_blocks("\n", item.question, limit, prefix=QUESTION_PREFIX, later="> ")
-        blocks += _later_sources("\n", item.links, limit)
-        units.append(blocks)
-        previous = entry.section
-    return units
+    item = entry.item
+    blocks: list[Block] = [("\n\n", f"**【{entry.section.label}】**")] if label else []
+    sep = "\n" if blocks else "\n\n"
+    blocks += _title_blocks(sep, item.title, item.url, limit, prefix=number_prefix(entry))
+    for paragraph in item.paragraphs:
+        blocks += _md_blocks("\n", paragraph, limit)
+    if item.question:
+        blocks += _md_blocks("\n", item.question, limit, prefix=QUESTION_PREFIX, later="> ")
+    blocks += _later_sources("\n", item.links, limit)
+    return blocks
 
 
-def _toc_units(issue: Issue) -> list[list[Block]]:
-    """The table of contents: one line per item, each title linked to its first source."""
-    units: list[list[Block]] = []
-    for entry in select(issue, Part.ALL):
-        label = f"**【{entry.section.label}】**"
-        item = entry.item
-        if entry.number is None:
-            unit = _title_blocks(
-                "\n\n", item.title, item.url, Limits.body_maxlen, prefix=label + " ", bold=False
-            )
-        else:
-            unit = [("\n\n", label)] if entry.number == 1 else []
-            unit += _title_blocks(
-                "\n",
-                item.title,
-                item.url,
-                Limits.body_maxlen,
-                prefix=f"{entry.number}. ",
-                bold=False,
-            )
-        units.append(unit)
-    return units
+def _toc_unit(entry: Entry, label: bool) -> list[Block]:
+    """The table of contents: one line per item, each title linked to its first source (a
+    headline's or classic's after its label, a brief's under its section's)."""
+    header = f"**【{entry.section.label}】**"
+    item = entry.item
+    if entry.number is None:
+        return _title_blocks(
+            "\n\n", item.title, item.url, Limits.body_maxlen, prefix=header + " ", bold=False
+        )
+    unit: list[Block] = [("\n\n", header)] if label else []
+    return unit + _title_blocks(
+        "\n", item.title, item.url, Limits.body_maxlen, prefix=f"{entry.number}. ", bold=False
+    )
 
 
 def _buttons(issue: Issue) -> Json:

@@ -11,13 +11,12 @@ zero-width space after its "<", and no ``at`` element is ever produced.
 from __future__ import annotations
 
 import json
-import logging
 import re
 from collections.abc import Sequence
 from typing import Any
 
-from digest_core.models import Issue, Section
-from digest_core.rendering.plain import Entry, lede_text, nothing_notice, select
+from digest_core.models import Issue
+from digest_core.rendering.plain import Entry, lede_text, number_prefix, part_units
 from digest_core.rendering.split import chunk_lines, chunk_text, flow
 from digest_core.rendering.types import (
     BUTTON_SECTIONS,
@@ -26,12 +25,11 @@ from digest_core.rendering.types import (
     RenderOptions,
     TextLimits,
     button_data,
+    checked,
     encode_body,
     web_url,
 )
 from digest_core.site.links import WEB_LINK_LABEL
-
-log = logging.getLogger(__name__)
 
 
 class Limits(TextLimits):
@@ -106,27 +104,12 @@ def render(
         units.append([[{"tag": "a", "text": WEB_LINK_LABEL, "href": web}]])
     if issue.lede and part in (Part.ALL, Part.TOC):
         units.append(_text_lines(lede_text(issue.lede)))
-    if part is Part.TOC:
-        units.extend(_toc(issue))
-    else:
-        entries = select(issue, part, brief)
-        notice = nothing_notice(part)
-        if not entries and notice:
-            units.append(_text_lines(notice))
-        previous: Section | None = None
-        for entry in entries:
-            units.append(_item(entry, label=entry.section is not previous))
-            previous = entry.section
+    units += part_units(issue, part, brief, item=_item, toc=_toc_entry, nothing=_text_lines)
     groups = flow(
         units, lambda lines: len(encode_body(_payload(title, lines))) <= Limits.body_maxlen
     )
     payloads = [_payload(title, lines) for lines in groups] or [_payload(title, [])]
-    for n, payload in enumerate(payloads):
-        problems = check_message(payload)
-        if problems:  # a renderer bug must fail here, never reach Feishu
-            raise AssertionError(f"feishu: message {n} of {part}: {problems}")
-    log.debug("feishu: %s of %s in %d message(s)", part, issue.date, len(payloads))
-    return [Message(p) for p in payloads]
+    return checked("feishu", issue, part, [Message(p) for p in payloads], check_message)
 
 
 def notice(text: str, *, mentions: bool = False) -> list[Message]:
@@ -183,12 +166,14 @@ def _text_lines(text: str) -> list[Line]:
     return [[_text(p)] for p in chunk_text(text, Limits.line_maxlen, lambda s: json_len(defuse(s)))]
 
 
-def _item(entry: Entry, *, label: bool) -> list[Line]:
+def _label(entry: Entry) -> Line:
+    return [_text(f"【{entry.section.label}】")]
+
+
+def _item(entry: Entry, label: bool) -> list[Line]:
     item = entry.item
-    lines: list[Line] = []
-    if label:
-        lines.append([_text(f"【{entry.section.label}】")])
-    title = (f"{entry.number}. " if entry.number is not None else "") + item.title
+    lines = [_label(entry)] if label else []
+    title = number_prefix(entry) + item.title
     linked = item.url is not None and json_len(defuse(title)) <= Limits.line_maxlen
     if linked and item.url is not None:
         lines.append([{"tag": "a", "text": defuse(title), "href": item.url}])
@@ -204,16 +189,9 @@ def _item(entry: Entry, *, label: bool) -> list[Line]:
     return lines
 
 
-def _toc(issue: Issue) -> list[list[Line]]:
-    units: list[list[Line]] = []
-    for entry in select(issue, Part.ALL):
-        unit: list[Line] = []
-        if entry.number in (None, 1):
-            unit.append([_text(f"【{entry.section.label}】")])
-        number = f"{entry.number}. " if entry.number is not None else ""
-        unit += _text_lines(number + entry.item.title)
-        units.append(unit)
-    return units
+def _toc_entry(entry: Entry, label: bool) -> list[Line]:
+    unit = [_label(entry)] if label else []
+    return unit + _text_lines(number_prefix(entry) + entry.item.title)
 
 
 # ---------------------------------------------------------------- interactive cards
@@ -288,13 +266,10 @@ def _plain_blocks(text: str) -> list[dict[str, Any]]:
     return [_plain(c) for c in chunk_text(text, CardLimits.element_maxlen, json_len)]
 
 
-def _card_item(entry: Entry, *, label: bool) -> list[dict[str, Any]]:
+def _card_item(entry: Entry, label: bool) -> list[dict[str, Any]]:
     item = entry.item
-    out: list[dict[str, Any]] = []
-    if label:
-        out.append(_plain(f"【{entry.section.label}】"))
-    title = (f"{entry.number}. " if entry.number is not None else "") + item.title
-    lines = [title, *item.paragraphs]
+    out = [_plain(f"【{entry.section.label}】")] if label else []
+    lines = [number_prefix(entry) + item.title, *item.paragraphs]
     if item.question:
         lines.append(QUESTION_PREFIX + item.question)
     out += _plain_blocks("\n".join(lines))
@@ -359,30 +334,21 @@ def render_card(
         units.append([{"tag": "div", "text": {"tag": "lark_md", "content": md}}])
     if issue.lede and part in (Part.ALL, Part.TOC):
         units.append(_plain_blocks(lede_text(issue.lede)))
-    if part is Part.TOC:
-        units += [[_plain(line) for line in _toc_lines(issue)]]
-    else:
-        entries = select(issue, part, brief)
-        nothing = nothing_notice(part)
-        if not entries and nothing:
-            units.append(_plain_blocks(nothing))
-        previous: Section | None = None
-        for entry in entries:
-            units.append(_card_item(entry, label=entry.section is not previous))
-            previous = entry.section
+    body = part_units(
+        issue, part, brief, item=_card_item, toc=_card_toc_entry, nothing=_plain_blocks
+    )
+    if part is Part.TOC:  # a card's table of contents is one unit: cut only where it must be
+        body = [[element for entry in body for element in entry]]
+    units += body
     messages = _cards(title, units)
     if options.buttons:
         messages[-1] = with_buttons(messages[-1], [section_buttons(issue)])
     return messages
 
 
-def _toc_lines(issue: Issue) -> list[str]:
-    lines: list[str] = []
-    for entry in select(issue, Part.ALL):
-        if entry.number in (None, 1):
-            lines.append(f"【{entry.section.label}】")
-        lines.append((f"{entry.number}. " if entry.number is not None else "") + entry.item.title)
-    return lines
+def _card_toc_entry(entry: Entry, label: bool) -> list[dict[str, Any]]:
+    lines = [f"【{entry.section.label}】"] if label else []
+    return [_plain(line) for line in [*lines, number_prefix(entry) + entry.item.title]]
 
 
 def section_buttons(issue: Issue) -> list[tuple[str, str]]:

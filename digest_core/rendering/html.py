@@ -121,7 +121,7 @@ def parse(html: str) -> list[Event]:
     """Tokenize ``html`` into text runs and tags, decoding entities.
 
     Checks the lexical syntax only (every ``<`` starts a tag, every ``&`` an entity); see
-    :func:`check_html` for tag names, attributes and nesting.
+    :func:`checked_visible_text` for tag names, attributes and nesting.
 
     Raises:
         HtmlError: a stray ``<``, ``>`` or ``&``, or a malformed tag or entity.
@@ -172,21 +172,13 @@ def _lex(html: str) -> list[_Lexeme]:
     return lexemes
 
 
-def check_html(html: str) -> None:
-    """Validate ``html`` strictly against Telegram's HTML subset.
+def checked_visible_text(html: str) -> str:
+    """The text a reader sees of ``html`` (tags stripped, entities decoded: what Telegram
+    measures), ``html`` checked strictly against Telegram's HTML subset in the same parse.
 
     Every tag MUST be one of :data:`ALLOWED_TAGS` with only its allowed attributes (``a`` needs a
     non-empty ``href``), tags MUST be properly nested and closed, links and quotes MUST NOT nest,
     and every ``<``, ``>``, ``&`` outside a tag MUST be escaped.
-
-    Raises:
-        HtmlError: what is wrong and where.
-    """
-    _check(_lex(html))
-
-
-def checked_visible_text(html: str) -> str:
-    """:func:`check_html` and :func:`visible_text` of ``html`` in one parse.
 
     Raises:
         HtmlError: what is wrong and where.
@@ -197,7 +189,7 @@ def checked_visible_text(html: str) -> str:
 
 
 def _check(lexemes: list[_Lexeme]) -> None:
-    """The tag-level checks of :func:`check_html` on a lexically valid document."""
+    """The tag-level checks of :func:`checked_visible_text` on a lexically valid document."""
     stack: list[str] = []
     for kind, name, attrs in lexemes:
         if kind == _TEXT:
@@ -230,17 +222,9 @@ def _check(lexemes: list[_Lexeme]) -> None:
         raise HtmlError(f"unclosed tags at end: {stack}")
 
 
-def visible_text(html: str) -> str:
-    """The text a reader sees: tags stripped, entities decoded (what Telegram measures).
-
-    Raises:
-        HtmlError: ``html`` is lexically malformed (see :func:`parse`).
-    """
-    return "".join(ev.text for ev in parse(html) if isinstance(ev, Text))
-
-
 def text_with_links(html: str) -> str:
-    """Like :func:`visible_text`, but each link reads ``title <url>`` (for previews).
+    """The text a reader sees (tags stripped, entities decoded), each link reading
+    ``title <url>`` (for previews).
 
     Raises:
         HtmlError: ``html`` is lexically malformed (see :func:`parse`).

@@ -54,9 +54,10 @@ _MENTION = re.compile(r"<@[!&]?\d+>|<#\d+>")
 def escape(text: str, *, line_start: bool = True) -> str:
     """Escape ``text`` so Discord shows it literally and pings nobody.
 
-    ``unescape(escape(t)) == t`` for every string ``t``. ``line_start`` says whether ``text``
-    begins a line (so "# ", "- ", "1. " must be defused); escaping a mid-line text as if it began
-    a line is harmless. URLs in the text are wrapped in ``<...>`` (shown as the bare link).
+    ``read(escape(t), markup=False, links=False) == t`` for every string ``t``. ``line_start``
+    says whether ``text`` begins a line (so "# ", "- ", "1. " must be defused); escaping a
+    mid-line text as if it began a line is harmless. URLs in the text are wrapped in ``<...>``
+    (shown as the bare link).
     """
     out: list[str] = []
     pos = 0
@@ -101,11 +102,6 @@ def _backslash_before(m: re.Match[str]) -> str:
 
 def _backslash_after(m: re.Match[str]) -> str:
     return m.group() + "\\"
-
-
-def unescape(text: str) -> str:
-    """The inverse of :func:`escape` on its output: the original text."""
-    return read(text, markup=False, links=False)
 
 
 def visible(markdown: str, *, links: bool = False) -> str:

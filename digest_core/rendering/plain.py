@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from digest_core.models import Issue, Item, Section
 from digest_core.rendering.split import chunk_lines, chunk_text, flow
@@ -34,6 +34,8 @@ NOTHING = {Section.BRIEFS: "本期没有简讯。", Section.CLASSIC: "本期没�
 
 #: A piece of a message: (separator written before it unless it starts a message, text).
 Block = tuple[str, str]
+#: What a renderer makes of an item: the blocks, lines or elements kept together if they fit.
+Unit = TypeVar("Unit")
 
 
 class Entry(NamedTuple):
@@ -68,6 +70,43 @@ def select(issue: Issue, part: Part, brief: int | None = None) -> list[Entry]:
     if part is Part.CLASSIC:
         return [] if issue.classic is None else [Entry(Section.CLASSIC, None, issue.classic)]
     return []
+
+
+def part_units(
+    issue: Issue,
+    part: Part,
+    brief: int | None,
+    *,
+    item: Callable[[Entry, bool], Unit],
+    toc: Callable[[Entry, bool], Unit],
+    nothing: Callable[[str], Unit],
+) -> list[Unit]:
+    """What follows the header of ``part`` of ``issue``, as a renderer makes it: for TOC a
+    ``toc(entry, label)`` per item of the issue, else an ``item(entry, label)`` per item the
+    part selects, or ``nothing(notice)`` for a part that has none (:func:`nothing_notice`).
+    ``label`` says the item opens its section, so its 【section】 label goes before it.
+
+    Raises:
+        ValueError: ``part`` is BRIEF and ``brief`` is None.
+        IndexError: ``part`` is BRIEF and the issue has no brief number ``brief``.
+    """
+    if part is Part.TOC:
+        return [toc(entry, entry.number in (None, 1)) for entry in select(issue, Part.ALL)]
+    entries = select(issue, part, brief)
+    notice = nothing_notice(part)
+    if not entries and notice:
+        return [nothing(notice)]
+    units: list[Unit] = []
+    previous: Section | None = None
+    for entry in entries:
+        units.append(item(entry, entry.section is not previous))
+        previous = entry.section
+    return units
+
+
+def number_prefix(entry: Entry) -> str:
+    """What goes before an item's title: ``"2. "`` for the second brief, else nothing."""
+    return f"{entry.number}. " if entry.number is not None else ""
 
 
 def nothing_notice(part: Part) -> str | None:
@@ -119,18 +158,10 @@ def render(
     """
     part = Part(part)
     web = web_url(options or RenderOptions(), issue, part, brief)
-    units: list[list[Block]] = [_header(issue, part, web)]
-    if part is Part.TOC:
-        units.extend(_toc(issue))
-    else:
-        entries = select(issue, part, brief)
-        notice = nothing_notice(part)
-        if not entries and notice:
-            units.append([("\n\n", notice)])
-        previous: Section | None = None
-        for entry in entries:
-            units.append(_item(entry, label=entry.section is not previous))
-            previous = entry.section
+    units = [
+        _header(issue, part, web),
+        *part_units(issue, part, brief, item=_item, toc=_toc_entry, nothing=_notice_unit),
+    ]
     texts = pack_blocks(units, Limits.body_maxlen)
     log.debug("plain: %s of %s in %d message(s)", part, issue.date, len(texts))
     return [Message({"text": text}) for text in texts]
@@ -157,13 +188,18 @@ def _header(issue: Issue, part: Part, web: str | None) -> list[Block]:
     return blocks
 
 
-def _item(entry: Entry, *, label: bool) -> list[Block]:
+def _notice_unit(text: str) -> list[Block]:
+    return [("\n\n", text)]
+
+
+def _label(entry: Entry) -> list[Block]:
+    return [("\n\n", f"【{entry.section.label}】")]
+
+
+def _item(entry: Entry, label: bool) -> list[Block]:
     item = entry.item
-    blocks: list[Block] = []
-    if label:
-        blocks.append(("\n\n", f"【{entry.section.label}】"))
-    number = f"{entry.number}. " if entry.number is not None else ""
-    blocks += _chunks("\n" if label else "\n\n", item.title, prefix=number)
+    blocks = _label(entry) if label else []
+    blocks += _chunks("\n" if label else "\n\n", item.title, prefix=number_prefix(entry))
     for paragraph in item.paragraphs:
         blocks += _chunks("\n", paragraph)
     if item.question:
@@ -173,16 +209,9 @@ def _item(entry: Entry, *, label: bool) -> list[Block]:
     return blocks
 
 
-def _toc(issue: Issue) -> list[list[Block]]:
-    units: list[list[Block]] = []
-    for entry in select(issue, Part.ALL):
-        unit: list[Block] = []
-        if entry.number in (None, 1):
-            unit.append(("\n\n", f"【{entry.section.label}】"))
-        number = f"{entry.number}. " if entry.number is not None else ""
-        unit += _chunks("\n", entry.item.title, prefix=number)
-        units.append(unit)
-    return units
+def _toc_entry(entry: Entry, label: bool) -> list[Block]:
+    unit = _label(entry) if label else []
+    return unit + _chunks("\n", entry.item.title, prefix=number_prefix(entry))
 
 
 def notice(text: str, *, mentions: bool = False) -> list[Message]:

@@ -79,13 +79,8 @@ _MENTION_START = re.compile(r"@(?=[A-Za-z0-9_\u200b])")
 
 def mute_mentions(text: str) -> str:
     """``text`` with :data:`MENTION_BREAK` after every "@" that a username character (or a
-    ZWSP) follows. ``unmute_mentions(mute_mentions(t)) == t``."""
+    ZWSP) follows: removing one after each "@" gives ``text`` back."""
     return _MENTION_START.sub("@" + MENTION_BREAK, text)
-
-
-def unmute_mentions(text: str) -> str:
-    """The inverse of :func:`mute_mentions`: one :data:`MENTION_BREAK` after each "@" removed."""
-    return text.replace("@" + MENTION_BREAK, "@")
 
 
 def source_label(n: int) -> str:
@@ -485,9 +480,10 @@ def render(
 
     Each payload is ``{"text", "parse_mode": "HTML", "link_preview_options"}`` plus, with
     ``options.buttons``, a ``reply_markup`` inline keyboard on the last message. Every text MUST
-    be well-formed Telegram HTML on its own (see :func:`~digest_core.rendering.html.check_html`),
-    with at most :attr:`Limits.body_maxlen` visible UTF-16 units; all issue text is escaped, so none
-    of it can form a tag. Messages end between items if possible, else between paragraphs, else
+    be well-formed Telegram HTML on its own (see
+    :func:`~digest_core.rendering.html.checked_visible_text`), with at most
+    :attr:`Limits.body_maxlen` visible UTF-16 units; all issue text is escaped, so none of it
+    can form a tag. Messages end between items if possible, else between paragraphs, else
     at a sentence end, else after a comma or space, else between any two code points of issue
     text (never inside a label, tag or entity); an item's title is never repeated, and a message
     that continues a cut item starts with :data:`CONTINUED`. An "@" in issue text is followed by

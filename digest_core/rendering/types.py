@@ -5,7 +5,8 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-from collections.abc import Mapping
+import logging
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, ClassVar, Protocol
@@ -178,3 +179,23 @@ def web_url(options: RenderOptions, issue: Issue, part: Part, brief: int | None)
         return None
     section = _PART_SECTIONS.get(part)
     return issue_url(options.site_url, issue.date, section, brief if part is Part.BRIEF else None)
+
+
+def checked(
+    platform: str,
+    issue: Issue,
+    part: Part,
+    messages: Sequence[Message],
+    check: Callable[[dict[str, Any]], list[str]],
+) -> list[Message]:
+    """``messages``, ``part`` of ``issue`` as ``platform``'s renderer made them, once ``check``
+    finds no problem in any: a renderer bug must fail here (AssertionError), never reach the
+    platform. Logged at debug level on that renderer module's logger."""
+    for n, message in enumerate(messages):
+        problems = check(message.payload)
+        if problems:
+            raise AssertionError(f"{platform}: message {n} of {part}: {problems}")
+    logging.getLogger(f"{__package__}.{platform}").debug(
+        "%s: %s of %s in %d message(s)", platform, part, issue.date, len(messages)
+    )
+    return list(messages)

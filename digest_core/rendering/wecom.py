@@ -6,15 +6,12 @@ https://developer.work.weixin.qq.com/document/path/91770 (markdown类型: "markd
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from digest_core.models import Issue
 from digest_core.rendering.robots.markdown import stray_markup, visible
 from digest_core.rendering.robots.texts import notice_texts, render_texts, utf8_len
-from digest_core.rendering.types import Message, Part, RenderOptions, TextLimits, web_url
-
-log = logging.getLogger(__name__)
+from digest_core.rendering.types import Message, Part, RenderOptions, TextLimits, checked, web_url
 
 
 class Limits(TextLimits):
@@ -47,13 +44,7 @@ def render(
     part = Part(part)
     web = web_url(options or RenderOptions(), issue, part, brief)
     texts = render_texts(issue, part, brief, limit=Limits.body_maxlen, measure=utf8_len, web=web)
-    messages = [Message(_payload(t)) for t in texts]
-    for n, m in enumerate(messages):
-        problems = check_message(m.payload)
-        if problems:
-            raise AssertionError(f"wecom: message {n} of {part}: {problems}")
-    log.debug("wecom: %s of %s in %d message(s)", part, issue.date, len(messages))
-    return messages
+    return checked("wecom", issue, part, [Message(_payload(t)) for t in texts], check_message)
 
 
 def notice(text: str, *, mentions: bool = False) -> list[Message]:

@@ -45,7 +45,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from digest_core.models import Issue, Section
-from digest_core.site.links import anchor, issue_path
+from digest_core.site.links import anchor
 
 log = logging.getLogger(__name__)
 
@@ -57,17 +57,6 @@ SHARD_BYTES = 8 * 1024
 MAX_SHARDS = 4096
 #: a gram in more days of a year than this has a bitmap instead of a list of gaps
 LIST_DAYS = 24
-
-
-def documents(issues: Sequence[Issue]) -> list[list[str]]:
-    """One document per lede and per item, newest issue first: ``[path, date, where, title,
-    text]`` where ``text`` is every searchable piece, one per line."""
-    docs: list[list[str]] = []
-    for issue in sorted(issues, key=lambda i: i.date, reverse=True):
-        page, date = issue_path(issue.date), issue.date.isoformat()
-        for mark, where, title, text in _documents(issue):
-            docs.append([f"{page}#{mark}", date, where, title, text])
-    return docs
 
 
 def _documents(issue: Issue) -> list[tuple[str, str, str, str]]:
@@ -148,24 +137,6 @@ def encode_days(days: Sequence[int]) -> list[int] | str:
     for d in days:
         bits[d >> 3] |= 1 << (d & 7)
     return base64.b64encode(bytes(bits)).decode("ascii")
-
-
-def decode_days(posting: list[int] | str) -> list[int]:
-    """What :func:`encode_days` encoded (as the script decodes it)."""
-    if isinstance(posting, list):
-        out, day = [], 0
-        for gap in posting:
-            day += gap
-            out.append(day)
-        return out
-    bits = base64.b64decode(posting)
-    return [d for d in range(len(bits) * 8) if bits[d >> 3] >> (d & 7) & 1]
-
-
-def year_files(year: int, issues: Sequence[Issue]) -> tuple[dict[str, bytes], set[str]]:
-    """The posting shards of ``year`` (its issues) and the grams they hold."""
-    days = _days(issues)
-    return _year_shards(year, {g: encode_days(d) for g, d in days.items()}), set(days)
 
 
 def _year_shards(year: int, encoded: dict[str, list[int] | str]) -> dict[str, bytes]:
@@ -331,9 +302,3 @@ class SearchIndex:
 
 def _shard_of(path: str) -> int:
     return int(path.rsplit("/", 1)[1].removesuffix(".json"))
-
-
-def search_files(issues: Sequence[Issue]) -> dict[str, bytes]:
-    """The index of ``issues`` (already filtered to what may be shown), built from nothing:
-    every file above, by path relative to the site root."""
-    return SearchIndex().files(issues)

@@ -22,7 +22,7 @@ from bots.runtime import open_service
 from bots.telegram.spec import TELEGRAM_LIMITS
 from digest_core.service.leadership import Leadership
 from digest_core.service.root import DigestService
-from digest_core.testing import PinnedClock
+from digest_core.testing import PinnedClock, scaled_limits
 from tests.bots.discord.harness import ADMIN_ROLE, fake_discord
 from tests.bots.telegram.harness import ADMIN, CHANNEL, register_chats
 from tests.bots.test_http import free_port
@@ -123,7 +123,7 @@ async def running(
         settings, archive = _settings(tmp, tg, dc, port, telegram_login=telegram_login)
         async with open_service(settings, clock=PinnedClock(NOW)) as service:
             telegram, discord = service.platforms["telegram"], service.platforms["discord"]
-            telegram.limits = TELEGRAM_LIMITS.scaled(100)  # type: ignore[misc]
+            telegram.limits = scaled_limits(TELEGRAM_LIMITS, 100)  # type: ignore[misc]
             await telegram.start(service)
             await discord.start(service)
             leadership = Leadership(service.ledger, name="leader", clock=service.clock)

@@ -12,6 +12,7 @@ import pytest
 
 from digest_core.archive import Archive
 from digest_core.models import issue_json_schema
+from digest_core.testing import build_index
 from tests.bots.test_cli import ROOT, cli
 from tests.samples import SAMPLE_ARCHIVE
 
@@ -296,7 +297,7 @@ def _kept_index(workdir: Path) -> Path:
     ledger = "sqlite+aiosqlite:///var/digest-bot.db"  # as config/digest-bot.toml has it
     assert index_path_for(ledger) == path.relative_to(workdir)
     archive = Archive(workdir / "archive", index=path)
-    assert archive.build_index() == 5
+    assert build_index(archive) == 5
     archive.close()
     return path
 

@@ -16,7 +16,7 @@ from digest_core.models import MAX_URL_CHARS, Issue, Item
 from digest_core.rendering import Message, Part
 from digest_core.rendering import dingtalk as dingtalk_render
 from digest_core.rendering import wecom as wecom_render
-from digest_core.rendering.robots.markdown import escape, live_markup, safe_url, unescape, visible
+from digest_core.rendering.robots.markdown import escape, live_markup, safe_url, visible
 from tests.bots.workchat_helpers import (
     DECORATION,
     GOLDEN,
@@ -26,6 +26,7 @@ from tests.bots.workchat_helpers import (
 )
 from tests.fakes.dingtalk_api import FakeDingTalk
 from tests.fakes.wecom_api import FakeWeCom
+from tests.rendering.inverses import robots_unescape
 from tests.rendering.test_discord import assert_covers, assert_golden, issue_pieces
 from tests.rendering.test_discord_properties import FRAGMENTS, issues, lines, parts
 
@@ -123,7 +124,7 @@ def test_every_message_fits_and_nothing_is_lost(robot: Robot, issue: Issue, part
 @given(st.lists(st.one_of(st.sampled_from(FRAGMENTS), lines), max_size=6).map("".join))
 def test_escape_round_trips_and_leaves_no_markup(text: str) -> None:
     escaped = escape(text)
-    assert unescape(escaped) == text
+    assert robots_unescape(escaped) == text
     assert visible(escaped) == text
     assert live_markup(escaped) == []
 

@@ -7,9 +7,8 @@ from digest_core.rendering import notice
 from digest_core.rendering import plain as plain_render
 from digest_core.rendering import telegram as telegram_render
 from digest_core.rendering.discord import check_message
-from digest_core.rendering.html import check_html, visible_text
-from digest_core.rendering.markdown import unescape
 from digest_core.rendering.split import utf16_len
+from tests.rendering.inverses import check_html, unescape, visible_text
 
 
 def test_telegram_notice_is_escaped_and_mutes_mentions() -> None:

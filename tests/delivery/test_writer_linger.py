@@ -16,7 +16,15 @@ import pytest
 
 from digest_core.delivery.ledger import Ledger, PartState, Recorded
 from digest_core.platform import PlatformLimits, Rate
-from digest_core.testing import ManualClock, make_issue, make_targets, open_ledger, part_counts
+from digest_core.testing import (
+    ManualClock,
+    make_issue,
+    make_targets,
+    open_ledger,
+    part_counts,
+    scaled_limits,
+    time_scaled_limits,
+)
 
 REF = make_issue().ref
 
@@ -117,12 +125,16 @@ async def test_a_send_to_a_platform_without_idempotent_creates_is_written_at_onc
 
 
 def test_scaled_limits_keep_whether_creates_are_idempotent() -> None:
-    """The doubles' faster clocks (``scaled``, ``time_scaled``) keep the platform's fact."""
+    """The doubles' faster clocks (``scaled_limits``, ``time_scaled_limits``) keep the
+    platform's fact."""
     limits = PlatformLimits(overall=Rate(50.0, burst=50), per_target={}, idempotent_creates=True)
-    assert limits.scaled(10).idempotent_creates and limits.time_scaled(10).idempotent_creates
     assert (
-        not PlatformLimits(overall=Rate(30.0, burst=1), per_target={}).scaled(2).idempotent_creates
+        scaled_limits(limits, 10).idempotent_creates
+        and time_scaled_limits(limits, 10).idempotent_creates
     )
+    assert not scaled_limits(
+        PlatformLimits(overall=Rate(30.0, burst=1), per_target={}), 2
+    ).idempotent_creates
 
 
 def _hold_batches(

@@ -16,6 +16,7 @@ from digest_core.archive.scan import FOLDED_FROM_BEYOND_ASCII
 from digest_core.errors import IssueNotFound
 from digest_core.loading import dump_json, load_issue
 from digest_core.models import Section
+from digest_core.testing import build_index
 
 DATA = Path(__file__).parent / "data"
 D2, D3, D4, D5, D6 = (dt.date(2026, 3, d) for d in range(2, 7))
@@ -549,7 +550,7 @@ def test_a_large_archive_is_searched_while_its_index_is_built(tmp_path: Path) ->
     archive = Archive(tmp_path)
     # more files than are loaded inline: this search scans, the index builds in a thread
     during = archive.search("斑马鱼")
-    archive.build_index()
+    build_index(archive)
     after = archive.search("斑马鱼")
     assert during == after
     assert [h.date for h in after] == [first + dt.timedelta(days=60)]

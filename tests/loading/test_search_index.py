@@ -16,6 +16,7 @@ from digest_core.archive.fulltext import FEW_TERMS, SqliteFullText
 from digest_core.archive.pgtrgm import PgFullText
 from digest_core.loading import load_issue
 from digest_core.models import Section
+from digest_core.testing import build_index
 
 DATA = Path(__file__).parent / "data"
 D2, D3, D4, D5, D6 = (dt.date(2026, 3, d) for d in range(2, 7))
@@ -57,7 +58,7 @@ def test_every_word_is_found_as_a_scan_finds_it(root: Path, tmp_path: Path) -> N
     scanned = Archive(root, index=False)
     words = every_word(root)
     assert len(words) > 300
-    indexed.build_index()
+    build_index(indexed)
     with sqlite3.connect(tmp_path / "index.sqlite") as db:
         starting = {
             w: db.execute("SELECT count(*) FROM grams_terms WHERE substr(term, 1, 1) = ?", (w,))
@@ -78,20 +79,20 @@ def test_a_restart_reads_nothing_and_a_changed_file_is_read_alone(
 ) -> None:
     path = tmp_path / "state" / "index.sqlite"
     first = Archive(root, index=path)
-    assert first.build_index() == 5
+    assert build_index(first) == 5
     first.close()
     again = Archive(root, index=path)
-    assert again.build_index() == 0  # a restart: every file is as it was indexed
+    assert build_index(again) == 0  # a restart: every file is as it was indexed
     assert [h.date for h in again.search("稀疏")] == [D2, D2]
     rewrite(root / "2026-03-04.txt", (root / "2026-03-04.txt").read_text("utf-8").replace(
         "推理服务：批处理越大", "斑马鱼服务：批处理越大"))  # fmt: skip
     again.close()
     third = Archive(root, index=path)
-    assert third.build_index() == 1
+    assert build_index(third) == 1
     assert [(h.date, h.section) for h in third.search("斑马鱼")] == [(D4, Section.HEADLINE)]
     os.utime(root / "2026-03-05.json")  # touched, not changed: the key moves, the rows stay
     third.refresh(full=True)
-    assert third.build_index() == 1
+    assert build_index(third) == 1
     assert third.search("斑马鱼") == Archive(root, index=False).search("斑马鱼")
 
 
@@ -99,7 +100,7 @@ def test_a_new_issue_is_searchable_at_once_and_a_removed_one_is_gone(
     root: Path, tmp_path: Path
 ) -> None:
     archive = Archive(root, index=tmp_path / "index.sqlite", restat_seconds=0)
-    assert archive.build_index() == 5
+    assert build_index(archive) == 5
     text = (
         (root / "2026-03-04.txt").read_text("utf-8").replace("推理服务：批处理越大", "斑马鱼：越大")
     )
@@ -109,18 +110,18 @@ def test_a_new_issue_is_searchable_at_once_and_a_removed_one_is_gone(
     (root / "2026-03-07.txt").unlink()
     assert archive.search("斑马鱼") == []
     assert archive.search("斑马") == []
-    assert Archive(root, index=tmp_path / "index.sqlite").build_index() == 0
+    assert build_index(Archive(root, index=tmp_path / "index.sqlite")) == 0
 
 
 def test_the_last_good_version_is_kept_across_a_restart(root: Path, tmp_path: Path) -> None:
     path = tmp_path / "index.sqlite"
     first = Archive(root, index=path)
-    first.build_index()
+    build_index(first)
     good = first.on(D2)
     first.close()
     rewrite(root / "2026-03-02.txt", BROKEN)  # broken while the bot was down
     again = Archive(root, index=path)
-    again.build_index()
+    build_index(again)
     assert again.on(D2) == good  # the same revision, from the index
     assert [h.date for h in again.search("稀疏")] == [D2, D2]
     assert any("broken, serving the last good version" in e.describe() for e in again.list())
@@ -130,19 +131,19 @@ def test_an_index_of_another_folder_or_an_unreadable_one_is_made_afresh(
     root: Path, tmp_path: Path
 ) -> None:
     path = tmp_path / "index.sqlite"
-    Archive(root, index=path).build_index()
+    build_index(Archive(root, index=path))
     other = tmp_path / "other"
     other.mkdir()
     shutil.copy(root / "2026-03-04.txt", other / "2026-03-04.txt")
     archive = Archive(other, index=path)
-    assert archive.build_index() == 1
+    assert build_index(archive) == 1
     assert [h.date for h in archive.search("稀疏")] == []
     archive.close()
     path.write_bytes(b"not a database" * 100)
     for suffix in ("-wal", "-shm"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
     archive = Archive(root, index=path)
-    assert archive.build_index() == 5
+    assert build_index(archive) == 5
     assert [h.date for h in archive.search("稀疏")] == [D2, D2]
 
 
@@ -151,7 +152,7 @@ def test_a_kept_index_is_read_as_it_is_and_never_changed(root: Path, tmp_path: P
     assert SqliteFullText.kept(path, root=root) is None  # none yet, and none is made
     assert not path.exists()
     keeper = Archive(root, index=path)
-    assert keeper.build_index() == 5
+    assert build_index(keeper) == 5
     keeper.close()
     before = path.read_bytes()
     kept = SqliteFullText.kept(path, root=root)
@@ -160,7 +161,7 @@ def test_a_kept_index_is_read_as_it_is_and_never_changed(root: Path, tmp_path: P
     # every file as indexed: the search reads the index alone (nothing stale to scan)
     assert [h.date for h in reader.search("稀疏")] == [D2, D2]
     assert reader._search._stale == set()
-    assert reader.build_index() == 0
+    assert build_index(reader) == 0
     with pytest.raises(PermissionError, match="only to read"):
         kept.remove([D2])
     # a file changed since it was indexed is scanned, not written into the index
@@ -197,7 +198,7 @@ def test_the_index_file_sits_beside_an_sqlite_ledger(tmp_path: Path) -> None:
 def test_an_index_file_holds_no_copy_of_plain_chinese_text(root: Path, tmp_path: Path) -> None:
     # a piece that is its own casefolding is stored once (the indexed text)
     path = tmp_path / "index.sqlite"
-    Archive(root, index=path).build_index()
+    build_index(Archive(root, index=path))
     store = SqliteFullText(path, root=root)
     try:
         rows = list(store.candidates("稀疏"))
@@ -210,7 +211,7 @@ def test_search_on_postgresql_finds_what_a_scan_finds(root: Path, pg_url: str) -
     index = PgFullText(pg_url, root=root)
     try:
         indexed, scanned = Archive(root, index=index), Archive(root, index=False)
-        assert indexed.build_index() == 5
+        assert build_index(indexed) == 5
         for word in every_word(root)[::5]:
             assert indexed.search(word, limit=500) == scanned.search(word, limit=500), word
         assert indexed.hits_on(D2, "稀疏") == scanned.hits_on(D2, "稀疏")
@@ -219,10 +220,10 @@ def test_search_on_postgresql_finds_what_a_scan_finds(root: Path, pg_url: str) -
     again = PgFullText(pg_url, root=root)
     try:
         archive = Archive(root, index=again)
-        assert archive.build_index() == 0  # a restart reads nothing
+        assert build_index(archive) == 0  # a restart reads nothing
         rewrite(root / "2026-03-02.txt", BROKEN)
         archive.refresh(full=True)
-        archive.build_index()
+        build_index(archive)
         assert [h.date for h in archive.search("稀疏")] == [D2, D2]  # the last good version
         assert archive.on(D2).date == D2
     finally:

@@ -25,9 +25,9 @@ from digest_core.rendering.markdown import (
     link,
     pingable,
     safe_url,
-    unescape,
     visible,
 )
+from tests.rendering.inverses import unescape
 
 log = logging.getLogger(__name__)
 

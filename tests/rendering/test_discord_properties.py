@@ -12,9 +12,10 @@ from hypothesis import strategies as st
 from digest_core.models import Issue, Item
 from digest_core.rendering import Message, Part, RenderOptions
 from digest_core.rendering import discord as dc
-from digest_core.rendering.markdown import escape, pingable, safe_url, unescape, visible
+from digest_core.rendering.markdown import escape, pingable, safe_url, visible
 from digest_core.rendering.split import flow
 from tests.quick import examples
+from tests.rendering.inverses import unescape
 from tests.rendering.strategies import url_strategy
 from tests.rendering.test_discord import (
     DISCORD_DECORATION,

@@ -13,6 +13,7 @@ from digest_core.rendering import html
 from digest_core.rendering.html import Close, Event, HtmlError, Open, Text
 from digest_core.rendering.split import utf16_len
 from tests.quick import examples
+from tests.rendering.inverses import check_html, visible_text
 
 log = logging.getLogger(__name__)
 
@@ -135,15 +136,15 @@ documents = st.lists(
 @example("a < b <b>")
 def test_parse_and_check_equal_the_old_ones(text: str) -> None:
     assert _outcome(html.parse, text) == _outcome(_ref_parse, text)
-    assert _outcome(html.check_html, text) == _outcome(_ref_check_html, text)
+    assert _outcome(check_html, text) == _outcome(_ref_check_html, text)
 
 
 @SETTINGS
 @given(documents)
 def test_checked_visible_text_is_check_then_visible_text(text: str) -> None:
     def separately(t: str) -> str:
-        html.check_html(t)
-        return html.visible_text(t)
+        check_html(t)
+        return visible_text(t)
 
     assert _outcome(html.checked_visible_text, text) == _outcome(separately, text)
 
@@ -153,7 +154,7 @@ def test_checked_visible_text_is_check_then_visible_text(text: str) -> None:
 def test_escape_text_equals_the_replace_chain(text: str) -> None:
     expected = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     assert html.escape_text(text) == expected
-    assert html.visible_text(html.escape_text(text)) == text
+    assert visible_text(html.escape_text(text)) == text
 
 
 @SETTINGS

@@ -10,8 +10,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from digest_core.rendering import markdown
-from digest_core.rendering.markdown import ZWSP, escape, unescape
+from digest_core.rendering.markdown import ZWSP, escape
 from tests.quick import examples
+from tests.rendering.inverses import unescape
 
 log = logging.getLogger(__name__)
 

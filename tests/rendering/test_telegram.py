@@ -18,6 +18,7 @@ from digest_core.rendering import Message, Part, RenderOptions, button_data, par
 from digest_core.rendering import html as tg_html
 from digest_core.rendering import telegram as tg
 from digest_core.rendering.split import utf16_len
+from tests.rendering.inverses import check_html, unmute_mentions, visible_text
 
 DATA = Path(__file__).parent / "data"
 GOLDEN = Path(__file__).parents[1] / "golden" / "telegram"
@@ -45,7 +46,7 @@ def make_issue(**kw: Any) -> Issue:
 
 def texts(messages: list[Message]) -> list[str]:
     """The visible text of each message."""
-    return [tg_html.visible_text(m.payload["text"]) for m in messages]
+    return [visible_text(m.payload["text"]) for m in messages]
 
 
 def expected_pieces(issue: Issue, part: Part, brief: int | None = None) -> list[str]:
@@ -119,7 +120,7 @@ def assert_text_exactly_once(
     ZWSP still fails)."""
     shown = texts(messages)
     marker = tg.CONTINUED + "\n"
-    joined = tg.unmute_mentions(shown[0] + "".join(t.removeprefix(marker) for t in shown[1:]))
+    joined = unmute_mentions(shown[0] + "".join(t.removeprefix(marker) for t in shown[1:]))
     glue = re.compile(glue_pattern(issue))
     # every position where the pieces so far can end (a piece may also look like a label,
     # e.g. a title "1" after the number "1. ", so all alternatives are followed)
@@ -162,8 +163,8 @@ def assert_invariants(
     assert messages
     for m in messages:
         text = m.payload["text"]
-        tg_html.check_html(text)
-        assert utf16_len(tg_html.visible_text(text)) <= tg.Limits.body_maxlen
+        check_html(text)
+        assert utf16_len(visible_text(text)) <= tg.Limits.body_maxlen
         assert m.payload["parse_mode"] == "HTML"
         assert set(m.payload) <= {"text", "parse_mode", "link_preview_options", "reply_markup"}
         for row in m.payload.get("reply_markup", {}).get("inline_keyboard", []):
@@ -280,8 +281,8 @@ def test_issue_text_is_escaped(text: str, html: str) -> None:
     issue = make_issue(headline=make_item("T", text))
     out = tg.render(issue, Part.HEADLINE)[0].payload["text"]
     assert "\n" + html in out
-    assert text in tg.unmute_mentions(tg_html.visible_text(out))
-    tg_html.check_html(out)
+    assert text in unmute_mentions(visible_text(out))
+    check_html(out)
 
 
 @pytest.mark.parametrize(
@@ -319,7 +320,7 @@ def test_urls_are_escaped_in_href(url: str, attr: str) -> None:
 )
 def test_mute_mentions_table(text: str, muted: str) -> None:
     assert tg.mute_mentions(text) == muted
-    assert tg.unmute_mentions(muted) == text
+    assert unmute_mentions(muted) == text
 
 
 def test_mentions_muted_in_every_kind_of_issue_text_but_not_in_links() -> None:
@@ -341,7 +342,7 @@ def test_mentions_muted_in_every_kind_of_issue_text_but_not_in_links() -> None:
         for name in ("m", "lede", "title"):
             assert f"@{tg.MENTION_BREAK}{name}" in html
         assert 'href="https://h.example/@alice"' in html
-        assert "@alice" not in tg_html.visible_text(html)
+        assert "@alice" not in visible_text(html)
     html = tg.render(issue, Part.HEADLINE)[0].payload["text"]
     assert f"@{tg.MENTION_BREAK}para" in html and f"@{tg.MENTION_BREAK}q" in html
     assert 'href="https://h.example/2?u=@bob"' in html
@@ -382,7 +383,7 @@ def test_masthead_and_titles_cannot_create_tags() -> None:
         for m in tg.render(issue, part):
             events = tg_html.parse(m.payload["text"])
             assert not any(isinstance(e, tg_html.Open) and e.name == "a" for e in events)
-            assert tg_html.visible_text(m.payload["text"]).count(evil) >= 3
+            assert visible_text(m.payload["text"]).count(evil) >= 3
 
 
 # --- html helpers -------------------------------------------------------------------------------
@@ -402,7 +403,7 @@ def test_masthead_and_titles_cannot_create_tags() -> None:
     ],
 )
 def test_check_html_accepts(html: str) -> None:
-    tg_html.check_html(html)
+    check_html(html)
 
 
 @pytest.mark.parametrize(
@@ -430,7 +431,7 @@ def test_check_html_accepts(html: str) -> None:
 )
 def test_check_html_rejects(html: str, why: str) -> None:
     with pytest.raises(tg_html.HtmlError, match=why):
-        tg_html.check_html(html)
+        check_html(html)
 
 
 @pytest.mark.parametrize(
@@ -443,7 +444,7 @@ def test_check_html_rejects(html: str, why: str) -> None:
     ],
 )
 def test_visible_text(html: str, visible: str, with_links: str) -> None:
-    assert tg_html.visible_text(html) == visible
+    assert visible_text(html) == visible
     assert tg_html.text_with_links(html) == with_links
 
 
@@ -540,7 +541,7 @@ def test_layout_parts(
     part: Part, brief: int | None, starts: str, contains: list[str], lacks: list[str]
 ) -> None:
     (message,) = tg.render(SMALL, part, brief=brief)
-    shown = tg_html.visible_text(message.payload["text"])
+    shown = visible_text(message.payload["text"])
     assert shown.startswith(starts)
     assert all(c in shown for c in contains)
     assert not any(c in shown for c in lacks)
@@ -561,7 +562,7 @@ def test_lede_absent_and_title_without_link() -> None:
 def test_missing_section_is_one_message_saying_so(part: Part, says: str) -> None:
     messages = tg.render(make_issue(), part)
     assert len(messages) == 1
-    assert tg_html.visible_text(messages[0].payload["text"]).endswith("\n\n" + says)
+    assert visible_text(messages[0].payload["text"]).endswith("\n\n" + says)
 
 
 @pytest.mark.parametrize(("brief", "error"), [(None, ValueError), (0, IndexError), (3, IndexError)])
@@ -610,9 +611,9 @@ def test_a_lede_filling_a_message_ends_it_before_the_headline() -> None:
     [previewed] = [
         m for m in messages if m.payload["link_preview_options"].get("is_disabled") is False
     ]
-    shown = tg_html.visible_text(previewed.payload["text"])
+    shown = visible_text(previewed.payload["text"])
     assert title in shown.replace("\n", "")  # the whole title, with the preview
-    assert "【重点】" not in tg_html.visible_text(messages[0].payload["text"])
+    assert "【重点】" not in visible_text(messages[0].payload["text"])
 
 
 def test_buttons_on_the_last_message_only() -> None:
@@ -710,7 +711,7 @@ def test_title_longer_than_a_message_is_closed_and_reopened() -> None:
     assert len(messages) == 2
     for m in messages:
         assert m.payload["text"].count('<a href="https://h.example/long">') == 1
-        tg_html.check_html(m.payload["text"])
+        check_html(m.payload["text"])
     assert_invariants(issue, Part.ALL, messages)
 
 

@@ -13,6 +13,7 @@ from digest_core.rendering import Part, RenderOptions
 from digest_core.rendering import html as tg_html
 from digest_core.rendering import telegram as tg
 from tests.quick import examples
+from tests.rendering.inverses import check_html, unmute_mentions, visible_text
 from tests.rendering.strategies import url_strategy
 from tests.rendering.test_telegram import assert_invariants
 
@@ -111,7 +112,7 @@ def test_every_part_within_limits_valid_and_lossless(
         if previewed:
             assert previewed[0].payload["link_preview_options"]["url"] == issue.headline.url
             title_start = issue.headline.title[:10]
-            shown = tg.unmute_mentions(tg_html.visible_text(previewed[0].payload["text"]))
+            shown = unmute_mentions(visible_text(previewed[0].payload["text"]))
             assert title_start in shown
 
 
@@ -119,12 +120,12 @@ def test_every_part_within_limits_valid_and_lossless(
 @given(st.lists(items(), min_size=1, max_size=8))
 def test_a_brief_that_fits_one_message_is_never_split(briefs: list[Item]) -> None:
     issue = Issue(date=dt.date(2026, 10, 27), headline=briefs[0], briefs=tuple(briefs))
-    shown = [tg_html.visible_text(m.payload["text"]) for m in tg.render(issue, Part.BRIEFS)]
+    shown = [visible_text(m.payload["text"]) for m in tg.render(issue, Part.BRIEFS)]
     header = tg.section_header(Section.BRIEFS) + "\n"
     for n in range(1, len(briefs) + 1):
         alone = tg.render(issue, Part.BRIEF, brief=n)
         if len(alone) == 1:
-            block = tg_html.visible_text(alone[0].payload["text"]).partition(header)[2]
+            block = visible_text(alone[0].payload["text"]).partition(header)[2]
             assert block.startswith(f"{n}. ")
             assert any(block in t for t in shown), f"brief {n} fits a message but was split"
 
@@ -133,12 +134,12 @@ def test_a_brief_that_fits_one_message_is_never_split(briefs: list[Item]) -> Non
 @given(st.lists(st.one_of(chars, st.sampled_from(["\n", "\t"]))).map("".join))
 def test_escaping_round_trips(text: str) -> None:
     escaped = tg_html.escape_text(text)
-    tg_html.check_html(escaped)
-    assert tg_html.visible_text(escaped) == text
+    check_html(escaped)
+    assert visible_text(escaped) == text
     attr = tg_html.escape_attr(text)
     assert '"' not in attr and "<" not in attr and ">" not in attr
     if text:
         html = f'<a href="{attr}">x</a>'
-        tg_html.check_html(html)
+        check_html(html)
         link = next(ev for ev in tg_html.parse(html) if isinstance(ev, tg_html.Open))
         assert link.attr("href") == text

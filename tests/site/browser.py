@@ -12,7 +12,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from bots.site_http import site_app
+from bots.site_http import Files, add_site_routes
 
 #: Debian's chromium package (the wrapper script); browser downloads are impossible here
 CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser")
@@ -25,6 +25,14 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
+
+
+def site_app(files: Files) -> web.Application:
+    """An application serving the site ``files()`` returns at its root (mount it with
+    ``app.add_subapp(prefix, site_app(...))``: the site's links are relative)."""
+    app = web.Application()
+    add_site_routes(app, files)
+    return app
 
 
 def chromium() -> str | None:

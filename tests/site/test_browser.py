@@ -7,7 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -16,11 +16,13 @@ import pytest
 
 from digest_core.archive import Archive
 from digest_core.loading import load_issue_data
+from digest_core.models import Issue
 from digest_core.publishing.embargo import Embargo
 from digest_core.site.build import SiteConfig, build_site, write_site
+from digest_core.site.links import issue_path
 from digest_core.site.live import published_issues
 from digest_core.site.published import FixedClock
-from digest_core.site.search import documents
+from digest_core.site.search import _documents
 from tests.samples import SAMPLE_ARCHIVE
 from tests.site.browser import CHROMIUM_ARGS, chromium, served
 
@@ -39,6 +41,18 @@ PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1280, "height": 900}
 #: a word of exactly one brief of the bundled archive (checked below)
 WORD = "交错切分"
+
+
+def documents(issues: Sequence[Issue]) -> list[list[str]]:
+    """One document per lede and per item, newest issue first, as the search index holds
+    them: ``[path, date, where, title, text]`` where ``text`` is every searchable piece, one
+    per line."""
+    docs: list[list[str]] = []
+    for issue in sorted(issues, key=lambda i: i.date, reverse=True):
+        page, date = issue_path(issue.date), issue.date.isoformat()
+        for mark, where, title, text in _documents(issue):
+            docs.append([f"{page}#{mark}", date, where, title, text])
+    return docs
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ import feedparser
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-from bots.site_http import lookup, site_app
+from bots.site_http import lookup
 from digest_core.archive import Archive
 from digest_core.models import Issue, Item
 from digest_core.publishing.embargo import Embargo
@@ -24,18 +24,11 @@ from digest_core.site.build import MANIFEST, SiteBuilder, SiteConfig, build_site
 from digest_core.site.feed import FEED_ISSUES
 from digest_core.site.live import LiveSite
 from digest_core.site.published import FixedClock
-from digest_core.site.search import (
-    LIST_DAYS,
-    SHARD_BYTES,
-    SearchIndex,
-    decode_days,
-    encode_days,
-    search_files,
-    shard,
-)
-from digest_core.testing import ManualClock, make_issue
+from digest_core.site.search import LIST_DAYS, SHARD_BYTES, SearchIndex, encode_days, shard
+from digest_core.testing import ManualClock, decode_days, make_issue
 from tests import forkserver
 from tests.samples import SAMPLE_ARCHIVE
+from tests.site.browser import site_app
 
 ROOT = Path(__file__).resolve().parents[2]
 ZONE = ZoneInfo("Asia/Shanghai")
@@ -182,6 +175,11 @@ def test_a_feed_without_base_url_has_relative_links_and_still_validates() -> Non
 
 
 # --- the search index ----------------------------------------------------------------------
+
+
+def search_files(issues: list[Issue]) -> dict[str, bytes]:
+    """The search index of ``issues``, built from nothing."""
+    return SearchIndex().files(issues)
 
 
 def test_the_search_index_answers_by_pairs_and_single_characters() -> None:

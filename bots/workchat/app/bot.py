@@ -11,6 +11,7 @@ adapter.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 from collections.abc import Sequence
@@ -32,6 +33,8 @@ from digest_core.port import (
 )
 
 if TYPE_CHECKING:
+    from bots.workchat.callback import CallbackServer
+    from bots.workchat.sdkthread import SdkConnection
     from digest_core.port import Port
 
 log = logging.getLogger(__name__)
@@ -51,6 +54,8 @@ class AppBot(WebhookAdapter):
     #: the receiver that is a connection of its own (readiness is its being connected); a
     #: callback server is ready once started
     connection_type: ClassVar[type]
+    #: what the log calls the callback server and the connection ("robot callback", "stream")
+    receiver_names: ClassVar[tuple[str, str]]
 
     settings: AppBotSettings
     api: AppApi
@@ -128,12 +133,32 @@ class AppBot(WebhookAdapter):
         raise NotImplementedError
 
     async def _open_receiver(self, port: Port) -> Receiver:
-        """Start hearing readers through ``port``: the connection, or the callback server.
+        """Start hearing readers through ``port``: the connection, or with ``mode = "http"``
+        the callback server.
 
         Raises:
             ConfigError: the callback address cannot be bound (or the app is refused).
             TransientError: the platform could not be reached.
         """
+        s = self.settings
+        said = logging.getLogger(type(self).__module__)  # the platform's app module's log
+        server_name, connection_name = self.receiver_names
+        if s.mode == "http":
+            server = self._callback_server(port)
+            await server.start()
+            said.info("%s: %s on %s%s", self.name, server_name, s.callback_listen, s.callback_path)
+            return server
+        connection = self._connection(port)
+        await connection.start(asyncio.get_running_loop())
+        said.info("%s: %s open", self.name, connection_name)
+        return connection
+
+    def _callback_server(self, port: Port) -> CallbackServer:
+        """The app's HTTP callback server (not started), answering through ``port``."""
+        raise NotImplementedError
+
+    def _connection(self, port: Port) -> SdkConnection:
+        """The app's connection of its own (not opened), answering through ``port``."""
         raise NotImplementedError
 
     def channel_targets(self) -> list[Target]:

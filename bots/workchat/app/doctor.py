@@ -1,8 +1,9 @@
 """What the app bots' `digest-bot doctor` checks share (Feishu's app bot, DingTalk's app
 robot): their SDK installed, the webhook targets' own checks, a JSON call read as (status,
 answer, Date header), a long-connection address reachable without opening a connection on
-it, and the callback server's settings; and the order of an app bot's lines (:func:`checks`:
-SDK, credentials and clock, then the platform's own). Nothing here sends to any chat.
+it, and the callback server's settings; and the order of an app bot's lines
+(:func:`platform_checks`: SDK, credentials and clock, then the platform's own). Nothing here
+sends to any chat.
 
 A long connection is never opened by doctor: Feishu and DingTalk hand each event to one of
 the app's connections, so one opened beside a running bot could take a reader's message and
@@ -19,7 +20,7 @@ import importlib.util
 import urllib.parse
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import httpx
 
@@ -27,8 +28,20 @@ from bots.doctor import TIMEOUT_SECONDS, Check, clock_check, fail, ok
 from bots.network import network_reason
 from bots.workchat import doctor as webhook_doctor
 from bots.workchat.adapter import WebhookAdapter
-from bots.workchat.settings import WebhookSettings
+from bots.workchat.settings import AppBotSettings, WebhookSettings
 from digest_core.port import ConfigError
+
+S = TypeVar("S", bound=AppBotSettings)
+S_in = TypeVar("S_in", bound=AppBotSettings, contravariant=True)
+
+
+class PlatformChecks(Protocol[S_in]):
+    """A platform's ``digest-bot doctor`` checks (``PlatformSpec.doctor``)."""
+
+    def __call__(
+        self, settings: S_in, *, now: Callable[[], dt.datetime]
+    ) -> Awaitable[list[Check]]: ...
+
 
 #: the fix for a service this host cannot reach
 NETWORK_FIX = "allow outbound HTTPS to it (firewall, proxy: HTTPS_PROXY)"
@@ -46,8 +59,10 @@ class Answer:
 @dataclass(frozen=True)
 class AppProbe:
     """What the doctor asks of one platform's app bot: its SDK, its credentials (the token
-    call), then its own checks (``more``: given the open client, the secret and the token's
-    answer)."""
+    call), its own checks (``more``: given the open client, the secret and the token's
+    answer), then how it receives: with ``mode = "http"`` the callback's settings
+    (``callback``, given the secret), else its connection (``connection``, given the open
+    client and the secret)."""
 
     area: str
     #: the SDK's module and the extra that installs it
@@ -68,6 +83,8 @@ class AppProbe:
     #: the answer's status, code and message for the table (never a secret)
     quoted: Callable[[Answer], str]
     more: Callable[[httpx.AsyncClient, str, Answer], Awaitable[list[Check]]]
+    callback: Callable[[str], Check]
+    connection: Callable[[httpx.AsyncClient, str], Awaitable[Check]]
 
 
 class Unreachable(Exception):
@@ -120,29 +137,31 @@ def sdk_check(area: str, module: str, extra: str) -> Check | None:
     )
 
 
-async def checks(
-    settings: WebhookSettings,
-    app_key: str,
-    probe: Callable[[], AppProbe],
-    *,
-    webhook: type[WebhookAdapter],
-    now: Callable[[], dt.datetime],
-) -> list[Check]:
-    """A platform's lines of the doctor's table: its webhooks' (``webhook``: its webhook
-    adapter), then, when ``settings`` configure the app (``app_key`` set), the app's
-    (:func:`app_checks`: the clock once)."""
-    out = await webhook_checks(settings, app_key, webhook=webhook, now=now)
-    if settings.app:
-        clock = not any(c.name == "clock" for c in out)
-        out.extend(await app_checks(probe(), now=now, clock=clock))
-    return out
+def platform_checks(
+    app_key: str, probe: Callable[[S], AppProbe], *, webhook: type[WebhookAdapter]
+) -> PlatformChecks[S]:
+    """A platform's doctor checks, ``checks(settings, now=...)``: its lines of the doctor's
+    table, none when nothing of it is configured: its webhooks' (``webhook``: its webhook
+    adapter), then, when the settings configure the app (``app_key`` set), the app's
+    (:func:`app_checks` of ``probe(settings)``: the clock once)."""
+
+    async def checks(settings: S, *, now: Callable[[], dt.datetime]) -> list[Check]:
+        out = await webhook_checks(settings, app_key, webhook=webhook, now=now)
+        if settings.app:
+            clock = not any(c.name == "clock" for c in out)
+            http = settings.mode == "http"
+            out.extend(await app_checks(probe(settings), now=now, clock=clock, http=http))
+        return out
+
+    return checks
 
 
 async def app_checks(
-    probe: AppProbe, *, now: Callable[[], dt.datetime], clock: bool = True
+    probe: AppProbe, *, now: Callable[[], dt.datetime], clock: bool = True, http: bool = False
 ) -> list[Check]:
     """The app bot's lines: its SDK, its credentials (``clock``: with the clock against the
-    token answer's ``Date``), then the probe's own."""
+    token answer's ``Date``), then the probe's own, then its callback's (``http``) or its
+    connection's."""
     area, name = probe.area, "app credentials"
     missing = sdk_check(area, *probe.sdk)
     out = [missing] if missing is not None else []
@@ -164,6 +183,7 @@ async def app_checks(
         if clock:
             out.append(clock_check(area, answer.date, sent=sent, received=received))
         out.extend(await probe.more(client, secret, answer))
+        out.append(probe.callback(secret) if http else await probe.connection(client, secret))
     return out
 
 

@@ -25,6 +25,7 @@ from digest_core.delivery.ledger.schema import (
     DayState,
     PartState,
     deliveries,
+    narrowed,
     parts,
 )
 from digest_core.delivery.ledger.state import LedgerState
@@ -76,14 +77,11 @@ class Queries:
             query = query.where(
                 deliveries.c.issue_date == ref.date, deliveries.c.revision == ref.revision
             )
-        if platform is not None:
-            query = query.where(deliveries.c.platform == platform)
         if states is not None:
             query = query.where(parts.c.state.in_([s.value for s in states]))
-        if target is not None:
-            query = query.where(parts.c.target == target)
-        if limit is not None:
-            query = query.limit(limit)
+        query = narrowed(
+            query, (deliveries.c.platform, platform), (parts.c.target, target), limit=limit
+        )
         async with self.state.tx() as conn:
             return [_record(row) for row in await conn.execute(query)]
 
@@ -108,12 +106,9 @@ class Queries:
             parts.c.state.in_([PartState.PENDING.value, PartState.UNKNOWN.value]),
             parts.c.last_error.like("%; due at %"),
         )
-        if day is not None:
-            query = query.where(deliveries.c.issue_date == day)
-        if platform is not None:
-            query = query.where(deliveries.c.platform == platform)
-        if limit is not None:
-            query = query.limit(limit)
+        query = narrowed(
+            query, (deliveries.c.issue_date, day), (deliveries.c.platform, platform), limit=limit
+        )
         async with self.state.tx() as conn:
             return [_record(row) for row in await conn.execute(query)]
 
@@ -173,8 +168,7 @@ class Queries:
             .where(deliveries.c.issue_date == ref.date, deliveries.c.revision == ref.revision)
             .order_by(deliveries.c.platform, deliveries.c.generation)
         )
-        if platform is not None:
-            query = query.where(deliveries.c.platform == platform)
+        query = narrowed(query, (deliveries.c.platform, platform))
         async with self.state.tx() as conn:
             return [
                 DeliveryRecord(

@@ -185,7 +185,3 @@ class LedgerStats:
     transactions: int = 0
     rows_inserted: int = 0
     rows_updated: int = 0
-
-    @property
-    def rows_written(self) -> int:
-        return self.rows_inserted + self.rows_updated

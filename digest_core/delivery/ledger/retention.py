@@ -16,6 +16,7 @@ from digest_core.delivery.ledger.schema import (
     audit,
     day_summaries,
     deliveries,
+    narrowed,
     parts,
 )
 from digest_core.delivery.ledger.state import LedgerState
@@ -275,14 +276,13 @@ class Retention:
         query = select(day_summaries).order_by(
             day_summaries.c.issue_date.desc(), day_summaries.c.platform, day_summaries.c.target
         )
-        if platform is not None:
-            query = query.where(day_summaries.c.platform == platform)
-        if target is not None:
-            query = query.where(day_summaries.c.target == target)
-        if day is not None:
-            query = query.where(day_summaries.c.issue_date == day)
-        if limit is not None:
-            query = query.limit(limit)
+        query = narrowed(
+            query,
+            (day_summaries.c.platform, platform),
+            (day_summaries.c.target, target),
+            (day_summaries.c.issue_date, day),
+            limit=limit,
+        )
         async with self.state.tx() as conn:
             return [
                 DaySummary(

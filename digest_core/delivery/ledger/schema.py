@@ -6,7 +6,7 @@ import datetime as dt
 import logging
 from collections.abc import Iterable, Sequence
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import (
     Boolean,
@@ -30,10 +30,13 @@ from sqlalchemy import (
     literal,
 )
 from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql import ColumnElement, Select
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import FunctionElement
 
 from digest_core.models import IssueRef
+
+_Selected = TypeVar("_Selected", bound=Select[Any])
 
 __all__ = [
     "CONFIG_KEY",
@@ -58,6 +61,7 @@ __all__ = [
     "ledger_identity",
     "link_clicks",
     "metadata",
+    "narrowed",
     "part_digests",
     "parts",
     "preferences",
@@ -409,3 +413,15 @@ def in_chunks(ids: Sequence[int]) -> Iterable[Sequence[int]]:
     """``ids`` in slices of at most :data:`IN_CHUNK`, each few enough for one ``IN (…)``."""
     for start in range(0, len(ids), IN_CHUNK):
         yield ids[start : start + IN_CHUNK]
+
+
+def narrowed(
+    query: _Selected, *equal: tuple[ColumnElement[Any], object], limit: int | None = None
+) -> _Selected:
+    """``query`` narrowed to ``column == value`` for each (column, value) of ``equal`` whose
+    value is given (not None), then to at most ``limit`` rows if given: the optional filters
+    of a listing."""
+    for column, value in equal:
+        if value is not None:
+            query = query.where(column == value)
+    return query if limit is None else query.limit(limit)

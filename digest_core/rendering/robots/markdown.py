@@ -31,7 +31,8 @@ _ORDERED = re.compile(r"\d+(?=[.)])")
 
 
 def escape(text: str, *, line_start: bool = True) -> str:
-    """``text`` shown literally: no markup, links, tags or mentions; ``unescape`` inverts."""
+    """``text`` shown literally: no markup, links, tags or mentions (``visible(..., markup=False)``
+    gives ``text`` back)."""
     out: list[str] = []
     at_start = line_start
     i = 0
@@ -57,11 +58,6 @@ def escape(text: str, *, line_start: bool = True) -> str:
             at_start = ch == "\n"
         i += 1
     return "".join(out)
-
-
-def unescape(text: str) -> str:
-    """The original text of :func:`escape`'s output."""
-    return visible(text, markup=False)
 
 
 def safe_url(url: str) -> str:

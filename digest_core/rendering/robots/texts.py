@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from digest_core.models import Issue, Section
+from digest_core.models import Issue
 from digest_core.rendering.plain import (
     Block,
     Entry,
     lede_text,
-    nothing_notice,
+    number_prefix,
     pack_blocks,
-    select,
+    part_units,
 )
 from digest_core.rendering.robots.markdown import escape, link
 from digest_core.rendering.split import chunk_lines, chunk_text, hard_cut
@@ -57,18 +57,10 @@ def render_texts(
         IndexError: ``part`` is BRIEF and the issue has no brief number ``brief``.
     """
     blocks = _Blocks(limit, measure)
-    units: list[list[Block]] = [blocks.header(issue, part, web)]
-    if part is Part.TOC:
-        units.extend(blocks.toc(issue))
-    else:
-        entries = select(issue, part, brief)
-        notice = nothing_notice(part)
-        if not entries and notice:
-            units.append(blocks.text(notice))
-        previous: Section | None = None
-        for entry in entries:
-            units.append(blocks.item(entry, label=entry.section is not previous))
-            previous = entry.section
+    units = [
+        blocks.header(issue, part, web),
+        *part_units(issue, part, brief, item=blocks.item, toc=blocks.toc, nothing=blocks.text),
+    ]
     texts = pack_blocks(units, limit, measure)
     for n, text in enumerate(texts):
         if measure(text) > limit:  # a renderer bug must fail here, not as the platform's error
@@ -126,13 +118,13 @@ class _Blocks:
         lines = hard_cut(url, budget, self._piece_size) if self._piece_size(url) > budget else [url]
         return label + [(PARAGRAPH, escape(line)) for line in lines]
 
-    def item(self, entry: Entry, *, label: bool) -> list[Block]:
+    def label(self, entry: Entry) -> list[Block]:
+        return self.text(f"【{entry.section.label}】", bold=True)
+
+    def item(self, entry: Entry, label: bool) -> list[Block]:
         item = entry.item
-        blocks: list[Block] = []
-        if label:
-            blocks += self.text(f"【{entry.section.label}】", bold=True)
-        number = f"{entry.number}. " if entry.number is not None else ""
-        title, linked = self.title(number + item.title, item.url)
+        blocks = self.label(entry) if label else []
+        title, linked = self.title(number_prefix(entry) + item.title, item.url)
         blocks += title
         for paragraph in item.paragraphs:
             blocks += self.text(paragraph)
@@ -143,13 +135,6 @@ class _Blocks:
                 blocks += self.source(n, url)
         return blocks
 
-    def toc(self, issue: Issue) -> list[list[Block]]:
-        units: list[list[Block]] = []
-        for entry in select(issue, Part.ALL):
-            unit: list[Block] = []
-            if entry.number in (None, 1):
-                unit += self.text(f"【{entry.section.label}】", bold=True)
-            number = f"{entry.number}. " if entry.number is not None else ""
-            unit += self.text(number + entry.item.title)
-            units.append(unit)
-        return units
+    def toc(self, entry: Entry, label: bool) -> list[Block]:
+        unit = self.label(entry) if label else []
+        return unit + self.text(number_prefix(entry) + entry.item.title)

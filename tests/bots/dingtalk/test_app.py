@@ -24,7 +24,7 @@ from digest_core.commands import MAX_REPLY_MESSAGES
 from digest_core.loading import load_issue
 from digest_core.rendering import dingtalk as dingtalk_render
 from digest_core.service.root import DigestService
-from digest_core.testing import PinnedClock
+from digest_core.testing import PinnedClock, scaled_limits
 from tests.bots.telegram.harness import ARCHIVE, TODAY, ZONE, local
 from tests.fakes.dingtalk_app import FakeDingTalkApp
 
@@ -86,7 +86,7 @@ async def app_robot(
     async with open_service(settings, only="dingtalk", clock=clock) as service:
         adapter = service.platforms["dingtalk"]
         assert isinstance(adapter, DingTalkAppAdapter)
-        adapter.limits = DINGTALK_LIMITS.scaled(60)
+        adapter.limits = scaled_limits(DINGTALK_LIMITS, 60)
         await adapter.start(service)
         try:
             yield Bot(service, adapter, fake)

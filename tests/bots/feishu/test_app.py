@@ -25,7 +25,7 @@ from digest_core.commands.catalogue import menu
 from digest_core.commands.requests import Choice, Reply
 from digest_core.rendering import feishu as feishu_render
 from digest_core.service.root import DigestService
-from digest_core.testing import PinnedClock
+from digest_core.testing import PinnedClock, scaled_limits
 from tests.bots.telegram.harness import ARCHIVE, TODAY, ZONE, local
 from tests.fakes.feishu_app import FakeFeishuApp
 
@@ -101,7 +101,7 @@ async def app_bot(
     async with open_service(settings, only="feishu", clock=PinnedClock(local(TODAY, 9))) as service:
         adapter = service.platforms["feishu"]
         assert isinstance(adapter, FeishuAppAdapter)
-        adapter.limits = FEISHU_LIMITS.scaled(20)
+        adapter.limits = scaled_limits(FEISHU_LIMITS, 20)
         await adapter.start(service)
         try:
             yield Bot(service, adapter, fs)

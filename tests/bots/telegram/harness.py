@@ -22,7 +22,7 @@ from bots.telegram import TelegramAdapter
 from bots.telegram.spec import TELEGRAM_LIMITS
 from digest_core.service.root import DigestService
 from digest_core.settings import Settings
-from digest_core.testing import PinnedClock
+from digest_core.testing import PinnedClock, scaled_limits
 from tests.fakes.telegram_api import FakeTelegram, SentMessage
 from tests.samples import SAMPLE_ARCHIVE
 
@@ -179,7 +179,7 @@ async def running_bot(
         adapter = service.platforms["telegram"]
         assert isinstance(adapter, TelegramAdapter)
         if scale != 1.0:
-            adapter.limits = TELEGRAM_LIMITS.scaled(scale)
+            adapter.limits = scaled_limits(TELEGRAM_LIMITS, scale)
         await adapter.start(service, receive=receive)
         try:
             yield Running(service, adapter, fake)

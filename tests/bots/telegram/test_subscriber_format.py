@@ -9,6 +9,7 @@ import pytest
 from bots.telegram.spec import PAID_BROADCAST_LIMITS
 from digest_core.models import Section
 from digest_core.rendering import button_data
+from digest_core.testing import scaled_limits
 from tests.bots.telegram.harness import (
     ANN,
     BOB,
@@ -66,7 +67,7 @@ async def test_paid_broadcast_marks_every_send_and_paces_past_30_per_second(
         )
         async with running_bot(settings_for(config, fake, monkeypatch), fake) as bot:
             assert bot.adapter.limits == PAID_BROADCAST_LIMITS
-            bot.adapter.limits = PAID_BROADCAST_LIMITS.scaled(20)  # the double's clock x20
+            bot.adapter.limits = scaled_limits(PAID_BROADCAST_LIMITS, 20)  # the double's clock x20
             for reader in readers:
                 await bot.service.ledger.subscribe("telegram", str(reader))
             [report] = await bot.service.post(TODAY)

@@ -20,6 +20,7 @@ from bots.wecom.spec import WECOM_LIMITS
 from digest_core.clock import SystemClock
 from digest_core.delivery import DeliveryEngine, Ledger
 from digest_core.loading import load_issue
+from digest_core.testing import scaled_limits
 from tests.bots.workchat_helpers import ARCHIVE
 
 log = logging.getLogger(__name__)
@@ -41,7 +42,7 @@ async def run(args: argparse.Namespace) -> int:
     )
     clock = SystemClock()
     adapter = WeComAdapter(
-        settings, clock=clock, limits=WECOM_LIMITS.scaled(SCALE), time_scale=SCALE
+        settings, clock=clock, limits=scaled_limits(WECOM_LIMITS, SCALE), time_scale=SCALE
     )
     issue = load_issue(ISSUE)
     async with Ledger.open(args.ledger, clock=clock) as ledger, adapter:

@@ -22,6 +22,7 @@ from digest_core.clock import SystemClock
 from digest_core.delivery import Backoff, DeliveryEngine
 from digest_core.delivery.ledger import Ledger
 from digest_core.loading import load_issue
+from digest_core.testing import scaled_limits
 from tests.bots.workchat_helpers import ARCHIVE
 from tests.fakes.proxy import FaultProxy
 from tests.fakes.wecom_api import FakeWeCom
@@ -47,7 +48,7 @@ def adapter_for(fake: FakeWeCom, *, api_base: str | None = None) -> WeComAdapter
         api_base=api_base or fake.url,
     )
     return WeComAdapter(
-        settings, clock=SystemClock(), limits=WECOM_LIMITS.scaled(SCALE), time_scale=SCALE
+        settings, clock=SystemClock(), limits=scaled_limits(WECOM_LIMITS, SCALE), time_scale=SCALE
     )
 
 
