@@ -38,7 +38,7 @@ def _modules_after(run: str, cwd: Path) -> tuple[set[str], str]:
     """The modules imported by a fresh interpreter after ``run``, and what it printed."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("DIGEST_BOT_")}
     env["PYTHONPATH"] = str(ROOT)
-    env["COLUMNS"] = "400"  # argparse wraps help at the terminal's width, even inside a word's hyphen
+    env["COLUMNS"] = "400"  # argparse wraps at the width, even at a hyphen inside a word
     done = subprocess.run(
         [sys.executable, "-c", _PROBE.format(run=run)],
         cwd=cwd, env=env, capture_output=True, text=True, timeout=60,
