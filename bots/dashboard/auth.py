@@ -33,8 +33,6 @@ from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 log = logging.getLogger(__name__)
 
 COOKIE = "digest_admin"
-#: where the guard keeps a request's checked session
-SESSION_KEY = "dashboard.session"
 PATH = "/admin/"
 _SALT = "digest-bot dashboard session"
 #: failed logins one client may make per WINDOW, and all clients together
@@ -94,6 +92,10 @@ class Session:
 
     name: str
     csrf: str
+
+
+#: where the guard keeps a request's checked session (a typed key: aiohttp warns of strings)
+SESSION_KEY = web.RequestKey("dashboard.session", Session)
 
 
 class Access:
@@ -187,9 +189,7 @@ def headers(*, widget: bool = False) -> dict[str, str]:
 
 def session_of(request: web.Request) -> Session:
     """The session the guard checked for this request."""
-    session = request.get(SESSION_KEY)
-    assert isinstance(session, Session)
-    return session
+    return request[SESSION_KEY]
 
 
 def same_origin(request: web.Request) -> bool:
