@@ -42,7 +42,12 @@ HTTP path per message. Figures:
   body, route, request timeout). On this machine a process woken from idle pays 40-150 µs of
   CPU whatever it runs, and Python run just after costs about 3 times what it costs warm: at
   50 sends a second most of a message's CPU is that, spread over every wake-up and every piece
-  of code a send touches.
+  of code a send touches. On a busier day of the same machine (medians of 3 interleaved
+  pairs): the whole process 1.86 ms, ``--no-http`` 1.13, the engine and ledger alone at 50 a
+  second (``python -m benchmarks.fanout --targets 500 --parts 2 --scale 1.6667 --kind
+  private``, a fake adapter) 0.91: discord.py, aiohttp and the adapter about 0.95 ms a
+  message. At paid-broadcast pace (``--scale 0.05``, about 930 a second) the whole process
+  costs 0.52 ms a message and ``--no-http`` 0.26.
 """
 
 from __future__ import annotations
