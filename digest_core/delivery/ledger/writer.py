@@ -13,7 +13,7 @@ import contextlib
 import functools
 import json
 import logging
-from collections.abc import Callable, Collection
+from collections.abc import Collection
 from typing import Any
 
 from sqlalchemy import (
@@ -32,7 +32,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from digest_core.delivery.health import is_transient, short_error
 from digest_core.delivery.ledger.direct import DirectSqlite
-from digest_core.delivery.ledger.driver import DriverStatement, converter, fetch_all, run_many
+from digest_core.delivery.ledger.driver import DriverStatement, driver_value, fetch_all, run_many
 from digest_core.delivery.ledger.engine import generic_plans
 from digest_core.delivery.ledger.schema import (
     PartState,
@@ -168,10 +168,6 @@ class Writer:
         #: the first batch, dropped after an error (the next batch makes a new one)
         self._direct: DirectSqlite | None = None
         self._keeps_connection = DirectSqlite.applies(state.engine)
-        #: the dialect the batch times were last converted for, and its converter (built
-        #: once: building it per batch was a fifth of the writer's samples in a profile of
-        #: a delivery paced at 30 a second)
-        self._times: tuple[Any, Callable[[Any], Any]] | None = None
         #: claims waiting for the batch that writes the record of their part before, by the
         #: future that batch settles (see :meth:`_claim_after`)
         self._after: dict[
@@ -490,7 +486,7 @@ class Writer:
         direct = self._direct
         assert direct is not None  # (it applies: see _keeps_connection)
         dialect = direct.dialect
-        at = self._driver_time(now, dialect)
+        at = driver_value(parts.c.updated_at.type, now, dialect)
         claim = None
         if plain:
             claim = self._claim_params(dialect, plain, at)
@@ -515,13 +511,6 @@ class Writer:
         finally:
             state.active -= 1
         return {plain[row_id] for (row_id,) in claimed}
-
-    def _driver_time(self, now: Any, dialect: Any) -> Any:
-        """A batch's time as ``dialect``'s driver takes it (see :func:`.driver.driver_value`)."""
-        times = self._times
-        if times is None or times[0] is not dialect:
-            times = self._times = (dialect, converter(parts.c.updated_at.type, dialect))
-        return times[1](now)
 
     def _change_statement(self, kind: str, dialect: Any) -> DriverStatement | None:
         """The driver's statement of one ``kind`` of change (None: SQLAlchemy runs it)."""
@@ -565,7 +554,7 @@ class Writer:
             params = [{"b_id": op.row_id, value: op.value, "b_now": now} for op in ops]
             await conn.execute(_STATE_STATEMENTS[kind], params)
             return
-        at = self._driver_time(now, conn.dialect)
+        at = driver_value(parts.c.updated_at.type, now, conn.dialect)
         rows = statement.rows([(op.row_id, op.value, at) for op in ops])
         await run_many(conn, statement.sql, rows)
 
@@ -608,7 +597,7 @@ class Writer:
                 won.append(op)
         if not plain:
             return won
-        at = self._driver_time(now, conn.dialect)
+        at = driver_value(parts.c.updated_at.type, now, conn.dialect)
         claim = self._claim_params(conn.dialect, plain, at)
         if claim is not None:  # one statement, one trip to aiosqlite's thread
             won += [plain[row_id] for (row_id,) in await fetch_all(conn, *claim)]
