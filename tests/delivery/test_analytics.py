@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import datetime as dt
 import random
-from collections.abc import AsyncIterator
 
 import pytest
 
@@ -20,7 +19,6 @@ from digest_core.testing import (
     make_issue,
     make_messages,
     make_targets,
-    open_ledger,
 )
 
 DAY = dt.date(2026, 11, 27)
@@ -30,12 +28,6 @@ FAST = PlatformLimits(overall=Rate(1000.0, 1000), per_target={})
 @pytest.fixture
 def clock() -> ManualClock:
     return ManualClock(dt.datetime(2026, 11, 27, 1, 0, tzinfo=dt.UTC))
-
-
-@pytest.fixture
-async def ledger(clock: ManualClock, ledger_url: str) -> AsyncIterator[Ledger]:
-    async with open_ledger(clock, ledger_url) as ledger:
-        yield ledger
 
 
 async def test_counts_add_up_across_batches(ledger: Ledger) -> None:

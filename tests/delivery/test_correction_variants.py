@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import datetime as dt
 import random
-from collections.abc import AsyncIterator
 
 import pytest
 import sqlalchemy as sa
@@ -42,17 +41,6 @@ def _revision(full: tuple[str, ...], compact: str, headline: str) -> dict[str, l
         "compact": _messages("compact", compact),
         "headline": _messages("headline", headline),
     }
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
-
-
-@pytest.fixture
-async def ledger(clock: ManualClock, ledger_url: str) -> AsyncIterator[Ledger]:
-    async with open_ledger(clock, ledger_url) as ledger:
-        yield ledger
 
 
 async def _posted(ledger: Ledger, clock: ManualClock) -> tuple[EditingPlatform, DeliveryEngine]:

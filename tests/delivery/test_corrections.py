@@ -6,10 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import gc
 import random
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-
-import pytest
 
 from digest_core.delivery import DeliveryEngine, Ledger, PartState
 from digest_core.errors import MessageGone
@@ -17,7 +14,7 @@ from digest_core.models import IssueRef
 from digest_core.platform import PlatformLimits, Rate, Target
 from digest_core.publishing.corrections import correct
 from digest_core.rendering import Message
-from digest_core.testing import FakePlatform, ManualClock, make_messages, make_targets, open_ledger
+from digest_core.testing import FakePlatform, ManualClock, make_messages, make_targets
 
 DAY = dt.date(2026, 10, 27)
 R1, R2, R3 = (IssueRef(date=DAY, revision=r) for r in ("rev1", "rev2", "rev3"))
@@ -57,18 +54,6 @@ class EditingPlatform(FakePlatform):
     def texts(self, target_id: str) -> list[str]:
         mine = sorted((int(m), v) for (t, m), v in self.shown.items() if t == target_id)
         return [str(v.payload["text"]) for _, v in mine]
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
-
-
-@pytest.fixture
-async def ledger(clock: ManualClock, ledger_url: str) -> AsyncIterator[Ledger]:
-    """A ledger on SQLite and on PostgreSQL (tests/delivery/conftest.py)."""
-    async with open_ledger(clock, ledger_url) as ledger:
-        yield ledger
 
 
 def _messages(*labels: str) -> list[Message]:

@@ -6,7 +6,6 @@ import asyncio
 import datetime as dt
 import itertools
 import random
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -50,17 +49,6 @@ from digest_core.testing import (
 REF = make_issue().ref
 PARTS = make_messages(3)
 FAST = PlatformLimits(overall=Rate(1000.0, 1000), per_target={})
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
-
-
-@pytest.fixture
-async def ledger(clock: ManualClock, ledger_url: str) -> AsyncIterator[Ledger]:
-    async with open_ledger(clock, ledger_url) as ledger:
-        yield ledger
 
 
 def engine_for(ledger: Ledger, clock: ManualClock, **kwargs: object) -> DeliveryEngine:

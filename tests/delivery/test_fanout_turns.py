@@ -31,11 +31,6 @@ REF = make_issue().ref
 
 
 @pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
-
-
-@pytest.fixture
 async def ledger(clock: ManualClock, tmp_path: Path) -> AsyncIterator[Ledger]:
     async with open_ledger(clock, f"sqlite+aiosqlite:///{tmp_path / 'ledger.sqlite3'}") as ledger:
         yield ledger

@@ -7,7 +7,6 @@ import datetime as dt
 import importlib.util
 import socket
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -38,17 +37,6 @@ from digest_core.testing import (
 )
 
 REF = make_issue().ref
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
-
-
-@pytest.fixture
-async def ledger(clock: ManualClock, ledger_url: str) -> AsyncIterator[Ledger]:
-    async with open_ledger(clock, ledger_url) as ledger:
-        yield ledger
 
 
 async def send_all(ledger: Ledger, plan_targets: list[Target], n: int = 3) -> None:

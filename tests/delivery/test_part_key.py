@@ -3,31 +3,17 @@
 from __future__ import annotations
 
 import random
-from collections.abc import AsyncIterator
 from pathlib import Path
-
-import pytest
 
 from digest_core.delivery import Backoff, DeliveryEngine, Ledger
 from digest_core.errors import TransientError
 from digest_core.platform import PartKey, PlatformLimits, Rate, Target
-from digest_core.testing import FakePlatform, ManualClock, make_issue, make_messages, open_ledger
+from digest_core.testing import FakePlatform, ManualClock, make_issue, make_messages
 
 REF = make_issue().ref
 PARTS = make_messages(2)
 FAST = PlatformLimits(overall=Rate(1000.0, 1000), per_target={})
 A, B = Target("fake", "a"), Target("fake", "b")
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
-
-
-@pytest.fixture
-async def ledger(clock: ManualClock, ledger_url: str) -> AsyncIterator[Ledger]:
-    async with open_ledger(clock, ledger_url) as ledger:
-        yield ledger
 
 
 def engine_for(ledger: Ledger, clock: ManualClock) -> DeliveryEngine:

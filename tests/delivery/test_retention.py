@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-from collections.abc import AsyncIterator
 
 import pytest
 
@@ -29,12 +28,6 @@ BEFORE = TODAY - dt.timedelta(days=90)  # 2026-07-29
 @pytest.fixture
 def clock() -> ManualClock:
     return ManualClock(START)
-
-
-@pytest.fixture
-async def ledger(clock: ManualClock, ledger_url: str) -> AsyncIterator[Ledger]:
-    async with open_ledger(clock, ledger_url) as ledger:
-        yield ledger
 
 
 async def deliver(ledger: Ledger, ref: object, targets: list[Target], n: int = 3) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import random
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
 
 import pytest
@@ -99,17 +98,6 @@ class ThreadedPlatform(EditingPlatform):
 
 def test_the_double_has_the_capability() -> None:
     assert isinstance(ThreadedPlatform(ManualClock()), Threads)
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
-
-
-@pytest.fixture
-async def ledger(clock: ManualClock, ledger_url: str) -> AsyncIterator[Ledger]:
-    async with open_ledger(clock, ledger_url) as ledger:
-        yield ledger
 
 
 def _messages(label: str, n: int = 3) -> list[Message]:
