@@ -1,13 +1,30 @@
-"""Failures to reach a server (DNS, refused, reset, timeout) as one short reason for people."""
+"""Reaching servers: the TLS context every HTTP client of the process shares, and failures to
+reach a server (DNS, refused, reset, timeout) as one short reason for people."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import socket
 import ssl
 from collections.abc import Iterator
 
 log = logging.getLogger(__name__)
+
+
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """The TLS context every httpx client of the process shares (``verify=tls_context()``),
+    made as httpx makes its own (``SSL_CERT_FILE`` or ``SSL_CERT_DIR`` from the environment,
+    else certifi's CAs).
+
+    Loading a CA bundle takes 12-40 ms of CPU; httpx did it again for every client it built
+    (two per Telegram bot, one per work-chat transport and doctor, again after each restart of
+    one), a context shared does it once.
+    """
+    import httpx
+
+    return httpx.create_ssl_context()
 
 
 def network_reason(exc: BaseException) -> str | None:

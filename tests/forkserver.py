@@ -43,6 +43,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from bots.registry import PLATFORMS
+
 ROOT = Path(__file__).resolve().parents[1]
 BOOT = Path(__file__).with_name("forkserver_boot.py")
 OFF_ENV = "TESTS_FORKSERVER"
@@ -51,6 +53,8 @@ MAINS = ["bots.cli", "tests.fakes.telegram_api"]
 #: what a running bot imports later (its platforms, the ledger's drivers, its HTTP endpoint)
 EXTRAS = [
     "bots.runtime",
+    # every platform's declaration and settings: loading the settings imports them all
+    *PLATFORMS.values(),
     "bots.telegram.adapter",
     "bots.discord.adapter",
     "bots.email.adapter",
@@ -63,6 +67,10 @@ EXTRAS = [
     "sqlalchemy.ext.asyncio",
     "sqlalchemy.dialects.sqlite.aiosqlite",
     "sqlalchemy.dialects.postgresql.asyncpg",
+    # imported at first use: the ledger's SQLite driver, httpx's transport (PTB's client)
+    "aiosqlite",
+    "httpcore",
+    "anyio._backends._asyncio",
 ]
 #: variables that act when a program is exec'd: such a process is exec'd too
 _AT_EXEC = ("LD_PRELOAD", "LD_LIBRARY_PATH", "FAKETIME")

@@ -5,9 +5,12 @@ bundle into it: about 17 ms of CPU a client, whether or not the client ever spea
 suite makes thousands (every double's client, every bot process's python-telegram-bot and
 work-chat clients) and talks TLS only to loopback servers that name their own CA file. With
 ``SSL_CERT_DIR`` (which httpx honours) OpenSSL looks a CA up in the folder when a handshake
-needs it: 0.15 ms a context. Where either variable is set, or the folder has no hashed
-certificates, nothing changes. The variable is inherited by xdist's workers and by every
-process a test starts.
+needs it: 0.15 ms a context. ``SSL_CERT_FILE`` naming the system's own bundle (this machine's
+shells set it, and CI's too: the suite's clients loaded it whole, 15 ms each, about 12 s of the
+xdist workers' CPU) is the same trust as the folder (``update-ca-certificates`` writes both from
+the same certificates): it is replaced by the folder. Any other choice already made is kept, as
+is everything where the folder has no hashed certificates. The variables are inherited by
+xdist's workers and by every process a test starts.
 """
 
 from __future__ import annotations
@@ -16,12 +19,19 @@ import os
 from pathlib import Path
 
 SYSTEM_CA_FOLDER = Path("/etc/ssl/certs")
+#: the bundle ``update-ca-certificates`` writes from that folder's certificates (Debian's)
+SYSTEM_CA_BUNDLE = SYSTEM_CA_FOLDER / "ca-certificates.crt"
 
 
 def use_system_ca_folder() -> None:
-    """Set ``SSL_CERT_DIR`` to the system's CA folder, where that is possible."""
-    if os.environ.get("SSL_CERT_FILE") or os.environ.get("SSL_CERT_DIR"):
+    """Set ``SSL_CERT_DIR`` to the system's CA folder, where that is possible, in place of an
+    ``SSL_CERT_FILE`` that names the system's own bundle."""
+    chosen = os.environ.get("SSL_CERT_FILE")
+    if chosen and Path(chosen) != SYSTEM_CA_BUNDLE:
+        return
+    if os.environ.get("SSL_CERT_DIR"):
         return
     if not SYSTEM_CA_FOLDER.is_dir() or not any(SYSTEM_CA_FOLDER.glob("*.0")):
         return
+    os.environ.pop("SSL_CERT_FILE", None)
     os.environ["SSL_CERT_DIR"] = str(SYSTEM_CA_FOLDER)

@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 
 from bots.doctor import TIMEOUT_SECONDS, Check, Status, clock_check, fail, ok, warn
+from bots.network import tls_context
 from bots.telegram.menus import RedactToken, sdk_loggers
 from bots.telegram.settings import TelegramSettings
 from bots.telegram.wire import chat_id, topic_of
@@ -75,7 +76,7 @@ async def checks(settings: TelegramSettings, *, now: Callable[[], dt.datetime]) 
 async def _checks(
     settings: TelegramSettings, base: str, now: Callable[[], dt.datetime]
 ) -> list[Check]:
-    async with httpx.AsyncClient(timeout=TIMEOUT_SECONDS) as client:
+    async with httpx.AsyncClient(timeout=TIMEOUT_SECONDS, verify=tls_context()) as client:
         api = _Api(client, base)
         sent = now()
         good, me, status = await api.call("getMe")

@@ -20,14 +20,12 @@ every answer that is not a 2xx is PTB's own exception, as for any other call.
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 import ssl
 from typing import Any
 
 import aiohttp
-import httpx
 from aiohttp.helpers import get_env_proxy_for_url
 from telegram._utils.defaultvalue import DefaultValue
 from telegram._utils.types import ODVInput
@@ -35,6 +33,8 @@ from telegram.error import NetworkError, TimedOut
 from telegram.request import HTTPXRequest, RequestData
 from telegram.request._baserequest import BaseRequest
 from yarl import URL
+
+from bots.network import tls_context
 
 _JSON = {"Content-Type": "application/json", "User-Agent": HTTPXRequest.USER_AGENT}
 
@@ -45,19 +45,9 @@ POOL_TIMEOUT_MESSAGE = (
 )
 
 
-@functools.cache
-def tls_context() -> ssl.SSLContext:
-    """The TLS context every httpx client of the process shares, made as httpx makes its own
-    (``SSL_CERT_FILE`` or ``SSL_CERT_DIR`` from the environment, else certifi's CAs).
-
-    Loading the CAs takes about 40 ms of CPU; httpx did it again for every client it built
-    (two per bot, and again after each restart of one), a context shared does it once.
-    """
-    return httpx.create_ssl_context()
-
-
 def shared_tls() -> dict[str, ssl.SSLContext]:
-    """``httpx_kwargs`` for an ``HTTPXRequest`` whose client uses :func:`tls_context`."""
+    """``httpx_kwargs`` for an ``HTTPXRequest`` whose client uses the process's shared TLS
+    context (:func:`bots.network.tls_context`)."""
     return {"verify": tls_context()}
 
 

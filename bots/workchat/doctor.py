@@ -17,7 +17,7 @@ from dataclasses import replace
 import httpx
 
 from bots.doctor import TIMEOUT_SECONDS, Check, clock_check, fail, ok
-from bots.network import network_reason
+from bots.network import network_reason, tls_context
 from bots.workchat.adapter import WebhookAdapter
 from bots.workchat.settings import WebhookSettings
 from digest_core.port import ConfigError
@@ -51,7 +51,7 @@ async def checks(
         )
         for name in settings.all_targets()
     ]
-    async with httpx.AsyncClient(timeout=TIMEOUT_SECONDS) as client:
+    async with httpx.AsyncClient(timeout=TIMEOUT_SECONDS, verify=tls_context()) as client:
         sent = now()
         try:
             response = await client.get(settings.base)

@@ -11,6 +11,7 @@ from typing import Any, Self
 
 import httpx
 
+from bots.network import tls_context
 from bots.outcome import answer_lost
 from digest_core.port import (
     DeliveryError,
@@ -138,6 +139,7 @@ class WebhookTransport(StartStop):
     async def start(self) -> None:
         if self._client is None:
             self._client = httpx.AsyncClient(
+                verify=tls_context(),
                 timeout=httpx.Timeout(self.timeout),
                 headers={"Content-Type": "application/json; charset=utf-8"},
                 follow_redirects=False,

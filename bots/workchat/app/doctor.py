@@ -25,7 +25,7 @@ from typing import Any, Protocol, TypeVar
 import httpx
 
 from bots.doctor import TIMEOUT_SECONDS, Check, clock_check, fail, ok
-from bots.network import network_reason
+from bots.network import network_reason, tls_context
 from bots.workchat import doctor as webhook_doctor
 from bots.workchat.adapter import WebhookAdapter
 from bots.workchat.settings import AppBotSettings, WebhookSettings
@@ -169,7 +169,7 @@ async def app_checks(
         secret = probe.secret()
     except ConfigError as exc:
         return [*out, fail(area, name, str(exc), probe.credentials_fix)]
-    async with httpx.AsyncClient(timeout=TIMEOUT_SECONDS) as client:
+    async with httpx.AsyncClient(timeout=TIMEOUT_SECONDS, verify=tls_context()) as client:
         sent = now()
         try:
             answer = await call(client, "POST", probe.token_url, json=probe.token_body(secret))

@@ -15,12 +15,12 @@ from telegram.error import NetworkError, TelegramError, TimedOut
 from telegram.request import RequestData
 from telegram.request._requestparameter import RequestParameter
 
+from bots.network import tls_context
 from bots.telegram.request import (
     EncodedJson,
     JsonRequest,
     encode_json,
     message_id_answer,
-    tls_context,
 )
 from bots.telegram.wire import translate
 from digest_core.errors import DeliveryError, OutcomeUnknown, TransientError
