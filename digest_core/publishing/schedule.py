@@ -93,6 +93,8 @@ class DailyPoster:
         self._alert = alert
         self._scheduler: AsyncIOScheduler | None = None
         self._running: set[asyncio.Task[object]] = set()
+        #: :meth:`stop` is cancelling the triggers still running
+        self._stopping = False
         #: what the last catch-up and triggers found, for /status
         self.notes: list[str] = []
 
@@ -211,7 +213,7 @@ class DailyPoster:
             # add_job would queue a second job
             scheduler.remove_job(JOB_ID)
         scheduler.add_job(
-            self._triggered,
+            self._job,
             CronTrigger(hour=t.hour, minute=t.minute, timezone=self.config.zone),
             id=JOB_ID,
             name="daily post",
@@ -221,6 +223,19 @@ class DailyPoster:
             # a late trigger (a busy loop, a suspended laptop) still posts within the window
             misfire_grace_time=int(self.config.catch_up.total_seconds()) or 1,
         )
+
+    async def _job(self, day: dt.date | None = None) -> Outcome | None:
+        """What the scheduler runs: :meth:`_triggered`, ending quietly (None) when :meth:`stop`
+        cuts it short. APScheduler logs anything a job raises, a cancellation too, as an error
+        with its traceback: every shutdown during a scheduled post printed one."""
+        try:
+            return await self._triggered(day)
+        except asyncio.CancelledError:
+            if not self._stopping:
+                raise
+            what = "the daily post" if day is None else f"the look for the issue of {day}"
+            log.info("%s was stopped by the shutdown; the next start catches up", what)
+            return None
 
     async def _triggered(self, day: dt.date | None = None) -> Outcome:
         """What the scheduler runs: :meth:`run_due`, tracked so :meth:`stop` can end it."""
@@ -236,15 +251,19 @@ class DailyPoster:
         """Cancel triggers still running (on shutdown, once deliveries had their grace period)
         and wait for them to unwind, so none outlives the ledger."""
         tasks = list(self._running)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        self._stopping = True
+        try:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        finally:
+            self._stopping = False
 
     def _later(self, when: dt.datetime, day: dt.date) -> None:
         if self._scheduler is None:
             return
         self._scheduler.add_job(
-            self._triggered,
+            self._job,
             DateTrigger(run_date=when),
             args=[day],
             id=f"retry-{day.isoformat()}",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import logging
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -214,3 +215,42 @@ async def test_stop_ends_a_trigger_still_running() -> None:
     await asyncio.sleep(0.01)
     await asyncio.wait_for(w.poster.stop(), 1)
     assert trigger.cancelled() and w.posted == []
+
+
+async def test_a_shutdown_during_a_scheduled_post_ends_its_job_without_an_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """APScheduler logs whatever a job raises, a cancellation too, as an ERROR with its
+    traceback: every SIGTERM during a scheduled post printed one (the fault suite's
+    sigterm-rerun). The job the scheduler runs ends quietly when :meth:`stop` cuts it short."""
+    caplog.set_level(logging.INFO, logger="digest_core.publishing.schedule")
+    w = World(clock_at("2026-11-30 08:00"))
+    w.files.add(DAY)
+    asked = asyncio.Event()
+    never = asyncio.Event()
+
+    async def stuck_state(day: dt.date) -> PostState:
+        asked.set()
+        await never.wait()  # a post under way when shutdown begins
+        return PostState.NONE
+
+    w.poster._state = stuck_state
+    scheduler = AsyncIOScheduler(timezone=SHANGHAI)
+    w.poster.install(scheduler)
+    scheduler.start()
+    try:
+        job = scheduler.get_job(JOB_ID)
+        assert job is not None
+        job.modify(next_run_time=dt.datetime.now(SHANGHAI))  # due now
+        scheduler.wakeup()
+        await asyncio.wait_for(asked.wait(), 5)
+        await asyncio.wait_for(w.poster.stop(), 1)
+        # the job's end is reported by the scheduler's own task: let it run
+        for _ in range(3):
+            await asyncio.sleep(0)
+    finally:
+        scheduler.shutdown(wait=False)
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert errors == [], [r.getMessage() for r in errors]
+    assert any("stopped by the shutdown" in r.getMessage() for r in caplog.records)
+    assert w.posted == []
