@@ -22,7 +22,7 @@ from bots.network import network_reason
 from bots.telegram.editing import TelegramEditing
 from bots.telegram.handlers import AnswerTiming, Handlers
 from bots.telegram.menus import RedactToken, command_menus, sdk_loggers
-from bots.telegram.request import EncodedJson, JsonRequest, shared_tls
+from bots.telegram.request import ClientClosed, EncodedJson, JsonRequest, shared_tls
 from bots.telegram.settings import TelegramSettings
 from bots.telegram.wire import (
     SendBodies,
@@ -37,6 +37,7 @@ from digest_core.port import (
     Clock,
     CommandButton,
     ConfigError,
+    DeliveryError,
     Message,
     OutcomeUnknown,
     Part,
@@ -217,8 +218,13 @@ class TelegramAdapter(TelegramEditing):
             raise self._cut(exc, target) from exc
         return str(sent["message_id"])
 
-    def _cut(self, exc: Exception, target: Target) -> OutcomeUnknown:
-        """A send cut by :meth:`stop`: the request may have reached Telegram."""
+    def _cut(self, exc: Exception, target: Target) -> DeliveryError:
+        """A send cut by :meth:`stop`: the request may have reached Telegram, unless the
+        client was closed before it went out (then it is refused as when not running)."""
+        if isinstance(exc, ClientClosed) or isinstance(exc.__cause__, ClientClosed):
+            return TransientError(
+                "the Telegram adapter is not running", platform=self.name, target=target.id
+            )
         return OutcomeUnknown(
             f"the Telegram adapter stopped during the send (it may have arrived): {exc}",
             platform=self.name,

@@ -12,10 +12,10 @@ from telegram.ext import ExtBot
 from bots.telegram.settings import TelegramSettings
 from bots.telegram.wire import chat_id, split_payload, translate
 from digest_core.port import (
+    DeliveryError,
     Message,
     MessageGone,
     NotPermitted,
-    OutcomeUnknown,
     Rejected,
     Target,
     TargetGone,
@@ -42,7 +42,7 @@ class TelegramEditing:
     _app: Application[Any, Any, Any, Any, Any, Any] | None
     _stopping: bool
 
-    def _cut(self, exc: Exception, target: Target) -> OutcomeUnknown:
+    def _cut(self, exc: Exception, target: Target) -> DeliveryError:
         raise NotImplementedError  # the adapter's
 
     @property

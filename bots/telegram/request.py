@@ -45,6 +45,11 @@ POOL_TIMEOUT_MESSAGE = (
 )
 
 
+class ClientClosed(RuntimeError):
+    """A request refused before anything was sent: the client is closed (the adapter is
+    stopping) or not yet open. PTB passes it on as the cause of a ``NetworkError``."""
+
+
 def shared_tls() -> dict[str, ssl.SSLContext]:
     """``httpx_kwargs`` for an ``HTTPXRequest`` whose client uses the process's shared TLS
     context (:func:`bots.network.tls_context`)."""
@@ -195,7 +200,7 @@ class JsonRequest(HTTPXRequest):
     ) -> tuple[int, bytes]:
         session = self._session
         if session is None or session.closed:
-            raise RuntimeError("This JsonRequest is not initialized!")
+            raise ClientClosed("This JsonRequest is not initialized!")
         timeout = self._timeout
         if not (
             isinstance(read_timeout, DefaultValue)
