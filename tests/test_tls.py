@@ -33,17 +33,31 @@ def test_a_choice_already_made_is_kept(monkeypatch: pytest.MonkeyPatch, variable
     }
 
 
+@pytest.mark.parametrize("folder_set_too", [False, True])
 def test_the_system_bundle_named_in_ssl_cert_file_gives_way_to_the_folder(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, folder_set_too: bool
 ) -> None:
-    """This machine's shells name the system's bundle in ``SSL_CERT_FILE``: the same trust as
-    the folder, loaded whole into every client's context (15 ms each) rather than lazily."""
+    """This machine's shells name the system's bundle in ``SSL_CERT_FILE`` (beside the folder
+    in ``SSL_CERT_DIR``): the same trust as the folder, but httpx reads the file first and
+    loaded it whole into every client's context (15 ms each) rather than lazily."""
     if not any(tls.SYSTEM_CA_FOLDER.glob("*.0")):
         pytest.skip("this machine has no hashed CA folder")
     monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    if folder_set_too:
+        monkeypatch.setenv("SSL_CERT_DIR", str(tls.SYSTEM_CA_FOLDER))
     monkeypatch.setenv("SSL_CERT_FILE", str(tls.SYSTEM_CA_BUNDLE))
     tls.use_system_ca_folder()
     assert {k: v for k, v in os.environ.items() if k.startswith("SSL_CERT_")} == {
         "SSL_CERT_DIR": str(tls.SYSTEM_CA_FOLDER)
     }
     assert httpx.create_ssl_context().cert_store_stats()["x509_ca"] == 0
+
+
+def test_the_bundle_beside_another_folder_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SSL_CERT_FILE", str(tls.SYSTEM_CA_BUNDLE))
+    monkeypatch.setenv("SSL_CERT_DIR", "/somewhere/chosen")
+    tls.use_system_ca_folder()
+    assert {k: v for k, v in os.environ.items() if k.startswith("SSL_CERT_")} == {
+        "SSL_CERT_FILE": str(tls.SYSTEM_CA_BUNDLE),
+        "SSL_CERT_DIR": "/somewhere/chosen",
+    }

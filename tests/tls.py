@@ -6,11 +6,12 @@ suite makes thousands (every double's client, every bot process's python-telegra
 work-chat clients) and talks TLS only to loopback servers that name their own CA file. With
 ``SSL_CERT_DIR`` (which httpx honours) OpenSSL looks a CA up in the folder when a handshake
 needs it: 0.15 ms a context. ``SSL_CERT_FILE`` naming the system's own bundle (this machine's
-shells set it, and CI's too: the suite's clients loaded it whole, 15 ms each, about 12 s of the
-xdist workers' CPU) is the same trust as the folder (``update-ca-certificates`` writes both from
-the same certificates): it is replaced by the folder. Any other choice already made is kept, as
-is everything where the folder has no hashed certificates. The variables are inherited by
-xdist's workers and by every process a test starts.
+shells set it beside ``SSL_CERT_DIR``, and httpx reads it first: the suite's clients loaded it
+whole, 15 ms each, about 12 s of the xdist workers' CPU) is the same trust as the folder
+(``update-ca-certificates`` writes both from the same certificates): it is dropped for the
+folder. Any other choice already made is kept, as is everything where the folder has no
+hashed certificates. The variables are inherited by xdist's workers and by every process a
+test starts.
 """
 
 from __future__ import annotations
@@ -25,13 +26,14 @@ SYSTEM_CA_BUNDLE = SYSTEM_CA_FOLDER / "ca-certificates.crt"
 
 def use_system_ca_folder() -> None:
     """Set ``SSL_CERT_DIR`` to the system's CA folder, where that is possible, in place of an
-    ``SSL_CERT_FILE`` that names the system's own bundle."""
-    chosen = os.environ.get("SSL_CERT_FILE")
-    if chosen and Path(chosen) != SYSTEM_CA_BUNDLE:
+    ``SSL_CERT_FILE`` that names the system's own bundle (set alone or beside the folder)."""
+    chosen_file = os.environ.get("SSL_CERT_FILE")
+    if chosen_file and Path(chosen_file) != SYSTEM_CA_BUNDLE:
         return
-    if os.environ.get("SSL_CERT_DIR"):
+    chosen_folder = os.environ.get("SSL_CERT_DIR")
+    if chosen_folder and Path(chosen_folder) != SYSTEM_CA_FOLDER:
         return
     if not SYSTEM_CA_FOLDER.is_dir() or not any(SYSTEM_CA_FOLDER.glob("*.0")):
         return
-    os.environ.pop("SSL_CERT_FILE", None)
+    os.environ.pop("SSL_CERT_FILE", None)  # httpx reads it before the folder
     os.environ["SSL_CERT_DIR"] = str(SYSTEM_CA_FOLDER)
