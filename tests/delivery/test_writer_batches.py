@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -49,13 +49,9 @@ class CountingClock(ManualClock):
 
 @pytest.fixture
 def clock() -> CountingClock:
+    """The clock of this module's tests, and of the ledger the shared ``ledger`` fixture opens
+    (tests/delivery/conftest.py)."""
     return CountingClock()
-
-
-@pytest.fixture
-async def ledger(clock: CountingClock, ledger_url: str) -> AsyncIterator[Ledger]:
-    async with open_ledger(clock, ledger_url) as ledger:
-        yield ledger
 
 
 async def _planned(ledger: Ledger, targets: int, parts: int) -> list[int]:
