@@ -193,9 +193,7 @@ class TelegramAdapter(TelegramEditing):
         """:meth:`send`; ``retried`` tells the timeout warning whether a retry follows."""
         app = self._app
         if app is None:
-            raise TransientError(
-                "the Telegram adapter is not running", platform=self.name, target=target.id
-            )
+            raise self._not_running(target)
         body = self._bodies.body(chat_id(target.id), topic_of(target.id), message)
         try:
             # PTB's request's post (its timeouts, its errors from the answer) of a body encoded
@@ -222,9 +220,7 @@ class TelegramAdapter(TelegramEditing):
         """A send cut by :meth:`stop`: the request may have reached Telegram, unless the
         client was closed before it went out (then it is refused as when not running)."""
         if isinstance(exc, ClientClosed) or isinstance(exc.__cause__, ClientClosed):
-            return TransientError(
-                "the Telegram adapter is not running", platform=self.name, target=target.id
-            )
+            return self._not_running(target)
         return OutcomeUnknown(
             f"the Telegram adapter stopped during the send (it may have arrived): {exc}",
             platform=self.name,
@@ -263,7 +259,7 @@ class TelegramAdapter(TelegramEditing):
         if not self.admins:
             return
         if self._app is None:
-            raise TransientError("the Telegram adapter is not running", platform=self.name)
+            raise self._not_running()
         reached, unreachable = 0, ""
         for admin in sorted(self.admins):
             try:
@@ -464,9 +460,7 @@ class TelegramAdapter(TelegramEditing):
 
     def _require_port(self, target: Target) -> Port:
         if self._port is None:
-            raise TransientError(
-                "the Telegram adapter is not running", platform=self.name, target=target.id
-            )
+            raise self._not_running(target)
         return self._port
 
     # ------------------------------------------------------------ internals

@@ -45,6 +45,14 @@ class TelegramEditing:
     def _cut(self, exc: Exception, target: Target) -> DeliveryError:
         raise NotImplementedError  # the adapter's
 
+    def _not_running(self, target: Target | None = None) -> TransientError:
+        """What a send, an edit or a call meets while the adapter is not running (stopped, or
+        not yet started): transient, so the part goes back to pending and is sent later."""
+        where = "" if target is None else target.id
+        return TransientError(
+            "the Telegram adapter is not running", platform=self.name, target=where
+        )
+
     @property
     def pin_posts(self) -> bool:
         """``[telegram] pin``: pin the first message of each day's post in the channels."""
@@ -153,9 +161,7 @@ class TelegramEditing:
         """One Bot API call for ``target``, its errors translated like a send's."""
         app = self._app
         if app is None:
-            raise TransientError(
-                "the Telegram adapter is not running", platform=self.name, target=target.id
-            )
+            raise self._not_running(target)
         try:
             await call(app.bot)
         except TelegramError as exc:
