@@ -6,7 +6,7 @@ from collections.abc import Iterator
 import pytest
 
 from bots import logs
-from tests import bytecode, quick, ramdisk, tls, xdist_groups  # noqa: F401 - quick: make check's Hypothesis profile
+from tests import bytecode, quick, ramdisk, tls, workers, xdist_groups  # noqa: F401 - quick: make check's Hypothesis profile
 from tests.pg import pg_server, pg_url
 
 __all__ = ["no_settle_wait", "pg_server", "pg_url", "undo_logging_setup"]
@@ -19,9 +19,13 @@ def pytest_configure(config: pytest.Config) -> None:
     """The controller (not an xdist worker) puts the run's temporary files in RAM
     (tests/ramdisk.py) and compiles the checkout's bytecode for all of them
     (tests/bytecode.py) and lets HTTP clients read the system's CA folder lazily
-    (tests/tls.py). Every process honours ``xdist_group`` (tests/xdist_groups.py)."""
+    (tests/tls.py). Every process honours ``xdist_group`` (tests/xdist_groups.py). A worker
+    collects garbage less often and ends without finalizing (tests/workers.py)."""
     config.pluginmanager.register(xdist_groups, "digest-bot-xdist-groups")
-    if not hasattr(config, "workerinput"):
+    if hasattr(config, "workerinput"):
+        workers.tune()
+        config.pluginmanager.register(workers, "digest-bot-workers")
+    else:
         ramdisk.use_ram_for_temporary_files()
         tls.use_system_ca_folder()
         bytecode.precompile(config)
@@ -39,16 +43,23 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             on_server = True
         if on_server:
             item.add_marker(pytest.mark.slow)
-    _slow_modules_first(items)
+    _long_tests_first(items)
 
 
-def _slow_modules_first(items: list[pytest.Item]) -> None:
-    """The modules with a ``slow`` test (real processes, servers, a browser) run first, each
-    module's tests together and in their own order: xdist hands tests out in this order, so
-    the long ones start while the short ones are left to even out the workers' ends (in
-    collection order a browser module was often the last, alone on one worker)."""
-    slow = {item.path for item in items if item.get_closest_marker("slow") is not None}
-    items.sort(key=lambda item: item.path not in slow)  # (a stable sort)
+def _long_tests_first(items: list[pytest.Item]) -> None:
+    """The ``slow`` tests (real processes, servers, a browser) run first, then the property
+    tests (Hypothesis: 2-13 s each), then the rest, each kind in collection order: xdist
+    hands tests out in this order, so the long ones start while the short ones are left to
+    even out the workers' ends (in collection order a browser module was often the last,
+    alone on one worker; with whole modules first, the rendering modules' property tests
+    kept one worker busy 7 s after the others had finished)."""
+
+    def kind(item: pytest.Item) -> int:
+        if item.get_closest_marker("slow") is not None:
+            return 0
+        return 1 if getattr(getattr(item, "obj", None), "is_hypothesis_test", False) else 2
+
+    items.sort(key=kind)  # (a stable sort)
 
 
 @pytest.fixture(autouse=True)
