@@ -228,11 +228,13 @@ def _main() -> tuple[dict, list[int]]:
     path, preload = sys.argv[1], json.loads(sys.argv[2])
     if sys.path and sys.path[0] == "":
         del sys.path[0]  # -c's working directory: not the children's
+    gc.disable()  # imports make objects that live on: passes over them would find nothing
     _preload(preload["mains"], preload["extras"])
     if threading.active_count() != 1:
         raise SystemExit("a preloaded module started a thread: cannot fork safely")
     gc.collect()
     gc.freeze()  # the children's collections need not touch (and copy) the server's objects
+    gc.enable()
     server = _Server(path)
     print(json.dumps({"ready": True, "origins": _origins()}), flush=True)
     return server.serve()

@@ -75,3 +75,37 @@ def test_young_collections_are_rarer_while_delivering_and_restored_after() -> No
         assert gc.get_threshold() == (10 * heap.YOUNG_THRESHOLD, 7, 9)
     finally:
         gc.set_threshold(*before)
+
+
+def test_a_heap_frozen_before_the_first_delivery_is_left_as_it_was(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A process forked from one that froze its heap (a fork server, a pre-forking host)
+    keeps that freeze: its deliveries (two, nested; and later ones) neither add what they
+    build to it nor give it back when they end; the thresholds are set and put back as
+    always. (Whether it was frozen is read at the process's first delivery: here, each
+    case stands for a new process.)"""
+    gc.unfreeze()
+    gc.freeze()
+    monkeypatch.setattr(heap, "_frozen_before", None)
+    try:
+        before = gc.get_freeze_count()
+        thresholds = gc.get_threshold()
+        for _ in range(2):
+            with heap.frozen_heap():
+                built = [[n] for n in range(1_000)]
+                heap.refreeze()
+                with heap.frozen_heap():
+                    heap.refreeze()
+                    assert gc.get_threshold()[0] >= heap.YOUNG_THRESHOLD
+                assert gc.get_freeze_count() == before
+            assert gc.get_freeze_count() == before
+            assert gc.get_threshold() == thresholds
+            assert len(built) == 1_000
+    finally:
+        gc.unfreeze()
+    # and a process that froze nothing: a delivery freezes, and gives it all back after
+    monkeypatch.setattr(heap, "_frozen_before", None)
+    with heap.frozen_heap():
+        assert gc.get_freeze_count() > 0
+    assert gc.get_freeze_count() == 0
