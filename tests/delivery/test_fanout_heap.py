@@ -88,20 +88,25 @@ def test_a_heap_frozen_before_the_first_delivery_is_left_as_it_was(
     gc.unfreeze()
     gc.freeze()
     monkeypatch.setattr(heap, "_frozen_before", None)
+
+    def unchanged(count: int) -> bool:
+        # (frozen objects can still die meanwhile: the count only drifts, by a few)
+        return abs(count - before) < 500
+
     try:
         before = gc.get_freeze_count()
         thresholds = gc.get_threshold()
         for _ in range(2):
             with heap.frozen_heap():
-                built = [[n] for n in range(1_000)]
-                heap.refreeze()
+                built = [[n] for n in range(5_000)]
+                heap.refreeze()  # would freeze the 5,000 lists
                 with heap.frozen_heap():
                     heap.refreeze()
                     assert gc.get_threshold()[0] >= heap.YOUNG_THRESHOLD
-                assert gc.get_freeze_count() == before
-            assert gc.get_freeze_count() == before
+                assert unchanged(gc.get_freeze_count())
+            assert unchanged(gc.get_freeze_count())  # gc.unfreeze() would leave 0
             assert gc.get_threshold() == thresholds
-            assert len(built) == 1_000
+            assert len(built) == 5_000
     finally:
         gc.unfreeze()
     # and a process that froze nothing: a delivery freezes, and gives it all back after
