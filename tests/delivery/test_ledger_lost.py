@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from sqlalchemy.exc import DBAPIError
 
 from digest_core.clock import SystemClock
 from digest_core.delivery import DeliveryEngine, Ledger
@@ -100,6 +101,35 @@ async def test_a_file_replaced_by_another_is_noticed(tmp_path: Path) -> None:
         os.replace(other, db)
         lost = await watchdog.check()
     assert lost is not None and "replaced" in str(lost) and heard == [lost]
+
+
+async def test_a_connection_opened_after_the_file_was_deleted_does_not_create_it_again(
+    tmp_path: Path,
+) -> None:
+    """Once the ledger is open, a new connection of its pool (one more at once, or one
+    opened again) to a deleted file fails instead of leaving a new, empty database there:
+    the next start says the ledger is missing, and nothing sits where the backup goes."""
+    db = tmp_path / "l.db"
+    async with Ledger.open(url_of(db), clock=SystemClock()) as ledger:
+        engine = ledger._state.engine
+        await engine.dispose()  # the pool's connections go: the next one is opened anew
+        db.unlink()
+        with pytest.raises(DBAPIError, match="unable to open database file"):
+            async with engine.connect() as conn:
+                await conn.exec_driver_sql("SELECT 1")
+        assert not db.exists()
+        heard: list[LedgerLost] = []
+
+        async def on_lost(error: LedgerLost) -> None:
+            heard.append(error)
+
+        watchdog = LedgerWatchdog(ledger, clock=SystemClock(), shown="", on_lost=on_lost)
+        assert "deleted" in str(await watchdog.check()) and len(heard) == 1
+    assert not db.exists()
+    # while a ledger that does not exist yet is created by the first open, as ever
+    async with Ledger.open(url_of(tmp_path / "new.db"), clock=SystemClock()):
+        pass
+    assert (tmp_path / "new.db").exists()
 
 
 # ---------------------------------------------------------------- at start

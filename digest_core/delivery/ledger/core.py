@@ -22,6 +22,7 @@ from digest_core.delivery.identity import (
 )
 from digest_core.delivery.ledger.engine import (
     open_error,
+    open_existing_only,
     set_aside_orphans,
     sqlite_file,
     unwritable_reason,
@@ -152,6 +153,7 @@ class Lifecycle:
         once trouble clears."""
         st = database.stat()
         self.state.path, self.state.file_id = database, (st.st_dev, st.st_ino)
+        open_existing_only(self.state.engine, database)
         self.state.health.file = database.with_name(database.name + ".health")
         self.state.health.subscribe(self._checkpoint_after_trouble)
 

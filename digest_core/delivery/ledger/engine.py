@@ -37,6 +37,7 @@ __all__ = [
     "create_engine",
     "generic_plans",
     "open_error",
+    "open_existing_only",
     "set_aside_orphans",
     "sqlite_file",
     "unwritable_reason",
@@ -202,6 +203,21 @@ def _set_pragmas(engine: AsyncEngine, busy_ms: int) -> None:
         cursor.execute(f"PRAGMA journal_size_limit={WAL_LIMIT_BYTES}")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()
+
+
+def open_existing_only(engine: AsyncEngine, database: Path) -> None:
+    """From now on, a connection the engine opens to the SQLite file ``database`` finds it
+    or fails (SQLite's ``mode=rw``, SQLITE_CANTOPEN: trouble, waited out) instead of
+    creating it. Called once the ledger is open: a connection the pool opened after the file
+    was deleted, before the watchdog noticed or while the bot stopped, left a new, empty
+    database in its place, and the next start refused that as "a new, empty database"
+    instead of saying the ledger was missing (a fresh-clone test run saw it)."""
+    uri = database.resolve().as_uri() + "?mode=rw"
+
+    @event.listens_for(engine.sync_engine, "do_connect")
+    def _existing(_dialect: Any, _record: Any, cargs: list[Any], cparams: dict[str, Any]) -> None:
+        cargs[:1] = [uri]
+        cparams["uri"] = True
 
 
 def _wal(cursor: Any, busy_ms: int) -> None:
