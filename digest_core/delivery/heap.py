@@ -15,8 +15,8 @@ _freezers = 0
 YOUNG_THRESHOLD = 20_000
 #: the collector's thresholds before the first of them began
 _thresholds: tuple[int, int, int] | None = None
-#: whether the heap was frozen before this process's first delivery began (None: none has)
-_frozen_before: bool | None = None
+#: whether the heap was frozen before the first of them began (then they leave it as it is)
+_frozen_before = False
 
 
 @contextlib.contextmanager
@@ -40,18 +40,17 @@ def frozen_heap() -> Iterator[None]:
     count gets there; a garbage cycle made meanwhile is frozen with it and collected after
     the last delivery's end, as one made just before a freeze always was.
 
-    A heap that was already frozen when the process's first delivery began (by the process
-    that forked this one, to share its pages with its children, as a pre-forking server
-    does) is left as it was: deliveries neither add to it nor give it back, since
-    ``gc.unfreeze`` would give back everything and each full pass after it would walk, and
-    copy, the parent's pages too. Their full passes still skip what was frozen.
+    A heap that was already frozen when the first delivery began (by the process that forked
+    this one, to share its pages with its children, as a pre-forking server does) is left as
+    it was: deliveries neither add to it nor give it back, since ``gc.unfreeze`` would give
+    back everything and each full pass after it would walk, and copy, the parent's pages
+    too. Their full passes still skip what was frozen.
     """
     global _freezers, _thresholds, _frozen_before
-    if _frozen_before is None:
-        # once: it walks the permanent generation, and a process that answers commands
-        # delivers many times
-        _frozen_before = gc.get_freeze_count() > 0
     if not _freezers:
+        # (walks the permanent generation: a no-op where nothing froze it, as after a
+        # delivery here; a few ms in a process forked from one that froze 300k objects)
+        _frozen_before = gc.get_freeze_count() > 0
         _thresholds = gc.get_threshold()
         gc.set_threshold(max(_thresholds[0], YOUNG_THRESHOLD), *_thresholds[1:])
     if not _frozen_before:

@@ -77,17 +77,13 @@ def test_young_collections_are_rarer_while_delivering_and_restored_after() -> No
         gc.set_threshold(*before)
 
 
-def test_a_heap_frozen_before_the_first_delivery_is_left_as_it_was(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_a_heap_frozen_before_the_first_delivery_is_left_as_it_was() -> None:
     """A process forked from one that froze its heap (a fork server, a pre-forking host)
     keeps that freeze: its deliveries (two, nested; and later ones) neither add what they
     build to it nor give it back when they end; the thresholds are set and put back as
-    always. (Whether it was frozen is read at the process's first delivery: here, each
-    case stands for a new process.)"""
+    always."""
     gc.unfreeze()
     gc.freeze()
-    monkeypatch.setattr(heap, "_frozen_before", None)
 
     def unchanged(count: int) -> bool:
         # (frozen objects can still die meanwhile: the count only drifts, by a few)
@@ -110,7 +106,6 @@ def test_a_heap_frozen_before_the_first_delivery_is_left_as_it_was(
     finally:
         gc.unfreeze()
     # and a process that froze nothing: a delivery freezes, and gives it all back after
-    monkeypatch.setattr(heap, "_frozen_before", None)
     with heap.frozen_heap():
         assert gc.get_freeze_count() > 0
     assert gc.get_freeze_count() == 0
