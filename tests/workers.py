@@ -5,7 +5,7 @@
   0.3-0.8 s each on a 2-core machine, and with Python's thresholds (700, 10, 10) a worker ran
   10-17 of them (6-10 s of its time, gc.callbacks). A full pass waits for
   :data:`THRESHOLDS`'s 100 middle-generation passes instead of 10: 2-3 a worker. Garbage
-  cycles are still collected, later; a worker's peak memory stayed under 0.5 GB. A delivery
+  cycles are still collected, later; a worker's peak memory stayed under 0.6 GB. A delivery
   run in the worker sets its own thresholds and puts these back (``delivery.heap``).
 - **No interpreter finalization at the end.** A worker's results have gone to the controller
   once its session has finished (xdist's ``workerfinished``); then xdist kept every worker

@@ -125,6 +125,7 @@ class Lifecycle:
             write_marker(marker, self.state.ledger_id)
         if database is not None:
             self._watch(database)
+            open_existing_only(self.state.engine, database)
 
     def _check_before_connecting(self, opening: _Opening, database: Path) -> None:
         """What an SQLite file is refused for before a connection (which would create it):
@@ -153,7 +154,6 @@ class Lifecycle:
         once trouble clears."""
         st = database.stat()
         self.state.path, self.state.file_id = database, (st.st_dev, st.st_ino)
-        open_existing_only(self.state.engine, database)
         self.state.health.file = database.with_name(database.name + ".health")
         self.state.health.subscribe(self._checkpoint_after_trouble)
 
