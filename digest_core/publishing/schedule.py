@@ -225,8 +225,8 @@ class DailyPoster:
         )
 
     async def _job(self, day: dt.date | None = None) -> Outcome | None:
-        """What the scheduler runs: :meth:`_triggered`, ending quietly (None) when :meth:`stop`
-        cuts it short. APScheduler logs anything a job raises, a cancellation too, as an error
+        """What the scheduler runs: :meth:`_triggered`, ending quietly (None) when the shutdown
+        cuts it short (:meth:`shutting_down`, :meth:`stop`). APScheduler logs anything a job raises, a cancellation too, as an error
         with its traceback: every shutdown during a scheduled post printed one."""
         try:
             return await self._triggered(day)
@@ -247,11 +247,17 @@ class DailyPoster:
         finally:
             self._running.discard(task)
 
+    def shutting_down(self) -> None:
+        """Shutdown has begun: a trigger cut short from now on ends quietly, whether
+        :meth:`stop` cancels it or the shutdown cancels the delivery it runs (after the
+        deliveries' grace period), which it does first. :meth:`stop` ends this state."""
+        self._stopping = True
+
     async def stop(self) -> None:
         """Cancel triggers still running (on shutdown, once deliveries had their grace period)
         and wait for them to unwind, so none outlives the ledger."""
         tasks = list(self._running)
-        self._stopping = True
+        self.shutting_down()
         try:
             for task in tasks:
                 task.cancel()

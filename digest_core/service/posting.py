@@ -396,7 +396,10 @@ class Posting:
         """Cancel the deliveries under way (on shutdown, after the grace period) and wait for
         them to unwind: a part being sent stays in flight in the ledger and the next start
         resends it; parts not started stay pending. Resumes waiting for the ledger end too.
-        Returns how many deliveries were cancelled."""
+        Returns how many deliveries were cancelled. The run ends after this (a shutdown, a
+        lost ledger or leadership): a scheduled post cut short here ends quietly, not as an
+        error of its job."""
+        self.poster.shutting_down()
         tasks = self.under_way.tasks()
         waiting = [t for t in self.resumer.waiters() if t not in tasks]
         for task in [*tasks, *waiting]:

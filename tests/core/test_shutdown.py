@@ -5,8 +5,12 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import io
+import logging
 import shutil
 from pathlib import Path
+
+import pytest
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from bots.console import ConsolePlatform
 from bots.console.spec import CONSOLE_LIMITS
@@ -81,3 +85,45 @@ async def test_cancelled_delivery_resumes_without_loss(tmp_path: Path) -> None:
         assert report.ok
         parts = max(r.part for r in await ledger.records()) + 1
         assert len(fast.sent) == 20 * parts  # everything, once: nothing was sent before
+
+
+async def test_a_scheduled_post_cancelled_by_the_shutdown_ends_its_job_without_an_error(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The shutdown cancels the deliveries still running after their grace period, before it
+    stops the poster. A delivery run by a scheduler job (here the look again for a late file)
+    is that job's own task: its cancellation reached APScheduler, which logged it as an ERROR
+    with a traceback (the fault suite's sigterm-rerun). It ends quietly now."""
+    caplog.set_level(logging.INFO)
+    archive_dir = tmp_path / "archive"
+    archive_dir.mkdir()
+    shutil.copy2(SAMPLE_ARCHIVE / f"{DAY}.txt", archive_dir)  # (saved long ago)
+    slow = SlowConsole(delay=30.0)
+    scheduler = AsyncIOScheduler(timezone=dt.UTC)
+    async with Ledger.open(f"sqlite+aiosqlite:///{tmp_path / 'ledger.db'}") as ledger:
+        service = service_for(ledger, Archive(archive_dir), slow)
+        service.poster.install(scheduler)
+        scheduler.start()
+        try:
+            service.poster._later(dt.datetime.now(dt.UTC), DAY)  # a late file's look again
+            for _ in range(500):  # until the job's delivery has every target in flight
+                await asyncio.sleep(0.01)
+                if len(await ledger.in_flight()) == 20:
+                    break
+            assert not await service.idle(0.05), "the job's delivery did not start"
+            assert await service.cancel_deliveries() == 1
+            await service.poster.stop()
+            for _ in range(3):  # the job's end is reported by the scheduler's own task
+                await asyncio.sleep(0)
+        finally:
+            scheduler.shutdown(wait=False)
+        states = {r.state for r in await ledger.records()}
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert errors == [], [r.getMessage() for r in errors]
+    stopped = [
+        r.getMessage() for r in caplog.records if "stopped by the shutdown" in r.getMessage()
+    ]
+    assert stopped == [
+        f"the look for the issue of {DAY} was stopped by the shutdown; the next start catches up"
+    ]
+    assert PartState.FAILED not in states and slow.sent == []
