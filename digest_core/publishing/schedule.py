@@ -226,8 +226,9 @@ class DailyPoster:
 
     async def _job(self, day: dt.date | None = None) -> Outcome | None:
         """What the scheduler runs: :meth:`_triggered`, ending quietly (None) when the shutdown
-        cuts it short (:meth:`shutting_down`, :meth:`stop`). APScheduler logs anything a job raises, a cancellation too, as an error
-        with its traceback: every shutdown during a scheduled post printed one."""
+        cuts it short (:meth:`shutting_down`, :meth:`stop`). APScheduler logs anything a job
+        raises, a cancellation too, as an error with its traceback: every shutdown during a
+        scheduled post printed one."""
         try:
             return await self._triggered(day)
         except asyncio.CancelledError:
