@@ -23,7 +23,7 @@ def pytest_configure(config: pytest.Config) -> None:
     collects garbage less often and ends without finalizing (tests/workers.py)."""
     config.pluginmanager.register(xdist_groups, "digest-bot-xdist-groups")
     if hasattr(config, "workerinput"):
-        workers.tune()
+        workers.tune(config)
         config.pluginmanager.register(workers, "digest-bot-workers")
     else:
         ramdisk.use_ram_for_temporary_files()
