@@ -53,14 +53,20 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     # here: what they build lives as long as the process, so the collector's passes over it
     # while it is built find nothing (about 4% of the start). Collection is off while they
     # are imported, and what they built is then frozen out of later full passes (until the
-    # first delivery's end unfreezes everything: digest_core.delivery.heap).
+    # first delivery's end gives it back: digest_core.delivery.heap). It is frozen before
+    # collection is on again: the first allocation after gc.enable() would otherwise collect
+    # the youngest generation, which holds all of it (25 ms of CPU before the bot is ready,
+    # benchmarks/startup.py, December 2026).
     gc.disable()
     try:
         from bots.runtime import run
+        from digest_core.delivery.heap import start_up_frozen
+
+        with start_up_frozen():
+            gc.enable()
+            run_async(run(settings, only=args.only, new_ledger=args.new_ledger))
     finally:
         gc.enable()
-    gc.freeze()
-    run_async(run(settings, only=args.only, new_ledger=args.new_ledger))
     return EXIT_OK
 
 

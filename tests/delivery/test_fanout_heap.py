@@ -109,3 +109,46 @@ def test_a_heap_frozen_before_the_first_delivery_is_left_as_it_was() -> None:
     with heap.frozen_heap():
         assert gc.get_freeze_count() > 0
     assert gc.get_freeze_count() == 0
+
+
+def test_what_start_up_froze_is_the_first_deliverys_to_give_back() -> None:
+    """``digest-bot run`` freezes what its start-up built (``start_up_frozen``). A delivery
+    takes that freeze for its own, not for a forking parent's: it freezes what it builds
+    too, and its end gives everything back. Without a delivery, the block's end does."""
+    gc.unfreeze()
+    with heap.start_up_frozen():
+        assert gc.get_freeze_count() > 0
+        with heap.frozen_heap():
+            built = [[n] for n in range(5_000)]
+            before = gc.get_freeze_count()
+            heap.refreeze()
+            assert gc.get_freeze_count() >= before + 5_000  # what the delivery built
+        assert gc.get_freeze_count() == 0
+        with heap.frozen_heap():  # (a later delivery finds nothing frozen)
+            assert gc.get_freeze_count() > 0
+        assert gc.get_freeze_count() == 0
+    assert len(built) == 5_000
+    with heap.start_up_frozen():
+        assert gc.get_freeze_count() > 0
+    assert gc.get_freeze_count() == 0  # a run in a test process leaves no heap frozen
+
+
+def test_a_start_up_in_a_heap_frozen_before_adds_to_it_and_gives_nothing_back() -> None:
+    """``digest-bot run`` forked from a process that froze its heap (the suite's fork
+    server): its start-up's objects join the parent's in the permanent generation, and
+    neither its deliveries nor its end give anything back."""
+    gc.unfreeze()
+    gc.freeze()
+    try:
+        parents = gc.get_freeze_count()
+        built = [[n] for n in range(5_000)]
+        with heap.start_up_frozen():
+            added = gc.get_freeze_count()
+            assert added >= parents + 5_000 - 500  # (frozen objects can die meanwhile)
+            with heap.frozen_heap():
+                heap.refreeze()
+            assert abs(gc.get_freeze_count() - added) < 500  # not 0: nothing given back
+        assert abs(gc.get_freeze_count() - added) < 500
+        assert len(built) == 5_000
+    finally:
+        gc.unfreeze()
