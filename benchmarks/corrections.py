@@ -32,8 +32,8 @@ from sqlalchemy import update
 from benchmarks.fanout import StallProbe, _timed
 from digest_core.clock import SystemClock
 from digest_core.delivery import Ledger, PartState
-from digest_core.delivery.heap import frozen_heap
 from digest_core.delivery.ledger import parts
+from digest_core.heap import frozen_heap
 from digest_core.models import IssueRef
 from digest_core.testing import make_issue, make_messages, make_targets
 

@@ -6,7 +6,7 @@
   10-17 of them (6-10 s of its time, gc.callbacks). A full pass waits for
   :data:`THRESHOLDS`'s 100 middle-generation passes instead of 10: 2-3 a worker. Garbage
   cycles are still collected, later; a worker's peak memory stayed under 0.6 GB. A delivery
-  run in the worker sets its own thresholds and puts these back (``delivery.heap``).
+  run in the worker sets its own thresholds and puts these back (``digest_core.heap``).
 - **No last full pass of pytest's own.** pytest's unraisable-exception plugin runs a full
   pass at its ``pytest_unconfigure`` to find ``__del__`` errors of garbage cycles left at
   the end: 0.3-1.2 s a worker (measured December 2026), the last worker's on the

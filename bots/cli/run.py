@@ -53,14 +53,14 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     # here: what they build lives as long as the process, so the collector's passes over it
     # while it is built find nothing (about 4% of the start). Collection is off while they
     # are imported, and what they built is then frozen out of later full passes (until the
-    # first delivery's end gives it back: digest_core.delivery.heap). It is frozen before
+    # first delivery's end gives it back: digest_core.heap). It is frozen before
     # collection is on again: the first allocation after gc.enable() would otherwise collect
     # the youngest generation, which holds all of it (25 ms of CPU before the bot is ready,
     # benchmarks/startup.py, December 2026).
     gc.disable()
     try:
         from bots.runtime import run
-        from digest_core.delivery.heap import start_up_frozen
+        from digest_core.heap import start_up_frozen
 
         with start_up_frozen():
             gc.enable()

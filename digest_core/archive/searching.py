@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import gc
 import heapq
 import itertools
 import logging
@@ -38,6 +37,7 @@ from digest_core.archive.fulltext import (
     index_path_for,
 )
 from digest_core.archive.scan import RawTest, SearchHit, hits_in
+from digest_core.heap import freeze_start_up
 from digest_core.models import Issue
 
 if TYPE_CHECKING:
@@ -96,10 +96,10 @@ def _freeze_start_up() -> None:
     out of the collector's full passes (``gc.freeze``), once. Otherwise each full pass walks
     it all, and one (45-50 ms with ten years of issues) lands on whichever readers' commands
     run then: it was the /search p99 under 200 readers at 3,650 issues. A delivery's end gives
-    frozen objects back to the collector (:mod:`digest_core.delivery.heap`)."""
+    frozen objects back to the collector (:func:`digest_core.heap.freeze_start_up`)."""
     if not _start_up_frozen.is_set():
         _start_up_frozen.set()
-        gc.freeze()
+        freeze_start_up()
 
 
 class Searcher:

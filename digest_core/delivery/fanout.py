@@ -16,7 +16,6 @@ from typing import Any
 
 from digest_core import metrics
 from digest_core.clock import Clock, SystemClock
-from digest_core.delivery.heap import frozen_heap, refreeze
 from digest_core.delivery.ledger import (
     DEFAULT_LEASE_TTL,
     FULL_VARIANT,
@@ -47,6 +46,7 @@ from digest_core.errors import (
     TargetMoved,
     TransientError,
 )
+from digest_core.heap import frozen_heap, refreeze
 from digest_core.logcontext import log_fields
 from digest_core.metrics import NULL_METRICS, MetricsSink
 from digest_core.models import IssueRef

@@ -19,7 +19,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from digest_core.delivery.fanout import YIELD_EVERY, DeliveryEngine, Fanout, TargetRun
-from digest_core.delivery.heap import frozen_heap, refreeze
 from digest_core.delivery.ledger import (
     FULL_VARIANT,
     MAYBE_SENT,
@@ -30,6 +29,7 @@ from digest_core.delivery.ledger import (
 from digest_core.delivery.reports import ProgressCallback, TargetReport
 from digest_core.delivery.threads import placed_in
 from digest_core.errors import MessageGone
+from digest_core.heap import frozen_heap, refreeze
 from digest_core.models import IssueRef
 from digest_core.platform import Editor, PartKey, Platform, PlatformLimits, Target, Threads
 from digest_core.rendering import Message

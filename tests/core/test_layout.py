@@ -23,6 +23,7 @@ CORE = ROOT / "digest_core"
 TOP_MODULES = {
     "clock",
     "errors",
+    "heap",
     "logcontext",
     "metrics",
     "models",
@@ -162,7 +163,6 @@ def test_the_core_is_its_top_modules_and_its_packages() -> None:
 #: sibling modules that begin with the same three or more letters and are still no family:
 #: different words that happen to begin alike (a numbered prefix, ``v0001_``, is no word)
 ALIKE = {
-    frozenset({"health", "heap"}),  # delivery/: the ledger's trouble; a frozen heap
     frozenset({"core", "corrections"}),  # delivery/ledger/: open and close; corrections
     frozenset({"migrate", "migrations"}),  # delivery/ledger/: Alembic's folder, what runs it
     frozenset({"cli", "client"}),  # bots/discord/: `digest-bot discord`; the gateway client
@@ -200,7 +200,7 @@ def test_the_prefix_check_finds_a_family() -> None:
     """(The check above can fail: the work chats' app modules were one.)"""
     assert _families({"appapi", "appbot", "adapter", "doctor"}) == {"app"}
     assert _families({"archive", "archive_add"}) == {"archive"}
-    assert _families({"health", "heap", "v0001_base", "v0002_leases"}) == set()
+    assert _families({"core", "corrections", "v0001_base", "v0002_leases"}) == set()
 
 
 #: one concept under one class name in several modules: each renderer's own ``Limits``

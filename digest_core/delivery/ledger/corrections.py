@@ -35,7 +35,6 @@ from typing import Any
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from digest_core.delivery.heap import refreeze
 from digest_core.delivery.ledger.diffing import (
     CorrectionAction,
     Planned,
@@ -56,6 +55,7 @@ from digest_core.delivery.ledger.schema import (
     targets,
 )
 from digest_core.delivery.ledger.state import LedgerState, retried
+from digest_core.heap import refreeze
 from digest_core.models import IssueRef
 from digest_core.platform import Target, TargetKind
 

@@ -27,7 +27,6 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from digest_core.delivery.heap import refreeze
 from digest_core.delivery.ledger.classify import (
     Classification,
     FoundRow,
@@ -63,6 +62,7 @@ from digest_core.delivery.ledger.schema import (
     targets,
 )
 from digest_core.delivery.ledger.state import LedgerState, retried
+from digest_core.heap import refreeze
 from digest_core.models import IssueRef
 from digest_core.platform import Target
 

@@ -13,12 +13,12 @@ from sqlalchemy import (
 )
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from digest_core.delivery.heap import frozen_heap, refreeze
 from digest_core.delivery.ledger.schema import (
     subscribers,
     targets,
 )
 from digest_core.delivery.ledger.state import LedgerState
+from digest_core.heap import frozen_heap, refreeze
 from digest_core.platform import Target, TargetKind
 
 __all__ = ["Subscribers", "activate_subscriber"]

@@ -1,4 +1,6 @@
-"""Keeping a large delivery's objects out of the garbage collector's full passes."""
+"""The process's objects that live long, kept out of the garbage collector's full passes: a
+large delivery's while it runs (:func:`frozen_heap`), and what a long-running process's start
+built (:func:`freeze_start_up`, :func:`start_up_frozen`)."""
 
 from __future__ import annotations
 
@@ -18,8 +20,11 @@ YOUNG_THRESHOLD = 20_000
 _thresholds: tuple[int, int, int] | None = None
 #: whether the heap was frozen before the first of them began (then they leave it as it is)
 _frozen_before = False
-#: the process whose start-up :func:`start_up_frozen` froze, until a delivery gives it back
+#: the process whose start-up :func:`freeze_start_up` froze, until a delivery gives it back
 _start_up: int | None = None
+#: the process that found its heap frozen by another (a forking parent): nothing here ever
+#: gives that back, so it is asked once
+_inherited: int | None = None
 
 
 @contextlib.contextmanager
@@ -51,11 +56,7 @@ def frozen_heap() -> Iterator[None]:
     """
     global _freezers, _thresholds, _frozen_before, _start_up
     if not _freezers:
-        # what this process's start-up froze (start_up_frozen) is the deliveries' to give
-        # back; anything else frozen is asked of the collector, which walks the permanent
-        # generation: free where nothing is frozen, 14 ms where 130k objects are (measured
-        # in December 2026), 80 ms a delivery in a test worker whose whole heap was frozen
-        _frozen_before = _start_up != os.getpid() and gc.get_freeze_count() > 0
+        _frozen_before = _frozen_by_another()
         _thresholds = gc.get_threshold()
         gc.set_threshold(max(_thresholds[0], YOUNG_THRESHOLD), *_thresholds[1:])
     if not _frozen_before:
@@ -74,24 +75,48 @@ def frozen_heap() -> Iterator[None]:
                 _start_up = None
 
 
-@contextlib.contextmanager
-def start_up_frozen() -> Iterator[None]:
-    """For the rest of a long-running process's life once it has started (``digest-bot
-    run``): what its start-up built (modules, settings, services) lives as long as the
-    process, so it is frozen out of full passes. The first delivery treats it as its own
-    freeze and gives it back at its end, with what it built; whatever is still frozen when
-    the block ends is given back then, so a run in a test process leaves its heap as it was.
+def _frozen_by_another() -> bool:
+    """Whether the heap is frozen, and not by this process's start-up (:func:`freeze_start_up`,
+    the deliveries' to give back). The collector's answer walks the permanent generation:
+    free where nothing is frozen, about 50 ms in a process forked from the suite's fork
+    server, 80 ms in a test worker whose whole heap was frozen (December 2026); so it is
+    asked only while nothing is known, and a parent's freeze is remembered."""
+    global _inherited
+    pid = os.getpid()
+    if _start_up == pid:
+        return False
+    if _inherited == pid:
+        return True
+    if gc.get_freeze_count() > 0:
+        _inherited = pid
+        return True
+    return False
 
-    A heap already frozen (by a forking parent) is left as it is: what start-up built is
-    added to it, and nothing is given back.
+
+def freeze_start_up() -> None:
+    """What is alive now lives as long as the process (its modules, settings, services, the
+    archive's listing): freeze it out of full passes. The first delivery to run afterwards
+    treats this freeze as its own: it freezes what it builds too and gives everything back
+    at its end (a full pass then walks it again, until the next start-up freeze).
+
+    A heap already frozen by another process (a forking parent, sharing its pages with this
+    one) is not this process's to give back: what is alive is added to it, and deliveries
+    leave it all as it is. (Finding that out walks the frozen objects once: free where
+    nothing is frozen.)
     """
     global _start_up
-    if gc.get_freeze_count() > 0:  # (the one walk of the permanent generation: see above)
-        gc.freeze()
-        yield
-        return
+    if not _freezers and not _frozen_by_another():
+        _start_up = os.getpid()
     gc.freeze()
-    _start_up = os.getpid()
+
+
+@contextlib.contextmanager
+def start_up_frozen() -> Iterator[None]:
+    """:func:`freeze_start_up` for the block (``digest-bot run``, once started): whatever of
+    this process's own freeze is still frozen when it ends is given back then, so a run in a
+    test process leaves the heap as it found it."""
+    global _start_up
+    freeze_start_up()
     try:
         yield
     finally:
