@@ -1837,6 +1837,8 @@ def running_process(
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(10)
+        if proc.stdout is not None:
+            proc.stdout.close()
 
 
 def main(argv: Iterable[str] | None = None) -> None:
