@@ -104,7 +104,11 @@ async def test_a_freed_disk_is_not_filled_again_by_the_log(
         print(f"largest log after the disk was freed: {largest} bytes")
         # what the full disk's backlog grew the log to was given back once it answered
         assert any("checkpointed the ledger's log" in r.message for r in caplog.records)
-        # the log was checkpointed and cut back once the disk had room again
+        # the log was checkpointed and cut back once the disk had room again. (A post whose
+        # last commit takes the log past its checkpoint leaves it at that size, 258 frames
+        # or 1,062,992 bytes in two fresh clones: it is cut back when it starts over, at the
+        # next write.)
+        await ledger.subscribe("one", "a-write-after-the-post")
         assert wal_size(db) <= WAL_LIMIT_BYTES, wal_size(db)
     assert report.ok, report
     assert troubles == ["database or disk is full", "cleared"]
