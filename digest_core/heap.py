@@ -25,6 +25,8 @@ _start_up: int | None = None
 #: the process that found its heap frozen by another (a forking parent): nothing here ever
 #: gives that back, so it is asked once
 _inherited: int | None = None
+#: the process that froze its heap for the children it forks (:func:`freeze_for_children`)
+_parent: int | None = None
 
 
 @contextlib.contextmanager
@@ -85,12 +87,22 @@ def _frozen_by_another() -> bool:
     pid = os.getpid()
     if _start_up == pid:
         return False
-    if _inherited == pid:
+    if _inherited == pid or _parent not in (None, pid):
         return True
     if gc.get_freeze_count() > 0:
         _inherited = pid
         return True
     return False
+
+
+def freeze_for_children() -> None:
+    """Freeze the heap before forking children that are to share its pages (a pre-forking
+    host; the test suite's fork server): a full pass in a child then neither walks nor
+    copies them. A child's deliveries leave that freeze as it is (see :func:`frozen_heap`),
+    and know it without asking the collector (about 50 ms a child, December 2026)."""
+    global _parent
+    gc.freeze()
+    _parent = os.getpid()
 
 
 def freeze_start_up() -> None:

@@ -30,6 +30,7 @@ def no_start_up_freeze(monkeypatch: pytest.MonkeyPatch) -> None:
     freeze one of these tests stood in for) is forgotten before and after."""
     monkeypatch.setattr(heap, "_start_up", None)
     monkeypatch.setattr(heap, "_inherited", None)
+    monkeypatch.setattr(heap, "_parent", None)
 
 
 @pytest.mark.slow  # over 0.25 s: left out of make check
@@ -180,3 +181,41 @@ def test_a_start_up_freeze_outside_a_block_is_the_next_deliverys_to_give_back() 
     with heap.frozen_heap():
         assert not heap._frozen_before
     assert gc.get_freeze_count() == 0
+
+
+def test_a_child_of_a_process_that_froze_for_its_children_knows_it_without_asking() -> None:
+    """``freeze_for_children`` before forking (a pre-forking host, the suite's fork server):
+    a child's delivery leaves the freeze as it is, and the collector is not asked (its
+    answer walks every frozen object)."""
+    pipe_out, pipe_in = os.pipe()
+    gc.unfreeze()
+    try:
+        heap.freeze_for_children()
+        before = gc.get_freeze_count()
+        pid = os.fork()
+        if pid == 0:  # the child: report, and end without the parent's clean-up
+            try:
+                calls = 0
+                counted = gc.get_freeze_count
+
+                def counting() -> int:
+                    nonlocal calls
+                    calls += 1
+                    return counted()
+
+                gc.get_freeze_count = counting  # type: ignore[assignment]
+                with heap.frozen_heap():
+                    heap.refreeze()
+                left = counted()
+                os.write(pipe_in, f"{calls} {int(heap._frozen_before)} {left}".encode())
+            finally:
+                os._exit(0)
+        os.close(pipe_in)
+        answer = os.read(pipe_out, 100).decode().split()
+        os.waitpid(pid, 0)
+    finally:
+        os.close(pipe_out)
+        gc.unfreeze()
+    calls, frozen_before, left = (int(x) for x in answer)
+    assert calls == 0 and frozen_before == 1
+    assert abs(left - before) < 500  # not given back (not 0), nothing added
