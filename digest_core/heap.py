@@ -6,11 +6,8 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import logging
 import os
 from collections.abc import Iterator
-
-log = logging.getLogger(__name__)
 
 #: deliveries under way in this process that froze the heap
 _freezers = 0
