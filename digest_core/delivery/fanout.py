@@ -480,8 +480,8 @@ class Fanout:
         #: the dispatcher waits for the overall bucket's next turn (see :meth:`_take_at_end`)
         self._turn_nap = False
         #: how early a send's end may take the next send's turn of the overall bucket (see
-        #: :meth:`_take_at_end`): one interval of it
-        self._early = self.pacer.dispatch_interval
+        #: :meth:`_take_at_end`): one clump of turns of the send window (one turn without one)
+        self._early = self.pacer.take_ahead
         #: records of sends not yet committed (a sender does not wait for its own: see
         #: ``Ledger.mark_sent_soon``), by the future of the writer's batch they settle with;
         #: and the first of them that failed
@@ -572,12 +572,15 @@ class Fanout:
 
     def _take_at_end(self) -> TargetRun | None:
         """At the end of a send, the next send for the same sender to start at once, if one
-        may start now or within one interval of the overall bucket (a turn taken early, not
-        an extra one: the bucket is in debt by at most one, and the send itself waits for
-        its platform-wide turn as every send does). So its claim shares the transaction of
-        the record of the send that just ended, and the dispatcher is not woken for it (its
-        alarm for that turn is moved to the next): at a paced rate a transaction and two
-        wake-ups less per message. None: this sender is free; the dispatcher is woken."""
+        may start now or within ``Pacer.take_ahead`` of the overall bucket's turn (a turn
+        taken early, not an extra one: the bucket is in debt by at most one clump of the
+        send window, and the send itself waits for its platform-wide turn as every send
+        does). So its claim shares the transaction of the record of the send that just
+        ended, and the dispatcher is not woken for it (its alarm for that turn is moved to
+        the next): at a paced rate a transaction and two wake-ups less per message. The
+        sends of one clump end together, so each takes its next at once, and their records
+        and claims share one transaction. None: this sender is free; the dispatcher is
+        woken."""
         if self._broken is None and (self._fresh or self._ready or self._waiting):
             now = self._clock.monotonic()
             self._promote(now)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import random
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import overload
 
 from digest_core.clock import Clock
 from digest_core.platform import PlatformLimits, Rate, Target
@@ -89,7 +91,18 @@ class SendSlot:
     :meth:`done` however the send ends, cancelled or not: later turns wait for it (a
     cancelled :meth:`wait` marks it done itself)."""
 
-    __slots__ = ("_at", "_began", "_ended", "_gate", "_grace", "_window", "end", "start")
+    __slots__ = (
+        "_at",
+        "_began",
+        "_company",
+        "_ended",
+        "_gate",
+        "_grace",
+        "_slack",
+        "_window",
+        "end",
+        "start",
+    )
 
     def __init__(
         self,
@@ -98,11 +111,18 @@ class SendSlot:
         gate: SendSlot | None = None,
         window: float = 0.0,
         grace: float = 0.0,
+        company: tuple[SendSlot, ...] = (),
+        slack: float = 0.0,
     ) -> None:
         """``at``: not before this time; ``gate``: nor before ``window`` seconds after the
-        answer to that turn."""
+        answer to that turn. ``company``: the turns whose answers the turns that go out with
+        this one wait for; an answer of theirs back within ``slack`` seconds of the gate's
+        holds this one as long as it holds them, so they go out together again (a turn that
+        went late, by ``slack`` at most, does not split its clump for good)."""
         self._at = at
         self._gate = gate
+        self._company = company
+        self._slack = slack
         self._window = window
         self._grace = grace
         self._began: asyncio.Future[None] | None = None
@@ -116,9 +136,16 @@ class SendSlot:
         """Wait for this turn; the clock seconds waited."""
         began = clock.monotonic()
         try:
-            at, gate, self._gate = self._at, self._gate, None
+            # (let go of the turns before: each holds its own gate and company)
+            at, gate, company = self._at, self._gate, self._company
+            self._gate, self._company = None, ()
             if gate is not None:
-                at = max(at, await gate._answer(clock) + self._window)
+                answered = await gate._answer(clock)
+                at = max(at, answered + self._window)
+                for other in company:
+                    late = await other._answer(clock, by=answered + self._slack)
+                    if late is not None:
+                        at = max(at, late + self._window)
             delay = at - clock.monotonic()
             if delay > 0:
                 await clock.sleep(delay)
@@ -146,31 +173,50 @@ class SendSlot:
 
     def done(self, now: float) -> None:
         """The answer to this turn's request is back (or it never went) at ``now``."""
+        self._gate, self._company = None, ()
         if self.end is None:
             self.end = now if self.start is None else max(now, self.start)
             _settle(self._began)
             _settle(self._ended)
 
-    async def _answer(self, clock: Clock) -> float:
+    @overload
+    async def _answer(self, clock: Clock) -> float: ...
+    @overload
+    async def _answer(self, clock: Clock, by: float) -> float | None: ...
+
+    async def _answer(self, clock: Clock, by: float | None = None) -> float | None:
         """When this turn's answer was back: waited for, at most ``grace`` seconds after the
-        turn began (an answer overdue by then counts as arrived by then)."""
+        turn began (an answer overdue by then counts as arrived by then). With ``by``: nor
+        past that time; None if the answer was not back by then."""
         if self.end is None and self.start is None:
             # its own wait is still ahead of it
             self._began = _future(self._began)
-            await asyncio.shield(self._began)
+            if by is None:
+                await asyncio.shield(self._began)
+            elif not await _settled_by(clock, self._began, by):
+                return None
         if self.end is not None:
             return self.end
         assert self.start is not None
         overdue = self.start + self._grace
-        left = overdue - clock.monotonic()
-        if left > 0:
-            self._ended = _future(self._ended)
-            sleeper = asyncio.ensure_future(clock.sleep(left))
-            try:
-                await asyncio.wait((sleeper, self._ended), return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                sleeper.cancel()
-        return overdue if self.end is None else self.end
+        self._ended = _future(self._ended)
+        await _settled_by(clock, self._ended, overdue if by is None else min(overdue, by))
+        if self.end is not None:
+            return self.end
+        return overdue if by is None or overdue <= by else None
+
+
+async def _settled_by(clock: Clock, future: asyncio.Future[None], until: float) -> bool:
+    """Wait for ``future`` until the clock's ``until`` at most (it is not cancelled);
+    whether it is done."""
+    left = until - clock.monotonic()
+    if left > 0 and not future.done():
+        sleeper = asyncio.ensure_future(clock.sleep(left))
+        try:
+            await asyncio.wait((sleeper, future), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            sleeper.cancel()
+    return future.done()
 
 
 def _future(existing: asyncio.Future[None] | None) -> asyncio.Future[None]:
@@ -197,19 +243,41 @@ class SendWindow:
     arrives) and when its answer is back (no earlier than it arrived); a turn begins only
     ``window`` seconds after the answer of the turn ``count`` before it. Any ``window``-long
     span of the platform's clock then holds at most ``count`` arrivals, with no margin lost
-    to timing jitter, and sends go out ``count`` at a time (the window's own burst).
+    to timing jitter.
 
-    Turns are also spread evenly, ``count / window`` a second with ``spread`` (by default a
-    tenth of ``count``) at once: a whole window's burst sent together queues in the client
-    (the first answer is read only once every request of the burst is written), and that
-    latency, lost once per window as the window waits for the answer, is many times one
-    request's.
+    Turns go out in clumps of ``spread`` (by default a tenth of ``count``), one clump every
+    ``spread / count`` of the window, so ``count / window`` a second:
+
+    * not a whole window's burst at once: it queues in the client (the first answer is read
+      only once every request of the burst is written), and that latency, lost once per
+      window as the window waits for the answer, is many times one request's;
+    * nor one turn at a time: a clump's turns share one time, and the answers they wait for
+      (those of the clump ``count`` turns before, sent together) come back within a
+      millisecond or so of each other, so they go out in one wake-up of the event loop, and
+      their answers, records and next claims come together too. At a paced rate a wake-up
+      costs more CPU than the code it runs; one a turn was most of a message's cost
+      (benchmarks/telegram_fanout.py).
+
+    A turn that comes while a clump has room and the next is not yet due joins it (going at
+    once if the clump's time has passed), so a lone target's parts need not wait for a clump
+    each.
 
     An answer overdue by ``grace`` seconds (a hung request) counts as arrived by then, so a
     slow request holds the platform up for at most that long.
     """
 
-    __slots__ = ("_count", "_grace", "_spread", "_turns", "_window")
+    __slots__ = (
+        "_at",
+        "_company",
+        "_count",
+        "_grace",
+        "_interval",
+        "_left",
+        "_next",
+        "_turns",
+        "_window",
+        "spread",
+    )
 
     def __init__(
         self,
@@ -225,15 +293,38 @@ class SendWindow:
         self._count = count
         self._window = window
         self._grace = 2 * window if grace is None else grace
-        self._spread = TokenBucket(spread_rate(count, window, spread), now=now)
+        #: the turns a clump holds, and the time between two clumps
+        self.spread = min(count, spread or max(1, count // 10))
+        self._interval = self.spread * window / count
+        #: the last ``count`` turns, the oldest first
         self._turns: deque[SendSlot] = deque()
+        #: the current clump: its time, the turns it has room for and those its turns wait
+        #: for; when the next may go
+        self._at = now
+        self._left = 0
+        self._company: tuple[SendSlot, ...] = ()
+        self._next = now
 
     def reserve(self, now: float) -> SendSlot:
         """The next turn, in order: it waits for the one ``count`` turns before it."""
         turns = self._turns
+        if self._left == 0 or now >= self._next:  # a new clump
+            self._at = max(now, self._next)
+            self._next = self._at + self._interval
+            self._left = self.spread
+            # the turns its turns wait for (n0-count ..., those there are)
+            waits_for = len(turns) - self._count + self.spread
+            self._company = tuple(itertools.islice(turns, max(0, waits_for)))
+        self._left -= 1
         gate = turns.popleft() if len(turns) >= self._count else None
-        at = now + self._spread.reserve(now)
-        slot = SendSlot(at, gate=gate, window=self._window, grace=self._grace)
+        slot = SendSlot(
+            max(self._at, now),
+            gate=gate,
+            window=self._window,
+            grace=self._grace,
+            company=self._company,
+            slack=self._interval,
+        )
         turns.append(slot)
         return slot
 
@@ -256,16 +347,20 @@ class Pacer:
     def __init__(self, limits: PlatformLimits, *, now: float) -> None:
         self.limits = limits
         overall = limits.overall
-        # with a window, sends are dispatched as the window spreads them (so a target's next
-        # part is not dispatched behind a whole window's burst)
-        dispatch = overall if overall.window is None else spread_rate(overall.burst, overall.window)
+        self._window: SendWindow | None = None
+        dispatch, ahead = overall, 1
+        if overall.window is not None:
+            self._window = SendWindow(overall.burst, overall.window, now=now)
+            # sends are dispatched as the window spreads them (so a target's next part is not
+            # dispatched behind a whole window's burst)
+            ahead = self._window.spread
+            dispatch = spread_rate(overall.burst, overall.window, ahead)
         self._overall = TokenBucket(dispatch, now=now)
-        #: the time between two sends' starts at the overall rate
-        self.dispatch_interval = 1.0 / dispatch.per_second
+        #: how far ahead of its time a send's end may take the dispatch bucket's next turn
+        #: (``Fanout._take_at_end``): one clump of the window's turns (they go out together),
+        #: one turn without a window
+        self.take_ahead = ahead / dispatch.per_second
         self._sending = TokenBucket(overall, now=now)
-        self._window = (
-            None if overall.window is None else SendWindow(overall.burst, overall.window, now=now)
-        )
         self._buckets: dict[Target, TokenBucket] = {}
         self._not_before: dict[Target, float] = {}
 

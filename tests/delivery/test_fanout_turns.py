@@ -5,6 +5,7 @@ woken for it, and pacing, order and the claim before each send are as before."""
 from __future__ import annotations
 
 import asyncio
+import collections
 import random
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -146,3 +147,27 @@ async def test_on_the_real_clock_an_alarm_is_a_timer_of_the_loop() -> None:
 async def _settle() -> None:
     for _ in range(5):
         await asyncio.sleep(0)
+
+
+@pytest.mark.slow  # over 0.25 s: left out of make check
+async def test_at_a_paced_rate_sends_go_out_in_clumps_sharing_their_wake_ups_and_writes(
+    ledger: Ledger, clock: ManualClock
+) -> None:
+    """Telegram's 30 in any second goes out 3 at a time, 10 times a second: the sends of a
+    clump leave together, end together, and their records and next claims share one
+    transaction (one a part when sends went one at a time), at the same overall rate."""
+    platform = FakePlatform(clock, limits=TELEGRAM_LIMITS, latency=0.005)
+    targets, messages = make_targets(90), make_messages(2)
+    engine = DeliveryEngine(ledger, clock=clock, rng=random.Random(1))
+    await engine.deliver(REF, platform, messages, targets[:1])  # (the writer's connection)
+    before = ledger.stats.transactions
+    report = await engine.deliver(REF, platform, messages, targets[1:])
+    assert report.ok and report.sent == 178
+    times = [at for _, _, at in platform.calls[2:]]
+    together = collections.Counter(times)
+    assert max(together.values()) == 3
+    assert sum(n for n in together.values() if n == 3) >= 0.9 * len(times)
+    writes = ledger.stats.transactions - before
+    assert writes < 0.5 * len(times)
+    assert not windows_exceeded(times, window=1.0, limit=30)
+    assert times[-1] - times[0] <= (len(times) - 1) / 30 * 1.03

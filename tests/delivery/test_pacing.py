@@ -176,6 +176,44 @@ async def test_send_window_goes_at_the_limit_less_one_latency_per_window(
     assert starts[2] == 0.0
 
 
+def test_send_window_turns_go_out_in_clumps_of_its_spread() -> None:
+    """30 in any second, 3 at a time: the turns reserved together share a time, one clump a
+    tenth of a second; a turn that comes while a clump has room joins it (at once if its time
+    has passed), and one that comes after the next clump is due starts a new one."""
+    window = SendWindow(30, 1.0, now=0.0)
+    assert window.spread == 3
+    assert [window.reserve(0.0)._at for _ in range(7)] == pytest.approx(
+        [0.0] * 3 + [0.1] * 3 + [0.2]
+    )
+    assert window.reserve(0.15)._at == pytest.approx(0.2)  # room in the clump at 0.2
+    assert window.reserve(0.25)._at == pytest.approx(0.25)  # joins it late, going at once
+    assert window.reserve(0.31)._at == pytest.approx(0.31)  # the next clump was due at 0.3
+    lone = SendWindow(30, 1.0, now=0.0)
+    assert [lone.reserve(t)._at for t in (0.0, 0.01, 0.02, 0.03)] == pytest.approx(
+        [0.0, 0.01, 0.02, 0.1]
+    )
+
+
+async def test_a_clump_split_by_a_late_turn_goes_out_together_again() -> None:
+    """Turns of one clump that left a few milliseconds apart (a late one joined it) are
+    waited for together a window later: the next clump goes at its last answer's time, not
+    split for good (each split clump is a wake-up of the loop more, for every window)."""
+    clock = ManualClock()
+    window = SendWindow(3, 1.0, now=0.0, spread=3)
+    first = []
+    for late in (0.0, 0.004, 0.008):  # one clump, its turns joining a little late
+        await clock.sleep(late - clock.monotonic())
+        slot = window.reserve(clock.monotonic())
+        assert slot.begin_if_due(clock.monotonic())
+        first.append(slot)
+    second = [window.reserve(clock.monotonic()) for _ in range(3)]
+    for slot in first:
+        slot.done(slot.start + 0.002)
+    waited = await asyncio.gather(*(slot.wait(clock) for slot in second))
+    assert [slot.start for slot in second] == pytest.approx([1.010] * 3)
+    assert len(set(waited)) == 1
+
+
 async def test_a_hung_request_holds_the_window_for_its_grace_only() -> None:
     clock = ManualClock()
     window = SendWindow(2, 1.0, now=0.0, grace=3.0, spread=2)
