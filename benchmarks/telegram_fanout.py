@@ -35,7 +35,15 @@ the same machine (medians of 3): ``ours`` 1.66, ``ours-nohttp`` 1.11, the engine
 alone at 30 a second 1.03: the client (PTB, httpx, the adapter) about 0.6 ms a message, the
 rest the engine's wake-ups at a paced rate. At paid broadcast's pace (``--scale 33``, about
 1,000 a second) the whole process costs 0.54 ms a message and ``ours-nohttp`` 0.29: one core
-carries that rate about twice over.
+carries that rate about twice over. Then the send window's turns went out in clumps
+(digest_core/delivery/pacing.py, ``clump_size``): one send at a time had cost a wake-up of the
+loop for its turn, one for its answer and a transaction (a wake-up of aiosqlite's thread and
+one of the loop) each, and a clump's sends share them. Medians of 3 (December 2026, the same
+machine): ``ours`` 1.456 ms before (1.448-1.527, interleaved with the after runs of clumps
+of 3), 0.953 with clumps of 3 (0.780-0.994), 0.611 with clumps of 5 (0.581-0.636): 0.61 of
+the target of 1 ms; ``ours-nohttp`` 1.012, 0.399, 0.286. ``ratio`` 0.987 before and 0.987
+after (300 private chats and 50 channels; 350 private chats 0.986, 350 channels 0.986), 0
+429s, nothing lost.
 """
 
 from __future__ import annotations

@@ -153,7 +153,7 @@ async def _settle() -> None:
 async def test_at_a_paced_rate_sends_go_out_in_clumps_sharing_their_wake_ups_and_writes(
     ledger: Ledger, clock: ManualClock
 ) -> None:
-    """Telegram's 30 in any second goes out 3 at a time, 10 times a second: the sends of a
+    """Telegram's 30 in any second goes out 5 at a time, 6 times a second: the sends of a
     clump leave together, end together, and their records and next claims share one
     transaction (one a part when sends went one at a time), at the same overall rate."""
     platform = FakePlatform(clock, limits=TELEGRAM_LIMITS, latency=0.005)
@@ -165,9 +165,9 @@ async def test_at_a_paced_rate_sends_go_out_in_clumps_sharing_their_wake_ups_and
     assert report.ok and report.sent == 178
     times = [at for _, _, at in platform.calls[2:]]
     together = collections.Counter(times)
-    assert max(together.values()) == 3
-    assert sum(n for n in together.values() if n == 3) >= 0.9 * len(times)
+    assert max(together.values()) == 5
+    assert sum(n for n in together.values() if n == 5) >= 0.9 * len(times)
     writes = ledger.stats.transactions - before
-    assert writes < 0.5 * len(times)
+    assert writes < 0.3 * len(times)
     assert not windows_exceeded(times, window=1.0, limit=30)
     assert times[-1] - times[0] <= (len(times) - 1) / 30 * 1.03

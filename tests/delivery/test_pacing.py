@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from bots.discord.spec import DISCORD_LIMITS
 from bots.telegram.spec import TELEGRAM_LIMITS
-from digest_core.delivery.pacing import Backoff, Pacer, SendWindow, TokenBucket
+from digest_core.delivery.pacing import Backoff, Pacer, SendWindow, TokenBucket, clump_size
 from digest_core.platform import PlatformLimits, Rate, Target, TargetKind
 from digest_core.testing import ManualClock, windows_exceeded
 
@@ -180,18 +180,24 @@ def test_send_window_turns_go_out_in_clumps_of_its_spread() -> None:
     """30 in any second, 3 at a time: the turns reserved together share a time, one clump a
     tenth of a second; a turn that comes while a clump has room joins it (at once if its time
     has passed), and one that comes after the next clump is due starts a new one."""
-    window = SendWindow(30, 1.0, now=0.0)
-    assert window.spread == 3
+    window = SendWindow(30, 1.0, now=0.0, spread=3)
     assert [window.reserve(0.0)._at for _ in range(7)] == pytest.approx(
         [0.0] * 3 + [0.1] * 3 + [0.2]
     )
     assert window.reserve(0.15)._at == pytest.approx(0.2)  # room in the clump at 0.2
     assert window.reserve(0.25)._at == pytest.approx(0.25)  # joins it late, going at once
     assert window.reserve(0.31)._at == pytest.approx(0.31)  # the next clump was due at 0.3
-    lone = SendWindow(30, 1.0, now=0.0)
+    lone = SendWindow(30, 1.0, now=0.0, spread=3)
     assert [lone.reserve(t)._at for t in (0.0, 0.01, 0.02, 0.03)] == pytest.approx(
         [0.0, 0.01, 0.02, 0.1]
     )
+
+
+@pytest.mark.parametrize(("count", "spread"), [(30, 5), (50, 5), (20, 2), (7, 1), (1, 1), (60, 10)])
+def test_a_send_window_clumps_about_a_sixth_of_its_count_and_whole_clumps_a_window(
+    count: int, spread: int
+) -> None:
+    assert SendWindow(count, 1.0, now=0.0).spread == spread == clump_size(count)
 
 
 async def test_a_clump_split_by_a_late_turn_goes_out_together_again() -> None:
