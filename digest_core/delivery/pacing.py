@@ -228,12 +228,6 @@ def _settle(future: asyncio.Future[None] | None) -> None:
         future.set_result(None)
 
 
-def spread_rate(count: int, window: float, spread: int | None = None) -> Rate:
-    """``count`` per ``window`` spread evenly: that rate with ``spread`` at once (by default a
-    tenth of ``count``)."""
-    return Rate(count / window, burst=spread or max(1, count // 10))
-
-
 def clump_size(count: int) -> int:
     """The turns of a :class:`SendWindow` of ``count`` that go out together: about a sixth of
     ``count``, and a divisor of it, so a window holds whole clumps and a clump's turns wait
@@ -284,7 +278,6 @@ class SendWindow:
         "_grace",
         "_interval",
         "_left",
-        "_next",
         "_turns",
         "_window",
         "spread",
@@ -309,19 +302,18 @@ class SendWindow:
         self._interval = self.spread * window / count
         #: the last ``count`` turns, the oldest first
         self._turns: deque[SendSlot] = deque()
-        #: the current clump: its time, the turns it has room for and those its turns wait
-        #: for; when the next may go
-        self._at = now
+        #: the current clump: its time (the next may go an interval later), the turns it has
+        #: room for and those its turns wait for
+        self._at = now - self._interval
         self._left = 0
         self._company: tuple[SendSlot, ...] = ()
-        self._next = now
 
     def reserve(self, now: float) -> SendSlot:
         """The next turn, in order: it waits for the one ``count`` turns before it."""
         turns = self._turns
-        if self._left == 0 or now >= self._next:  # a new clump
-            self._at = max(now, self._next)
-            self._next = self._at + self._interval
+        due = self._at + self._interval
+        if self._left == 0 or now >= due:  # a new clump
+            self._at = max(now, due)
             self._left = self.spread
             # the turns its turns wait for (n0-count ..., those there are)
             waits_for = len(turns) - self._count + self.spread
@@ -362,10 +354,10 @@ class Pacer:
         dispatch, ahead = overall, 1
         if overall.window is not None:
             self._window = SendWindow(overall.burst, overall.window, now=now)
-            # sends are dispatched as the window spreads them (so a target's next part is not
-            # dispatched behind a whole window's burst)
+            # sends are dispatched as the window spreads them, a clump at once (so a target's
+            # next part is not dispatched behind a whole window's burst)
             ahead = self._window.spread
-            dispatch = spread_rate(overall.burst, overall.window, ahead)
+            dispatch = Rate(overall.burst / overall.window, burst=ahead)
         self._overall = TokenBucket(dispatch, now=now)
         #: how far ahead of its time a send's end may take the dispatch bucket's next turn
         #: (``Fanout._take_at_end``): one clump of the window's turns (they go out together),
