@@ -64,10 +64,14 @@ def fill(path: Path) -> None:
             fh.write(b"\0" * 16384)
 
 
-#: the largest a log of the ledger grows in one checkpoint's cycle: its checkpoint's page
-#: count and a few commits more, in frames of a 4 KiB page and a 24-byte header, after the
-#: log's 32-byte header (SQLite's WAL format)
-CYCLE_BYTES = 32 + (WAL_AUTOCHECKPOINT_PAGES + 8) * (4096 + 24)
+#: the largest the ledger's log may grow once the disk has room again: what it is cut back to
+#: when it starts over (WAL_LIMIT_BYTES), and a quarter of that for the commits that lie
+#: beyond. Those are the commit that passes the checkpoint's page count and any made while a
+#: reader keeps the checkpoint from finishing (SQLite's checkpoints after a commit do not wait
+#: for readers). Alone this test's log ends at 257-259 pages of 4 KiB (1,058,872-1,067,112
+#: bytes); on a loaded machine it has reached 267 (1,100,072 bytes, a CI run). The 2 MiB disk
+#: filled again at SQLite's default of a checkpoint every 1000 pages.
+LOG_BOUND_BYTES = WAL_LIMIT_BYTES + WAL_LIMIT_BYTES // 4
 
 
 def wal_size(db: Path) -> int:
@@ -115,13 +119,9 @@ async def test_a_freed_disk_is_not_filled_again_by_the_log(
         # what the full disk's backlog grew the log to was given back once it answered
         assert any("checkpointed the ledger's log" in r.message for r in caplog.records)
         # the log was checkpointed and cut back once the disk had room again: from then on it
-        # stays within one checkpoint's cycle, far from refilling the disk. (Not within
-        # WAL_LIMIT_BYTES at every moment: it is cut back to that when it starts over, after
-        # a checkpoint; the commit that passes the checkpoint's page count, and any made
-        # while a reader keeps the checkpoint from finishing, lie beyond. Four fresh clones
-        # ended here at 257 and 258 pages, 1,058,872 and 1,062,992 bytes.)
-        assert largest <= CYCLE_BYTES, largest
-        assert wal_size(db) <= CYCLE_BYTES, wal_size(db)
+        # stays near its limit, far from refilling the disk
+        assert largest <= LOG_BOUND_BYTES, largest
+        assert wal_size(db) <= LOG_BOUND_BYTES, wal_size(db)
     assert report.ok, report
     assert troubles == ["database or disk is full", "cleared"]
     sent = Counter((s.target.id, s.message.payload["part"]) for s in platform.sent)
